@@ -1,0 +1,42 @@
+// Package session is the Session aggregate: one agent conversation, the
+// behavior chosen when it was created, and its lifecycle state machine. It
+// is pure domain code: no I/O, no clocks, no persistence (package sessnap
+// owns the persisted form).
+//
+// # Lifecycle
+//
+// A session is idle, running, awaiting (a turn parked on an approval), or in
+// one of the terminal states completed, stopped, cancelled and failed. The
+// legal transitions are the one table in transitions.go; an illegal event
+// returns a *TransitionError (errors.Is ErrIllegalTransition) and changes
+// nothing; terminal states accept no event.
+//
+// # Invariants
+//
+//   - Behavior chosen at creation (Config: mode, limits, kind, relationship,
+//     profile, provider/model, reasoning effort, debug ceilings, environment
+//     reference, placement, authority) cannot change afterwards. The
+//     aggregate keeps its state unexported and hands out copies; where the
+//     seed package exposed exported fields (ID, State, Mode, Conversation,
+//     Limits, Counters, EnvironmentRef, CreatedAt) this package exposes
+//     accessor methods of the same names, so the invariants cannot be
+//     bypassed.
+//   - PendingAsk is readable only while awaiting; PauseForApproval is legal
+//     only from running.
+//   - RecordedStopReason returns exactly what the terminal transition
+//     recorded; StopReason may derive a reason from exhausted limits.
+//   - The owner is write-once (RestoreLabels).
+//   - Usage is what the MaxRunTokens brake is checked against
+//     (Usage.RunTokens), so persisting it makes the budget survive a restart.
+//
+// # Usage
+//
+//	s, err := session.New(session.Config{
+//		ID: "s1", CreatedAt: time.Now(), Kind: session.KindPrimary,
+//		EnvironmentRef: session.EnvironmentRef{Provider: "local", ID: "laptop", Revision: "1"},
+//	})
+//	_ = s.AppendMessage(session.TextMessage(session.RoleUser, "hello", time.Now()))
+//	_ = s.BeginTurn()
+//	_ = s.AddUsage(session.Usage{InputTokens: 12, OutputTokens: 40})
+//	_ = s.EndTurn()
+package session

@@ -1,0 +1,161 @@
+package sessnap
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// MaxSafeInteger is the largest integer every JSON reader (including those
+// that parse numbers as IEEE doubles, such as JavaScript and jq) reads
+// exactly: 2^53−1.
+const MaxSafeInteger = 1<<53 - 1
+
+// Marshal encodes snap as compact JSON. The encoding is deterministic: the
+// same snapshot always gives the same bytes (struct fields in declaration
+// order, map keys sorted, no HTML escaping, no trailing newline).
+//
+// Marshal refuses, with ErrUnencodable and the JSON path of the value, any
+// value a reader could not read back exactly: an integer beyond
+// ±MaxSafeInteger, a string that is not valid UTF-8 (Go would silently
+// replace the bad bytes), a non-UTC time, or raw JSON (tool inputs) that is
+// not valid UTF-8 JSON.
+func Marshal(snap Snapshot) ([]byte, error) {
+	if err := checkEncodable(reflect.ValueOf(snap), "$"); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(snap); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnencodable, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Unmarshal decodes a snapshot. It fails with ErrMalformed when data is not
+// valid UTF-8 or not JSON of the snapshot's shape (a wrong JSON type names
+// the key), and with ErrUnsupportedFormat for an unknown format tag.
+// Unknown keys are ignored. Unmarshal does not check the lifecycle rules;
+// Restore does.
+func Unmarshal(data []byte) (Snapshot, error) {
+	var snap Snapshot
+	if !utf8.Valid(data) {
+		return snap, fmt.Errorf("%w: not valid UTF-8", ErrMalformed)
+	}
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return Snapshot{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if snap.Format != "" && snap.Format != Format {
+		return Snapshot{}, fmt.Errorf("%w: %q", ErrUnsupportedFormat, snap.Format)
+	}
+	return snap, nil
+}
+
+// Encode is Of followed by Marshal.
+func Encode(s *session.Session) ([]byte, error) {
+	snap, err := Of(s)
+	if err != nil {
+		return nil, err
+	}
+	return Marshal(snap)
+}
+
+// Decode is Unmarshal followed by Restore.
+func Decode(data []byte) (*session.Session, error) {
+	snap, err := Unmarshal(data)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Restore()
+}
+
+var (
+	timeType = reflect.TypeFor[time.Time]()
+	rawType  = reflect.TypeFor[json.RawMessage]()
+)
+
+// checkEncodable walks v (a Snapshot or part of one) and reports the first
+// value that cannot be encoded exactly, naming it by its JSON path.
+func checkEncodable(v reflect.Value, path string) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrUnencodable, path, fmt.Sprintf(format, args...))
+	}
+	switch v.Type() {
+	case timeType:
+		t := v.Interface().(time.Time)
+		if !t.IsZero() && t.Location() != time.UTC {
+			return fail("time %s is not UTC", t)
+		}
+		if t.Year() < 0 || t.Year() > 9999 {
+			return fail("time %s outside years 0000-9999", t)
+		}
+		return nil
+	case rawType:
+		raw := v.Bytes()
+		if len(raw) > 0 && (!utf8.Valid(raw) || !json.Valid(raw)) {
+			return fail("raw JSON is not valid UTF-8 JSON")
+		}
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			return fail("string is not valid UTF-8")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n := v.Int(); n > MaxSafeInteger || n < -MaxSafeInteger {
+			return fail("integer %d beyond ±2^53−1", n)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n := v.Uint(); n > MaxSafeInteger {
+			return fail("integer %d beyond 2^53−1", n)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return checkEncodable(v.Elem(), path)
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil // []byte: base64, any bytes are fine
+		}
+		for i := range v.Len() {
+			if err := checkEncodable(v.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			k := it.Key()
+			if k.Kind() == reflect.String && !utf8.ValidString(k.String()) {
+				return fail("map key is not valid UTF-8")
+			}
+			if err := checkEncodable(it.Value(), path+"."+k.String()); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if err := checkEncodable(v.Field(i), path+"."+name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package sessnap_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+var update = flag.Bool("update", false, "rewrite the canonical fixtures (allowed only before the format freeze recorded in CHANGELOG.md)")
+
+const fixtureDir = "../testdata/sessnap"
+
+// canonical fixtures are generated from builders and must re-encode to
+// identical bytes; the others are hand-written shapes.
+var canonical = map[string]func() *session.Session{
+	"idle.json":      func() *session.Session { return sessiontest.InState("01JDCANONIDLE", session.StateIdle) },
+	"running.json":   func() *session.Session { return sessiontest.InState("01JDCANONRUNNING", session.StateRunning) },
+	"awaiting.json":  func() *session.Session { return sessiontest.InState("01JDCANONAWAITING", session.StateAwaiting) },
+	"completed.json": func() *session.Session { return sessiontest.InState("01JDCANONCOMPLETED", session.StateCompleted) },
+	"stopped.json":   func() *session.Session { return sessiontest.InState("01JDCANONSTOPPED", session.StateStopped) },
+	"cancelled.json": func() *session.Session { return sessiontest.InState("01JDCANONCANCELLED", session.StateCancelled) },
+	"failed.json":    func() *session.Session { return sessiontest.InState("01JDCANONFAILED", session.StateFailed) },
+	"full.json":      fullSession,
+}
+
+// fullSession sets every optional field, so the fixture shows every key.
+func fullSession() *session.Session {
+	cfg := sessiontest.Config("01JDCANONFULL")
+	cfg.Incarnation = "inc-7"
+	cfg.Mode = session.ModeAcceptEdits
+	cfg.Kind = session.KindSubagent
+	cfg.Limits = session.Limits{MaxTurns: 10, MaxToolCalls: 100, MaxRunTokens: 500000, MaxDurationMS: 3_600_000}
+	cfg.Relationship = session.SessionRelationship{ParentID: "01JDPARENT", RootID: "01JDROOT", Role: "reviewer"}
+	cfg.Profile = "coding"
+	cfg.ReasoningEffort = "high"
+	cfg.DebugMCPServers = []string{"github", "jira"}
+	cfg.DebugMCPTools = []string{"github.search", "jira.get"}
+	cfg.DebugTargetFingerprint = "sha256:ab12"
+	cfg.Placement = session.PlacementMetadata{Host: "laptop", Region: "eu-west", Labels: map[string]string{"team": "tools", "env": "dev"}}
+	cfg.Authority = &session.Authority{Capabilities: []string{session.CapCommandsRun, session.CapFilesRead, session.CapFilesWrite}}
+	s, err := session.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	at := sessiontest.Epoch
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(s.RestoreLabels(&session.Principal{Subject: "user:42", Issuer: "https://id.example", DisplayName: "Ada <ada@example.com>"}))
+	must(s.SetTitle("Review PR #7", session.TitleExplicit))
+	must(s.SetRunID("run-77"))
+	must(s.AppendMessage(session.Message{Role: session.RoleSystem, Parts: []session.Part{{Type: session.PartText, Text: "You review code."}}}))
+	must(s.AppendMessage(session.Message{Role: session.RoleUser, CreatedAt: at, Parts: []session.Part{
+		{Type: session.PartText, Text: "Look at this screenshot — ünïcødé & <html>"},
+		{Type: session.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0, 0xff}},
+	}}))
+	must(s.BeginTurn())
+	must(s.AppendMessage(session.Message{Role: session.RoleAssistant, ProviderPhase: "final", CreatedAt: at.Add(1), Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "grep", Input: json.RawMessage(`{"pattern":"TODO","n":9007199254740993}`)},
+	}}))
+	must(s.RecordToolCall())
+	must(s.AppendMessage(session.Message{Role: session.RoleTool, Parts: []session.Part{
+		{Type: session.PartToolResult, ToolCallID: "c1", Output: "no matches", IsError: true},
+		{Type: session.PartBlob, MediaType: "application/gzip", Data: []byte{0x1f, 0x8b}},
+	}}))
+	must(s.AddUsage(session.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}))
+	must(s.PrepareRetry(session.RetryRetryable, session.ProgressNone))
+	return s
+}
+
+// TestFixtures decodes every fixture under testdata/sessnap and checks the
+// outcome the table promises: the state it restores to, or the error.
+func TestFixtures(t *testing.T) {
+	if *update {
+		for name, build := range canonical {
+			b, err := sessnap.Encode(build())
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, name), append(b, '\n'), 0o644))
+		}
+	}
+	tests := []struct {
+		file      string
+		wantState session.State
+		wantErr   error
+		check     func(t *testing.T, s *session.Session)
+	}{
+		{file: "idle.json", wantState: session.StateIdle},
+		{file: "running.json", wantState: session.StateRunning},
+		{file: "awaiting.json", wantState: session.StateAwaiting, check: func(t *testing.T, s *session.Session) {
+			ask, err := s.PendingAsk()
+			require.NoError(t, err)
+			require.Equal(t, "ask-1", ask.ID)
+			require.JSONEq(t, `{"path":"parser.go","bytes":2048}`, string(ask.Input))
+		}},
+		{file: "completed.json", wantState: session.StateCompleted, check: stopIs(session.StopCompleted)},
+		{file: "stopped.json", wantState: session.StateStopped, check: stopIs(session.StopMaxTurns)},
+		{file: "cancelled.json", wantState: session.StateCancelled, check: stopIs(session.StopCancelled)},
+		{file: "failed.json", wantState: session.StateFailed, check: func(t *testing.T, s *session.Session) {
+			require.Equal(t, session.StopError, s.RecordedStopReason())
+			require.True(t, s.Permanent())
+			require.Equal(t, "model stream: connection reset after 3 retries", s.LastError())
+			d, p := s.RetryFacts()
+			require.Equal(t, session.RetryNotRetryable, d)
+			require.Equal(t, session.ProgressPartial, p)
+		}},
+		{file: "full.json", wantState: session.StateRunning, check: func(t *testing.T, s *session.Session) {
+			require.Equal(t, session.KindSubagent, s.Kind())
+			require.Equal(t, "user:42", s.Owner().Subject)
+			require.Equal(t, []string{"commands.run", "files.read", "files.write"}, s.Authority().Capabilities)
+			pending, d, _ := s.RetryPending()
+			require.True(t, pending)
+			require.Equal(t, session.RetryRetryable, d)
+			require.Equal(t, session.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}, s.Usage())
+			// A big integer inside raw tool input survives untouched.
+			require.Contains(t, string(s.Conversation()[2].Parts[0].Input), "9007199254740993")
+		}},
+		{file: "legacy_v1_minimal.json", wantState: session.StateIdle, check: func(t *testing.T, s *session.Session) {
+			require.Equal(t, session.KindUnknown, s.Kind(), "missing kind restores as unknown")
+			require.Equal(t, session.ModeDefault, s.Mode(), "missing mode restores as default")
+			require.True(t, s.Usage().IsZero(), "missing usage restores as zero")
+			require.Nil(t, s.Owner(), "missing owner restores as none")
+			require.Nil(t, s.Authority(), "missing authority is legacy")
+			require.Equal(t, 0, s.MessageCount(), "missing messages restore as empty")
+		}},
+		{file: "legacy_v1_running.json", wantState: session.StateRunning, check: func(t *testing.T, s *session.Session) {
+			require.Equal(t, session.KindUnknown, s.Kind())
+			require.Equal(t, int64(3), s.Counters().Turns, "counters survive the replayed BeginTurn")
+			title, prov := s.Title()
+			require.Equal(t, "old title", title)
+			require.Equal(t, session.TitleProvenance(""), prov, "a legacy title without provenance keeps none")
+		}},
+		{file: "legacy_v1_failed_no_stop.json", wantState: session.StateFailed, check: stopIs(session.StopError)},
+		{file: "newer_writer_unknown_keys.json", wantState: session.StateAwaiting, check: func(t *testing.T, s *session.Session) {
+			require.Equal(t, 2, s.MessageCount())
+		}},
+		{file: "invalid_unknown_state.json", wantErr: sessnap.ErrUnknownState},
+		{file: "invalid_authority_unknown_capability.json", wantErr: sessnap.ErrInvalidAuthority},
+		{file: "invalid_authority_empty.json", wantErr: sessnap.ErrInvalidAuthority},
+		{file: "invalid_authority_duplicate.json", wantErr: sessnap.ErrInvalidAuthority},
+		{file: "invalid_missing_environment_ref.json", wantErr: sessnap.ErrInvalidEnvironmentRef},
+		{file: "invalid_incomplete_environment_ref.json", wantErr: sessnap.ErrInvalidEnvironmentRef},
+		{file: "invalid_wrong_type_counter.json", wantErr: sessnap.ErrMalformed},
+		{file: "invalid_wrong_type_messages.json", wantErr: sessnap.ErrMalformed},
+		{file: "invalid_awaiting_without_pending.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_stopped_without_reason.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_stop_reason_on_running.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_unknown_kind.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_unknown_role.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_future_format.json", wantErr: sessnap.ErrUnsupportedFormat},
+		{file: "invalid_utf8.json", wantErr: sessnap.ErrMalformed},
+		{file: "invalid_missing_id.json", wantErr: sessnap.ErrInvalid},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		seen[tt.file] = true
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(fixtureDir, tt.file))
+			require.NoError(t, err)
+			s, err := sessnap.Decode(data)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				require.Nil(t, s)
+				t.Logf("error (as users see it): %v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wantState, s.State())
+			if tt.check != nil {
+				tt.check(t, s)
+			}
+			again, err := sessnap.Encode(s)
+			require.NoError(t, err)
+			if build, ok := canonical[tt.file]; ok {
+				require.Equal(t, string(trimNL(data)), string(again), "canonical fixture must re-encode to identical bytes")
+				fresh, err := sessnap.Encode(build())
+				require.NoError(t, err)
+				require.Equal(t, string(trimNL(data)), string(fresh), "builder no longer produces the fixture; fixtures are frozen, add a new one")
+			}
+			// Whatever decodes re-encodes stably.
+			s2, err := sessnap.Decode(again)
+			require.NoError(t, err)
+			again2, err := sessnap.Encode(s2)
+			require.NoError(t, err)
+			require.Equal(t, string(again), string(again2))
+		})
+	}
+	entries, err := os.ReadDir(fixtureDir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.True(t, seen[e.Name()], "fixture %s has no row in the table", e.Name())
+	}
+	require.GreaterOrEqual(t, len(entries), 15)
+}
+
+func stopIs(want session.StopReason) func(t *testing.T, s *session.Session) {
+	return func(t *testing.T, s *session.Session) {
+		require.Equal(t, want, s.RecordedStopReason())
+	}
+}
+
+func trimNL(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\n' {
+		return b[:len(b)-1]
+	}
+	return b
+}
