@@ -1,0 +1,152 @@
+package fslease
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tempPrefix starts the name of the temporary file lease.json is written to
+// before it is renamed into place. Leftovers (from a holder killed in the
+// middle of a write) are swept by the next Acquire.
+const tempPrefix = RecordFile + ".tmp-"
+
+// openNoFollow opens path with O_NOFOLLOW (and O_NONBLOCK) added to flag.
+// A symlink at path yields ErrSymlink.
+func openNoFollow(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollowFlags, 0o600)
+	if err != nil {
+		return nil, classifyOpenErr(path, err)
+	}
+	return f, nil
+}
+
+// classifyOpenErr turns the error of an O_NOFOLLOW open into ErrSymlink or
+// ErrNotRegular when the path is one; errno for a symlink differs between
+// systems (ELOOP on Linux and macOS, EMLINK on FreeBSD), so ask lstat.
+func classifyOpenErr(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%w: %s", ErrSymlink, path)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+		}
+	}
+	return err
+}
+
+// checkRegular returns ErrNotRegular unless f, opened from path, is a
+// regular file.
+func checkRegular(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+	}
+	return nil
+}
+
+// writeRecordFile replaces dir/lease.json with rec atomically: write a
+// temporary file in dir (0600, O_EXCL), fsync it, rename it over lease.json
+// and, when durable is set, fsync dir. The temporary file is removed on
+// failure.
+//
+// The file is always synced before the rename, because a rename may reach
+// the disk before the data it names and leave an empty lease.json, which
+// would lose the generation floor. Syncing the directory is what makes the
+// rename itself durable; heartbeats skip it, since losing a heartbeat in a
+// crash leaves the previous record of the same generation.
+//
+// rename replaces a symlink planted as lease.json instead of writing
+// through it.
+func writeRecordFile(dir string, rec Record, durable bool) (err error) {
+	data, err := encodeRecord(rec)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, tempPrefix+randomHex(8))
+	f, err := openNoFollow(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	dst := filepath.Join(dir, RecordFile)
+	if err = os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("rename %s: %w", dst, err)
+	}
+	if durable {
+		// tmp is gone now: on failure the deferred removal is a no-op.
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so that a rename or creation in it is durable.
+// (On macOS os.File.Sync uses F_FULLFSYNC.)
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// sweepTemps removes temporary lease.json files left in dir by holders that
+// died in the middle of a write, and returns their names. It must be called
+// with the lock held: only the holder writes temporary files.
+func sweepTemps(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read directory %s: %w", dir, err)
+	}
+	var swept []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return swept, fmt.Errorf("remove leftover %s: %w", e.Name(), err)
+		}
+		swept = append(swept, e.Name())
+	}
+	return swept, nil
+}
+
+// randomHex returns n random bytes as hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,377 @@
+package fslease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofrs/flock"
+)
+
+// File names inside a lease directory.
+const (
+	// LockFile is the flock target. It is created on first Acquire and
+	// never unlinked.
+	LockFile = "lease.lock"
+	// RecordFile holds the lease record (see Record), replaced atomically.
+	RecordFile = "lease.json"
+)
+
+// MaxLabelLen is the longest Options.Label accepted, in bytes.
+const MaxLabelLen = 256
+
+// Options configure Acquire and TryAcquire. The zero value works.
+type Options struct {
+	// Label is stored in the owner identity for people (e.g. "agent-cli").
+	// At most MaxLabelLen bytes of valid UTF-8.
+	Label string
+
+	// MinGeneration is a floor: the new generation is greater than both it
+	// and the generation in lease.json. When lease.json is lost or
+	// unreadable this floor is all that keeps generations increasing, so a
+	// store passes the highest generation found in its own records.
+	MinGeneration uint64
+
+	// HeartbeatInterval, when positive, starts a goroutine that calls
+	// Heartbeat at this interval until Release. Zero means no goroutine.
+	// Its failures are reported by Lease.Err and OnHeartbeatError; it
+	// stops by itself once the lease is lost.
+	HeartbeatInterval time.Duration
+
+	// OnHeartbeatError, if set, is called on the heartbeat goroutine with
+	// each error of a background heartbeat. It must not block for long and
+	// must not call Release (Release waits for that goroutine to exit).
+	OnHeartbeatError func(error)
+
+	// Now is the clock for the times in the record; nil means time.Now.
+	Now func() time.Time
+}
+
+// withDefaults validates o and fills in defaults.
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case len(o.Label) > MaxLabelLen:
+		return o, fmt.Errorf("%w: label longer than %d bytes", ErrInvalidOptions, MaxLabelLen)
+	case !utf8.ValidString(o.Label):
+		return o, fmt.Errorf("%w: label is not valid UTF-8", ErrInvalidOptions)
+	case o.HeartbeatInterval < 0:
+		return o, fmt.Errorf("%w: negative heartbeat interval %s", ErrInvalidOptions, o.HeartbeatInterval)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}
+
+// Lease is a held operation lease on a directory. Its methods are safe for
+// concurrent use. Keep it reachable until Release: the lock lives in its
+// open descriptor, which the garbage collector would close.
+type Lease struct {
+	dir      string
+	lockPath string
+	gen      uint64
+	now      func() time.Time
+	onHBErr  func(error)
+
+	// Set by Acquire, read-only afterwards.
+	prev      Record
+	prevState PrevState
+	prevErr   error
+	swept     []string
+
+	// mu serialises the fencing check with the write that follows it, so
+	// that a heartbeat and a release never interleave, and guards below.
+	mu     sync.Mutex
+	fl     *flock.Flock
+	rec    Record
+	closed bool
+
+	errMu sync.Mutex
+	hbErr error
+
+	stopOnce sync.Once
+	stop     chan struct{} // closed by Release to stop the heartbeat goroutine
+	done     chan struct{} // closed when the heartbeat goroutine exits; nil if none
+}
+
+// Acquire takes the lease on dir, waiting until it is free or ctx is done.
+// dir must exist; lease.lock is created in it if missing.
+//
+// When Acquire returns, lease.json durably holds a new record whose
+// generation is greater than the previous record's and than
+// opts.MinGeneration, and PreviousState reports whether the previous owner
+// released cleanly, died, or left an unreadable record.
+//
+// Errors: ctx's error, wrapped (errors.Is(err, context.Canceled) works);
+// ErrOverflow; ErrSymlink or ErrNotRegular for a planted lease.lock or
+// lease.json (nothing is written through it); ErrInvalidOptions; I/O
+// errors. On error nothing is held.
+func Acquire(ctx context.Context, dir string, opts Options) (*Lease, error) {
+	return acquire(ctx, dir, opts, false)
+}
+
+// TryAcquire is Acquire that does not wait for another owner: if the lease
+// is held it returns a *HeldError (errors.Is(err, ErrHeld)) carrying the
+// holder's record. It retries for about 20ms first, so that an Inspect
+// probe, which holds a shared lock for a moment, never makes it fail.
+func TryAcquire(ctx context.Context, dir string, opts Options) (*Lease, error) {
+	return acquire(ctx, dir, opts, true)
+}
+
+func acquire(ctx context.Context, dir string, opts Options, try bool) (*Lease, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fslease: acquire %s: %w", dir, err)
+	}
+	lockPath := filepath.Join(dir, LockFile)
+	fl, err := waitLock(ctx, lockPath, try)
+	if err != nil {
+		return nil, fmt.Errorf("fslease: acquire %s: %w", dir, err)
+	}
+	if fl == nil {
+		he := &HeldError{Dir: dir}
+		if ld, err := loadRecord(filepath.Join(dir, RecordFile)); err == nil && ld.exists && ld.err == nil {
+			he.Holder = &ld.rec
+		}
+		return nil, he
+	}
+	l, err := takeOver(dir, lockPath, fl, o)
+	if err != nil {
+		_ = fl.Unlock()
+		return nil, fmt.Errorf("fslease: acquire %s: %w", dir, err)
+	}
+	if o.HeartbeatInterval > 0 {
+		l.done = make(chan struct{})
+		go l.heartbeatLoop(o.HeartbeatInterval)
+	}
+	return l, nil
+}
+
+// takeOver runs with the exclusive lock held: it reads the previous record,
+// sweeps leftover temporary files, and durably writes the new record.
+func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) {
+	ld, err := loadRecord(filepath.Join(dir, RecordFile))
+	if err != nil {
+		return nil, err
+	}
+	l := &Lease{
+		dir:      dir,
+		lockPath: lockPath,
+		now:      o.Now,
+		onHBErr:  o.OnHeartbeatError,
+		fl:       fl,
+		stop:     make(chan struct{}),
+	}
+	switch {
+	case !ld.exists:
+		l.prevState = PrevNone
+	case ld.err != nil:
+		l.prevState, l.prevErr = PrevUnreadable, ld.err
+	case ld.rec.Released:
+		l.prevState, l.prev = PrevReleased, ld.rec
+	default:
+		l.prevState, l.prev = PrevStale, ld.rec
+	}
+	base := max(ld.floor, o.MinGeneration)
+	if base >= MaxGeneration {
+		return nil, fmt.Errorf("%w: previous generation %d, minimum %d, maximum %d",
+			ErrOverflow, ld.floor, o.MinGeneration, uint64(MaxGeneration))
+	}
+	l.gen = base + 1
+	if l.swept, err = sweepTemps(dir); err != nil {
+		return nil, err
+	}
+	now := l.nowUTC()
+	l.rec = Record{
+		Version:     RecordVersion,
+		Generation:  l.gen,
+		Owner:       newIdentity(o.Label),
+		AcquiredAt:  now,
+		HeartbeatAt: now,
+	}
+	if err := writeRecordFile(dir, l.rec, true); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// nowUTC reads the lease's clock, in UTC and without a monotonic reading,
+// so that Record() equals what a reader parses from lease.json.
+func (l *Lease) nowUTC() time.Time { return l.now().Round(0).UTC() }
+
+// Dir returns the lease directory.
+func (l *Lease) Dir() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dir
+}
+
+// Moved tells a held Lease that its directory was renamed to dir (for
+// example a directory built under a temporary name and then published):
+// the lock and the record moved with it, so the lease is still held, but
+// fencing must now check the new path. Moved verifies that dir holds this
+// Lease's lock and record; if not, it returns a *LostError and keeps the
+// old path.
+func (l *Lease) Moved(dir string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	oldDir, oldLock := l.dir, l.lockPath
+	l.dir, l.lockPath = dir, filepath.Join(dir, LockFile)
+	if err := l.checkLocked(); err != nil {
+		l.dir, l.lockPath = oldDir, oldLock
+		return err
+	}
+	return nil
+}
+
+// Generation returns the generation this Lease acquired.
+func (l *Lease) Generation() uint64 { return l.gen }
+
+// Record returns the record this holder last wrote to lease.json.
+func (l *Lease) Record() Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec
+}
+
+// Previous returns the record lease.json held before this acquisition. ok
+// is false when there was none or it was unreadable (PrevNone,
+// PrevUnreadable).
+func (l *Lease) Previous() (rec Record, ok bool) {
+	return l.prev, l.prevState == PrevReleased || l.prevState == PrevStale
+}
+
+// PreviousState says whether the previous owner released cleanly, died, or
+// left an unreadable record.
+func (l *Lease) PreviousState() PrevState { return l.prevState }
+
+// PreviousErr says why the previous record was unreadable (it wraps
+// ErrCorruptRecord or ErrFutureVersion), or nil.
+func (l *Lease) PreviousErr() error { return l.prevErr }
+
+// Swept returns the names of leftover temporary files that Acquire removed
+// from the directory (left by holders killed while writing lease.json).
+func (l *Lease) Swept() []string { return append([]string(nil), l.swept...) }
+
+// Check is the fencing check: it returns nil if this Lease still owns the
+// lease, or a *LostError (errors.Is(err, ErrLost)) if it was released, if
+// the lock file at the path is no longer the one this Lease locked
+// (replaced, removed, directory moved), or if lease.json no longer holds
+// this Lease's generation and nonce. Other errors are I/O errors that
+// prevented the check.
+//
+// A kernel lock cannot be taken from a live process, so Check guards
+// against changes made around the lock: files replaced, directories moved
+// or restored from a copy. Call it before each write the lease protects.
+func (l *Lease) Check() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.checkLocked()
+}
+
+func (l *Lease) checkLocked() error {
+	lost := func(reason string, err error) error {
+		return &LostError{Dir: l.dir, Generation: l.gen, Reason: reason, Err: err}
+	}
+	if l.closed {
+		return lost("released", ErrReleased)
+	}
+	same, err := lockIsAtPath(l.fl, l.lockPath)
+	switch {
+	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotRegular):
+		return lost("lock file replaced", err)
+	case err != nil:
+		return fmt.Errorf("fslease: check %s: %w", l.dir, err)
+	case !same:
+		return lost("lock file replaced or removed", nil)
+	}
+	ld, err := loadRecord(filepath.Join(l.dir, RecordFile))
+	switch {
+	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotRegular):
+		return lost("lease record replaced", err)
+	case err != nil:
+		return fmt.Errorf("fslease: check %s: %w", l.dir, err)
+	case !ld.exists:
+		return lost("lease record removed", fs.ErrNotExist)
+	case ld.err != nil:
+		return lost("lease record unreadable", ld.err)
+	case ld.rec.Generation != l.gen || ld.rec.Owner.Nonce != l.rec.Owner.Nonce:
+		return lost(fmt.Sprintf("lease record now generation %d, pid %d, nonce %s",
+			ld.rec.Generation, ld.rec.Owner.PID, ld.rec.Owner.Nonce), nil)
+	case ld.rec.Released:
+		return lost("lease record marked released", nil)
+	}
+	return nil
+}
+
+// Heartbeat checks fencing (see Check) and rewrites lease.json with a new
+// HeartbeatAt. The write is atomic but the directory is not synced: a
+// heartbeat lost in a crash leaves the previous record of the same
+// generation, which is harmless. Heartbeats are for people (Inspect's
+// heartbeat age); liveness never depends on them.
+func (l *Lease) Heartbeat(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fslease: heartbeat %s: %w", l.dir, err)
+	}
+	if err := l.checkLocked(); err != nil {
+		return err
+	}
+	rec := l.rec
+	rec.HeartbeatAt = l.nowUTC()
+	if err := writeRecordFile(l.dir, rec, false); err != nil {
+		return fmt.Errorf("fslease: heartbeat %s: %w", l.dir, err)
+	}
+	l.rec = rec
+	return nil
+}
+
+// Release stops the heartbeat goroutine, durably writes the record with
+// Released set (so the next holder sees PrevReleased), then unlocks and
+// closes the lock file. It always unlocks, even when it returns an error;
+// afterwards Check reports ErrLost and ErrReleased.
+//
+// If the lease was lost, Release does not write (lease.json belongs to
+// someone else) and returns the *LostError. If ctx is done before the
+// write, Release unlocks without writing, leaving the lease for the next
+// holder as stale, and returns ctx's error. Release is idempotent: calls
+// after the first return nil.
+func (l *Lease) Release(ctx context.Context) error {
+	l.stopHeartbeat()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	var errs []error
+	if err := l.checkLocked(); err != nil {
+		errs = append(errs, err)
+	} else if err := ctx.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("fslease: release %s: %w", l.dir, err))
+	} else {
+		rec := l.rec
+		rec.Released = true
+		rec.HeartbeatAt = l.nowUTC()
+		// Durable before unlocking: the next holder must not see a stale
+		// owner for a clean release.
+		if err := writeRecordFile(l.dir, rec, true); err != nil {
+			errs = append(errs, fmt.Errorf("fslease: release %s: %w", l.dir, err))
+		} else {
+			l.rec = rec
+		}
+	}
+	l.closed = true
+	if err := l.fl.Unlock(); err != nil {
+		errs = append(errs, fmt.Errorf("fslease: unlock %s: %w", l.lockPath, err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,139 @@
+package fslease_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/fslease"
+)
+
+// staleWithin is how quickly a dead holder's lease must be taken over.
+const staleWithin = time.Second
+
+// TestKilledHolderIsStale: a holder killed with SIGKILL cannot release, but
+// the kernel drops its flock; the next Acquire gets the lease within a
+// second and reports the previous owner as stale, naming its pid.
+func TestKilledHolderIsStale(t *testing.T) {
+	dir := t.TempDir()
+	h := startHelper(t, modeHold, dirEnv+"="+dir)
+	gen, _ := h.held(t)
+
+	killed := time.Now()
+	h.kill(t)
+	ctx, cancel := context.WithTimeout(t.Context(), staleWithin)
+	defer cancel()
+	l := mustAcquire(t, ctx, dir, fslease.Options{})
+	require.Less(t, time.Since(killed), staleWithin)
+
+	require.Equal(t, fslease.PrevStale, l.PreviousState())
+	prev, ok := l.Previous()
+	require.True(t, ok)
+	require.Equal(t, h.pid, prev.Owner.PID)
+	require.False(t, prev.Released)
+	require.Equal(t, gen, prev.Generation)
+	require.Equal(t, gen+1, l.Generation())
+}
+
+// TestReleasedHolderIsClean: after a clean release in another process the
+// next holder sees PrevReleased and the released record.
+func TestReleasedHolderIsClean(t *testing.T) {
+	dir := t.TempDir()
+	h := startHelper(t, modeAcquireOnce, dirEnv+"="+dir)
+	require.Equal(t, "released 1", h.line(t))
+	require.NoError(t, h.wait(t))
+
+	st, err := fslease.Inspect(t.Context(), dir)
+	require.NoError(t, err)
+	require.Equal(t, fslease.Free, st.State)
+
+	l := mustAcquire(t, t.Context(), dir, fslease.Options{})
+	require.Equal(t, fslease.PrevReleased, l.PreviousState())
+	prev, ok := l.Previous()
+	require.True(t, ok)
+	require.True(t, prev.Released)
+	require.Equal(t, h.pid, prev.Owner.PID)
+	require.Equal(t, "helper-"+modeAcquireOnce, prev.Owner.Label)
+	require.Equal(t, uint64(2), l.Generation())
+}
+
+// TestStoppedHolderKeepsLease: a holder stopped with SIGSTOP still holds
+// the lock, so it still holds the lease however old its heartbeat grows.
+// TryAcquire reports ErrHeld with its identity; Inspect says Held with a
+// growing heartbeat age. After SIGCONT it releases normally.
+func TestStoppedHolderKeepsLease(t *testing.T) {
+	dir := t.TempDir()
+	h := startHelper(t, modeHold, dirEnv+"="+dir, hbEnv+"=5ms")
+	gen, _ := h.held(t)
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGSTOP))
+
+	_, err := fslease.TryAcquire(t.Context(), dir, fslease.Options{})
+	require.ErrorIs(t, err, fslease.ErrHeld)
+	var he *fslease.HeldError
+	require.ErrorAs(t, err, &he)
+	require.NotNil(t, he.Holder)
+	require.Equal(t, h.pid, he.Holder.Owner.PID)
+	require.Equal(t, gen, he.Holder.Generation)
+	require.Contains(t, err.Error(), "pid "+strconv.Itoa(h.pid))
+
+	// The heartbeat (every 5ms while running) stops with the process; the
+	// age keeps growing while the state stays Held.
+	first, err := fslease.Inspect(t.Context(), dir)
+	require.NoError(t, err)
+	require.Equal(t, fslease.Held, first.State)
+	require.Eventually(t, func() bool {
+		st, err := fslease.Inspect(t.Context(), dir)
+		return err == nil && st.State == fslease.Held &&
+			st.HeartbeatAge > 200*time.Millisecond && st.HeartbeatAge > first.HeartbeatAge
+	}, 10*time.Second, 10*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err = fslease.Acquire(ctx, dir, fslease.Options{})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGCONT))
+	h.finish(t)
+	l := mustAcquire(t, t.Context(), dir, fslease.Options{})
+	require.Equal(t, fslease.PrevReleased, l.PreviousState())
+}
+
+// TestExecedChildDoesNotHoldLease: the lock descriptor is close-on-exec,
+// so a child the holder started (here `sleep 30`) keeps nothing locked
+// once the holder is dead: the lease is acquired promptly while the child
+// still runs.
+func TestExecedChildDoesNotHoldLease(t *testing.T) {
+	dir := t.TempDir()
+	h := startHelper(t, modeHoldSpawn, dirEnv+"="+dir)
+	_, rest := h.held(t)
+	require.Len(t, rest, 1)
+	child, err := strconv.Atoi(rest[0])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+
+	h.kill(t)
+	ctx, cancel := context.WithTimeout(t.Context(), staleWithin)
+	defer cancel()
+	l := mustAcquire(t, ctx, dir, fslease.Options{})
+	require.Equal(t, fslease.PrevStale, l.PreviousState())
+	require.NoError(t, syscall.Kill(child, 0), "the exec'd child should still run")
+}
+
+// mustAcquire acquires the lease on dir and releases it at cleanup.
+func mustAcquire(t testing.TB, ctx context.Context, dir string, opts fslease.Options) *fslease.Lease {
+	t.Helper()
+	l, err := fslease.Acquire(ctx, dir, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		err := l.Release(context.Background())
+		if err != nil && !errors.Is(err, fslease.ErrLost) {
+			t.Errorf("release at cleanup: %v", err)
+		}
+	})
+	return l
+}
