@@ -1,0 +1,38 @@
+// Package sessionstore is the store contract for AI-agent sessions: a
+// durable, append-only history of snapshot revisions per session, an
+// operation lease that says which process may drive a session, summaries
+// for listing, and change events for watching.
+//
+// Adapters implement Store: memstore (in memory, for tests and ephemeral
+// agents), jsonlstore (a directory per session on the local disk). The
+// conformance suite in storetest checks every adapter against the same
+// contract.
+//
+// # The contract in brief
+//
+//   - A session's ID is chosen by the caller or minted with NewID (a ULID:
+//     time-sortable, safe as a directory name); ValidateID says what is
+//     allowed.
+//   - To drive a session, take its lease: Acquire waits, TryAcquire fails
+//     at once with a *LeaseHeldError. One holder at a time across all
+//     processes; every acquisition gets a higher generation.
+//   - The holder appends revisions: Append(expected, snapshot) returns the
+//     next revision, durable when the call returns. A stale expected
+//     revision is ErrConflict; a superseded holder gets ErrLeaseLost and
+//     writes nothing; an I/O error poisons the writer (ErrWriterFailed).
+//   - Anyone reads without a lease: Load (latest), LoadRevision, History,
+//     List (summaries, with filter, order and cursor), Watch
+//     (level-triggered changes), Lease (who holds it).
+//   - Errors are sentinels for errors.Is; corruption is a *CorruptionError
+//     with file and offset.
+//
+// # Example
+//
+//	w, err := store.Create(ctx, snap, sessionstore.AcquireOptions{Label: "my-agent"})
+//	rev, err := w.Append(ctx, 1, next)      // durable when it returns
+//	err = w.Release(ctx)
+//
+//	w2, err := store.Acquire(ctx, id, sessionstore.AcquireOptions{})
+//	rec, err := store.Load(ctx, id)          // rec.Revision == rev
+//	s, err := rec.Session()                  // continue where w left off
+package sessionstore

@@ -1,0 +1,114 @@
+package sessionstore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// Sentinel errors of the store contract. Adapters wrap them with the
+// session ID and, where there is one, the path; callers classify with
+// errors.Is.
+var (
+	// ErrNotFound reports an unknown session ID or revision.
+	ErrNotFound = errors.New("sessionstore: not found")
+
+	// ErrExists reports a Create or Fork of an ID that already exists.
+	ErrExists = errors.New("sessionstore: session already exists")
+
+	// ErrConflict reports an Append whose expected revision is not the
+	// latest (a stale view): nothing was written.
+	ErrConflict = errors.New("sessionstore: conflict: stale expected revision")
+
+	// ErrLeaseHeld reports a TryAcquire of a lease another holder has. The
+	// error is a *LeaseHeldError that says who.
+	ErrLeaseHeld = errors.New("sessionstore: lease held")
+
+	// ErrLeaseLost reports a writer whose lease was superseded (or expired,
+	// for adapters whose leases expire): it wrote nothing and must stop.
+	ErrLeaseLost = errors.New("sessionstore: lease lost")
+
+	// ErrWriterFailed reports a writer poisoned by an earlier I/O error.
+	// Every call after the failing one returns it; the next holder recovers.
+	ErrWriterFailed = errors.New("sessionstore: writer failed")
+
+	// ErrSchemaTooNew reports a session whose latest record was written by
+	// a newer program (a higher sessnap schema version): this program may
+	// read it but refuses to append, so it never drops fields it does not
+	// know.
+	ErrSchemaTooNew = errors.New("sessionstore: session written by a newer schema version")
+
+	// ErrInvalidID reports a session ID that is not safe as a directory
+	// name (see ValidateID).
+	ErrInvalidID = errors.New("sessionstore: invalid session id")
+
+	// ErrInvalidSnapshot reports a snapshot the store refuses to write:
+	// one whose ID is not the session's, or that sessnap cannot encode or
+	// restore.
+	ErrInvalidSnapshot = errors.New("sessionstore: invalid snapshot")
+
+	// ErrTooLarge reports a snapshot whose record would exceed the store's
+	// record size cap; nothing was written.
+	ErrTooLarge = errors.New("sessionstore: record too large")
+
+	// ErrClosed reports use of a closed store, or of a writer after Release
+	// or Delete.
+	ErrClosed = errors.New("sessionstore: closed")
+
+	// ErrCorrupt is wrapped by *CorruptionError.
+	ErrCorrupt = errors.New("sessionstore: corrupt record")
+)
+
+// LeaseHeldError reports who holds a lease that TryAcquire could not take.
+type LeaseHeldError struct {
+	ID     session.SessionID
+	Status summary.LeaseStatus
+}
+
+func (e *LeaseHeldError) Error() string {
+	msg := fmt.Sprintf("sessionstore: lease held: session %s", e.ID)
+	if h := e.Status.Holder; h != nil {
+		msg += fmt.Sprintf(" by %s pid %d on %s (generation %d, heartbeat %s ago)",
+			orDash(h.Label), h.PID, orDash(h.Host), e.Status.Generation, e.Status.HeartbeatAge.Round(1e6))
+	}
+	return msg
+}
+
+// Unwrap returns ErrLeaseHeld.
+func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// CorruptionError reports a record that fails its checks (checksum,
+// framing, sequence) at a known place. Nothing is removed automatically
+// when it is returned.
+type CorruptionError struct {
+	ID     session.SessionID
+	Path   string // file, relative to the store root where possible
+	Offset int64  // byte offset of the bad record in Path
+	// Revision is the revision the bad record claims or was expected to
+	// have; 0 when unknown.
+	Revision uint64
+	Err      error // what check failed
+}
+
+func (e *CorruptionError) Error() string {
+	msg := fmt.Sprintf("sessionstore: corrupt record: session %s: %s at offset %d", e.ID, e.Path, e.Offset)
+	if e.Revision > 0 {
+		msg += fmt.Sprintf(" (revision %d)", e.Revision)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrCorrupt and the underlying cause.
+func (e *CorruptionError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }

@@ -1,0 +1,188 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// osFS is the real file system, confined to an *os.Root.
+type osFS struct {
+	root *os.Root
+}
+
+// OS returns the real file system rooted at root. The caller keeps
+// ownership of root and closes it after the FS is no longer used.
+func OS(root *os.Root) FS { return &osFS{root: root} }
+
+// checkPath refuses a symlink at any component of name. os.Root already
+// refuses to leave the root; this also refuses symlinks that stay inside
+// it, because nothing in a store is ever a symlink and one planted in a
+// session directory must not redirect a write.
+func (o *osFS) checkPath(name string) (fs.FileInfo, error) {
+	var fi fs.FileInfo
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) && name[i] != '/' {
+			continue
+		}
+		prefix := name[:i]
+		if prefix == "" || prefix == "." {
+			continue
+		}
+		var err error
+		fi, err = o.root.Lstat(prefix)
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, &fs.PathError{Op: "open", Path: prefix, Err: ErrSymlink}
+		}
+	}
+	return fi, nil
+}
+
+func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	before, err := o.checkPath(name)
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0) {
+		return nil, err
+	}
+	f, err := o.root.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrSymlink}
+		}
+		return nil, err
+	}
+	// The entry checked may have been swapped between the check and the
+	// open: make sure we opened what we checked.
+	if before != nil {
+		after, err := f.Stat()
+		if err != nil || IdentityOf(after) != IdentityOf(before) {
+			f.Close()
+			return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("file replaced while opening")}
+		}
+	}
+	return &osFile{File: f, name: name}, nil
+}
+
+func (o *osFS) Mkdir(name string, perm fs.FileMode) error {
+	if _, err := o.checkPath(parent(name)); err != nil {
+		return err
+	}
+	return o.root.Mkdir(name, perm)
+}
+
+// The operations below act on the final component itself (never through
+// a symlink there); checkParent refuses symlinks in the components that
+// lead to it.
+
+func (o *osFS) checkParent(name string) error {
+	_, err := o.checkPath(parent(name))
+	return err
+}
+
+func (o *osFS) Rename(oldname, newname string) error {
+	if err := o.checkParent(oldname); err != nil {
+		return err
+	}
+	if err := o.checkParent(newname); err != nil {
+		return err
+	}
+	return o.root.Rename(oldname, newname)
+}
+
+func (o *osFS) Remove(name string) error {
+	if err := o.checkParent(name); err != nil {
+		return err
+	}
+	return o.root.Remove(name)
+}
+
+func (o *osFS) RemoveAll(name string) error {
+	if err := o.checkParent(name); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // nothing to remove, like os.RemoveAll
+		}
+		return err
+	}
+	return o.root.RemoveAll(name)
+}
+
+func (o *osFS) Lstat(name string) (fs.FileInfo, error) {
+	if err := o.checkParent(name); err != nil {
+		return nil, err
+	}
+	return o.root.Lstat(name)
+}
+
+func (o *osFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if _, err := o.checkPath(name); err != nil {
+		return nil, err
+	}
+	return fs.ReadDir(o.root.FS(), name)
+}
+
+func (o *osFS) SyncDir(name string) error {
+	if name == "" {
+		name = "."
+	}
+	if _, err := o.checkPath(name); err != nil {
+		return err
+	}
+	d, err := o.root.Open(name)
+	if err != nil {
+		return err
+	}
+	err = fullSync(d)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// RenameNoReplace renames within the root without replacing an existing
+// target. Both names must be single path components or share their
+// parent's path, which is all the store needs (temp directory → session
+// directory, session directory → trash).
+func (o *osFS) RenameNoReplace(oldname, newname string) error {
+	if parent(oldname) != parent(newname) {
+		return fmt.Errorf("vfs: RenameNoReplace across directories: %s → %s", oldname, newname)
+	}
+	if err := o.checkParent(oldname); err != nil {
+		return err
+	}
+	dir, err := o.root.Open(parent(oldname))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	err = renameNoReplace(int(dir.Fd()), base(oldname), base(newname))
+	if err != nil {
+		return &os.LinkError{Op: "renamenoreplace", Old: oldname, New: newname, Err: err}
+	}
+	return nil
+}
+
+type osFile struct {
+	*os.File
+	name string
+}
+
+func (f *osFile) Name() string    { return f.name }
+func (f *osFile) Sync() error     { return fullSync(f.File) }
+func (f *osFile) Datasync() error { return dataSync(f.File) }
+
+func parent(name string) string {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return "."
+	}
+	return name[:i]
+}
+
+func base(name string) string {
+	return name[strings.LastIndexByte(name, '/')+1:]
+}

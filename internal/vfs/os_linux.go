@@ -1,0 +1,24 @@
+package vfs
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+func renameNoReplace(dirfd int, oldname, newname string) error {
+	return unix.Renameat2(dirfd, oldname, dirfd, newname, unix.RENAME_NOREPLACE)
+}
+
+// fullSync is fsync: on Linux it reaches the disk's stable storage.
+func fullSync(f *os.File) error { return f.Sync() }
+
+// dataSync is fdatasync: file data plus the metadata needed to read it.
+func dataSync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

@@ -1,0 +1,150 @@
+// Package vfs is the one small seam all of the file store's I/O goes
+// through, so that tests can inject faults (short writes, ENOSPC, EIO on
+// fsync) and simulate power loss.
+//
+// Names are slash-separated paths relative to the store root; the real
+// implementation (OS) resolves them inside an *os.Root, which refuses to
+// leave the root through ".." or symlinks, and additionally refuses any
+// symlink at all inside the root (ErrSymlink): a session directory holds
+// only regular files and directories.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"syscall"
+)
+
+// ErrSymlink reports a symlink where the store expects a regular file or
+// directory.
+var ErrSymlink = errors.New("vfs: refusing symlink")
+
+// FS is a file system rooted at a store root.
+type FS interface {
+	// OpenFile opens name with os.OpenFile flags. It never follows a
+	// symlink (ErrSymlink).
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	// Mkdir creates a directory.
+	Mkdir(name string, perm fs.FileMode) error
+	// Rename renames oldname to newname, replacing a file at newname.
+	Rename(oldname, newname string) error
+	// RenameNoReplace renames oldname to newname, failing with an error
+	// that matches fs.ErrExist if newname exists (also an empty
+	// directory).
+	RenameNoReplace(oldname, newname string) error
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes name and everything under it.
+	RemoveAll(name string) error
+	// Lstat describes name without following a symlink.
+	Lstat(name string) (fs.FileInfo, error)
+	// ReadDir lists a directory in name order.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// SyncDir makes the directory's entries (creations, renames, removals)
+	// durable. "." is the root.
+	SyncDir(name string) error
+}
+
+// File is an open file.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.Closer
+	// Name returns the name it was opened with.
+	Name() string
+	// Stat describes the open file.
+	Stat() (fs.FileInfo, error)
+	// Sync makes data and metadata durable (fsync).
+	Sync() error
+	// Datasync makes data and the metadata needed to read it (the size)
+	// durable (fdatasync).
+	Datasync() error
+	// Truncate changes the size.
+	Truncate(size int64) error
+}
+
+// Identity identifies a file across renames: device and inode.
+type Identity struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
+// IdentityOf returns the identity of the file fi describes. Implementations
+// of FS return FileInfos whose Sys is a *syscall.Stat_t or an Identity.
+func IdentityOf(fi fs.FileInfo) Identity {
+	switch s := fi.Sys().(type) {
+	case *syscall.Stat_t:
+		return Identity{Dev: uint64(s.Dev), Ino: s.Ino} //nolint:unconvert // Dev is int32 on darwin
+	case Identity:
+		return s
+	case *Identity:
+		return *s
+	}
+	return Identity{}
+}
+
+// ReadFile reads a whole file, refusing one larger than limit bytes.
+func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(name, syscall.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("file larger than limit")}
+	}
+	return b, nil
+}
+
+// WriteFileAtomic replaces name with data: write a temporary file beside it,
+// optionally fsync it, rename it over name, and optionally fsync the
+// directory. With durable false the replacement is atomic but not durable
+// (a crash may leave the old file, the new one, or an empty or torn one):
+// callers must treat such files as caches. The temporary file is removed
+// on failure.
+func WriteFileAtomic(fsys FS, dir, base string, data []byte, perm fs.FileMode, durable bool, tmpSuffix string) (err error) {
+	name := join(dir, base)
+	tmp := join(dir, "."+base+tmpSuffix+".tmp")
+	f, err := fsys.OpenFile(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = fsys.Remove(tmp)
+		}
+	}()
+	n, err := f.Write(data)
+	if err == nil && n < len(data) {
+		err = io.ErrShortWrite
+	}
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = fsys.Rename(tmp, name); err != nil {
+		return err
+	}
+	if durable {
+		return fsys.SyncDir(dir)
+	}
+	return nil
+}
+
+func join(dir, base string) string {
+	if dir == "" || dir == "." {
+		return base
+	}
+	return dir + "/" + base
+}

@@ -1,0 +1,34 @@
+package jsonlstore_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/storetest"
+)
+
+// TestConformance runs the contract suite against the file store.
+// Supersede replaces the session's lock file, as a restored or tampered
+// directory would: the holder's fencing check then fails (its lock is on
+// the old file) and the next acquirer finds an unreleased record: stale.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T) sessionstore.Store {
+			st, err := jsonlstore.Open(t.TempDir(), jsonlstore.Options{})
+			require.NoError(t, err)
+			return st
+		},
+		Supersede: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
+			dir := filepath.Join(s.(*jsonlstore.Store).Dir(), string(id))
+			fresh := filepath.Join(dir, ".lease.lock.replacement")
+			require.NoError(t, os.WriteFile(fresh, nil, 0o600))
+			require.NoError(t, os.Rename(fresh, filepath.Join(dir, "lease.lock")))
+		},
+	})
+}

@@ -1,0 +1,45 @@
+// Package jsonlstore is the file adapter of the sessionstore contract: a
+// directory per session under a root, holding an append-only JSONL log of
+// snapshot revisions, a filesystem lease, and a summary for listings.
+//
+// # Layout
+//
+//	ROOT/
+//	  <session-id>/           0700, one per session (IDs: sessionstore.ValidateID)
+//	    log.jsonl             0600, append-only, one record per line (FORMAT.md)
+//	    lease.lock            flock target; never deleted while the session exists
+//	    lease.json            generation, owner identity, heartbeat, released flag
+//	    summary.json          projection of the latest record (a cache)
+//	    forensic/             bytes removed by recovery or repair, never lost
+//	  .tmp-<id>-<rand>/       a session being created (renamed into place)
+//	  .trash-<id>-<rand>/     a session being deleted (removed after the rename)
+//
+// # Guarantees
+//
+//   - An append is one write(2) of the whole line to an O_APPEND descriptor,
+//     then fdatasync; Append returns only after both. New files and
+//     directories are followed by an fsync of their parent.
+//   - Session creation is atomic (temporary directory, then
+//     RENAME_NOREPLACE); deletion is a rename to a trash name, then removal.
+//   - Readers never modify anything and take no lease. Loading the latest
+//     revision reads the log from its end. A reader that meets an anomaly
+//     confirms it on a fresh view before calling it corruption, so a live
+//     store never reports false corruption.
+//   - Bytes after the last valid record that a single torn append can
+//     explain (an uncommitted tail) are ignored by readers; the next lease
+//     holder copies them into forensic/ (synced) and only then truncates
+//     them. Anything else is corruption: a *sessionstore.CorruptionError
+//     with file and offset, and nothing is removed automatically.
+//   - All access inside ROOT goes through os.Root, and no symlink is
+//     followed inside it.
+//
+// Network file systems are not supported: flock and fsync semantics there
+// are not what the store relies on.
+//
+// # Usage
+//
+//	st, err := jsonlstore.Open(dir, jsonlstore.Options{})
+//	w, err := st.Create(ctx, snap, sessionstore.AcquireOptions{Label: "agent"})
+//	rev, err := w.Append(ctx, 1, next) // durable when it returns
+//	err = w.Release(ctx)
+package jsonlstore

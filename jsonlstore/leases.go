@@ -1,0 +1,101 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// leaser is the seam between the store and its leases. The real one is
+// fslease on the session directories; the power-loss tests, whose files
+// live in a simulated file system, use an in-memory one (leases_sim_test.go)
+// whose lease records do not survive a simulated crash — the worst case,
+// in which only the generations in the log keep new generations higher.
+type leaser interface {
+	acquire(ctx context.Context, dir string, try bool, opts fslease.Options) (leaseHandle, error)
+	inspect(ctx context.Context, dir string) (fslease.Status, error)
+}
+
+// leaseHandle is what the store uses of a held lease.
+type leaseHandle interface {
+	Generation() uint64
+	Previous() (fslease.Record, bool)
+	PreviousState() fslease.PrevState
+	Check() error
+	Heartbeat(ctx context.Context) error
+	Release(ctx context.Context) error
+	// Moved tells the lease its directory was renamed to dir while held.
+	Moved(dir string) error
+}
+
+type fsLeaser struct{}
+
+func (fsLeaser) acquire(ctx context.Context, dir string, try bool, opts fslease.Options) (leaseHandle, error) {
+	var l *fslease.Lease
+	var err error
+	if try {
+		l, err = fslease.TryAcquire(ctx, dir, opts)
+	} else {
+		l, err = fslease.Acquire(ctx, dir, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (fsLeaser) inspect(ctx context.Context, dir string) (fslease.Status, error) {
+	return fslease.Inspect(ctx, dir)
+}
+
+// leaseStatus converts an fslease status for readers.
+func leaseStatus(st fslease.Status, now time.Time) summary.LeaseStatus {
+	var out summary.LeaseStatus
+	switch st.State {
+	case fslease.Free:
+		out.State = summary.LeaseFree
+	case fslease.Held:
+		out.State = summary.LeaseHeld
+	case fslease.Stale:
+		out.State = summary.LeaseStale
+	}
+	if r := st.Record; r != nil {
+		out.Generation = r.Generation
+		out.Holder = holderOf(*r)
+		if st.State == fslease.Held {
+			out.HeartbeatAge = age(now, r.HeartbeatAt)
+		}
+	}
+	return out
+}
+
+func holderOf(r fslease.Record) *summary.Holder {
+	return &summary.Holder{
+		Host: r.Owner.Host, PID: r.Owner.PID, Label: r.Owner.Label,
+		AcquiredAt: r.AcquiredAt, HeartbeatAt: r.HeartbeatAt,
+	}
+}
+
+// previousStatus describes the previous holder for a RecoveryReport.
+func previousStatus(l leaseHandle) summary.LeaseStatus {
+	var out summary.LeaseStatus
+	rec, ok := l.Previous()
+	switch l.PreviousState() {
+	case fslease.PrevReleased:
+		out.State = summary.LeaseFree
+	case fslease.PrevStale:
+		out.State = summary.LeaseStale
+	default:
+		return out
+	}
+	if ok {
+		out.Generation = rec.Generation
+		out.Holder = holderOf(rec)
+	}
+	return out
+}
+
+func isHeld(err error) bool { return errors.Is(err, fslease.ErrHeld) }

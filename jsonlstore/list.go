@@ -1,0 +1,147 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// sessionIDs lists the session directories under the root, skipping
+// leftovers and anything that is not a valid session ID.
+func (s *Store) sessionIDs() ([]session.SessionID, error) {
+	entries, err := s.fs.ReadDir(".")
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: list root: %w", err)
+	}
+	ids := make([]session.SessionID, 0, len(entries))
+	for _, e := range entries {
+		id := session.SessionID(e.Name())
+		if !e.IsDir() || sessionstore.ValidateID(id) != nil {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// summaryOf returns session id's summary without its lease status: from
+// summary.json when it was written for exactly the log on disk (same file
+// identity and size, and the record it names still carries its revision),
+// else computed from the log's tail. Its cost does not depend on the
+// length of the history.
+func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Summary, error) {
+	if sf, ok := readSummaryFile(s.fs, id); ok {
+		if fi, err := s.fs.Lstat(logPath(id)); err == nil && fi.Mode().IsRegular() &&
+			vfs.IdentityOf(fi) == sf.Log && fi.Size() == sf.LogSize && s.revisionAt(id, sf.LastOffset) == sf.Revision {
+			sum := sf.Summary
+			sum.Sizes.LogBytes = fi.Size()
+			return sum, nil
+		}
+	}
+	var sum summary.Summary
+	err := s.read(ctx, id, func(v *view) error {
+		last, err := s.lastOf(id, v)
+		if err != nil {
+			return err
+		}
+		rec, err := decodeRecord(id, v, last)
+		if err != nil {
+			return err
+		}
+		sum = projectRecord(last, &rec.Snapshot, v.size)
+		return nil
+	})
+	return sum, err
+}
+
+// revisionAt reads the revision of the record at off, or 0.
+func (s *Store) revisionAt(id session.SessionID, off int64) uint64 {
+	f, err := s.fs.OpenFile(logPath(id), osRDONLY, 0)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var buf [64]byte
+	n, _ := f.ReadAt(buf[:], off)
+	rev, ok := peekRev(buf[:n])
+	if !ok {
+		return 0
+	}
+	return rev
+}
+
+// List returns a page of summaries. It reads one summary per session (a
+// small file, or the log's last record when the summary does not match),
+// so its cost grows with the number of sessions and not with the length
+// of their histories; lease status is computed for the page's items only,
+// when read.
+func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error) {
+	if s.closed.Load() {
+		return summary.Page{}, sessionstore.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return summary.Page{}, err
+	}
+	if _, err := q.Normalize(); err != nil {
+		return summary.Page{}, err
+	}
+	ids, err := s.sessionIDs()
+	if err != nil {
+		return summary.Page{}, err
+	}
+	ix := summary.NewIndex()
+	defer ix.Close()
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return summary.Page{}, err
+		}
+		sum, err := s.summaryOf(ctx, id)
+		if err != nil {
+			if errors.Is(err, sessionstore.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			var ce *sessionstore.CorruptionError
+			if errors.As(err, &ce) {
+				s.opts.Logger.Warn("jsonlstore: listing skips a corrupt session", "session", id, "err", err)
+				continue
+			}
+			return summary.Page{}, err
+		}
+		ix.Put(sum)
+	}
+	page, err := ix.Query(q)
+	if err != nil {
+		return summary.Page{}, err
+	}
+	for i := range page.Items {
+		if st, err := s.Lease(ctx, page.Items[i].ID); err == nil {
+			page.Items[i].Lease = st
+		}
+	}
+	return page, nil
+}
+
+// Lease reports the lease status of session id, computed now from the lock
+// (a probe that takes and drops a shared lock) and lease.json.
+func (s *Store) Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error) {
+	if err := s.check(ctx, id); err != nil {
+		return summary.LeaseStatus{}, err
+	}
+	if err := s.exists(id); err != nil {
+		return summary.LeaseStatus{}, err
+	}
+	st, err := s.leases.inspect(ctx, s.abs(sessionDir(id)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return summary.LeaseStatus{}, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
+		}
+		return summary.LeaseStatus{}, fmt.Errorf("jsonlstore: lease %s: %w", id, err)
+	}
+	return leaseStatus(st, s.opts.Now()), nil
+}

@@ -1,0 +1,294 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+var _ sessionstore.Store = (*Store)(nil)
+
+// Options tune a Store. The zero value works.
+type Options struct {
+	// MaxRecordBytes caps one encoded snapshot (0:
+	// sessionstore.DefaultMaxRecordBytes). A larger snapshot is refused and
+	// nothing is written; a reader never holds more than this (plus the
+	// envelope) of one line in memory.
+	MaxRecordBytes int
+	// PollInterval is how often the watcher rescans when it cannot rely on
+	// file system events (0: 1s).
+	PollInterval time.Duration
+	// LeftoverAge is how old an unheld temporary or trash directory must be
+	// before it is swept (0: 1 minute).
+	LeftoverAge time.Duration
+	// Logger receives notable events (recoveries, sweeps); nil means none.
+	Logger *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxRecordBytes <= 0 {
+		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.LeftoverAge <= 0 {
+		o.LeftoverAge = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Store is the file store: a directory per session under a root directory.
+// It is safe for concurrent use by many goroutines and many processes.
+type Store struct {
+	dir    string // absolute root path
+	root   *os.Root
+	fs     vfs.FS
+	leases leaser
+	opts   Options
+
+	closed atomic.Bool
+	mu     sync.Mutex
+	watch  *watcher // started by the first Watch
+}
+
+// Open opens (creating it, 0700, if needed) the store rooted at dir.
+func Open(dir string, opts Options) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create root: %w", err)
+	}
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("jsonlstore: root %s is not a directory", abs)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
+	}
+	return newStore(abs, root, vfs.OS(root), fsLeaser{}, opts), nil
+}
+
+func newStore(abs string, root *os.Root, fsys vfs.FS, leases leaser, opts Options) *Store {
+	return &Store{dir: abs, root: root, fs: fsys, leases: leases, opts: opts.withDefaults()}
+}
+
+// Dir returns the store's root directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close stops the watcher and releases the root. Writers should be
+// released first.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	w := s.watch
+	s.mu.Unlock()
+	if w != nil {
+		w.close()
+	}
+	if s.root != nil {
+		return s.root.Close()
+	}
+	return nil
+}
+
+func (s *Store) check(ctx context.Context, id session.SessionID) error {
+	if s.closed.Load() {
+		return sessionstore.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := sessionstore.ValidateID(id); err != nil {
+		return err
+	}
+	return nil
+}
+
+// abs is the absolute path of a name inside the root (for fslease).
+func (s *Store) abs(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
+
+// exists reports whether session id has a directory, refusing symlinks.
+func (s *Store) exists(id session.SessionID) error {
+	fi, err := s.fs.Lstat(sessionDir(id))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
+	case err != nil:
+		return fmt.Errorf("jsonlstore: session %s: %w", id, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("jsonlstore: session %s: %w", id, vfs.ErrSymlink)
+	case !fi.IsDir():
+		return fmt.Errorf("jsonlstore: session %s: not a directory", id)
+	}
+	return nil
+}
+
+// --- creation ---------------------------------------------------------------
+
+// Create creates session snap.ID with snap as revision 1, atomically: the
+// session directory is built under a temporary name (its lease taken, its
+// log written and synced) and then renamed into place with
+// RENAME_NOREPLACE, so a session either exists whole or not at all.
+func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	id := snap.ID
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	payload, err := sessionstore.EncodeSnapshot(id, snap, s.opts.MaxRecordBytes)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, id, payload, opts)
+}
+
+func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte, opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
+	if _, err := s.fs.Lstat(sessionDir(id)); err == nil {
+		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
+	}
+	tmp := tmpDirPrefix + string(id) + "-" + randomSuffix()
+	if err := s.fs.Mkdir(tmp, dirPerm); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	var lease leaseHandle
+	defer func() {
+		if err != nil {
+			if lease != nil {
+				_ = lease.Release(context.WithoutCancel(ctx))
+			}
+			if tmp != "" {
+				_ = s.fs.RemoveAll(tmp)
+			}
+		}
+	}()
+	// The lease is taken in the temporary directory, before anyone can see
+	// the session, so the creator is its first holder (generation 1).
+	lease, err = s.leases.acquire(ctx, s.abs(tmp), true, s.leaseOptions(opts, 0))
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
+	}
+	now := s.opts.Now().UTC()
+	line := encodeRecord(meta{Version: RecordVersion, Schema: sessnap.SchemaVersion, Rev: 1, Gen: lease.Generation(), Time: now, Kind: KindFull}, payload)
+	f, err := s.fs.OpenFile(tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm)
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	if err = writeAll(f, line); err == nil {
+		err = f.Datasync()
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
+	}
+	// The directory's entries (log, lease files) must be durable before the
+	// rename publishes it, or a crash could publish an empty session.
+	if err = s.fs.SyncDir(tmp); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	if err = s.fs.RenameNoReplace(tmp, sessionDir(id)); err != nil {
+		f.Close()
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
+			return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
+		}
+		return nil, fmt.Errorf("jsonlstore: create %s: publish: %w", id, err)
+	}
+	if err = s.fs.SyncDir("."); err != nil {
+		// Published but maybe not durable: the session is visible, so
+		// undoing is not ours to do; report, and let the next holder go on.
+		f.Close()
+		_ = lease.Moved(s.abs(sessionDir(id)))
+		_ = lease.Release(context.WithoutCancel(ctx))
+		lease = nil
+		tmp = ""
+		return nil, fmt.Errorf("jsonlstore: create %s: sync root: %w", id, err)
+	}
+	tmp = "" // nothing to clean up any more
+	if err = lease.Moved(s.abs(sessionDir(id))); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	rec := rawRecord{meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
+	w := &writer{
+		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi),
+		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
+		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
+	}
+	if snap, err := sessnap.Unmarshal(payload); err == nil {
+		w.writeSummary(&rec, &snap)
+	}
+	return w, nil
+}
+
+// Fork creates newID whose revision 1 copies revision rev of from.
+func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	if newID == "" {
+		newID = sessionstore.NewID()
+	}
+	if err := s.check(ctx, newID); err != nil {
+		return nil, err
+	}
+	var src sessionstore.Record
+	var err error
+	if rev == 0 {
+		src, err = s.Load(ctx, from)
+	} else {
+		src, err = s.LoadRevision(ctx, from, rev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.Create(ctx, sessionstore.ForkSnapshot(src.Snapshot, newID), opts)
+}
+
+func (s *Store) leaseOptions(opts sessionstore.AcquireOptions, minGen uint64) fslease.Options {
+	return fslease.Options{
+		Label:             opts.Label,
+		MinGeneration:     minGen,
+		HeartbeatInterval: opts.HeartbeatInterval,
+		Now:               s.opts.Now,
+	}
+}
+
+func writeAll(f vfs.File, b []byte) error {
+	n, err := f.Write(b)
+	if err == nil && n < len(b) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
+	}
+	return err
+}

@@ -1,0 +1,220 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// writer is the holder of one session's lease.
+type writer struct {
+	s      *Store
+	id     session.SessionID
+	lease  leaseHandle
+	report sessionstore.RecoveryReport
+
+	mu         sync.Mutex // serializes appends; guards the fields below
+	log        vfs.File   // O_APPEND descriptor
+	logID      vfs.Identity
+	rev        uint64
+	lastTime   time.Time
+	lastSchema int
+	size       int64 // log size after the last append
+	lastOffset int64 // offset of the last record
+	failed     error // set by the first I/O error; poisons the writer
+	lost       error // set when fencing fails; every later call returns it
+	closed     bool
+}
+
+var _ sessionstore.Writer = (*writer)(nil)
+
+func (w *writer) ID() session.SessionID                 { return w.id }
+func (w *writer) Generation() uint64                    { return w.lease.Generation() }
+func (w *writer) Recovery() sessionstore.RecoveryReport { return w.report }
+
+func (w *writer) Revision() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rev
+}
+
+// usableLocked reports why the writer cannot write, if it cannot.
+func (w *writer) usableLocked() error {
+	switch {
+	case w.lost != nil:
+		return w.lost
+	case w.closed || w.s.closed.Load():
+		return fmt.Errorf("%w: writer of session %s", sessionstore.ErrClosed, w.id)
+	case w.failed != nil:
+		return fmt.Errorf("%w: session %s: %w", sessionstore.ErrWriterFailed, w.id, w.failed)
+	}
+	return nil
+}
+
+// fenceLocked checks, before a write, that the lease is still this
+// holder's and that the descriptor still refers to the session's log file
+// (not one replaced or moved away under it).
+func (w *writer) fenceLocked() error {
+	if err := w.lease.Check(); err != nil {
+		w.lost = fmt.Errorf("%w: session %s: %w", sessionstore.ErrLeaseLost, w.id, err)
+		return w.lost
+	}
+	fi, err := w.s.fs.Lstat(logPath(w.id))
+	if err != nil || vfs.IdentityOf(fi) != w.logID {
+		w.lost = fmt.Errorf("%w: session %s: log file replaced or removed", sessionstore.ErrLeaseLost, w.id)
+		return w.lost
+	}
+	return nil
+}
+
+// Append writes snap as revision expected+1 with one write to the
+// O_APPEND descriptor followed by fdatasync; the revision is durable when
+// Append returns nil. Any I/O error poisons the writer: a retry on the same
+// descriptor after a short write would glue a record onto a torn one, and
+// a retried fsync after EIO can report success for data that is gone.
+func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snapshot) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return 0, err
+	}
+	if expected != w.rev {
+		return 0, fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, w.id, expected, w.rev)
+	}
+	if w.lastSchema > sessnap.SchemaVersion {
+		return 0, fmt.Errorf("%w: session %s: latest record has schema %d, this program writes %d",
+			sessionstore.ErrSchemaTooNew, w.id, w.lastSchema, sessnap.SchemaVersion)
+	}
+	payload, err := sessionstore.EncodeSnapshot(w.id, snap, w.s.opts.MaxRecordBytes)
+	if err != nil {
+		return 0, err
+	}
+	if err := w.fenceLocked(); err != nil {
+		return 0, err
+	}
+	rec := rawRecord{meta: meta{
+		Version: RecordVersion, Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
+		// A record's time is never earlier than the previous record's, so
+		// a clock stepping back cannot reorder history.
+		Time: later(w.s.opts.Now().UTC(), w.lastTime), Kind: KindFull,
+	}}
+	line := encodeRecord(rec.meta, payload)
+	if err := writeAll(w.log, line); err != nil {
+		w.failed = err
+		return 0, fmt.Errorf("%w: session %s: append: %w", sessionstore.ErrWriterFailed, w.id, err)
+	}
+	if err := w.log.Datasync(); err != nil {
+		w.failed = err
+		return 0, fmt.Errorf("%w: session %s: sync: %w", sessionstore.ErrWriterFailed, w.id, err)
+	}
+	rec.Offset, rec.LineLen = w.size, int64(len(line))
+	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
+	w.lastOffset, w.size = rec.Offset, rec.End()
+	w.writeSummary(&rec, &snap)
+	return rec.Rev, nil
+}
+
+// writeSummary refreshes summary.json. Failure is harmless (the summary is
+// a cache, recomputed from the log when it does not match), so it is
+// logged, not returned.
+func (w *writer) writeSummary(rec *rawRecord, snap *sessnap.Snapshot) {
+	sf := summaryFile{
+		Log: w.logID, LogSize: rec.End(), LastOffset: rec.Offset, Revision: rec.Rev,
+		Summary: projectRecord(rec, snap, rec.End()),
+	}
+	if err := writeSummaryFile(w.s.fs, w.id, sf); err != nil {
+		w.s.opts.Logger.Warn("jsonlstore: summary not refreshed", "session", w.id, "err", err)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+// Heartbeat implements sessionstore.Writer.
+func (w *writer) Heartbeat(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil && !errors.Is(err, sessionstore.ErrWriterFailed) {
+		return err
+	}
+	if err := w.fenceLocked(); err != nil {
+		return err
+	}
+	if err := w.lease.Heartbeat(ctx); err != nil {
+		return fmt.Errorf("%w: session %s: %w", sessionstore.ErrLeaseLost, w.id, err)
+	}
+	return nil
+}
+
+// Release implements sessionstore.Writer.
+func (w *writer) Release(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.log == nil {
+		return nil
+	}
+	w.closed = true
+	err := w.log.Close()
+	w.log = nil
+	if rerr := w.lease.Release(ctx); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("jsonlstore: release %s: %w", w.id, err)
+	}
+	return nil
+}
+
+// Delete removes the session: under the lease, the directory is renamed to
+// a trash name (so the session disappears atomically), the rename is made
+// durable, the lease is released, and the trash is removed. A crash leaves
+// a trash directory that the next sweep removes.
+func (w *writer) Delete(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil && !errors.Is(err, sessionstore.ErrWriterFailed) {
+		return err
+	}
+	if err := w.fenceLocked(); err != nil {
+		return err
+	}
+	s := w.s
+	trash := trashPrefix + string(w.id) + "-" + randomSuffix()
+	w.closed = true
+	_ = w.log.Close()
+	w.log = nil
+	if err := s.fs.RenameNoReplace(sessionDir(w.id), trash); err != nil {
+		_ = w.lease.Release(ctx)
+		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
+	}
+	err := s.fs.SyncDir(".")
+	_ = w.lease.Moved(s.abs(trash))
+	_ = w.lease.Release(context.WithoutCancel(ctx))
+	if rerr := s.fs.RemoveAll(trash); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/memstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Harness is the memstore harness of the conformance suite.
+var Harness = storetest.Harness{
+	New: func(*testing.T) sessionstore.Store { return memstore.New(memstore.Options{}) },
+	Supersede: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
+		require.NoError(t, s.(*memstore.Store).Supersede(t.Context(), id))
+	},
+}
+
+func TestConformance(t *testing.T) { storetest.Run(t, Harness) }

@@ -1,0 +1,230 @@
+package sessionstore
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// DefaultMaxRecordBytes is the default cap on one encoded snapshot. A larger
+// snapshot is refused with ErrTooLarge and nothing is written; a reader
+// never allocates more than the cap for one record.
+const DefaultMaxRecordBytes = 16 << 20
+
+// Record is one revision of a session as stored.
+type Record struct {
+	ID session.SessionID
+	// Revision numbers start at 1 and increase by exactly 1.
+	Revision uint64
+	// Generation is the lease generation of the holder that wrote it; it
+	// never decreases along a session's history.
+	Generation uint64
+	// Time is when the store wrote it (UTC); never earlier than the
+	// previous record's.
+	Time time.Time
+	// SchemaVersion is the sessnap.SchemaVersion of the writer.
+	SchemaVersion int
+	// Snapshot is a private copy: mutating it never changes the store.
+	Snapshot sessnap.Snapshot
+}
+
+// Session restores the record's snapshot.
+func (r Record) Session() (*session.Session, error) { return r.Snapshot.Restore() }
+
+// AcquireOptions tune a lease acquisition. The zero value works.
+type AcquireOptions struct {
+	// Label names the acquirer in the lease identity ("agent-cli", …).
+	Label string
+	// HeartbeatInterval, when positive, makes the writer heartbeat by
+	// itself. Adapters whose leases expire (PostgreSQL) use their own
+	// default when it is zero; adapters whose leases rest on a kernel lock
+	// need no heartbeat for liveness.
+	HeartbeatInterval time.Duration
+}
+
+// RecoveryReport says what acquiring a lease found and repaired.
+type RecoveryReport struct {
+	// Generation is the new holder's generation.
+	Generation uint64
+	// Previous is the previous holder's lease: LeaseFree when it released
+	// cleanly, LeaseStale when it died holding the lease, LeaseUnknown when
+	// the session had no holder before (or its lease record was unreadable
+	// and was rebuilt).
+	Previous summary.LeaseStatus
+	// TailOffset and TailBytes locate an uncommitted tail (a torn or
+	// unacknowledged last write) that was removed from the log; TailBytes
+	// is 0 when there was none. ForensicFile holds the removed bytes.
+	TailOffset   int64
+	TailBytes    int64
+	ForensicFile string
+	// Swept lists leftover temporary files the holder removed.
+	Swept []string
+}
+
+// Repaired reports whether acquisition changed anything on disk besides
+// the lease itself.
+func (r RecoveryReport) Repaired() bool { return r.TailBytes > 0 || len(r.Swept) > 0 }
+
+// Store is the contract every adapter implements (memstore, jsonlstore,
+// pgstore); storetest.Run checks it. All methods are safe for concurrent
+// use by many goroutines, and (for adapters that persist) by many
+// processes. Every method takes a context first; a done context makes
+// blocking calls return its error promptly.
+type Store interface {
+	// Create creates a session whose revision 1 is snap, and returns the
+	// writer that holds its lease. snap.ID names the session (mint one with
+	// NewID). Errors: ErrInvalidID, ErrInvalidSnapshot, ErrTooLarge,
+	// ErrExists, ErrClosed. Revision 1 is durable when Create returns; on
+	// error nothing is left behind.
+	Create(ctx context.Context, snap sessnap.Snapshot, opts AcquireOptions) (Writer, error)
+
+	// Fork creates session newID (minted when empty) whose revision 1 is a
+	// copy of revision rev of session from (rev 0: the latest), with its ID
+	// replaced and its relationship recording from as the parent (and from's
+	// root, or from itself, as the root). It returns the new session's
+	// writer. Errors as Create, plus ErrNotFound for from or rev.
+	Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts AcquireOptions) (Writer, error)
+
+	// Acquire takes the session's operation lease, waiting while another
+	// holder has it, until ctx is done (returning ctx's error). The new
+	// generation is greater than every earlier one and than any generation
+	// in the session's records. Acquire recovers what a dead holder left
+	// (see RecoveryReport) before returning. Errors: ErrNotFound,
+	// ErrInvalidID, ErrClosed, a *CorruptionError when recovery meets a
+	// corrupt log it must not touch.
+	Acquire(ctx context.Context, id session.SessionID, opts AcquireOptions) (Writer, error)
+
+	// TryAcquire is Acquire without waiting: if another holder has the
+	// lease it fails at once with a *LeaseHeldError (ErrLeaseHeld) that
+	// says who.
+	TryAcquire(ctx context.Context, id session.SessionID, opts AcquireOptions) (Writer, error)
+
+	// Load returns the latest revision, without any lease. Its cost does
+	// not grow with the length of the history. A reader may observe a
+	// revision before it is durable; only the writer's acknowledgment
+	// promises durability. Errors: ErrNotFound, ErrInvalidID, ErrClosed,
+	// *CorruptionError.
+	Load(ctx context.Context, id session.SessionID) (Record, error)
+
+	// LoadRevision returns revision rev (archived ones included). Errors as
+	// Load; ErrNotFound for a revision that does not exist.
+	LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (Record, error)
+
+	// History yields every revision in order, from revision 1 (archived
+	// revisions included) to the latest at the time of the call. An error
+	// is yielded once, last.
+	History(ctx context.Context, id session.SessionID) iter.Seq2[Record, error]
+
+	// List returns one page of summaries matching q, in q's order. Lease
+	// status is computed when read. Errors: summary.ErrBadCursor, an
+	// invalid query, ErrClosed.
+	List(ctx context.Context, q summary.Query) (summary.Page, error)
+
+	// Watch returns a channel of level-triggered changes: first the current
+	// state of every session, then a Change whenever a session's latest
+	// revision changes or it is deleted. Changes to one session may be
+	// coalesced; each carries that session's latest state, so a watcher
+	// always converges to the current state. The channel is closed when
+	// ctx is done or the store is closed.
+	Watch(ctx context.Context) (<-chan summary.Change, error)
+
+	// Lease reports the session's lease status for readers: free, held
+	// (with the holder's identity and heartbeat age) or stale. It never
+	// modifies anything. Errors: ErrNotFound, ErrInvalidID, ErrClosed.
+	Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error)
+
+	// Close releases the store's resources. Writers obtained from it should
+	// be released first; afterwards every method returns ErrClosed.
+	Close() error
+}
+
+// Writer is the holder of one session's lease: the only party that may
+// append to or delete the session. A Writer is safe for concurrent use;
+// appends are serialized.
+type Writer interface {
+	// ID returns the session's ID.
+	ID() session.SessionID
+
+	// Generation returns this holder's lease generation.
+	Generation() uint64
+
+	// Recovery reports what acquiring found and repaired.
+	Recovery() RecoveryReport
+
+	// Revision returns the latest revision as this writer knows it.
+	Revision() uint64
+
+	// Append writes snap as revision expected+1 and returns it. The new
+	// revision is durable when Append returns nil. Errors: ErrConflict when
+	// expected is not the latest revision (nothing written); ErrLeaseLost
+	// when the lease was superseded (nothing written; the writer is done);
+	// ErrInvalidSnapshot or ErrTooLarge (nothing written; the writer stays
+	// usable); ErrSchemaTooNew when the latest record is from a newer
+	// schema; ErrWriterFailed for this and every later call once an I/O
+	// error has made the outcome uncertain (the next holder recovers);
+	// ErrClosed after Release or Delete.
+	Append(ctx context.Context, expected uint64, snap sessnap.Snapshot) (uint64, error)
+
+	// Heartbeat proves the holder alive and checks that the lease is still
+	// its own (ErrLeaseLost otherwise).
+	Heartbeat(ctx context.Context) error
+
+	// Delete removes the session and releases the lease. Afterwards the ID
+	// is free to be created again.
+	Delete(ctx context.Context) error
+
+	// Release gives the lease up cleanly; the next holder sees a clean
+	// release. Idempotent; afterwards other methods return ErrClosed.
+	Release(ctx context.Context) error
+}
+
+// EncodeSnapshot validates snap for session id and encodes it. It is the
+// one check every adapter runs before writing: the snapshot's ID must be
+// id, the snapshot must restore (so every stored revision can be read
+// back as a Session), it must encode exactly (sessnap.Marshal), and the
+// encoding must fit maxBytes (0: DefaultMaxRecordBytes). Errors wrap
+// ErrInvalidSnapshot or ErrTooLarge.
+func EncodeSnapshot(id session.SessionID, snap sessnap.Snapshot, maxBytes int) ([]byte, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxRecordBytes
+	}
+	if snap.ID != id {
+		return nil, fmt.Errorf("%w: snapshot id %q in session %s", ErrInvalidSnapshot, snap.ID, id)
+	}
+	if _, err := snap.Restore(); err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", ErrInvalidSnapshot, id, err)
+	}
+	if snap.Format == "" {
+		snap.Format = sessnap.Format
+	}
+	b, err := sessnap.Marshal(snap)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", ErrInvalidSnapshot, id, err)
+	}
+	if len(b) > maxBytes {
+		return nil, fmt.Errorf("%w: session %s: snapshot is %d bytes, cap %d", ErrTooLarge, id, len(b), maxBytes)
+	}
+	return b, nil
+}
+
+// DecodeSnapshot decodes a stored payload (for adapters).
+func DecodeSnapshot(b []byte) (sessnap.Snapshot, error) { return sessnap.Unmarshal(b) }
+
+// ForkSnapshot returns the revision-1 snapshot of a fork of src into
+// newID: a copy with the ID replaced and the relationship naming src as
+// parent and src's root (or src) as root.
+func ForkSnapshot(src sessnap.Snapshot, newID session.SessionID) sessnap.Snapshot {
+	fork := src
+	root := src.Relationship.RootID
+	if root == "" {
+		root = src.ID
+	}
+	fork.ID = newID
+	fork.Relationship = session.SessionRelationship{ParentID: src.ID, RootID: root, Role: src.Relationship.Role}
+	return fork
+}

@@ -1,0 +1,345 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+var listChecks = []check{
+	{"ListPagingWhileAppendingSeesEachUnmodifiedSessionOnce", checkListPagingUnderAppends},
+	{"ListFilterByState", checkListState},
+	{"ListFilterByKind", checkListKind},
+	{"ListFilterByParent", checkListParent},
+	{"ListFilterUpdatedSince", checkListUpdatedSince},
+	{"ListOrders", checkListOrders},
+	{"ListZeroQueryIsNewestFirst", checkListZeroQuery},
+	{"ListBadCursorIsErrBadCursor", checkListBadCursor},
+	{"ListInvalidQueryIsError", checkListInvalidQuery},
+	{"ListSummaryFields", checkListSummary},
+}
+
+var allOrders = []summary.Order{
+	summary.OrderUpdatedDesc, summary.OrderUpdatedAsc,
+	summary.OrderCreatedDesc, summary.OrderCreatedAsc, summary.OrderIDAsc,
+}
+
+// checkListPagingUnderAppends pages through every order while goroutines
+// keep appending to other sessions: each session not modified during the
+// paging appears exactly once.
+func checkListPagingUnderAppends(f *fixture) {
+	t := f.t
+	const stable, busy = 40, 6
+	for i := range stable {
+		f.createSnap(configured(t, fmt.Sprintf("stable-%02d", i), func(c *session.Config) {
+			c.CreatedAt = c.CreatedAt.Add(time.Duration(i%7) * time.Second) // ties on purpose
+		}))
+	}
+	base := make([]sessionstore.Writer, busy)
+	for i := range busy {
+		base[i] = f.create(fmt.Sprintf("busy-%d", i))
+	}
+	snap := stepSnap(t, "busy-0", 0)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	var appended sync.WaitGroup // one append from each writer before paging starts
+	appended.Add(busy)
+	for i, w := range base {
+		s := snap
+		s.ID = w.ID()
+		wg.Go(func() {
+			for n := 0; n < 1000; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.Title = fmt.Sprintf("busy %d append %d", i, n)
+				if _, err := w.Append(f.ctx, w.Revision(), s); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					if n == 0 {
+						appended.Done()
+					}
+					return
+				}
+				if n == 0 {
+					appended.Done()
+				}
+			}
+		})
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	appended.Wait()
+
+	for pass := range 2 {
+		for _, order := range allOrders {
+			got := f.listAll(summary.Query{Order: order, Limit: 7})
+			count := map[string]int{}
+			for _, id := range ids(got) {
+				count[id]++
+			}
+			for i := range stable {
+				id := fmt.Sprintf("stable-%02d", i)
+				require.Equal(t, 1, count[id], "pass %d order %s: session %s", pass, order, id)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, errs)
+}
+
+func checkListState(f *fixture) {
+	t := f.t
+	writers := map[session.State]sessionstore.Writer{}
+	for _, st := range session.States {
+		writers[st] = f.createSnap(snapIn(t, "s-"+string(st), st))
+	}
+	for _, st := range session.States {
+		got := f.listAll(summary.Query{States: []session.State{st}})
+		require.Equal(t, []string{"s-" + string(st)}, ids(got), "state %s", st)
+	}
+	got := f.listAll(summary.Query{States: []session.State{session.StateFailed, session.StateIdle}, Order: summary.OrderIDAsc})
+	require.Equal(t, []string{"s-failed", "s-idle"}, ids(got))
+	require.Len(t, f.listAll(summary.Query{}), len(session.States))
+
+	// A session's state in the listing follows its latest revision.
+	f.append(writers[session.StateIdle], 1, snapIn(t, "s-idle", session.StateRunning))
+	got = f.listAll(summary.Query{States: []session.State{session.StateRunning}, Order: summary.OrderIDAsc})
+	require.Equal(t, []string{"s-idle", "s-running"}, ids(got))
+}
+
+func checkListKind(f *fixture) {
+	t := f.t
+	kinds := map[string]session.SessionKind{
+		"k-primary": session.KindPrimary, "k-sub": session.KindSubagent,
+		"k-sched": session.KindScheduled, "k-debug": session.KindDebug, "k-none": "",
+	}
+	for id, k := range kinds {
+		f.createSnap(configured(t, id, func(c *session.Config) { c.Kind = k }))
+	}
+	tests := []struct {
+		kinds []session.SessionKind
+		want  []string
+	}{
+		{[]session.SessionKind{session.KindSubagent}, []string{"k-sub"}},
+		{[]session.SessionKind{session.KindScheduled, session.KindDebug}, []string{"k-debug", "k-sched"}},
+		{[]session.SessionKind{session.KindUnknown}, []string{"k-none"}},
+		{nil, []string{"k-debug", "k-none", "k-primary", "k-sched", "k-sub"}},
+	}
+	for _, tt := range tests {
+		got := f.listAll(summary.Query{Kinds: tt.kinds, Order: summary.OrderIDAsc})
+		require.Equal(t, tt.want, ids(got), "kinds %v", tt.kinds)
+	}
+}
+
+func checkListParent(f *fixture) {
+	t := f.t
+	f.create("p")
+	f.create("unrelated")
+	for _, kid := range []session.SessionID{"p-kid1", "p-kid2"} {
+		w, err := f.s.Fork(f.ctx, "p", 0, kid, sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		f.track(w)
+	}
+	w, err := f.s.Fork(f.ctx, "p-kid1", 0, "p-grandkid", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	f.track(w)
+
+	require.Equal(t, []string{"p-kid1", "p-kid2"}, ids(f.listAll(summary.Query{ParentID: "p", Order: summary.OrderIDAsc})))
+	require.Equal(t, []string{"p-grandkid"}, ids(f.listAll(summary.Query{ParentID: "p-kid1"})))
+	require.Empty(t, f.listAll(summary.Query{ParentID: "unrelated"}))
+	for _, s := range f.listAll(summary.Query{ParentID: "p"}) {
+		require.Equal(t, session.SessionID("p"), s.ParentID)
+	}
+}
+
+// checkListUpdatedSince checks the filter against the listing's own
+// UpdatedAt values, so it needs no control of the store's clock.
+func checkListUpdatedSince(f *fixture) {
+	t := f.t
+	for i := range 6 {
+		w := f.create(fmt.Sprintf("u-%d", i))
+		f.appendSteps(w, i%3)
+	}
+	all := f.listAll(summary.Query{Order: summary.OrderUpdatedAsc})
+	require.Len(t, all, 6)
+	for _, cut := range all {
+		var want []string
+		for _, s := range all {
+			if !s.UpdatedAt.Before(cut.UpdatedAt) {
+				want = append(want, string(s.ID))
+			}
+		}
+		got := f.listAll(summary.Query{UpdatedSince: cut.UpdatedAt, Order: summary.OrderUpdatedAsc})
+		require.Equal(t, want, ids(got), "updated since %s", cut.UpdatedAt)
+	}
+	latest := all[len(all)-1].UpdatedAt
+	require.Empty(t, f.listAll(summary.Query{UpdatedSince: latest.Add(time.Hour)}))
+	require.Len(t, f.listAll(summary.Query{UpdatedSince: all[0].UpdatedAt.Add(-time.Hour)}), 6)
+}
+
+func checkListOrders(f *fixture) {
+	t := f.t
+	// Creation times in a different order from IDs and from updates.
+	created := []int{5, 1, 4, 1, 3, 0, 2, 4}
+	var writers []sessionstore.Writer
+	var snaps []sessnap.Snapshot
+	for i, c := range created {
+		snap := configured(t, fmt.Sprintf("o-%d", i), func(cfg *session.Config) {
+			cfg.CreatedAt = cfg.CreatedAt.Add(time.Duration(c) * time.Minute)
+		})
+		writers = append(writers, f.createSnap(snap))
+		snaps = append(snaps, snap)
+	}
+	for _, i := range []int{3, 0, 6} {
+		next := snaps[i]
+		next.Title, next.TitleProvenance = "updated", session.TitleExplicit
+		f.append(writers[i], 1, next)
+	}
+	for _, order := range allOrders {
+		got := f.listAll(summary.Query{Order: order, Limit: summary.MaxLimit})
+		require.Len(t, got, len(created), "order %s", order)
+		keys := make([]summary.Key, len(got))
+		for i := range got {
+			keys[i] = summary.KeyOf(order, &got[i])
+		}
+		require.True(t, slices.IsSortedFunc(keys, func(a, b summary.Key) int { return summary.Compare(order, a, b) }),
+			"order %s: %v", order, ids(got))
+		paged := f.listAll(summary.Query{Order: order, Limit: 3})
+		require.Equal(t, ids(got), ids(paged), "order %s: paging must give the same sequence", order)
+	}
+	byID := f.listAll(summary.Query{Order: summary.OrderIDAsc})
+	require.Equal(t, []string{"o-0", "o-1", "o-2", "o-3", "o-4", "o-5", "o-6", "o-7"}, ids(byID))
+	byCreated := f.listAll(summary.Query{Order: summary.OrderCreatedAsc})
+	require.Equal(t, []string{"o-5", "o-1", "o-3", "o-6", "o-4", "o-2", "o-7", "o-0"}, ids(byCreated))
+}
+
+func checkListZeroQuery(f *fixture) {
+	t := f.t
+	for i := range 3 {
+		f.create(fmt.Sprintf("z-%d", i))
+	}
+	p, err := f.s.List(f.ctx, summary.Query{})
+	require.NoError(t, err)
+	require.Len(t, p.Items, 3)
+	require.Empty(t, p.Next)
+	keys := make([]summary.Key, len(p.Items))
+	for i := range p.Items {
+		keys[i] = summary.KeyOf(summary.OrderUpdatedDesc, &p.Items[i])
+	}
+	require.True(t, slices.IsSortedFunc(keys, func(a, b summary.Key) int { return summary.Compare(summary.OrderUpdatedDesc, a, b) }),
+		"the zero Query lists the most recently updated first")
+
+	empty := f.h.New(t)
+	defer func() { require.NoError(t, empty.Close()) }()
+	p, err = empty.List(f.ctx, summary.Query{})
+	require.NoError(t, err)
+	require.Empty(t, p.Items)
+	require.Empty(t, p.Next)
+}
+
+func checkListBadCursor(f *fixture) {
+	t := f.t
+	for i := range 4 {
+		f.create(fmt.Sprintf("c-%d", i))
+	}
+	q := summary.Query{Order: summary.OrderCreatedAsc, Limit: 1, States: []session.State{session.StateIdle}}
+	p, err := f.s.List(f.ctx, q)
+	require.NoError(t, err)
+	require.NotEmpty(t, p.Next)
+
+	tests := []struct {
+		name string
+		q    summary.Query
+	}{
+		{"garbage", summary.Query{Cursor: "not a cursor!"}},
+		{"other order", summary.Query{Cursor: p.Next, Order: summary.OrderIDAsc, Limit: 1, States: q.States}},
+		{"other filter", summary.Query{Cursor: p.Next, Order: q.Order, Limit: 1}},
+		{"added kind filter", summary.Query{Cursor: p.Next, Order: q.Order, Limit: 1, States: q.States, Kinds: []session.SessionKind{session.KindPrimary}}},
+	}
+	for _, tt := range tests {
+		_, err := f.s.List(f.ctx, tt.q)
+		require.ErrorIs(t, err, summary.ErrBadCursor, tt.name)
+	}
+	q.Cursor = p.Next
+	q.Limit = 10 // the limit may change between pages
+	p2, err := f.s.List(f.ctx, q)
+	require.NoError(t, err)
+	require.Len(t, p2.Items, 3)
+}
+
+func checkListInvalidQuery(f *fixture) {
+	t := f.t
+	f.create("q")
+	for _, q := range []summary.Query{
+		{Order: "sideways"},
+		{Limit: -1},
+		{States: []session.State{"sleeping"}},
+		{Kinds: []session.SessionKind{"robot"}},
+	} {
+		_, err := f.s.List(f.ctx, q)
+		require.Error(t, err, "query %+v", q)
+	}
+}
+
+func checkListSummary(f *fixture) {
+	t := f.t
+	snap := snapIn(t, "sum", session.StateAwaiting)
+	w := f.createLabel(snap, "lister")
+	rec := f.load("sum")
+
+	get := func() summary.Summary {
+		t.Helper()
+		items := f.listAll(summary.Query{})
+		require.Len(t, items, 1)
+		return items[0]
+	}
+	s := get()
+	want := summary.Project(&rec.Snapshot, rec.Revision, rec.Generation, rec.Time)
+	require.Equal(t, session.SessionID("sum"), s.ID)
+	require.Equal(t, snap.Title, s.Title)
+	require.Equal(t, snap.TitleProvenance, s.TitleProvenance)
+	require.Equal(t, session.StateAwaiting, s.State)
+	require.Equal(t, session.KindPrimary, s.Kind)
+	require.Equal(t, session.ModeDefault, s.Mode)
+	require.Equal(t, want.ProviderID, s.ProviderID)
+	require.Equal(t, want.ModelID, s.ModelID)
+	require.True(t, snap.CreatedAt.Equal(s.CreatedAt), "created_at")
+	require.True(t, rec.Time.Equal(s.UpdatedAt), "updated_at is the latest record's time")
+	require.Equal(t, uint64(1), s.Revision)
+	require.Equal(t, w.Generation(), s.Generation)
+	require.Equal(t, len(snap.Messages), s.MessageCount)
+	require.Equal(t, snap.Counters, s.Counters)
+	require.Equal(t, *snap.Usage, s.Usage)
+	require.Equal(t, summary.LeaseHeld, s.Lease.State, "lease status is computed when read")
+	require.Positive(t, s.Sizes.LogBytes)
+	size1 := s.Sizes.LogBytes
+
+	f.append(w, 1, snapIn(t, "sum", session.StateFailed))
+	require.NoError(t, w.Release(f.ctx))
+	rec = f.load("sum")
+	s = get()
+	require.Equal(t, session.StateFailed, s.State)
+	require.Equal(t, uint64(2), s.Revision)
+	require.True(t, rec.Time.Equal(s.UpdatedAt))
+	require.Equal(t, rec.Snapshot.LastError, s.LastError)
+	require.Equal(t, summary.LeaseFree, s.Lease.State, "lease status is computed when read")
+	require.Greater(t, s.Sizes.LogBytes, size1)
+}

@@ -1,0 +1,184 @@
+package summary
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// ErrBadCursor reports a cursor that this index did not issue, or one
+// issued for a different order or filter.
+var ErrBadCursor = errors.New("summary: invalid cursor")
+
+// Order is the order of a listing. Every order breaks ties by ID, so it is
+// total and a keyset cursor can resume it exactly.
+type Order string
+
+// Orders.
+const (
+	OrderUpdatedDesc Order = "updated_desc" // most recently updated first (the default)
+	OrderUpdatedAsc  Order = "updated_asc"
+	OrderCreatedDesc Order = "created_desc"
+	OrderCreatedAsc  Order = "created_asc"
+	OrderIDAsc       Order = "id_asc"
+)
+
+// Valid reports whether o is a documented order (or empty, the default).
+func (o Order) Valid() bool {
+	switch o {
+	case "", OrderUpdatedDesc, OrderUpdatedAsc, OrderCreatedDesc, OrderCreatedAsc, OrderIDAsc:
+		return true
+	}
+	return false
+}
+
+// DefaultLimit and MaxLimit bound a page.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 1000
+)
+
+// Query selects, orders and pages summaries. The zero Query lists the
+// first DefaultLimit sessions, most recently updated first.
+type Query struct {
+	States       []session.State       // any of these states (empty: all)
+	Kinds        []session.SessionKind // any of these kinds (empty: all)
+	ParentID     session.SessionID     // only children of this session
+	UpdatedSince time.Time             // only sessions updated at or after
+	Order        Order
+	Limit        int    // 0 means DefaultLimit; above MaxLimit is clamped
+	Cursor       string // from a previous Page.Next, with the same filter and order
+}
+
+// Page is one page of a listing.
+type Page struct {
+	Items []Summary `json:"items"`
+	// Next resumes the listing after the last item; empty on the last page.
+	// Paging with it returns every session not modified during the paging
+	// exactly once.
+	Next string `json:"next,omitempty"`
+}
+
+// Normalize validates q and fills in defaults.
+func (q Query) Normalize() (Query, error) {
+	if !q.Order.Valid() {
+		return q, fmt.Errorf("summary: unknown order %q", q.Order)
+	}
+	if q.Order == "" {
+		q.Order = OrderUpdatedDesc
+	}
+	if q.Limit < 0 {
+		return q, fmt.Errorf("summary: negative limit %d", q.Limit)
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultLimit
+	}
+	q.Limit = min(q.Limit, MaxLimit)
+	for _, s := range q.States {
+		if !s.Valid() {
+			return q, fmt.Errorf("summary: unknown state %q", s)
+		}
+	}
+	for _, k := range q.Kinds {
+		if !k.Valid() {
+			return q, fmt.Errorf("summary: unknown kind %q", k)
+		}
+	}
+	return q, nil
+}
+
+// Match reports whether s passes q's filter.
+func (q Query) Match(s *Summary) bool {
+	if len(q.States) > 0 && !slices.Contains(q.States, s.State) {
+		return false
+	}
+	if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, s.Kind) {
+		return false
+	}
+	if q.ParentID != "" && s.ParentID != q.ParentID {
+		return false
+	}
+	if !q.UpdatedSince.IsZero() && s.UpdatedAt.Before(q.UpdatedSince) {
+		return false
+	}
+	return true
+}
+
+// Key is a summary's position in an order: compare keys with Compare.
+type Key struct {
+	Time time.Time         `json:"t,omitzero"`
+	ID   session.SessionID `json:"id"`
+}
+
+// KeyOf returns s's key in order o.
+func KeyOf(o Order, s *Summary) Key {
+	switch o {
+	case OrderUpdatedDesc, OrderUpdatedAsc:
+		return Key{Time: s.UpdatedAt, ID: s.ID}
+	case OrderCreatedDesc, OrderCreatedAsc:
+		return Key{Time: s.CreatedAt, ID: s.ID}
+	}
+	return Key{ID: s.ID}
+}
+
+// Compare orders two keys in o: negative when a comes first.
+func Compare(o Order, a, b Key) int {
+	c := a.Time.Compare(b.Time)
+	if c == 0 {
+		c = strings.Compare(string(a.ID), string(b.ID))
+	}
+	if o == OrderUpdatedDesc || o == OrderCreatedDesc {
+		return -c
+	}
+	return c
+}
+
+// cursor is the decoded form of Page.Next: the order it was issued for, a
+// fingerprint of the filter, and the key of the last item returned.
+type cursor struct {
+	Order  Order  `json:"o"`
+	Filter string `json:"f"`
+	After  Key    `json:"k"`
+}
+
+func filterFingerprint(q Query) string {
+	b, _ := json.Marshal(struct {
+		S []session.State
+		K []session.SessionKind
+		P session.SessionID
+		U time.Time
+	}{q.States, q.Kinds, q.ParentID, q.UpdatedSince})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// EncodeCursor returns the cursor that resumes q after key.
+func EncodeCursor(q Query, after Key) string {
+	b, _ := json.Marshal(cursor{Order: q.Order, Filter: filterFingerprint(q), After: after})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor returns the key q.Cursor resumes after. ok is false when q
+// has no cursor.
+func DecodeCursor(q Query) (after Key, ok bool, err error) {
+	if q.Cursor == "" {
+		return Key{}, false, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+	if err != nil || len(b) > 4096 {
+		return Key{}, false, ErrBadCursor
+	}
+	var c cursor
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Key{}, false, ErrBadCursor
+	}
+	if c.Order != q.Order || c.Filter != filterFingerprint(q) {
+		return Key{}, false, fmt.Errorf("%w: issued for another order or filter", ErrBadCursor)
+	}
+	return c.After, true, nil
+}
