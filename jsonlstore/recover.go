@@ -219,8 +219,13 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 		f.Close()
 		return nil, fmt.Errorf("jsonlstore: open log %s: size %d after recovery, expected %d", id, fi.Size(), last.End())
 	}
+	dir, err := vfs.Sub(s.fs, sessionDir(id))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("jsonlstore: open session %s: %w", id, err)
+	}
 	return &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi),
+		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: last.Rev, lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
 		report: report,
 	}, nil

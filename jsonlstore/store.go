@@ -243,9 +243,14 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		f.Close()
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
+	dir, err := vfs.Sub(s.fs, sessionDir(id))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
 	rec := rawRecord{meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
 	w := &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi),
+		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
 		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
 	}

@@ -21,7 +21,9 @@ type writer struct {
 	report sessionstore.RecoveryReport
 
 	mu         sync.Mutex // serializes appends; guards the fields below
-	log        vfs.File   // O_APPEND descriptor
+	dir        vfs.SubFS  // the session directory, held open
+	sum        summaryWriter
+	log        vfs.File // O_APPEND descriptor
 	logID      vfs.Identity
 	rev        uint64
 	lastTime   time.Time
@@ -66,7 +68,7 @@ func (w *writer) fenceLocked() error {
 		w.lost = fmt.Errorf("%w: session %s: %w", sessionstore.ErrLeaseLost, w.id, err)
 		return w.lost
 	}
-	fi, err := w.s.fs.Lstat(logPath(w.id))
+	fi, err := w.dir.Lstat(LogFile)
 	if err != nil || vfs.IdentityOf(fi) != w.logID {
 		w.lost = fmt.Errorf("%w: session %s: log file replaced or removed", sessionstore.ErrLeaseLost, w.id)
 		return w.lost
@@ -132,7 +134,7 @@ func (w *writer) writeSummary(rec *rawRecord, snap *sessnap.Snapshot) {
 		Log: w.logID, LogSize: rec.End(), LastOffset: rec.Offset, Revision: rec.Rev,
 		Summary: projectRecord(rec, snap, rec.End()),
 	}
-	if err := writeSummaryFile(w.s.fs, w.id, sf); err != nil {
+	if err := w.sum.write(w.dir, sf); err != nil {
 		w.s.opts.Logger.Warn("jsonlstore: summary not refreshed", "session", w.id, "err", err)
 	}
 }
@@ -173,6 +175,8 @@ func (w *writer) Release(ctx context.Context) error {
 	w.closed = true
 	err := w.log.Close()
 	w.log = nil
+	w.sum.close()
+	_ = w.dir.Close()
 	if rerr := w.lease.Release(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -203,6 +207,8 @@ func (w *writer) Delete(ctx context.Context) error {
 	w.closed = true
 	_ = w.log.Close()
 	w.log = nil
+	w.sum.close()
+	_ = w.dir.Close()
 	if err := s.fs.RenameNoReplace(sessionDir(w.id), trash); err != nil {
 		_ = w.lease.Release(ctx)
 		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)

@@ -14,12 +14,12 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// Harness is the memstore harness of the conformance suite.
-var Harness = storetest.Harness{
+// harness is the memstore harness of the conformance suite.
+var harness = storetest.Harness{
 	New: func(*testing.T) sessionstore.Store { return memstore.New(memstore.Options{}) },
 	Supersede: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
 		require.NoError(t, s.(*memstore.Store).Supersede(t.Context(), id))
 	},
 }
 
-func TestConformance(t *testing.T) { storetest.Run(t, Harness) }
+func TestConformance(t *testing.T) { storetest.Run(t, harness) }

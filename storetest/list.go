@@ -59,7 +59,7 @@ func checkListPagingUnderAppends(f *fixture) {
 		s := snap
 		s.ID = w.ID()
 		wg.Go(func() {
-			for n := 0; n < 1000; n++ {
+			for n := 0; n < 300; n++ {
 				select {
 				case <-stop:
 					return

@@ -296,6 +296,26 @@ func (ff *faultyFile) Write(p []byte) (int, error) {
 	return n, ft.err(OpWrite, ff.name)
 }
 
+// WriteAt is governed by the same OpWrite rules as Write.
+func (ff *faultyFile) WriteAt(p []byte, off int64) (int, error) {
+	ft := ff.f.check(OpWrite, ff.name)
+	if ft == nil {
+		return ff.inner.WriteAt(p, off)
+	}
+	if ft.Silent {
+		return len(p), nil
+	}
+	n := 0
+	if k := min(ft.ShortWrite, len(p)); k > 0 {
+		var err error
+		n, err = ff.inner.WriteAt(p[:k], off)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, ft.err(OpWrite, ff.name)
+}
+
 func (ff *faultyFile) Close() error {
 	if ft := ff.f.check(OpClose, ff.name); ft != nil {
 		_ = ff.inner.Close()

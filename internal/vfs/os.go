@@ -186,3 +186,28 @@ func parent(name string) string {
 func base(name string) string {
 	return name[strings.LastIndexByte(name, '/')+1:]
 }
+
+// sub opens dir as its own os.Root (refusing a symlink there), so names in
+// it resolve relative to one descriptor.
+func (o *osFS) sub(dir string) (SubFS, error) {
+	fi, err := o.checkPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "sub", Path: dir, Err: syscall.ENOTDIR}
+	}
+	r, err := o.root.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if after, err := r.Stat("."); err != nil || IdentityOf(after) != IdentityOf(fi) {
+		r.Close()
+		return nil, &fs.PathError{Op: "sub", Path: dir, Err: errors.New("directory replaced while opening")}
+	}
+	return &osSub{osFS: osFS{root: r}}, nil
+}
+
+type osSub struct{ osFS }
+
+func (s *osSub) Close() error { return s.root.Close() }

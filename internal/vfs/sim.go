@@ -808,6 +808,26 @@ func (f *simFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (f *simFile) WriteAt(p []byte, off int64) (int, error) {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	if err := f.check("writeat", false, true); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, pathErr("writeat", f.name, errors.New("negative offset"))
+	}
+	if f.append {
+		// Like os.File.WriteAt: refused on an O_APPEND descriptor.
+		return 0, pathErr("writeat", f.name, errors.New("invalid use of WriteAt on file opened with O_APPEND"))
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	f.s.write(f.n, off, p)
+	return len(p), nil
+}
+
 func (f *simFile) Close() error {
 	f.s.mu.Lock()
 	defer f.s.mu.Unlock()

@@ -51,6 +51,7 @@ type File interface {
 	io.Reader
 	io.ReaderAt
 	io.Writer
+	io.WriterAt // not on an O_APPEND descriptor
 	io.Closer
 	// Name returns the name it was opened with.
 	Name() string
@@ -148,3 +149,59 @@ func join(dir, base string) string {
 	}
 	return dir + "/" + base
 }
+
+// SubFS is an FS rooted at a subdirectory of another, which must be closed
+// after use.
+type SubFS interface {
+	FS
+	Close() error
+}
+
+// Sub returns an FS rooted at directory dir of fsys. Names inside it are
+// relative to dir. For the real file system it holds the directory open,
+// so that operations on names in it are single system calls relative to
+// that descriptor; for others it prefixes names.
+func Sub(fsys FS, dir string) (SubFS, error) {
+	if s, ok := fsys.(interface{ sub(string) (SubFS, error) }); ok {
+		return s.sub(dir)
+	}
+	fi, err := fsys.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, &fs.PathError{Op: "sub", Path: dir, Err: ErrSymlink}
+	}
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "sub", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return prefixFS{FS: fsys, dir: dir}, nil
+}
+
+// prefixFS is Sub for file systems without directory descriptors.
+type prefixFS struct {
+	FS
+	dir string
+}
+
+func (p prefixFS) name(n string) string {
+	if n == "" || n == "." {
+		return p.dir
+	}
+	return p.dir + "/" + n
+}
+
+func (p prefixFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	return p.FS.OpenFile(p.name(name), flag, perm)
+}
+func (p prefixFS) Mkdir(name string, perm fs.FileMode) error { return p.FS.Mkdir(p.name(name), perm) }
+func (p prefixFS) Rename(o, n string) error                  { return p.FS.Rename(p.name(o), p.name(n)) }
+func (p prefixFS) RenameNoReplace(o, n string) error {
+	return p.FS.RenameNoReplace(p.name(o), p.name(n))
+}
+func (p prefixFS) Remove(name string) error                   { return p.FS.Remove(p.name(name)) }
+func (p prefixFS) RemoveAll(name string) error                { return p.FS.RemoveAll(p.name(name)) }
+func (p prefixFS) Lstat(name string) (fs.FileInfo, error)     { return p.FS.Lstat(p.name(name)) }
+func (p prefixFS) ReadDir(name string) ([]fs.DirEntry, error) { return p.FS.ReadDir(p.name(name)) }
+func (p prefixFS) SyncDir(name string) error                  { return p.FS.SyncDir(p.name(name)) }
+func (p prefixFS) Close() error                               { return nil }
