@@ -1,11 +1,12 @@
 # sessionstore — build, test and maintenance targets.
 # `make test` is what CI runs (via .ci/run) on a clean clone.
 
-GO      ?= go
-PKGS    ?= ./...
+GO       ?= go
+PKGS     ?= ./...
 FUZZTIME ?= 2m
+BENCHTIME ?= 2s
 
-.PHONY: all test fmt-check vet test-race demo bench soak fuzz lint
+.PHONY: all test fmt-check vet test-race demo bench soak fuzz mutate-sync
 
 all: test
 
@@ -22,3 +23,33 @@ vet:
 
 test-race:
 	$(GO) test -race -count=1 $(PKGS)
+
+## demo: the demo workload on the default store ($$SESSIONSTORE_DIR or the XDG data dir)
+demo:
+	$(GO) run ./cmd/sessions demo
+
+## bench: the store's benchmarks (append vs raw fdatasync, load latest, list)
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonlstore/
+
+## fuzz: every fuzz target for FUZZTIME each
+fuzz:
+	@set -e; for spec in \
+		./sessnap:FuzzUnmarshal ./sessnap:FuzzRoundTrip ./session:FuzzNormalizeLastError \
+		./jsonlstore:FuzzParseLine ./fslease:FuzzParseRecord; do \
+		pkg=$${spec%%:*}; fn=$${spec##*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+## mutate-sync: disable each sync call in turn; some power-loss test must notice
+mutate-sync:
+	JSONLSTORE_MUTATE_SYNC=1 $(GO) test -count=1 -run 'TestSyncMutation' -v ./jsonlstore/
+
+## soak: long kill, contention and power-loss runs, then the fuzzers
+soak:
+	JSONLSTORE_KILL_ROUNDS=5000 $(GO) test -count=1 -timeout 3h -run 'TestKillDuringAppend' ./jsonlstore/
+	FSLEASE_SOAK_ROUNDS=10000 $(GO) test -count=1 -timeout 1h -run 'TestContention' ./fslease/
+	JSONLSTORE_POWERLOSS_SEEDS=2000 $(GO) test -count=1 -timeout 1h -run 'TestPowerLoss' ./jsonlstore/
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	@echo "soak: all passed"
