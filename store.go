@@ -79,8 +79,10 @@ type Store interface {
 	// Create creates a session whose revision 1 is snap, and returns the
 	// writer that holds its lease. snap.ID names the session (mint one with
 	// NewID). Errors: ErrInvalidID, ErrInvalidSnapshot, ErrTooLarge,
-	// ErrExists, ErrClosed. Revision 1 is durable when Create returns; on
-	// error nothing is left behind.
+	// ErrExists, ErrClosed. Revision 1 is durable when Create returns. On
+	// error the session either does not exist or exists whole (an adapter
+	// may fail after publishing it, for example when making the
+	// publication durable fails); it is never half-created.
 	Create(ctx context.Context, snap sessnap.Snapshot, opts AcquireOptions) (Writer, error)
 
 	// Fork creates session newID (minted when empty) whose revision 1 is a

@@ -152,6 +152,29 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 		}
 		var bad *anomaly
 		errFound := errors.New("found")
+		if first, err := firstRevOf(v); err == nil && rev < first {
+			err := s.scanArchived(id, first, func(r *rawRecord) error {
+				if r.Rev != rev {
+					return nil
+				}
+				found, err := decodeRecord(id, v, r)
+				if err != nil {
+					return callerErr{err}
+				}
+				rec = found
+				return errStop
+			})
+			var ce callerErr
+			switch {
+			case errors.As(err, &ce):
+				return ce.err
+			case errors.Is(err, errStop):
+				return nil
+			case err != nil:
+				return err
+			}
+			return fmt.Errorf("%w: session %s revision %d", sessionstore.ErrNotFound, id, rev)
+		}
 		err = v.scan(func(l *line) error {
 			if l.Rec == nil {
 				if bad == nil && !l.Partial {
@@ -214,6 +237,20 @@ var errStop = errors.New("stop")
 // scanHistory reads v forwards, checking the sequence rules, and calls
 // yield for each record.
 func (s *Store) scanHistory(ctx context.Context, id session.SessionID, v *view, yield func(sessionstore.Record) bool) error {
+	return s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
+		rec, err := decodeRecord(id, v, r)
+		if err != nil {
+			return false, err
+		}
+		return yield(rec), nil
+	})
+}
+
+// scanRecords is scanHistory without decoding payloads: it checks framing,
+// checksums and the sequence rules, and calls yield for each verified
+// record (its payload aliases the scan buffer: copy what you keep). yield
+// returns false to stop, or an error to fail the scan with.
+func (s *Store) scanRecords(ctx context.Context, id session.SessionID, v *view, yield func(r *rawRecord) (bool, error)) error {
 	var prev *rawRecord
 	var bad *anomaly
 	err := v.scan(func(l *line) error {
@@ -231,7 +268,30 @@ func (s *Store) scanHistory(ctx context.Context, id session.SessionID, v *view, 
 		}
 		r := l.Rec
 		if prev == nil && r.Rev != 1 {
-			return s.newAnomaly(v, id, r.Offset, 1, nil, fmt.Errorf("log starts at revision %d", r.Rev))
+			// Revisions below the log's first are in the archives.
+			var aprev *rawRecord
+			err := s.scanArchived(id, r.Rev, func(ar *rawRecord) error {
+				if aprev != nil && (ar.Gen < aprev.Gen || ar.Time.Before(aprev.Time)) {
+					return archiveCorruption(id, manifestFile, ar.Rev, errors.New("generation or time goes back"))
+				}
+				aprev = &rawRecord{meta: ar.meta}
+				more, err := yield(ar)
+				if err != nil {
+					return callerErr{err}
+				}
+				if !more {
+					return errStop
+				}
+				return nil
+			})
+			var ce callerErr
+			if errors.As(err, &ce) {
+				return ce.err
+			}
+			if err != nil {
+				return err
+			}
+			prev = aprev
 		}
 		if prev != nil {
 			switch {
@@ -243,11 +303,11 @@ func (s *Store) scanHistory(ctx context.Context, id session.SessionID, v *view, 
 				return s.newAnomaly(v, id, r.Offset, r.Rev, nil, fmt.Errorf("time %s before previous %s", r.Time, prev.Time))
 			}
 		}
-		rec, err := decodeRecord(id, v, r)
+		more, err := yield(r)
 		if err != nil {
 			return err
 		}
-		if !yield(rec) {
+		if !more {
 			return errStop
 		}
 		prev = copyRecord(&rawRecord{meta: r.meta, Offset: r.Offset, LineLen: r.LineLen})
@@ -267,4 +327,15 @@ func (s *Store) scanHistory(ctx context.Context, id session.SessionID, v *view, 
 			fmt.Errorf("revision %d was committed (summary) but the log's last valid record is %d", ev, prev.Rev))
 	}
 	return nil
+}
+
+// firstRevOf reads the revision of the view's first record.
+func firstRevOf(v *view) (uint64, error) {
+	var buf [64]byte
+	n, _ := v.f.ReadAt(buf[:min(int64(len(buf)), v.size)], 0)
+	rev, ok := peekRev(buf[:n])
+	if !ok {
+		return 0, errors.New("first record unreadable")
+	}
+	return rev, nil
 }

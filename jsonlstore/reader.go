@@ -168,10 +168,17 @@ type line struct {
 // line in order. The Rec payload passed to fn aliases an internal buffer:
 // fn must copy what it keeps. scan stops early when fn returns an error.
 func (v *view) scan(fn func(l *line) error) error {
-	br := bufio.NewReaderSize(io.NewSectionReader(v.f, 0, v.size), scanChunk)
+	return scanLines(io.NewSectionReader(v.f, 0, v.size), v.size, v.maxLine, v.maxPayload, fn)
+}
+
+// scanLines reads records from r, which holds size bytes (-1: read until
+// EOF), and calls fn for each line in order; see view.scan. Lines longer
+// than maxLine are reported as errTooLong without being held in memory.
+func scanLines(r io.Reader, size int64, maxLine, maxPayload int, fn func(l *line) error) error {
+	br := bufio.NewReaderSize(r, scanChunk)
 	var off int64
 	var acc []byte
-	for off < v.size {
+	for size < 0 || off < size {
 		acc = acc[:0]
 		tooLong := false
 		var n int64 // bytes of this line, newline included
@@ -181,7 +188,7 @@ func (v *view) scan(fn func(l *line) error) error {
 			frag, err = br.ReadSlice('\n')
 			n += int64(len(frag))
 			if !tooLong {
-				if len(acc)+len(frag) > v.maxLine+1 {
+				if len(acc)+len(frag) > maxLine+1 {
 					tooLong = true
 					acc = acc[:0]
 				} else {
@@ -196,6 +203,9 @@ func (v *view) scan(fn func(l *line) error) error {
 			return readErr(err)
 		}
 		if n == 0 {
+			if size < 0 {
+				return nil // the stream's end
+			}
 			// The view's size promised more bytes: the file shrank.
 			return errViewChanged
 		}
@@ -208,7 +218,7 @@ func (v *view) scan(fn func(l *line) error) error {
 			l.Partial, l.Bytes, l.Err = true, acc, errNoNewline
 		default:
 			body := acc[:len(acc)-1]
-			rec, perr := parseLine(body, v.maxPayload)
+			rec, perr := parseLine(body, maxPayload)
 			if perr != nil {
 				l.Bytes, l.Err = body, perr
 			} else {

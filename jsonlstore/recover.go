@@ -96,8 +96,10 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	if err := f.Truncate(t.Start); err != nil {
 		return nil, fmt.Errorf("jsonlstore: recover %s: truncate: %w", id, err)
 	}
-	// The truncation must be durable before anything is appended after
-	// it, or a crash could resurrect the tail in the middle of the log.
+	// Make the truncation durable now. The first append's fdatasync would
+	// persist it too, but a crash before that append would bring the tail
+	// back, and the next holder would copy and report it a second time:
+	// completed recovery must stay done.
 	if err := f.Datasync(); err != nil {
 		return nil, fmt.Errorf("jsonlstore: recover %s: sync truncate: %w", id, err)
 	}
@@ -204,6 +206,13 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 	last, err := s.recoverLog(id, &report)
 	if err != nil {
 		return nil, err
+	}
+	// The floor acquire passed to the lease is read from the log before
+	// the lease is held and ignores read errors; if it was missed while
+	// the lease record was lost, the lease's generation may not be above
+	// the log's. Never write under such a generation.
+	if last.Gen >= lease.Generation() {
+		return nil, fmt.Errorf("jsonlstore: acquire %s: lease generation %d is not above generation %d in the log (lease record lost?); retry", id, lease.Generation(), last.Gen)
 	}
 	report.Swept = s.sweepSession(id)
 	f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)

@@ -2,7 +2,6 @@ package jsonlstore
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"time"
 
@@ -50,29 +49,12 @@ const (
 func encodeSummaryFile(sf summaryFile) ([]byte, error) {
 	sf.Version = summaryVersion
 	sf.Summary.Lease = summary.LeaseStatus{} // computed when read, never cached
-	b, err := json.Marshal(sf)
-	if err != nil {
-		return nil, err
-	}
-	b = b[:len(b)-1] // drop the closing brace; the checksum goes last
-	sum := crc(b)
-	b = append(b, crcKey...)
-	b = appendHex32(b, sum)
-	return append(b, `"}`...), nil
+	return frameJSON(sf)
 }
 
 func decodeSummaryFile(b []byte, id session.SessionID) (summaryFile, bool) {
 	var sf summaryFile
-	b = bytes.TrimRight(b, " \n")
-	if len(b) < crcSuffixSz {
-		return sf, false
-	}
-	body, suffix := b[:len(b)-crcSuffixSz], b[len(b)-crcSuffixSz:]
-	want, ok := parseHex32(suffix[len(crcKey) : len(crcKey)+8])
-	if !ok || !bytes.HasPrefix(suffix, []byte(crcKey)) || crc(body) != want {
-		return sf, false
-	}
-	if json.Unmarshal(b, &sf) != nil || sf.Version != summaryVersion ||
+	if !unframeJSON(b, &sf) || sf.Version != summaryVersion ||
 		sf.Summary.ID != id || sf.Revision == 0 || sf.Summary.Revision != sf.Revision {
 		return summaryFile{}, false
 	}

@@ -117,6 +117,13 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	}
 	if err := w.log.Datasync(); err != nil {
 		w.failed = err
+		// The record is whole in the file, but after a failed fdatasync
+		// the kernel may have given up on its pages while still serving
+		// them from its cache. Cut it (best effort, not synced), so that
+		// neither a reader nor the next holder in this boot takes it for
+		// committed and builds on it: the next holder's successful sync
+		// would then make its records durable after a hole.
+		_ = w.log.Truncate(w.size)
 		return 0, fmt.Errorf("%w: session %s: sync: %w", sessionstore.ErrWriterFailed, w.id, err)
 	}
 	rec.Offset, rec.LineLen = w.size, int64(len(line))

@@ -1,0 +1,245 @@
+package jsonlstore
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Archives hold revisions trimmed from the log by compaction:
+//
+//	<session>/archive/
+//	  manifest.json                              the segments, framed with a checksum
+//	  00000000000000000001-00000000000000000900.zst
+//
+// A segment is the zstd compression of the trimmed records' lines, copied
+// byte for byte from the log (so each keeps its own CRC). The manifest
+// gives each segment's revision range, record count, sizes and the CRC-32C
+// of its uncompressed bytes; it is replaced atomically and durably after
+// the segment is written, synced and verified, and before the log is
+// replaced.
+//
+// The log is authoritative for every revision from its first record on. A
+// segment that reaches into the log's range was left by a crash between
+// the two steps: readers ignore it and the next compaction reclaims it.
+
+const (
+	manifestFile    = "manifest.json"
+	manifestVersion = 1
+	maxManifestSize = 16 << 20
+	// archiveDecoderMemory caps what a zstd decoder may allocate for a
+	// segment, so a hostile archive cannot exhaust memory.
+	archiveDecoderMemory = 64 << 20
+	archiveWindow        = 8 << 20
+)
+
+type archiveSegment struct {
+	File     string `json:"file"`
+	First    uint64 `json:"first"`
+	Last     uint64 `json:"last"`
+	Records  int64  `json:"records"`
+	Bytes    int64  `json:"bytes"`     // uncompressed
+	ZstBytes int64  `json:"zst_bytes"` // compressed, the file's size
+	CRC      string `json:"crc32c"`    // of the uncompressed bytes, 8 hex digits
+}
+
+type manifest struct {
+	Version  int              `json:"v"`
+	Segments []archiveSegment `json:"segments"`
+}
+
+func archiveDir(id session.SessionID) string { return sessionDir(id) + "/" + ArchiveDir }
+
+func segmentName(first, last uint64) string {
+	return fmt.Sprintf("%020d-%020d.zst", first, last)
+}
+
+// readManifest returns the session's manifest; a missing one is empty.
+func readManifest(fsys vfs.FS, id session.SessionID) (manifest, error) {
+	var m manifest
+	b, err := vfs.ReadFile(fsys, archiveDir(id)+"/"+manifestFile, maxManifestSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return manifest{Version: manifestVersion}, nil
+	}
+	if err != nil {
+		return m, err
+	}
+	if !unframeJSON(b, &m) || m.Version != manifestVersion {
+		return m, errors.New("archive manifest is damaged or from an unknown version")
+	}
+	for _, seg := range m.Segments {
+		if seg.First == 0 || seg.Last < seg.First || seg.File != segmentName(seg.First, seg.Last) {
+			return m, fmt.Errorf("archive manifest lists an invalid segment %+v", seg)
+		}
+	}
+	slices.SortFunc(m.Segments, func(a, b archiveSegment) int { return cmpUint(a.First, b.First) })
+	return m, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// archivedBelow returns the segments that hold revisions 1..below-1, in
+// order, checking that they cover that range exactly. Segments reaching
+// into the log (Last >= below) are ignored.
+func (m manifest) archivedBelow(below uint64) ([]archiveSegment, error) {
+	var segs []archiveSegment
+	next := uint64(1)
+	for _, seg := range m.Segments {
+		if seg.Last >= below {
+			continue
+		}
+		if seg.First != next {
+			return nil, fmt.Errorf("archives hold revisions %d-%d where %d was expected", seg.First, seg.Last, next)
+		}
+		segs = append(segs, seg)
+		next = seg.Last + 1
+	}
+	if next != below {
+		return nil, fmt.Errorf("archives end at revision %d but the log starts at %d", next-1, below)
+	}
+	return segs, nil
+}
+
+// scanSegment decompresses one segment and calls fn for each line, then
+// checks the segment's size and checksum against the manifest.
+func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l *line) error) error {
+	name := archiveDir(id) + "/" + seg.File
+	f, err := s.fs.OpenFile(name, osRDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(archiveDecoderMemory), zstd.WithDecoderMaxWindow(archiveWindow))
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	h := crc32.New(castagnoli)
+	// Never read more than the manifest promises (plus one byte to notice
+	// a longer stream): an archive bomb stops here.
+	counted := &countingReader{r: io.TeeReader(io.LimitReader(dec, seg.Bytes+1), h)}
+	err = scanLines(counted, -1, s.opts.MaxRecordBytes+envelopeMax, s.opts.MaxRecordBytes, fn)
+	if err != nil {
+		return err
+	}
+	if counted.n != seg.Bytes {
+		return fmt.Errorf("segment %s holds %d bytes, manifest says %d", seg.File, counted.n, seg.Bytes)
+	}
+	if got := fmt.Sprintf("%08x", h.Sum32()); got != seg.CRC {
+		return fmt.Errorf("segment %s checksum %s, manifest says %s", seg.File, got, seg.CRC)
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// archiveCorruption wraps a problem with an archive as corruption of the
+// session, located at the segment.
+func archiveCorruption(id session.SessionID, file string, rev uint64, err error) error {
+	return &sessionstore.CorruptionError{ID: id, Path: archiveDir(id) + "/" + file, Revision: rev, Err: err}
+}
+
+// scanArchived calls fn for every archived record below the log's first
+// revision, in order, verifying each line and the sequence.
+func (s *Store) scanArchived(id session.SessionID, below uint64, fn func(r *rawRecord) error) error {
+	if below <= 1 {
+		return nil
+	}
+	m, err := readManifest(s.fs, id)
+	if err != nil {
+		return archiveCorruption(id, manifestFile, 0, err)
+	}
+	segs, err := m.archivedBelow(below)
+	if err != nil {
+		return archiveCorruption(id, manifestFile, 0, err)
+	}
+	for _, seg := range segs {
+		next := seg.First
+		err := s.scanSegment(id, seg, func(l *line) error {
+			if l.Rec == nil {
+				return archiveCorruption(id, seg.File, next, fmt.Errorf("line at offset %d: %w", l.Offset, l.Err))
+			}
+			if l.Rec.Rev != next || l.Rec.Rev > seg.Last {
+				return archiveCorruption(id, seg.File, next, fmt.Errorf("revision %d where %d was expected", l.Rec.Rev, next))
+			}
+			next++
+			return fn(l.Rec)
+		})
+		var ce *sessionstore.CorruptionError
+		switch {
+		case errors.As(err, &ce):
+			return err
+		case err != nil && (errors.Is(err, errStop) || isCallerErr(err)):
+			return err
+		case err != nil:
+			return archiveCorruption(id, seg.File, next, err)
+		case next != seg.Last+1:
+			return archiveCorruption(id, seg.File, next, fmt.Errorf("segment ends at revision %d, manifest says %d", next-1, seg.Last))
+		}
+	}
+	return nil
+}
+
+// callerErr marks errors returned by a scan callback, so they pass through
+// scanArchived unchanged.
+type callerErr struct{ err error }
+
+func (e callerErr) Error() string { return e.err.Error() }
+func (e callerErr) Unwrap() error { return e.err }
+
+func isCallerErr(err error) bool {
+	var c callerErr
+	return errors.As(err, &c)
+}
+
+// writeManifest replaces the manifest atomically and durably.
+func (s *Store) writeManifest(id session.SessionID, m manifest) error {
+	m.Version = manifestVersion
+	b, err := frameJSON(m)
+	if err != nil {
+		return err
+	}
+	return vfs.WriteFileAtomic(s.fs, archiveDir(id), manifestFile, b, filePerm, true, "."+randomSuffix())
+}
+
+// ensureArchiveDir creates the archive directory (durably) if missing.
+func (s *Store) ensureArchiveDir(id session.SessionID) error {
+	err := s.fs.Mkdir(archiveDir(id), dirPerm)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.fs.SyncDir(sessionDir(id))
+}
+
+var _ = os.O_RDONLY
