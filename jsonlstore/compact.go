@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -14,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // Compaction trims a session's old revisions into a zstd archive segment
@@ -21,21 +24,37 @@ import (
 // It runs under the session's lease. The steps, and what a crash after
 // each leaves:
 //
+//  0. Read the manifest and note what crashed compactions left in
+//     archive/ (segments the manifest does not list, listed segments that
+//     reach into the log, temporary files).
 //  1. Stream the trimmed records' lines (verified) into
-//     archive/.<segment>.tmp through zstd; fsync. Crash: a temp file,
-//     ignored and swept.
-//  2. Verify the temp segment by decompressing it; rename it to its final
-//     name; fsync archive/. Crash: a segment the manifest does not list,
+//     archive/.segment-*.tmp through zstd; fsync. Crash: a temp file,
 //     ignored and reclaimed.
-//  3. Write the manifest listing the segment (temp, fsync, rename, fsync).
-//     Crash: a listed segment that overlaps the log, which is still
-//     authoritative for those revisions: readers ignore the segment, the
-//     next compaction reclaims it.
+//  2. Remove the leftovers of step 0 (not synced: a removal that does not
+//     survive a crash leaves a leftover to reclaim again). Verify the temp
+//     segment by decompressing it; rename it to its final name. Crash: a
+//     segment the manifest does not list, ignored and reclaimed.
+//  3. Write the manifest listing the segment (and no longer listing the
+//     leftovers): temp, fsync, rename, fsync archive/. That one directory
+//     sync also makes the segment's name (and the removals) durable, before
+//     the log can be replaced. Crash: a listed segment that overlaps the
+//     log, which is still authoritative for those revisions: readers
+//     ignore the segment, the next compaction reclaims it.
 //  4. Copy the kept records byte for byte into .log.jsonl.compact-*.tmp,
 //     fsync, rename over log.jsonl, fsync the session directory. Crash
 //     before the rename is durable: the old log (all revisions) and an
 //     overlapping segment; after: the new log and the segment, together
 //     holding every revision exactly once.
+//
+// The session directory's sync in step 4 also makes archive/ itself
+// durable when the first compaction created it (its creation is synced at
+// once, too, so that an unkind crash cannot keep the new log and lose the
+// directory). When nothing is trimmed, the leftovers are reclaimed
+// durably: the files removed, then the manifest rewritten (temp, fsync,
+// rename, fsync archive/) or, when it lists none of them, archive/ synced.
+//
+// Every sync above is needed: TestCompactSyncMutation silences each in
+// turn and finds a crash that loses or resurrects something.
 //
 // Revision numbers never change, and every byte of every record is kept.
 
@@ -67,8 +86,9 @@ type CompactReport struct {
 	// ArchiveBytes is the new segment's compressed size; Segment its path.
 	ArchiveBytes int64  `json:"archive_bytes"`
 	Segment      string `json:"segment,omitempty"`
-	// Reclaimed lists stale files removed: segments a crashed compaction
-	// left overlapping the log, temporary files.
+	// Reclaimed lists stale files removed (for a dry run: that would be):
+	// segments crashed compactions left unlisted or overlapping the log,
+	// temporary files.
 	Reclaimed []string `json:"reclaimed,omitempty"`
 }
 
@@ -80,14 +100,23 @@ type Compactor interface {
 
 var _ Compactor = (*writer)(nil)
 
+// validate refuses a policy no caller can mean.
+func (p CompactPolicy) validate() error {
+	if p.KeepLast < 0 || p.KeepSince < 0 {
+		return fmt.Errorf("jsonlstore: compact: negative policy %+v", p)
+	}
+	return nil
+}
+
 // Compact trims the session by policy, under this writer's lease. Appends
 // wait while it runs. An error before the log is replaced leaves the
 // session as it was (the writer stays usable); an I/O error while the log
-// is being replaced poisons the writer, as an append's would.
+// is being replaced poisons the writer, as an append's would. A dry run
+// writes nothing.
 func (w *writer) Compact(ctx context.Context, p CompactPolicy) (CompactReport, error) {
 	rep := CompactReport{ID: w.id, DryRun: p.DryRun}
-	if p.KeepLast < 0 || p.KeepSince < 0 {
-		return rep, fmt.Errorf("jsonlstore: compact %s: negative policy %+v", w.id, p)
+	if err := p.validate(); err != nil {
+		return rep, err
 	}
 	if err := ctx.Err(); err != nil {
 		return rep, err
@@ -106,7 +135,6 @@ func (w *writer) Compact(ctx context.Context, p CompactPolicy) (CompactReport, e
 // compactLocked runs under w.mu.
 func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, rep CompactReport) (CompactReport, error) {
 	id := w.id
-	rep.Latest, rep.LogBytesBefore, rep.LogBytesAfter = w.rev, w.size, w.size
 	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
 	if err != nil {
 		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
@@ -115,92 +143,57 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	if v.id != w.logID || v.size != w.size {
 		return rep, fmt.Errorf("jsonlstore: compact %s: log changed under its holder", id)
 	}
-	if !p.DryRun {
-		rep.Reclaimed = s.reclaimArchive(id)
+	// Step 0: the manifest, and what crashed compactions left.
+	m, err := readManifest(s.fs, id)
+	if err != nil {
+		return rep, archiveCorruption(id, manifestFile, 0, err)
+	}
+	left, err := s.leftovers(id, v, m)
+	if err != nil {
+		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
 	}
 
-	// The cut: keep a revision if either rule keeps it. KeepLast gives a
-	// revision number; KeepSince the first record at or after a time,
-	// found while streaming (record times never decrease).
-	cutByCount := uint64(0)
-	if p.KeepLast > 0 {
-		cutByCount = 1
-		if uint64(p.KeepLast) < w.rev {
-			cutByCount = w.rev - uint64(p.KeepLast) + 1
-		}
-	}
-	var since time.Time
-	if p.KeepSince > 0 {
-		since = s.opts.Now().Add(-p.KeepSince)
-	}
-	if cutByCount == 0 && since.IsZero() {
-		rep.Skipped = "no policy"
-		return rep, nil
-	}
-	keep := func(r *rawRecord) bool {
-		return r.Rev >= w.rev || (cutByCount > 0 && r.Rev >= cutByCount) || (!since.IsZero() && !r.Time.Before(since))
-	}
-
-	// One pass: archive records until the first kept one.
-	seg := archiveSegment{}
-	var cutOffset int64 = -1
+	// Step 1, while finding the cut: stream the trimmed records into a
+	// temporary segment.
 	var enc *segmentWriter
 	defer func() {
 		if enc != nil {
 			enc.abort()
 		}
 	}()
-	var prev *rawRecord
-	err = v.scan(func(l *line) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	pl, err := s.planCompaction(ctx, id, v, w.rev, p, func(r *rawRecord) error {
+		if p.DryRun {
+			return nil
 		}
-		if l.Rec == nil {
-			return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: l.Offset, Err: fmt.Errorf("compaction met a bad record: %w", l.Err)}
-		}
-		r := l.Rec
-		if prev != nil && r.Rev != prev.Rev+1 {
-			return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: r.Offset, Revision: r.Rev, Err: errors.New("revision sequence broken")}
-		}
-		prev = &rawRecord{meta: r.meta}
-		if keep(r) {
-			cutOffset = r.Offset
-			return errStop
-		}
-		if seg.First == 0 {
-			seg.First = r.Rev
-			if !p.DryRun {
-				var err error
-				if enc, err = s.newSegmentWriter(id); err != nil {
-					return err
-				}
+		if enc == nil {
+			var err error
+			if enc, err = s.newSegmentWriter(id); err != nil {
+				return err
 			}
 		}
-		seg.Last = r.Rev
-		seg.Records++
-		seg.Bytes += r.LineLen
-		if enc != nil {
-			return enc.write(r, v)
-		}
-		return nil
+		return enc.write(r, v)
 	})
-	if err != nil && !errors.Is(err, errStop) {
+	if err != nil {
 		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
 	}
-	if seg.Records == 0 || cutOffset <= 0 {
-		rep.Skipped = "nothing to trim"
-		rep.FirstKept = firstRev(prev, seg)
+	rep = pl.report(rep, w.size)
+	switch {
+	case p.DryRun:
+		rep.Reclaimed = left.paths(id)
+		return rep, nil
+	case rep.Skipped != "":
+		rep.Reclaimed, err = s.reclaim(id, m, left)
+		if err != nil {
+			return rep, fmt.Errorf("jsonlstore: compact %s: reclaim: %w", id, err)
+		}
 		return rep, nil
 	}
-	rep.RevisionsTrimmed, rep.FirstKept = seg.Records, seg.Last+1
-	rep.LogBytesAfter = w.size - cutOffset
-	seg.File = segmentName(seg.First, seg.Last)
-	rep.Segment = archiveDir(id) + "/" + seg.File
-	if p.DryRun {
-		return rep, nil
-	}
+	seg := pl.seg
 
-	// Steps 1-2: finish, sync, verify and publish the segment.
+	// Step 2: remove the leftovers (before the new segment takes a name
+	// one of them may have), finish, sync and verify the segment, and
+	// give it its name.
+	rep.Reclaimed = s.removeLeftovers(id, left)
 	if err := enc.finish(&seg); err != nil {
 		return rep, fmt.Errorf("jsonlstore: compact %s: write segment: %w", id, err)
 	}
@@ -211,17 +204,13 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
 	}
 	enc = nil
-	if err := s.fs.SyncDir(archiveDir(id)); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
-	}
 	rep.ArchiveBytes = seg.ZstBytes
 
-	// Step 3: the manifest.
-	m, err := readManifest(s.fs, id)
-	if err != nil {
-		return rep, &sessionstore.CorruptionError{ID: id, Path: archiveDir(id) + "/" + manifestFile, Err: err}
-	}
-	kept := m.Segments[:0]
+	// Step 3: the manifest. Its directory sync also makes the segment's
+	// name durable (there is no need to sync archive/ after the rename
+	// above: until the log is replaced, the log is authoritative and a
+	// segment lost in a crash is not missed).
+	kept := m.Segments[:0:0]
 	for _, old := range m.Segments {
 		if old.Last < seg.First {
 			kept = append(kept, old)
@@ -233,22 +222,102 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	}
 
 	// Step 4: the new log.
-	if err := s.replaceLog(id, w, v, cutOffset); err != nil {
+	if err := s.replaceLog(id, w, v, pl.cut); err != nil {
 		return rep, err
 	}
-	w.writeSummaryAfterCompaction(v, cutOffset)
+	w.writeSummaryAfterCompaction(v, pl.cut)
 	s.opts.Logger.Info("jsonlstore: compacted", "session", id, "trimmed", seg.Records, "first_kept", rep.FirstKept, "archive_bytes", seg.ZstBytes)
 	return rep, nil
 }
 
-func firstRev(prev *rawRecord, seg archiveSegment) uint64 {
-	if seg.First != 0 {
-		return seg.First
+// compactPlan is where a compaction cuts a log.
+type compactPlan struct {
+	skipped   string         // why nothing is trimmed ("" when something is)
+	seg       archiveSegment // the trimmed records (File set when any)
+	cut       int64          // offset of the first kept record
+	firstKept uint64
+	latest    uint64
+}
+
+// report fills in rep for a log of size bytes.
+func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
+	rep.Skipped, rep.FirstKept, rep.Latest = pl.skipped, pl.firstKept, pl.latest
+	rep.LogBytesBefore, rep.LogBytesAfter = size, size
+	if pl.skipped == "" {
+		rep.RevisionsTrimmed = pl.seg.Records
+		rep.LogBytesAfter = size - pl.cut
+		rep.Segment = archiveDir(rep.ID) + "/" + pl.seg.File
 	}
-	if prev != nil {
-		return prev.Rev
+	return rep
+}
+
+// planCompaction reads v, whose latest revision is latest, forwards until
+// the first revision p keeps, calling trim for each record before it (its
+// payload aliases the scan buffer). It checks every record and the
+// sequence on the way.
+func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *rawRecord) error) (compactPlan, error) {
+	pl := compactPlan{latest: latest, cut: -1}
+	// The cut: keep a revision if either rule keeps it. KeepLast gives a
+	// revision number; KeepSince the first record at or after a time,
+	// found while streaming (record times never decrease).
+	cutByCount := uint64(0)
+	if p.KeepLast > 0 {
+		cutByCount = 1
+		if uint64(p.KeepLast) < latest {
+			cutByCount = latest - uint64(p.KeepLast) + 1
+		}
 	}
-	return 0
+	var since time.Time
+	if p.KeepSince > 0 {
+		since = s.opts.Now().Add(-p.KeepSince)
+	}
+	if cutByCount == 0 && since.IsZero() {
+		pl.skipped = "no policy"
+		return pl, nil
+	}
+	keep := func(r *rawRecord) bool {
+		return r.Rev >= latest || (cutByCount > 0 && r.Rev >= cutByCount) || (!since.IsZero() && !r.Time.Before(since))
+	}
+	seg := &pl.seg
+	var prev uint64
+	err := v.scan(func(l *line) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if l.Rec == nil {
+			return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: l.Offset, Err: fmt.Errorf("compaction met a bad record: %w", l.Err)}
+		}
+		r := l.Rec
+		if prev != 0 && r.Rev != prev+1 {
+			return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: r.Offset, Revision: r.Rev, Err: errors.New("revision sequence broken")}
+		}
+		prev = r.Rev
+		if keep(r) {
+			pl.cut, pl.firstKept = r.Offset, r.Rev
+			return errStop
+		}
+		if seg.First == 0 {
+			seg.First = r.Rev
+		}
+		seg.Last = r.Rev
+		seg.Records++
+		seg.Bytes += r.LineLen
+		return trim(r)
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return pl, err
+	}
+	if pl.cut < 0 {
+		// The scan ended before the latest revision: the log is not what
+		// its holder (or Load) said.
+		return pl, errViewChanged
+	}
+	if seg.Records == 0 {
+		pl.skipped = "nothing to trim"
+		return pl, nil
+	}
+	seg.File = segmentName(seg.First, seg.Last)
+	return pl, nil
 }
 
 // replaceLog writes the kept records [cut, size) of v into a new log and
@@ -318,62 +387,83 @@ func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
 	w.writeSummary(&moved, &rec.Snapshot)
 }
 
-// reclaimArchive removes what crashed compactions left: segments the
-// manifest lists that reach into the log (the log is authoritative for
-// them), segment files the manifest does not list, and temporary files.
-// It runs under the lease and reports what it removed.
-func (s *Store) reclaimArchive(id session.SessionID) []string {
+// archiveLeftovers are what crashed compactions left in archive/:
+// segment files the manifest does not list, listed segments that reach
+// into the log (the log is authoritative for their revisions), and
+// temporary files.
+type archiveLeftovers struct {
+	names    []string // in archive/
+	logFirst uint64   // the log's first revision
+	overlap  bool     // the manifest lists segments that reach into the log
+}
+
+func (l archiveLeftovers) paths(id session.SessionID) []string {
+	var out []string
+	for _, n := range l.names {
+		out = append(out, archiveDir(id)+"/"+n)
+	}
+	return out
+}
+
+// leftovers lists what crashed compactions left in the archive of the
+// session whose current log v views, per its manifest m.
+func (s *Store) leftovers(id session.SessionID, v *view, m manifest) (archiveLeftovers, error) {
+	var l archiveLeftovers
 	entries, err := s.fs.ReadDir(archiveDir(id))
-	if err != nil {
-		return nil
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
 	}
-	m, err := readManifest(s.fs, id)
 	if err != nil {
-		return nil // a damaged manifest is for verify and repair, not for guessing
+		return l, err
 	}
-	logFirst, err := s.logFirstRev(id)
-	if err != nil {
-		return nil
+	if l.logFirst, err = firstRevOf(v); err != nil {
+		return l, err
 	}
 	listed := map[string]bool{}
-	var keep []archiveSegment
 	for _, seg := range m.Segments {
-		if seg.Last < logFirst {
+		if seg.Last < l.logFirst {
 			listed[seg.File] = true
-			keep = append(keep, seg)
-		}
-	}
-	var removed []string
-	if len(keep) != len(m.Segments) {
-		m.Segments = keep
-		if s.writeManifest(id, m) != nil {
-			return nil
+		} else {
+			l.overlap = true
 		}
 	}
 	for _, e := range entries {
-		name := e.Name()
-		if name == manifestFile || listed[name] {
-			continue
+		if name := e.Name(); name != manifestFile && !listed[name] {
+			l.names = append(l.names, name)
 		}
-		p := archiveDir(id) + "/" + name
+	}
+	return l, nil
+}
+
+// removeLeftovers removes the leftovers, without syncing, and returns the
+// paths it removed.
+func (s *Store) removeLeftovers(id session.SessionID, l archiveLeftovers) []string {
+	var removed []string
+	for _, p := range l.paths(id) {
 		if s.fs.Remove(p) == nil {
 			removed = append(removed, p)
 		}
 	}
-	if len(removed) > 0 {
-		_ = s.fs.SyncDir(archiveDir(id))
-	}
 	return removed
 }
 
-// logFirstRev reads the revision of the log's first record.
-func (s *Store) logFirstRev(id session.SessionID) (uint64, error) {
-	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
-	if err != nil {
-		return 0, err
+// reclaim removes the leftovers durably, for a compaction that trims
+// nothing (one that trims makes its removals durable with its manifest),
+// so that a reclaim once reported stays done: the files go (a listed
+// segment that reaches into the log may go before the manifest stops
+// listing it: readers ignore it anyway), then the manifest stops listing
+// such segments, and one sync of archive/ — the manifest's, or its own —
+// makes it all durable.
+func (s *Store) reclaim(id session.SessionID, m manifest, l archiveLeftovers) ([]string, error) {
+	removed := s.removeLeftovers(id, l)
+	if l.overlap {
+		m.Segments = slices.DeleteFunc(m.Segments, func(seg archiveSegment) bool { return seg.Last >= l.logFirst })
+		return removed, s.writeManifest(id, m)
 	}
-	defer v.Close()
-	return firstRevOf(v)
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	return removed, s.fs.SyncDir(archiveDir(id))
 }
 
 // segmentWriter streams record lines into a temporary zstd file.
@@ -397,14 +487,19 @@ func (s *Store) newSegmentWriter(id session.SessionID) (*segmentWriter, error) {
 		return nil, err
 	}
 	cw := &countingWriter{w: f}
-	zw, err := zstd.NewWriter(cw, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(archiveWindow),
-		zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true))
+	zw, err := zstd.NewWriter(cw, segmentEncoderOptions()...)
 	if err != nil {
 		f.Close()
 		_ = s.fs.Remove(tmp)
 		return nil, err
 	}
 	return &segmentWriter{s: s, f: f, tmp: tmp, zw: zw, cw: cw}, nil
+}
+
+// segmentEncoderOptions are the zstd settings of a segment.
+func segmentEncoderOptions() []zstd.EOption {
+	return []zstd.EOption{zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(archiveWindow),
+		zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true)}
 }
 
 // write appends one record's whole line, read again from the view (the
@@ -482,8 +577,20 @@ func (s *Store) verifySegmentFile(id session.SessionID, name string, seg archive
 // skipping a held session when wait is 0, else waiting up to wait — and
 // releases it after. A skipped session is reported with Skipped set and a
 // nil error.
+//
+// A dry run takes no lease and writes nothing (not even lease.json): it
+// reads the log as any reader does and reports what a compaction would do
+// now, skipping a held session when wait is 0 as a real run would. (A
+// real run first recovers the log, so a log with an uncommitted tail is
+// reported without it.)
 func (s *Store) Compact(ctx context.Context, id session.SessionID, p CompactPolicy, wait time.Duration) (CompactReport, error) {
 	rep := CompactReport{ID: id, DryRun: p.DryRun}
+	if err := p.validate(); err != nil {
+		return rep, err
+	}
+	if p.DryRun {
+		return s.compactDryRun(ctx, id, p, wait, rep)
+	}
 	var w sessionstore.Writer
 	var err error
 	if wait <= 0 {
@@ -507,4 +614,41 @@ func (s *Store) Compact(ctx context.Context, id session.SessionID, p CompactPoli
 	}
 	defer w.Release(context.WithoutCancel(ctx))
 	return w.(*writer).Compact(ctx, p)
+}
+
+// compactDryRun is Compact's dry run: a reader's view of the log.
+func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p CompactPolicy, wait time.Duration, rep CompactReport) (CompactReport, error) {
+	if wait <= 0 {
+		st, err := s.Lease(ctx, id)
+		if err != nil {
+			return rep, err
+		}
+		if st.State == summary.LeaseHeld {
+			rep.Skipped = (&sessionstore.LeaseHeldError{ID: id, Status: st}).Error()
+			return rep, nil
+		}
+	}
+	base := rep
+	err := s.read(ctx, id, func(v *view) error {
+		last, err := s.lastOf(id, v)
+		if err != nil {
+			return err
+		}
+		m, err := readManifest(s.fs, id)
+		if err != nil {
+			return archiveCorruption(id, manifestFile, 0, err)
+		}
+		left, err := s.leftovers(id, v, m)
+		if err != nil {
+			return err
+		}
+		pl, err := s.planCompaction(ctx, id, v, last.Rev, p, func(*rawRecord) error { return nil })
+		if err != nil {
+			return err
+		}
+		rep = pl.report(base, last.End())
+		rep.Reclaimed = left.paths(id)
+		return nil
+	})
+	return rep, err
 }

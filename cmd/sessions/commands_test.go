@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+func TestHelp(t *testing.T) {
+	var names []string
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
+				r := sessions(t, nil, args...)
+				require.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
+				require.True(t, strings.HasPrefix(r.stdout, "Usage: sessions "+name+" "), r.stdout)
+				require.Contains(t, r.stdout, "--dir directory")
+				require.NotContains(t, r.stdout, "--now", "hidden flags stay hidden")
+				require.Empty(t, r.stderr)
+			}
+		})
+	}
+	r := sessions(t, nil, "help")
+	require.Equal(t, exitOK, r.code)
+	for _, name := range names {
+		require.Equal(t, !commands[name].hidden, strings.Contains(r.stdout, "\n  "+name+" "), name)
+	}
+	require.Equal(t, r.stdout, sessions(t, nil, "--help").stdout)
+
+	for _, args := range [][]string{{}, {"frobnicate"}, {"--bogus", "ls"}, {"help", "frobnicate"}, {"ls", "--bogus"},
+		{"show"}, {"show", "a", "b"}, {"show", "../x"}, {"--dir"}} {
+		r := sessions(t, nil, args...)
+		require.Equal(t, exitUsage, r.code, "%v", args)
+		require.NotEmpty(t, r.stderr, "%v", args)
+	}
+}
+
+// TestStoreDir: --dir (before or after the command) wins over
+// $SESSIONSTORE_DIR, which wins over $XDG_DATA_HOME/sessionstore, which
+// wins over ~/.local/share/sessionstore.
+func TestStoreDir(t *testing.T) {
+	base := t.TempDir()
+	mk := func(dir, id string) {
+		st, err := jsonlstore.Open(dir, jsonlstore.Options{})
+		require.NoError(t, err)
+		writeSession(t, st, sessiontest.New(id), 0)
+		require.NoError(t, st.Close())
+	}
+	home := filepath.Join(base, "home")
+	mk(filepath.Join(home, ".local", "share", "sessionstore"), "in-home")
+	mk(filepath.Join(base, "xdg", "sessionstore"), "in-xdg")
+	mk(filepath.Join(base, "env"), "in-env")
+	mk(filepath.Join(base, "flag"), "in-flag")
+	mk(filepath.Join(base, "flag2"), "in-flag2")
+	ids := func(env []string, args ...string) string {
+		t.Helper()
+		r := sessions(t, env, append(args, "--json")...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var page summary.Page
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
+		var out []string
+		for _, s := range page.Items {
+			out = append(out, string(s.ID))
+		}
+		return strings.Join(out, ",")
+	}
+	env := []string{"HOME=" + home}
+	require.Equal(t, "in-home", ids(env, "ls"))
+	env = append(env, "XDG_DATA_HOME="+filepath.Join(base, "xdg"))
+	require.Equal(t, "in-xdg", ids(env, "ls"))
+	env = append(env, "SESSIONSTORE_DIR="+filepath.Join(base, "env"))
+	require.Equal(t, "in-env", ids(env, "ls"))
+	require.Equal(t, "in-flag", ids(env, "--dir", filepath.Join(base, "flag"), "ls"))
+	require.Equal(t, "in-flag", ids(env, "ls", "--dir", filepath.Join(base, "flag")))
+	require.Equal(t, "in-flag2", ids(env, "--dir", filepath.Join(base, "flag"), "ls", "--dir", filepath.Join(base, "flag2")))
+
+	r := sessions(t, nil, "--dir", filepath.Join(base, "nothing-here"), "ls")
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stderr, "no store at")
+	_, err := os.Stat(filepath.Join(base, "nothing-here"))
+	require.ErrorIs(t, err, os.ErrNotExist, "reading commands create no store")
+}
+
+func TestVerifyExitStatus(t *testing.T) {
+	root := fixtureStore(t, "clean", "crc-fail-last-line")
+	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify").code)
+	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "missing").code)
+	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "--frob").code)
+
+	// One flipped bit in the middle of the clean log.
+	path := filepath.Join(root, "clean", jsonlstore.LogFile)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0x01
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	r := sessions(t, nil, "--dir", root, "verify")
+	require.Equal(t, exitFail, r.code, r.String())
+	require.Contains(t, r.stdout, "clean: CORRUPT")
+	require.Contains(t, r.stdout, "problem: clean/log.jsonl offset ")
+	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify", "crc-fail-last-line").code)
+}
+
+// TestVerifyWhileWriting runs the verify binary again and again while
+// writers in this process append to their sessions and a holder keeps
+// leaving torn tails that the next holder cuts: verify must exit 0 every
+// time.
+func TestVerifyWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 3 {
+		s := sessiontest.InState(fmt.Sprintf("w%d", i), session.StateRunning)
+		snap, err := sessnap.Of(s)
+		require.NoError(t, err)
+		w, err := st.Create(ctx, snap, sessionstore.AcquireOptions{Label: "writer"})
+		require.NoError(t, err)
+		wg.Go(func() {
+			defer w.Release(ctx)
+			for rev := uint64(1); time.Now().Before(deadline); rev++ {
+				text := strings.Repeat("tokens ", 20+int(rev%5)*30)
+				if err := s.AppendMessage(session.TextMessage(session.RoleAssistant, text, sessiontest.Epoch)); err != nil {
+					errs <- err
+					return
+				}
+				snap, err := sessnap.Of(s)
+				if err == nil {
+					_, err = w.Append(ctx, rev, snap)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	writeSession(t, st, sessiontest.New("torn"), 0)
+	tornLog := filepath.Join(root, "torn", jsonlstore.LogFile)
+	wg.Go(func() {
+		for time.Now().Before(deadline) {
+			f, err := os.OpenFile(tornLog, os.O_WRONLY|os.O_APPEND, 0)
+			if err == nil {
+				_, err = f.WriteString(`{"v":1,"schema":1,"rev":2,"gen":`)
+				f.Close()
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+			w, err := st.Acquire(ctx, "torn", sessionstore.AcquireOptions{Label: "recoverer"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := w.Release(ctx); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	runs := 0
+	for time.Now().Before(deadline) {
+		r := sessions(t, nil, "--dir", root, "verify", "--quiet")
+		require.Equal(t, exitOK, r.code, "false alarm on a live store:\n%s", r)
+		runs++
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Greater(t, runs, 2)
+	t.Logf("%d verify runs", runs)
+}
+
+// TestRmRefusesHeld: rm refuses a session another process holds, naming
+// the holder; with --wait it deletes once the holder lets go.
+func TestRmRefusesHeld(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	writeSession(t, st, sessiontest.New("busy"), 1)
+	w, err := st.Acquire(ctx, "busy", sessionstore.AcquireOptions{Label: "agent-cli"})
+	require.NoError(t, err)
+
+	r := sessions(t, nil, "--dir", root, "rm", "busy")
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stderr, "session busy is held by agent-cli pid "+strconv.Itoa(os.Getpid()))
+	require.Contains(t, r.stderr, "stop it first, or rm with --wait")
+	r = sessions(t, nil, "--dir", root, "rm", "busy", "--wait", "100ms")
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stderr, "still after waiting 100ms")
+	_, err = st.Load(ctx, "busy")
+	require.NoError(t, err, "still there")
+
+	r = sessions(t, nil, "--dir", root, "lease", "busy")
+	require.Equal(t, exitOK, r.code)
+	require.Contains(t, r.stdout, "state       held")
+	require.Contains(t, r.stdout, fmt.Sprintf("the holder (pid %d on host", os.Getpid()))
+	require.Contains(t, r.stdout, "is alive; stop it, or wait")
+
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		w.Release(ctx)
+	}()
+	r = sessions(t, nil, "--dir", root, "rm", "--wait", "10s", "busy")
+	require.Equal(t, exitOK, r.code, r.String())
+	require.Equal(t, "removed busy\n", r.stdout)
+	_, err = st.Load(ctx, "busy")
+	require.ErrorIs(t, err, sessionstore.ErrNotFound)
+	r = sessions(t, nil, "--dir", root, "rm", "busy")
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stderr, "not found")
+}
+
+func TestLeaseStale(t *testing.T) {
+	root := statesStore(t)
+	r := inProcess(t, "--dir", root, "lease", "s11-stale")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "state        stale")
+	require.Contains(t, r.stdout, "last holder  crashed-agent")
+	require.Contains(t, r.stdout, "the previous holder died; the next acquirer recovers it automatically")
+	r = inProcess(t, "--dir", root, "lease", "s1-idle", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var lr leaseReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &lr))
+	require.Equal(t, summary.LeaseFree, lr.Lease.State)
+	require.Equal(t, "golden", lr.Lease.Holder.Label)
+	require.Equal(t, exitFail, inProcess(t, "--dir", root, "lease", "nope").code)
+}
+
+func TestRepairCLI(t *testing.T) {
+	root := fixtureStore(t, "bitflip-middle", "crc-fail-claims-old-revision")
+	r := sessions(t, nil, "--dir", root, "repair", "bitflip-middle")
+	require.Equal(t, exitFail, r.code, r.String())
+	require.Contains(t, r.stdout, "found: bitflip-middle/log.jsonl offset 1158: record checksum mismatch")
+	require.Contains(t, r.stdout, "cut: nothing (not asked to: --truncate-at-corruption)")
+	require.Contains(t, r.stderr, "'sessions repair bitflip-middle --truncate-at-corruption' cuts the log at offset 1158")
+
+	r = sessions(t, nil, "--dir", root, "repair", "bitflip-middle", "--truncate-at-corruption")
+	require.Equal(t, exitOK, r.code, r.String())
+	require.Contains(t, r.stdout, "cut: the log at offset 1158, removing 2538 bytes")
+	require.Contains(t, r.stdout, "kept: bitflip-middle/forensic/repair-1158-")
+	require.Contains(t, r.stdout, "log: 2 records, revisions 1-2")
+	r = sessions(t, nil, "--dir", root, "verify", "bitflip-middle")
+	require.Equal(t, exitOK, r.code, r.String())
+	require.Contains(t, r.stdout, "removed from the log by earlier recoveries or repairs")
+
+	// A damaged tail that makes Acquire fail.
+	r = sessions(t, nil, "--dir", root, "rm", "crc-fail-claims-old-revision")
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stderr, "frees it first")
+	r = sessions(t, nil, "--dir", root, "repair", "--json", "--truncate-at-corruption", "crc-fail-claims-old-revision")
+	require.Equal(t, exitOK, r.code, r.String())
+	var rep jsonlstore.RepairReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.True(t, rep.Cut)
+	require.Equal(t, uint64(5), rep.Revision)
+	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "rm", "crc-fail-claims-old-revision").code)
+}
+
+func TestShowExportDu(t *testing.T) {
+	root := statesStore(t)
+	r := inProcess(t, "--dir", root, "show", "s3-awaiting")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var snap sessnap.Snapshot
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &snap))
+	require.Equal(t, session.StateAwaiting, snap.State)
+	require.NotNil(t, snap.Pending)
+	require.Contains(t, r.stdout, "\n  \"state\": \"awaiting\",\n")
+
+	r = inProcess(t, "--dir", root, "show", "--rev", "1", "s6-cancelled")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r2 := inProcess(t, "--dir", root, "show", "s6-cancelled", "--rev=9")
+	require.Equal(t, exitFail, r2.code)
+	require.Contains(t, r2.stderr, "not found")
+
+	r = inProcess(t, "--dir", root, "export", "s6-cancelled")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Len(t, lines, 3)
+	for i, l := range lines {
+		var el jsonlstore.ExportLine
+		require.NoError(t, json.Unmarshal([]byte(l), &el))
+		require.Equal(t, uint64(i+1), el.Revision)
+	}
+	r = inProcess(t, "--dir", root, "export", "--latest", "s6-cancelled")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &snap))
+	require.Equal(t, session.StateCancelled, snap.State)
+
+	r = inProcess(t, "--dir", root, "du", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var du jsonlstore.DUReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &du))
+	require.Len(t, du.Sessions, 11)
+	require.Positive(t, du.Total.LogBytes)
+	require.Positive(t, du.Total.OtherBytes)
+}
+
+// TestWatch starts the watch binary, sees the table, sees a session
+// created meanwhile appear, and stops it with SIGINT: exit status 0.
+func TestWatch(t *testing.T) {
+	root := statesStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--dir", root, "watch", "--time-format", "rfc3339")
+	cmd.Env = cleanEnv(t)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	lines := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "watch ended before showing %q; stderr: %s", what, stderr.String())
+				if strings.Contains(l, what) {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("watch never showed %q", what)
+			}
+		}
+	}
+	waitFor("s1-idle")
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	writeSession(t, st, sessiontest.InState("s12-late", session.StateCompleted), 0)
+	waitFor("s12-late")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	for range lines {
+	}
+	require.NoError(t, cmd.Wait(), "Ctrl-C is a clean exit; stderr: %s", stderr.String())
+	require.Empty(t, stderr.String())
+}
+
+// TestLogArchived: after compaction, log lists archived revisions first,
+// marked as such, and verify checks them.
+func TestLogArchived(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	writeSession(t, st, sessiontest.InState("compacted", session.StateRunning), 5)
+	_, err = st.Compact(ctx, "compacted", jsonlstore.CompactPolicy{KeepLast: 2}, 0)
+	require.NoError(t, err)
+	r := inProcess(t, "--dir", root, "log", "compacted")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 7)
+	for i, l := range lines[1:] {
+		want := " log"
+		if i < 4 {
+			want = " archive"
+		}
+		require.True(t, strings.HasSuffix(l, want), l)
+	}
+	r = inProcess(t, "--dir", root, "verify")
+	require.Equal(t, exitOK, r.code, r.String())
+	require.Contains(t, r.stdout, "compacted: ok (6 sound records, revisions 1-6)")
+}

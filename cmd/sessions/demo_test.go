@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemo runs the demo twice on one store — the second time on an
+// existing store — while the verify binary runs again and again beside it:
+// verify must never report corruption, whatever the killed agent left.
+// Each run must end with an ls table listing its three sessions completed,
+// the taken-over one included.
+func TestDemo(t *testing.T) {
+	root := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var verifies int
+	var verifyErr error
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			r := sessions(t, nil, "--dir", root, "verify", "--quiet")
+			if r.code == exitUsage && strings.Contains(r.stderr, "no store at") {
+				time.Sleep(10 * time.Millisecond) // the demo has not created it yet
+				continue
+			}
+			if r.code != exitOK {
+				verifyErr = fmt.Errorf("verify during the demo:\n%s", r)
+				return
+			}
+			verifies++
+		}
+	})
+	takeover := regexp.MustCompile(`rescuer \(pid \d+\) takes over session ([0-9A-Z]+)`)
+	drives := regexp.MustCompile(`agent-\d \(pid \d+\) drives session ([0-9A-Z]+)`)
+	for run := 1; run <= 2; run++ {
+		start := time.Now()
+		r := sessions(t, nil, "--dir", root, "demo", "--delay", "30ms")
+		require.Equal(t, exitOK, r.code, r.String())
+		t.Logf("demo run %d took %s", run, time.Since(start).Round(time.Millisecond))
+		out := r.stdout
+		for _, want := range []string{
+			"killed agent-2 (pid ", "with SIGKILL after revision ",
+			"is stale: it died holding the lease", "acquired the lease: generation 2 > 1",
+			"restored revision ", "awaiting the user's approval", "user approved",
+			"[rescuer] released the lease", "verify: 3 sessions", "all sound",
+		} {
+			require.Contains(t, out, want)
+		}
+		m := takeover.FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		ids := []string{m[1]}
+		for _, d := range drives.FindAllStringSubmatch(out, -1) {
+			ids = append(ids, d[1])
+		}
+		require.Len(t, ids, 4, "the rescued session, then the three agents' sessions")
+		table := out[strings.LastIndex(out, "\nID "):]
+		for _, id := range ids {
+			row := tableRow(table, id)
+			require.NotEmpty(t, row, "ls lists %s:\n%s", id, table)
+			require.Contains(t, row, " completed ", row)
+			require.True(t, strings.HasSuffix(row, " free"), row)
+		}
+	}
+	cancel()
+	wg.Wait()
+	require.NoError(t, verifyErr)
+	t.Logf("%d verify runs during the demos", verifies)
+	r := sessions(t, nil, "--dir", root, "ls", "--state", "completed", "--json")
+	require.Equal(t, exitOK, r.code)
+	require.Equal(t, 6, strings.Count(r.stdout, `"state": "completed"`))
+}
+
+func tableRow(table, id string) string {
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, id+" ") {
+			return l
+		}
+	}
+	return ""
+}

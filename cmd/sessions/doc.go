@@ -1,0 +1,27 @@
+// Command sessions is the everyday tool for a sessionstore file store
+// (jsonlstore): list, show and follow sessions, check and repair their
+// logs, free and delete them, and run a demonstration workload.
+//
+//	sessions [--dir DIR] COMMAND [ARGS] [FLAGS]
+//
+//	sessions ls --state running,awaiting     # a table of sessions
+//	sessions show ID --rev 3                 # a snapshot, as JSON
+//	sessions log ID                          # revisions: generation, time, kind, bytes
+//	sessions lease ID                        # who holds it; what to do if stuck
+//	sessions watch                           # a live table (Ctrl-C stops)
+//	sessions verify                          # exit 0 sound, 1 corrupt, 2 error
+//	sessions repair ID --truncate-at-corruption
+//	sessions rm ID --wait 10s
+//	sessions du                              # bytes per session
+//	sessions export ID > history.jsonl
+//	sessions demo                            # agents, a crash, a takeover
+//
+// The store is --dir (before or after the command), else
+// $SESSIONSTORE_DIR, else $XDG_DATA_HOME/sessionstore, else
+// ~/.local/share/sessionstore. Only demo creates a missing store.
+//
+// Errors go to stderr with a non-zero exit status (2 for usage errors).
+// Every subcommand has --help. Each is a function of (ctx, args, stdout,
+// stderr) returning its exit status — flags, validation, one library call,
+// printing — so tests run them in-process as well as through the binary.
+package main

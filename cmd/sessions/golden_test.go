@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// statesStore builds a store whose listing is deterministic: sessions in
+// every state and of several kinds, written with a fixed clock; one held
+// by this process (until the test ends) and one whose holder "died".
+func statesStore(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	root := t.TempDir()
+	var mu sync.Mutex
+	clock := goldenClock()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock()
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	for i, state := range []session.State{session.StateIdle, session.StateRunning, session.StateAwaiting,
+		session.StateCompleted, session.StateStopped, session.StateCancelled, session.StateFailed} {
+		writeSession(t, st, sessiontest.InState(fmt.Sprintf("s%d-%s", i+1, state), state), i%3)
+	}
+	cfg := sessiontest.Config("s8-subagent")
+	cfg.Kind = session.KindSubagent
+	s, err := session.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.SetTitle("Résumé: a long title that the table cuts off at thirty-six runes", session.TitleExplicit))
+	writeSession(t, st, s, 0)
+	cfg = sessiontest.Config("s9-scheduled")
+	cfg.Kind = session.KindScheduled
+	s, err = session.New(cfg)
+	require.NoError(t, err)
+	writeSession(t, st, s, 1)
+
+	// Held by this process for the rest of the test.
+	snap, err := sessnap.Of(sessiontest.InState("s10-held", session.StateRunning))
+	require.NoError(t, err)
+	w, err := st.Create(ctx, snap, sessionstore.AcquireOptions{Label: "golden-holder"})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Release(ctx) })
+
+	// Stale: the lease record of a holder that never released.
+	snap, err = sessnap.Of(sessiontest.InState("s11-stale", session.StateAwaiting))
+	require.NoError(t, err)
+	w2, err := st.Create(ctx, snap, sessionstore.AcquireOptions{Label: "crashed-agent"})
+	require.NoError(t, err)
+	leaseFile := filepath.Join(root, "s11-stale", fslease.RecordFile)
+	held, err := os.ReadFile(leaseFile)
+	require.NoError(t, err)
+	require.NoError(t, w2.Release(ctx))
+	require.NoError(t, os.WriteFile(leaseFile, held, 0o600))
+	return root
+}
+
+func TestGoldenLs(t *testing.T) {
+	root := statesStore(t)
+	now := sessiontest.Epoch.Add(time.Hour).Format(time.RFC3339)
+	for name, args := range map[string][]string{
+		"ls_states":   {"ls", "--time-format", "rfc3339"},
+		"ls_relative": {"ls", "--now", now},
+		"ls_filter":   {"ls", "--time-format=rfc3339", "--state", "completed,failed", "--state", "awaiting", "--kind", "primary"},
+		"ls_page":     {"ls", "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc"},
+		"ls_bad":      {"ls", "--state", "sleeping"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := sessions(t, nil, append([]string{"--dir", root}, args...)...)
+			golden(t, name+".golden", r.String(), hostPID()...)
+		})
+	}
+	// The next page continues where the cursor says.
+	r := sessions(t, nil, "--dir", root, "ls", "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc")
+	require.Contains(t, r.stderr, "--cursor ")
+	var cursor string
+	_, err := fmt.Sscanf(r.stderr, "more sessions: repeat with --cursor %s", &cursor)
+	require.NoError(t, err)
+	r = sessions(t, nil, "ls", "--dir", root, "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc", "--cursor", cursor)
+	golden(t, "ls_page2.golden", r.String(), hostPID()...)
+}
+
+func TestGoldenLsJSON(t *testing.T) {
+	root := fixtureStore(t)
+	r := sessions(t, nil, "ls", "--json", "--dir", root)
+	golden(t, "ls_fixtures_json.golden", r.String())
+}
+
+func TestGoldenLog(t *testing.T) {
+	root := fixtureStore(t)
+	for _, name := range []string{"clean", "bitflip-middle", "partial-last-line", "newer-schema"} {
+		t.Run(name, func(t *testing.T) {
+			r := sessions(t, nil, "--dir", root, "log", name)
+			golden(t, "log_"+name+".golden", r.String())
+		})
+	}
+	r := sessions(t, nil, "--dir", root, "log", "clean", "--json")
+	require.Equal(t, 0, r.code)
+	golden(t, "log_clean_json.golden", r.String())
+}
+
+func TestGoldenVerify(t *testing.T) {
+	root := fixtureStore(t)
+	r := sessions(t, nil, "--dir", root, "verify")
+	require.Equal(t, exitFail, r.code)
+	golden(t, "verify_fixtures.golden", r.String())
+
+	r = sessions(t, nil, "--dir", root, "verify", "clean", "partial-last-line", "newer-schema")
+	require.Equal(t, exitOK, r.code)
+	golden(t, "verify_sound.golden", r.String())
+
+	r = sessions(t, nil, "--dir", root, "verify", "--quiet", "--json", "bitflip-middle")
+	require.Equal(t, exitFail, r.code)
+	golden(t, "verify_bitflip_json.golden", r.String())
+}
+
+func TestGoldenDu(t *testing.T) {
+	root := fixtureStore(t, "clean", "nul-tail", "bitflip-middle")
+	r := sessions(t, nil, "--dir", root, "du", "--bytes")
+	golden(t, "du_bytes.golden", r.String())
+	r = sessions(t, nil, "--dir", root, "du", "nul-tail")
+	golden(t, "du_human.golden", r.String())
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0 // done; for verify: every record checks out
+	exitFail  = 1 // the command failed; for verify: corruption found
+	exitUsage = 2 // bad usage, or (verify) an error that kept it from checking
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	usage   string // after "sessions NAME"
+	summary string // one line, for `sessions help`
+	hidden  bool   // internal (demo-agent): not listed
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+var commands map[string]*command
+
+func init() {
+	commands = map[string]*command{}
+	for _, c := range []*command{
+		{name: "ls", usage: "[--state S] [--kind K] [--limit N] [--cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
+		{name: "show", usage: "ID [--rev N]", summary: "print a session's snapshot (latest, or revision N) as JSON", run: cmdShow},
+		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
+		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
+		{name: "watch", usage: "[--state S] [--kind K] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
+		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 1 corrupt, 2 error", run: cmdVerify},
+		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
+		{name: "rm", usage: "ID [--wait D]", summary: "delete a session (refuses one that is held, unless --wait)", run: cmdRm},
+		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},
+		{name: "export", usage: "ID [--latest]", summary: "every revision as JSON Lines (or the latest snapshot)", run: cmdExport},
+		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
+		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
+	} {
+		commands[c.name] = c
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run parses the global flags (--dir), then runs the subcommand.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var dir string
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		switch {
+		case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+			printHelp(stdout)
+			return exitOK
+		case name == "dir" && hasValue:
+			dir, args = value, args[1:]
+		case name == "dir" && len(args) > 1:
+			dir, args = args[1], args[2:]
+		case name == "dir":
+			fmt.Fprintln(stderr, "sessions: --dir needs a directory")
+			return exitUsage
+		default:
+			fmt.Fprintf(stderr, "sessions: unknown global flag %s (flags of a subcommand go after it)\n", args[0])
+			return exitUsage
+		}
+	}
+	if len(args) == 0 {
+		printHelp(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	if name == "help" {
+		if len(rest) == 0 {
+			printHelp(stdout)
+			return exitOK
+		}
+		c, ok := commands[rest[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "sessions: unknown command %q\n", rest[0])
+			return exitUsage
+		}
+		return c.run(ctx, []string{"--help"}, stdout, stderr)
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "sessions: unknown command %q; run 'sessions help'\n", name)
+		return exitUsage
+	}
+	if dir != "" {
+		// The subcommand's own --dir, given after it, wins: it comes later.
+		rest = append([]string{"--dir", dir}, rest...)
+	}
+	return c.run(ctx, rest, stdout, stderr)
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `sessions — inspect and maintain a sessionstore file store
+
+Usage:
+  sessions [--dir DIR] COMMAND [ARGS] [FLAGS]
+
+Commands:
+`)
+	var names []string
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+The store is --dir DIR (before or after the command), else $SESSIONSTORE_DIR,
+else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore.
+
+Run 'sessions COMMAND --help' (or 'sessions help COMMAND') for a command's flags.
+`)
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+const repairDoc = `
+Takes the session's lease, which runs normal recovery (an uncommitted tail
+left by a dead holder is moved to forensic/ and cut), then checks the whole
+log. Corruption is reported with its file and offset, and nothing else is
+changed — unless --truncate-at-corruption is given: then the log is cut at
+its first bad record, every removed byte is first saved (synced) in a file
+under the session's forensic/ directory, and summary.json is moved there
+too. This also frees a session that Acquire refuses because of a damaged
+tail. Revisions before the bad record are kept; the ones after it are only
+in the forensic file.
+
+Repair also sweeps leftover temporary and trash directories at the store
+root (interrupted creations and deletions) that are older than a minute and
+that nobody holds.
+
+Exit status: 0 when the session is sound afterwards, 1 otherwise.`
+
+func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI("repair", repairDoc, stdout, stderr)
+	truncate := c.fs.Bool("truncate-at-corruption", false, "cut the log at its first bad record (the removed bytes are kept in forensic/)")
+	wait := c.fs.Duration("wait", 0, "wait up to `duration` for a held lease (default: fail at once)")
+	asJSON := c.fs.Bool("json", false, "print the report as JSON")
+	pos, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return code
+	}
+	id, err := sessionID(pos[0])
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	if *wait < 0 {
+		return c.usageError("--wait must not be negative")
+	}
+	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+		rep, err := st.Repair(ctx, id, jsonlstore.RepairOptions{TruncateAtCorruption: *truncate, Wait: *wait})
+		var he *sessionstore.LeaseHeldError
+		if errors.As(err, &he) {
+			return c.fail(heldError(he, "repair", *wait))
+		}
+		if *asJSON {
+			if werr := writeJSON(stdout, rep); werr != nil {
+				return c.fail(werr)
+			}
+		} else if rep.Generation > 0 || rep.Found != nil {
+			printRepair(stdout, &rep, *truncate)
+		}
+		if err != nil {
+			var ce *sessionstore.CorruptionError
+			if errors.As(err, &ce) && !*truncate && rep.Found != nil {
+				fmt.Fprintf(stderr, "sessions repair: %s is corrupt; 'sessions repair %s --truncate-at-corruption' cuts the log at offset %d (the removed bytes are kept in forensic/)\n",
+					id, id, rep.Found.Offset)
+				return exitFail
+			}
+			return c.fail(err)
+		}
+		return exitOK
+	})
+}
+
+func printRepair(w io.Writer, rep *jsonlstore.RepairReport, truncate bool) {
+	fmt.Fprintf(w, "session %s\n", rep.ID)
+	if rep.Generation > 0 {
+		fmt.Fprintf(w, "  lease: generation %d; previous holder %s\n", rep.Generation, previousText(rep.Recovery.Previous))
+	}
+	if r := rep.Recovery; r.TailBytes > 0 {
+		fmt.Fprintf(w, "  recovery: removed an uncommitted tail of %d bytes at offset %d, kept in %s\n", r.TailBytes, r.TailOffset, r.ForensicFile)
+	}
+	if rep.Found != nil {
+		fmt.Fprintf(w, "  found: %s\n", rep.Found)
+	} else if rep.Generation > 0 {
+		fmt.Fprintln(w, "  found: no corruption")
+	}
+	switch {
+	case rep.Cut:
+		fmt.Fprintf(w, "  cut: the log at offset %d, removing %d bytes\n", rep.CutOffset, rep.BytesRemoved-rep.Recovery.TailBytes)
+	case rep.Found != nil && !truncate:
+		fmt.Fprintln(w, "  cut: nothing (not asked to: --truncate-at-corruption)")
+	case rep.Found != nil && strings.HasSuffix(rep.Found.File, "/"+jsonlstore.SummaryFile):
+		fmt.Fprintln(w, "  cut: nothing; the log is sound, summary.json was moved aside")
+	case rep.Found != nil:
+		fmt.Fprintln(w, "  cut: nothing")
+	}
+	for _, f := range rep.ForensicFiles {
+		fmt.Fprintf(w, "  kept: %s\n", f)
+	}
+	if rep.Generation > 0 {
+		if rep.Revision > 0 {
+			fmt.Fprintf(w, "  log: %d records, revisions 1-%d\n", rep.Records, rep.Revision)
+		} else {
+			fmt.Fprintln(w, "  log: no sound record")
+		}
+	}
+	for _, s := range rep.Swept {
+		fmt.Fprintf(w, "  swept: %s\n", s)
+	}
+}
+
+func previousText(p summary.LeaseStatus) string {
+	switch p.State {
+	case summary.LeaseFree:
+		return "released cleanly"
+	case summary.LeaseStale:
+		if p.Holder != nil {
+			return fmt.Sprintf("%s died holding it (stale)", holderText(p.Holder))
+		}
+		return "died holding it (stale)"
+	}
+	return "none"
+}
+
+// heldError explains a lease another process holds (still, after
+// waiting wait).
+func heldError(he *sessionstore.LeaseHeldError, verb string, wait time.Duration) error {
+	st := he.Status
+	what := fmt.Sprintf("session %s is held by a live process", he.ID)
+	if h := st.Holder; h != nil {
+		what = fmt.Sprintf("session %s is held by %s (generation %d, heartbeat %s ago)",
+			he.ID, holderText(h), st.Generation, st.HeartbeatAge.Round(time.Millisecond))
+	}
+	if wait > 0 {
+		return fmt.Errorf("%s, still after waiting %s; the holder is alive: stop it, or wait longer", what, wait)
+	}
+	return fmt.Errorf("%s; the holder is alive: stop it first, or %s with --wait DURATION", what, verb)
+}

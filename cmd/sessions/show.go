@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+const showDoc = `
+Prints a session's snapshot (the sessnap JSON document) indented: the latest
+revision, or revision N with --rev.`
+
+func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI("show", showDoc, stdout, stderr)
+	rev := c.fs.Uint64("rev", 0, "print revision `N` instead of the latest")
+	pos, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return code
+	}
+	id, err := sessionID(pos[0])
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+		var rec sessionstore.Record
+		if *rev == 0 {
+			rec, err = st.Load(ctx, id)
+		} else {
+			rec, err = st.LoadRevision(ctx, id, *rev)
+		}
+		if err != nil {
+			return c.fail(err)
+		}
+		b, err := sessnap.Marshal(rec.Snapshot)
+		if err != nil {
+			return c.fail(err)
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			return c.fail(err)
+		}
+		out.WriteByte('\n')
+		if _, err := stdout.Write(out.Bytes()); err != nil {
+			return c.fail(err)
+		}
+		return exitOK
+	})
+}

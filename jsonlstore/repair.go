@@ -1,0 +1,337 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// RepairOptions tune Repair. The zero value takes the lease without
+// waiting and changes nothing but what normal recovery changes.
+type RepairOptions struct {
+	// TruncateAtCorruption cuts the log at its first bad record, keeping
+	// every removed byte in a forensic file. Without it Repair only
+	// reports corruption.
+	TruncateAtCorruption bool
+	// Wait is how long to wait for a held lease; 0 fails at once with a
+	// *sessionstore.LeaseHeldError.
+	Wait time.Duration
+	// Label names the repair in the lease identity (default
+	// "sessions-repair").
+	Label string
+}
+
+// RepairReport says what Repair found and did.
+type RepairReport struct {
+	ID session.SessionID `json:"id"`
+	// Generation is the lease generation the repair held.
+	Generation uint64 `json:"generation"`
+	// Recovery is what taking the lease found and did: the previous
+	// holder's status, an uncommitted tail removed, leftover files swept
+	// in the session directory.
+	Recovery sessionstore.RecoveryReport `json:"recovery"`
+	// Found is the first corruption in the log, nil when there was none.
+	Found *Finding `json:"found,omitempty"`
+	// Cut is true when the log was cut at CutOffset (TruncateAtCorruption;
+	// a lying summary.json alone is moved aside, and nothing is cut).
+	Cut       bool  `json:"cut"`
+	CutOffset int64 `json:"cut_offset,omitempty"`
+	// BytesRemoved counts every byte removed from the log, by the cut and
+	// by normal recovery; ForensicFiles hold all of them (paths relative
+	// to the store root), and a summary.json moved out of the way.
+	BytesRemoved  int64    `json:"bytes_removed"`
+	ForensicFiles []string `json:"forensic_files,omitempty"`
+	// Records and Revision describe the log as the repair left it: its
+	// number of records and latest revision (records from 1 to Revision
+	// are kept).
+	Records  int    `json:"records"`
+	Revision uint64 `json:"revision"`
+	// Swept lists leftover temporary and trash directories at the store
+	// root that Repair removed.
+	Swept []string `json:"swept,omitempty"`
+}
+
+// Repair is the explicit, reported way out of corruption for session id.
+//
+// It takes the session's lease (TryAcquire; or Acquire waiting up to
+// opts.Wait), which runs normal recovery: an uncommitted tail is moved to
+// forensic/ and truncated. Under the lease it then checks the whole log
+// forwards, as Verify does. Corruption found there is reported in Found
+// and returned as a *sessionstore.CorruptionError, and nothing else
+// changes — unless opts.TruncateAtCorruption is set: then the log is cut
+// at its first bad record. Every byte the cut removes is first copied into
+// a forensic file (synced, with its directory); summary.json is moved
+// into forensic/ too (durably, before the log shrinks, so it can never
+// vouch for revisions the log no longer has); then the log is truncated
+// and synced. This also frees a session whose damaged tail makes Acquire
+// fail. A log with no sound record to keep, damage in the archives, or
+// records of a kind this program does not know are not cut.
+//
+// Repair finally sweeps leftover .tmp-* and .trash-* directories at the
+// store root older than Options.LeftoverAge whose lease nobody holds.
+//
+// Errors: ErrNotFound, ErrInvalidID, ErrClosed, *LeaseHeldError, a
+// *CorruptionError as above, I/O errors. The report is filled as far as
+// Repair got.
+func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOptions) (RepairReport, error) {
+	rep := RepairReport{ID: id}
+	if err := s.check(ctx, id); err != nil {
+		return rep, err
+	}
+	if err := s.exists(id); err != nil {
+		return rep, err
+	}
+	aopts := sessionstore.AcquireOptions{Label: opts.Label}
+	if aopts.Label == "" {
+		aopts.Label = "sessions-repair"
+	}
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if opts.Wait > 0 {
+		actx, cancel = context.WithTimeout(ctx, opts.Wait)
+	}
+	var w *writer
+	var err error
+	if opts.TruncateAtCorruption {
+		w, err = s.acquireForRepair(actx, id, aopts, opts.Wait <= 0, &rep)
+	} else {
+		var sw sessionstore.Writer
+		if sw, err = s.acquire(actx, id, aopts, opts.Wait <= 0); err == nil {
+			w = sw.(*writer)
+		}
+	}
+	cancel()
+	if err != nil {
+		err = s.repairWaitErr(ctx, id, opts.Wait, err)
+		var ce *sessionstore.CorruptionError
+		if rep.Found == nil && errors.As(err, &ce) {
+			f := findingOf(ce)
+			rep.Found = &f
+		}
+		return rep, err
+	}
+	rep.Generation = w.Generation()
+	rep.Recovery = w.Recovery()
+	if r := rep.Recovery; r.TailBytes > 0 {
+		rep.BytesRemoved += r.TailBytes
+		rep.ForensicFiles = append(rep.ForensicFiles, r.ForensicFile)
+	}
+
+	// The whole log, under the lease: Acquire looks only at the tail, so a
+	// damaged record in the middle shows up here (or, after a cut, this
+	// proves the cut left a sound log).
+	c, cerr := s.verifyRecords(ctx, id)
+	rep.Records = c.records
+	if c.last != nil {
+		rep.Revision = c.last.Rev
+	}
+	rep.Swept = s.repairSweepRoot(ctx)
+	rerr := w.Release(context.WithoutCancel(ctx))
+	var ce *sessionstore.CorruptionError
+	switch {
+	case errors.As(cerr, &ce):
+		if rep.Found == nil {
+			f := findingOf(ce)
+			rep.Found = &f
+		}
+		return rep, cerr
+	case cerr != nil:
+		return rep, cerr
+	case c.unknownKind != nil:
+		return rep, fmt.Errorf("jsonlstore: repair %s: %s: %s", id, c.unknownKind.File, c.unknownKind.Message)
+	}
+	return rep, rerr
+}
+
+// repairWaitErr turns the deadline of a Wait into a *LeaseHeldError that says
+// who held the lease all along.
+func (s *Store) repairWaitErr(ctx context.Context, id session.SessionID, wait time.Duration, err error) error {
+	if wait <= 0 || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	st, lerr := s.Lease(ctx, id)
+	if lerr != nil {
+		return err
+	}
+	return fmt.Errorf("jsonlstore: waited %s: %w", wait, &sessionstore.LeaseHeldError{ID: id, Status: st})
+}
+
+// acquireForRepair takes session id's lease without the automatic
+// recovery that Acquire runs first — which refuses a log whose damage it
+// must not touch — and makes the explicit cut (cutAtCorruption). Only then
+// does it hand the lease to openWriter, whose normal recovery finds a log
+// it accepts.
+func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool, rep *RepairReport) (*writer, error) {
+	// As in acquire: the new generation must be above every generation in
+	// the log, whatever lease.json says.
+	var minGen uint64
+	if v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes); err == nil {
+		if last, _, err := v.last(); err == nil && last != nil {
+			minGen = last.Gen
+		}
+		v.Close()
+	}
+	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
+	if err != nil {
+		return nil, s.leaseErr(ctx, id, err)
+	}
+	release := func() { _ = lease.Release(context.WithoutCancel(ctx)) }
+	if err := s.checkNoSymlinks(id); err != nil {
+		release()
+		return nil, err
+	}
+	if err := s.cutAtCorruption(ctx, id, rep); err != nil {
+		release()
+		return nil, err
+	}
+	w, err := s.openWriter(id, lease)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return w, nil
+}
+
+// cutAtCorruption runs under the lease: it finds the log's first bad
+// record by a forward scan (verifyRecords) and cuts the log there. A plain
+// uncommitted tail is left to normal recovery. Damage in the archives, or
+// at the log's very first record, is not cut: nothing sound would remain.
+func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *RepairReport) error {
+	_, err := s.verifyRecords(ctx, id)
+	var ce *sessionstore.CorruptionError
+	if !errors.As(err, &ce) {
+		return err // nil: nothing to cut
+	}
+	f := findingOf(ce)
+	rep.Found = &f
+	var cut int64
+	switch ce.Path {
+	case logPath(id):
+		cut = ce.Offset
+	case summaryPath(id):
+		// summary.json disagrees with a sound log: the log stays whole.
+		cut = -1
+	default:
+		return fmt.Errorf("jsonlstore: repair %s: the damage is in the archives, and repair cuts only the log; "+
+			"nothing was changed (keep a copy of the session directory before deleting the session): %w", id, ce)
+	}
+	if cut == 0 {
+		// A log is read from its first record: an empty one holds nothing,
+		// whatever the archives hold.
+		return fmt.Errorf("jsonlstore: repair %s: the log holds no sound record to keep, so cutting it would leave nothing; "+
+			"it is left as it is (copy %s aside before deleting the session): %w", id, logPath(id), ce)
+	}
+	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	if err != nil {
+		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+	}
+	defer v.Close()
+	if cut < 0 || cut > v.size {
+		cut = v.size
+	}
+	if n := v.size - cut; n > 0 {
+		// Every byte removed is kept, durably, before anything is removed.
+		name, err := s.saveForensic(id, "repair", cut, v, n)
+		if err != nil {
+			return fmt.Errorf("jsonlstore: repair %s: save removed bytes: %w", id, err)
+		}
+		rep.ForensicFiles = append(rep.ForensicFiles, name)
+	}
+	// summary.json goes before the log shrinks, and durably: a summary of
+	// the longer log that came back after a crash could, once the log had
+	// grown again, vouch for revisions the log no longer has.
+	name, err := s.moveSummaryAside(id)
+	if err != nil {
+		return fmt.Errorf("jsonlstore: repair %s: move summary aside: %w", id, err)
+	}
+	if name != "" {
+		rep.ForensicFiles = append(rep.ForensicFiles, name)
+	}
+	if n := v.size - cut; n > 0 {
+		f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+		}
+		defer f.Close()
+		if err := f.Truncate(cut); err != nil {
+			return fmt.Errorf("jsonlstore: repair %s: truncate: %w", id, err)
+		}
+		// Durable before the lease goes to anyone who might append.
+		if err := f.Datasync(); err != nil {
+			return fmt.Errorf("jsonlstore: repair %s: sync truncate: %w", id, err)
+		}
+		rep.BytesRemoved += n
+		rep.Cut, rep.CutOffset = true, cut
+	}
+	s.opts.Logger.Info("jsonlstore: repair cut the log at corruption", "session", id, "offset", cut,
+		"bytes", v.size-cut, "forensic", rep.ForensicFiles, "found", f.Message)
+	return nil
+}
+
+// moveSummaryAside renames summary.json into forensic/ durably and returns
+// its new path, or "" when there was none.
+func (s *Store) moveSummaryAside(id session.SessionID) (string, error) {
+	src := summaryPath(id)
+	if _, err := s.fs.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	dir := sessionDir(id) + "/" + ForensicDir
+	if err := s.fs.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	dst := dir + "/summary-" + s.opts.Now().UTC().Format("20060102T150405.000000000Z") + ".json"
+	// Rename, not RenameNoReplace (same directory only): dst is a new,
+	// time-stamped name, and only the lease holder writes into forensic/.
+	if err := s.fs.Rename(src, dst); err != nil {
+		return "", err
+	}
+	if err := s.fs.SyncDir(dir); err != nil {
+		return "", err
+	}
+	return dst, s.fs.SyncDir(sessionDir(id))
+}
+
+// repairSweepRoot removes leftover temporary and trash directories at the root
+// (interrupted creations and deletions) that are older than LeftoverAge
+// and whose lease nobody holds — a held one is a creation or deletion in
+// progress. It returns what it removed.
+func (s *Store) repairSweepRoot(ctx context.Context) []string {
+	entries, err := s.fs.ReadDir(".")
+	if err != nil {
+		return nil
+	}
+	now := s.opts.Now()
+	var swept []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !isLeftover(name) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) < s.opts.LeftoverAge {
+			continue
+		}
+		st, err := s.leases.inspect(ctx, s.abs(name))
+		if err != nil || st.State == fslease.Held {
+			continue
+		}
+		if err := s.fs.RemoveAll(name); err != nil {
+			s.opts.Logger.Warn("jsonlstore: leftover not swept", "path", name, "err", err)
+			continue
+		}
+		swept = append(swept, name)
+	}
+	if len(swept) > 0 {
+		_ = s.fs.SyncDir(".")
+		s.opts.Logger.Info("jsonlstore: swept leftovers", "paths", swept)
+	}
+	return swept
+}

@@ -1,0 +1,410 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// VerifyReport is what Verify found, session by session.
+type VerifyReport struct {
+	Sessions []SessionVerifyReport `json:"sessions"`
+}
+
+// OK reports whether every verified session is sound.
+func (r *VerifyReport) OK() bool { return r.ProblemCount() == 0 }
+
+// ProblemCount is the number of problems over all sessions.
+func (r *VerifyReport) ProblemCount() int {
+	n := 0
+	for i := range r.Sessions {
+		n += len(r.Sessions[i].Problems)
+	}
+	return n
+}
+
+// SessionVerifyReport is what Verify found in one session.
+type SessionVerifyReport struct {
+	ID session.SessionID `json:"id"`
+	// Records is the number of records checked and found sound, and
+	// Revision the latest of them (0 when none is).
+	Records  int    `json:"records"`
+	Revision uint64 `json:"revision"`
+	// Problems are corruption: a record that fails its checksum, framing
+	// or sequence checks while valid records follow it, a payload that
+	// does not decode or restore, a damaged tail that recovery would
+	// refuse to remove, a summary.json that disagrees with the log. Any
+	// problem makes the session unsound.
+	Problems []Finding `json:"problems,omitempty"`
+	// Notes are worth knowing but are no failure: an uncommitted tail (the
+	// next lease holder removes it), records from a newer schema, files in
+	// forensic/, parts this version cannot check.
+	Notes []Finding `json:"notes,omitempty"`
+}
+
+// OK reports whether the session is sound.
+func (r *SessionVerifyReport) OK() bool { return len(r.Problems) == 0 }
+
+// Finding is one problem or note, at a place in a file.
+type Finding struct {
+	// File is relative to the store root ("ID/log.jsonl").
+	File string `json:"file"`
+	// Offset is the byte offset in File the finding is about (0 for a
+	// finding about a whole file or directory).
+	Offset int64 `json:"offset"`
+	// Revision is the revision the finding concerns, 0 when unknown.
+	Revision uint64 `json:"revision,omitempty"`
+	Message  string `json:"message"`
+}
+
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s offset %d", f.File, f.Offset)
+	if f.Revision > 0 {
+		s += fmt.Sprintf(" (revision %d)", f.Revision)
+	}
+	return s + ": " + f.Message
+}
+
+func findingOf(ce *sessionstore.CorruptionError) Finding {
+	msg := "corrupt"
+	if ce.Err != nil {
+		msg = ce.Err.Error()
+	}
+	return Finding{File: ce.Path, Offset: ce.Offset, Revision: ce.Revision, Message: msg}
+}
+
+// Verify checks every record of the given sessions (all sessions when
+// none is given), in the given order (ID order for all), archived ones
+// included: each record's checksum and framing, the archive manifest and
+// segment checksums, the sequence rules (revisions from 1 by exactly 1,
+// generations and times never decreasing) exactly as History checks them,
+// that each payload decodes and restores to a Session, that the bytes
+// after the last record are an uncommitted tail and not damage, and that a
+// summary.json written for the log on disk agrees with it.
+//
+// Verify is a reader: it takes no lease, modifies nothing, and is safe on
+// a live store. Like every read it confirms an anomaly on a fresh view of
+// the log before reporting it, so writers appending and new holders
+// recovering while it runs cause no false alarm.
+//
+// Findings go into the report; the error is for what kept Verify from
+// checking: a done context, a closed store, an invalid or unknown ID among
+// ids (a session deleted while Verify lists all sessions is skipped), I/O
+// errors.
+func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyReport, error) {
+	var rep VerifyReport
+	if s.closed.Load() {
+		return rep, sessionstore.ErrClosed
+	}
+	all := len(ids) == 0
+	if all {
+		var err error
+		if ids, err = s.sessionIDs(); err != nil {
+			return rep, err
+		}
+	}
+	for _, id := range ids {
+		sr, err := s.verifySession(ctx, id)
+		if err != nil {
+			if all && errors.Is(err, sessionstore.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			return rep, err
+		}
+		rep.Sessions = append(rep.Sessions, sr)
+	}
+	return rep, nil
+}
+
+// verifySession checks one session: its records (log and archives), then
+// what else its archive and forensic directories hold. Each part adds
+// findings to the report; a new kind of file gets its own function.
+func (s *Store) verifySession(ctx context.Context, id session.SessionID) (SessionVerifyReport, error) {
+	sr := SessionVerifyReport{ID: id}
+	if err := s.check(ctx, id); err != nil {
+		return sr, err
+	}
+	if err := s.exists(id); err != nil {
+		return sr, err
+	}
+	for _, part := range []func(context.Context, session.SessionID, *SessionVerifyReport) error{
+		s.verifyLog, s.verifyArchives, s.verifyForensic,
+	} {
+		if err := part(ctx, id, &sr); err != nil {
+			return sr, err
+		}
+	}
+	return sr, nil
+}
+
+// verifyLog checks the log (and summary.json against it).
+func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+	c, err := s.verifyRecords(ctx, id)
+	sr.Records = c.records
+	if c.last != nil {
+		sr.Revision = c.last.Rev
+	}
+	var ce *sessionstore.CorruptionError
+	switch {
+	case errors.As(err, &ce):
+		sr.Problems = append(sr.Problems, findingOf(ce))
+		return nil
+	case err != nil:
+		return err
+	}
+	if c.unknownKind != nil {
+		sr.Problems = append(sr.Problems, *c.unknownKind)
+	}
+	if c.newerSchema != nil {
+		sr.Notes = append(sr.Notes, *c.newerSchema)
+	}
+	if c.tail.Bytes > 0 && s.verifyTailStill(id, c.logID, c.tail.Start) {
+		sr.Notes = append(sr.Notes, Finding{File: logPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
+			Message: fmt.Sprintf("uncommitted tail of %d bytes (a torn or unacknowledged append, never part of the history); the next lease holder moves it to %s/", c.tail.Bytes, ForensicDir)})
+	}
+	return nil
+}
+
+// verifiedLog is what verifyRecords found on the last view it read.
+type verifiedLog struct {
+	logID   vfs.Identity
+	records int        // sound records, in sequence from revision 1
+	last    *rawRecord // the last of them (without payload); nil if none
+	tail    tail       // bytes after the last record: an uncommitted tail
+	// unknownKind is a record of a kind this program cannot check (the
+	// check stopped there); newerSchema notes the first record written by
+	// a newer schema.
+	unknownKind *Finding
+	newerSchema *Finding
+}
+
+// verifyRecords reads session id's log forwards and checks everything
+// Verify promises about it. It returns the first corruption as a
+// *sessionstore.CorruptionError, confirmed on a fresh view (see read); the
+// verifiedLog describes the records before it.
+func (s *Store) verifyRecords(ctx context.Context, id session.SessionID) (verifiedLog, error) {
+	var c verifiedLog
+	err := s.read(ctx, id, func(v *view) error {
+		c = verifiedLog{logID: v.id}
+		return s.verifyView(ctx, id, v, &c)
+	})
+	return c, err
+}
+
+// verifyView checks one view of the log: the records (scanRecords, then
+// decoding and restoring each), the bytes after them, and summary.json.
+func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog) error {
+	var lastSnap sessnap.Snapshot
+	at := s.placesOf(id, v)
+	err := s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
+		file, _ := at.file(r.Rev)
+		if r.Kind != KindFull {
+			// A kind this program does not know (a newer writer's): it can
+			// be neither decoded nor checked, and nor can what it affects.
+			c.unknownKind = &Finding{File: file, Offset: r.Offset, Revision: r.Rev,
+				Message: fmt.Sprintf("record kind %q is unknown to this program (written by a newer version?): it and the records after it were not checked", r.Kind)}
+			return false, nil
+		}
+		rec, err := decodeRecord(id, v, r)
+		var ce *sessionstore.CorruptionError
+		if errors.As(err, &ce) {
+			ce.Path = file // decodeRecord names the log; archived records are elsewhere
+			return false, ce
+		}
+		if err != nil {
+			return false, err
+		}
+		if _, err := rec.Session(); err != nil {
+			return false, &sessionstore.CorruptionError{ID: id, Path: file, Offset: r.Offset, Revision: r.Rev,
+				Err: fmt.Errorf("snapshot does not restore: %w", err)}
+		}
+		if r.Schema > sessnap.SchemaVersion && c.newerSchema == nil {
+			c.newerSchema = &Finding{File: file, Offset: r.Offset, Revision: r.Rev,
+				Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)}
+		}
+		c.records++
+		c.last = &rawRecord{meta: r.meta, Offset: r.Offset, LineLen: r.LineLen}
+		lastSnap = rec.Snapshot
+		return true, nil
+	})
+	if err != nil || c.unknownKind != nil {
+		return err
+	}
+	last, t, err := v.last()
+	if err != nil {
+		return err
+	}
+	if t.Bytes > 0 {
+		// Bytes after the last record: an uncommitted tail, or damage
+		// that recovery refuses to remove (then Acquire fails too).
+		if err := s.classifyTail(id, v, last, t); err != nil {
+			var ce *sessionstore.CorruptionError
+			if errors.As(err, &ce) {
+				return &anomaly{ce: ce, id: v.id, bytes: bytes.Clone(t.First)}
+			}
+			return err
+		}
+		c.tail = t
+	}
+	return s.verifySummaryFile(id, v, c.last, &lastSnap)
+}
+
+// verifySummaryFile compares a summary.json written for exactly the log v
+// views (same file, same size) with the log's last record. A summary
+// written for another state of the log is a cache that lags and proves
+// nothing; one that claims a revision the log lacks is caught by the scan
+// (evidencedRevision).
+func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *rawRecord, snap *sessnap.Snapshot) error {
+	sf, ok := readSummaryFile(s.fs, id)
+	if !ok || sf.Log != v.id || sf.LogSize != v.size || last == nil {
+		return nil
+	}
+	disagree := func(format string, args ...any) error {
+		b, _ := json.Marshal(sf)
+		return &anomaly{
+			ce: &sessionstore.CorruptionError{ID: id, Path: summaryPath(id), Offset: 0, Revision: sf.Revision,
+				Err: fmt.Errorf("summary.json disagrees with the log: "+format, args...)},
+			id: v.id, bytes: b,
+		}
+	}
+	if sf.LastOffset != last.Offset || sf.Revision != last.Rev {
+		return disagree("it names revision %d at offset %d, the log's last record is revision %d at offset %d",
+			sf.Revision, sf.LastOffset, last.Rev, last.Offset)
+	}
+	want := projectRecord(last, snap, v.size)
+	if diff := verifySummaryDiff(sf.Summary, want); diff != "" {
+		return disagree("%s", diff)
+	}
+	return nil
+}
+
+// verifySummaryDiff names the fields in which got differs from want (lease
+// status aside, which is never cached), or returns "".
+func verifySummaryDiff(got, want summary.Summary) string {
+	got.Lease, want.Lease = summary.LeaseStatus{}, summary.LeaseStatus{}
+	var g, w map[string]json.RawMessage
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(want)
+	if bytes.Equal(gb, wb) {
+		return ""
+	}
+	_ = json.Unmarshal(gb, &g)
+	_ = json.Unmarshal(wb, &w)
+	var diff []byte
+	for _, k := range verifyDiffKeys(g, w) {
+		if !bytes.Equal(g[k], w[k]) {
+			if len(diff) > 0 {
+				diff = append(diff, "; "...)
+			}
+			diff = fmt.Appendf(diff, "%s is %s, the log says %s", k, verifyOrAbsent(g[k]), verifyOrAbsent(w[k]))
+		}
+	}
+	return string(diff)
+}
+
+func verifyDiffKeys(a, b map[string]json.RawMessage) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range []map[string]json.RawMessage{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func verifyOrAbsent(b json.RawMessage) string {
+	if len(b) == 0 {
+		return "absent"
+	}
+	const limit = 80
+	if len(b) > limit {
+		return string(b[:limit]) + "…"
+	}
+	return string(b)
+}
+
+// verifyTailStill confirms an uncommitted tail on a fresh view: a tail that
+// a writer's append has since completed into a record, or that a new
+// holder has removed, was a moment of a live store, not worth a note.
+func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start int64) bool {
+	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	if err != nil {
+		return false
+	}
+	defer v.Close()
+	if v.id != logID || v.size <= start {
+		return false
+	}
+	last, _, err := v.last()
+	if err != nil {
+		return false
+	}
+	return last == nil || last.End() <= start
+}
+
+// verifyArchives looks at what else archive/ holds. The archived
+// revisions themselves (manifest, segment checksums, every record) are
+// checked with the log's (verifyRecords reads them as History does);
+// files a compaction in progress or an interrupted one left there —
+// segments the manifest does not list or that reach into the log, whose
+// revisions the log holds, and temporary files — are ignored by readers
+// and reclaimed by the next compaction, so they are noted, not problems.
+func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+	if _, err := s.fs.Lstat(archiveDir(id)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	m, err := readManifest(s.fs, id)
+	if err != nil {
+		return nil // needed by the log: verifyRecords reported it; else unused
+	}
+	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	if err != nil {
+		return nil // the log's problems are verifyLog's
+	}
+	defer v.Close()
+	l, err := s.leftovers(id, v, m)
+	if err != nil {
+		return nil
+	}
+	for _, p := range l.paths(id) {
+		sr.Notes = append(sr.Notes, Finding{File: p, Message: "not part of the archive (a compaction in progress, or left by an interrupted one): ignored by readers, reclaimed by the next compaction"})
+	}
+	if l.overlap {
+		sr.Notes = append(sr.Notes, Finding{File: archiveDir(id) + "/" + manifestFile, Message: fmt.Sprintf(
+			"lists segments that reach into the log (which starts at revision %d and holds those revisions): ignored by readers, reclaimed by the next compaction", l.logFirst)})
+	}
+	return nil
+}
+
+// verifyForensic notes files kept in forensic/ by earlier recoveries and
+// repairs: nothing is wrong, but they are bytes someone may want to look at
+// (or delete).
+func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+	dir := sessionDir(id) + "/" + ForensicDir
+	n, size, err := s.duDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("jsonlstore: verify %s: %w", id, err)
+	case n > 0:
+		sr.Notes = append(sr.Notes, Finding{File: dir, Message: fmt.Sprintf(
+			"%d file(s), %d bytes, removed from the log by earlier recoveries or repairs", n, size)})
+	}
+	return nil
+}
