@@ -1,0 +1,965 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// The compaction crash tests (DESIGN sections 9 and 10): a crash injected
+// at every step of a compaction leaves either the old state or the new
+// one, and after recovery every revision is readable exactly once.
+//
+// ccWorkload drives one session on a vfs.Sim store (leases in a
+// simLeaser) through compactions of every kind, taking a snapshot of the
+// file system at every sync point of each compaction (just before the
+// sync takes effect), at the first sync point after it, and at the end:
+//
+//	create, append to 24;
+//	C1  the holder compacts (KeepLast 12): the first segment, 1-12;
+//	    append to 40;
+//	C2  the holder compacts, and the log's rename fails: an error, the
+//	    writer still usable, a listed segment (13-30) overlapping the log;
+//	    append to 50;
+//	C3  the holder compacts (KeepLast 15), reclaiming C2's segment: 13-35;
+//	    append to 55, release;
+//	C4  standalone (Store.Compact), the manifest's write fails: an unlisted
+//	    segment file (36-50);
+//	    a new holder appends to 60;
+//	C5  standalone (KeepLast 4), reclaiming C4's file: 36-56;
+//	C6  standalone, the new log's fsync fails: a listed overlapping 57-58;
+//	C7  standalone with nothing to trim (KeepLast 10): it only reclaims.
+//
+// Each snapshot is crashed with nothing pending surviving, with everything
+// surviving, and with seeds of the unkind model, and ccCheck judges
+// every crashed state: see there. TestCompactSyncMutation silences each
+// sync call of the successful compactions in turn and requires some
+// crashed state to fail the check; TestCompactFaults faults every I/O call
+// of a compaction in turn; TestCompactVerifiesSegment shows that a
+// segment that does not read back is never published.
+//
+// The file is longer than the house limit because the workload, what it
+// acknowledged and the checker that judges crashed states against it are
+// one unit, shared by the crash, mutation and fault tests (as in
+// powerloss_test.go); the kill test uses the checker's helpers too.
+
+const (
+	ccRoot = "/sim/compact"
+	ccID   = session.SessionID("cc")
+	// ccSeeds is the number of unkind crashes per snapshot; ccSeedsEnv
+	// overrides it.
+	ccSeeds    = 3
+	ccSeedsEnv = "JSONLSTORE_COMPACT_CRASH_SEEDS"
+	// ccVariantChecker is the plSnapshot variant of the checker's appends.
+	ccVariantChecker = 9
+)
+
+// ccAck is what the workload had been told when a snapshot was taken: what
+// every crash of that snapshot must show.
+type ccAck struct {
+	rev      uint64 // the last acknowledged revision
+	inflight bool   // an append of rev+1 was under way
+	// firsts are the revisions the log may start at: the old state's, and
+	// during a compaction the new state's.
+	firsts []uint64
+	// reclaimed are files a compaction that returned reported removed:
+	// they must stay removed.
+	reclaimed []string
+}
+
+// ccPoint is a snapshot: at a sync point (op on name, before it took
+// effect) or at the end (op "").
+type ccPoint struct {
+	sim   *vfs.Sim
+	ack   ccAck
+	op    vfs.Op
+	name  string
+	step  string // the workload step
+	syncs int    // sync calls made so far, this one included
+}
+
+func (p ccPoint) describe() string {
+	if p.op == "" {
+		return p.step + ": end of workload"
+	}
+	return fmt.Sprintf("%s: %s %s", p.step, p.op, plPattern(p.name))
+}
+
+// ccRun is one run of the workload.
+type ccRun struct {
+	points []ccPoint
+	faulty *vfs.Faulty
+	// compactions are the sync calls [from, to) of each compaction that
+	// succeeded, by step: the ones the mutation test silences.
+	compactions []ccSpan
+	// syncs describes each sync call, by its index among the Faulty's.
+	syncs []string
+}
+
+type ccSpan struct {
+	step     string
+	from, to int
+}
+
+// ccWorkload runs the workload. With mutate ≥ 0, sync call number mutate
+// (counting every Sync, Datasync and SyncDir from 0) does nothing and
+// reports success; the workload's own checks are then relaxed to what a
+// lying sync cannot change.
+func ccWorkload(t testing.TB, mutate int) *ccRun {
+	t.Helper()
+	ctx := context.Background()
+	sim := vfs.NewSim()
+	faulty := vfs.NewFaulty(sim)
+	if mutate >= 0 {
+		faulty.Inject(vfs.Fault{Op: vfs.OpAnySync, After: mutate, Silent: true})
+	}
+	var tick atomic.Int64
+	clock := func() time.Time { return sessiontest.Epoch.Add(time.Duration(tick.Add(1)) * time.Millisecond) }
+	st := newStore(ccRoot, nil, faulty, newSimLeaser(sim, ccRoot), Options{Now: clock})
+	t.Cleanup(func() { st.Close() })
+	run := &ccRun{faulty: faulty}
+
+	ack := ccAck{firsts: []uint64{1}}
+	var step string
+	capture, captureNext := false, false
+	sim.OnSync(func(op vfs.Op, name string) {
+		for len(run.syncs) < faulty.Calls(vfs.OpAnySync)-1 {
+			run.syncs = append(run.syncs, "(faulted: did not reach the Sim)")
+		}
+		run.syncs = append(run.syncs, fmt.Sprintf("%s: %s %s", step, op, plPattern(name)))
+		if !capture && !captureNext {
+			return
+		}
+		captureNext = false
+		run.points = append(run.points, ccPoint{sim: sim.Snapshot(), ack: ack, op: op, name: name, step: step, syncs: faulty.Calls(vfs.OpAnySync)})
+	})
+	defer sim.OnSync(nil)
+
+	appendTo := func(w sessionstore.Writer, to uint64) {
+		for ack.rev < to {
+			ack.inflight = true
+			got, err := w.Append(ctx, ack.rev, plSnapshot(ccID, ack.rev+1, 0))
+			require.NoError(t, err)
+			require.Equal(t, ack.rev+1, got)
+			ack.rev, ack.inflight = got, false
+		}
+	}
+	// compact runs one compaction as step name, expecting a log that
+	// starts at newFirst afterwards if it succeeds.
+	compact := func(name string, newFirst uint64, fn func() (CompactReport, error)) (CompactReport, error) {
+		step = name
+		from := faulty.Calls(vfs.OpAnySync)
+		old := ack.firsts
+		if newFirst != old[0] {
+			ack.firsts = []uint64{old[0], newFirst}
+		}
+		capture = true
+		rep, err := fn()
+		capture, captureNext = false, true
+		if err == nil {
+			run.compactions = append(run.compactions, ccSpan{name, from, faulty.Calls(vfs.OpAnySync)})
+			ack.firsts = []uint64{newFirst}
+			ack.reclaimed = append(slices.Clone(ack.reclaimed), rep.Reclaimed...)
+		} else {
+			ack.firsts = old
+		}
+		return rep, err
+	}
+	writerCompact := func(w sessionstore.Writer, p CompactPolicy) func() (CompactReport, error) {
+		return func() (CompactReport, error) { return w.(Compactor).Compact(ctx, p) }
+	}
+	standalone := func(p CompactPolicy) func() (CompactReport, error) {
+		return func() (CompactReport, error) { return st.Compact(ctx, ccID, p, 0) }
+	}
+	segPath := func(first, last uint64) string { return archiveDir(ccID) + "/" + segmentName(first, last) }
+
+	step = "build"
+	w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{Label: "cc"})
+	require.NoError(t, err)
+	ack.rev = 1
+	appendTo(w, 24)
+
+	rep, err := compact("C1 holder", 13, writerCompact(w, CompactPolicy{KeepLast: 12}))
+	require.NoError(t, err)
+	require.Equal(t, int64(12), rep.RevisionsTrimmed)
+	appendTo(w, 40)
+
+	// C2: the rename of the new log fails. Nothing was replaced: the
+	// writer is not poisoned, and the segment it published (13-30) is
+	// listed but overlaps the log.
+	faulty.Inject(vfs.Fault{Op: vfs.OpRename, Match: func(n string) bool { return n == logPath(ccID) }})
+	_, err = compact("C2 holder, log rename fails", 31, writerCompact(w, CompactPolicy{KeepLast: 10}))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, sessionstore.ErrWriterFailed)
+	step = "after C2"
+	appendTo(w, 50)
+
+	rep, err = compact("C3 holder, reclaims C2's segment", 36, writerCompact(w, CompactPolicy{KeepLast: 15}))
+	require.NoError(t, err)
+	require.Equal(t, []string{segPath(13, 30)}, rep.Reclaimed)
+	step = "after C3"
+	appendTo(w, 55)
+	require.NoError(t, w.Release(ctx))
+
+	// C4: the manifest cannot be written: an unlisted segment (36-50).
+	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+manifestFile) }})
+	_, err = compact("C4 standalone, manifest fails", 51, standalone(CompactPolicy{KeepLast: 5}))
+	require.Error(t, err)
+	step = "after C4"
+	w, err = st.Acquire(ctx, ccID, sessionstore.AcquireOptions{Label: "cc"})
+	require.NoError(t, err)
+	appendTo(w, 60)
+	require.NoError(t, w.Release(ctx))
+
+	rep, err = compact("C5 standalone, reclaims C4's file", 57, standalone(CompactPolicy{KeepLast: 4}))
+	require.NoError(t, err)
+	require.Equal(t, []string{segPath(36, 50)}, rep.Reclaimed)
+
+	// C6: the new log's fsync fails: a listed segment (57-58) overlapping
+	// the log. C7 trims nothing and reclaims it.
+	faulty.Inject(vfs.Fault{Op: vfs.OpSync, Match: func(n string) bool { return strings.Contains(n, "/."+LogFile+".compact-") }})
+	_, err = compact("C6 standalone, new log's fsync fails", 59, standalone(CompactPolicy{KeepLast: 2}))
+	require.Error(t, err)
+	rep, err = compact("C7 standalone, reclaim only", 57, standalone(CompactPolicy{KeepLast: 10}))
+	require.NoError(t, err)
+	require.Equal(t, "nothing to trim", rep.Skipped)
+	require.Equal(t, []string{segPath(57, 58)}, rep.Reclaimed)
+
+	step = "end"
+	run.points = append(run.points, ccPoint{sim: sim.Snapshot(), ack: ack, step: step, syncs: faulty.Calls(vfs.OpAnySync)})
+	return run
+}
+
+// ccChecks says how much ccCheck checks.
+type ccChecks int
+
+const (
+	ccEvery       ccChecks = iota // everything; LoadRevision of every revision
+	ccSample                      // everything; LoadRevision of a sample
+	ccHistoryOnly                 // everything but LoadRevision
+	ccStateOnly                   // the crashed state only; no LoadRevision
+)
+
+// ccViolation is a check that failed on a crashed state.
+type ccViolation struct {
+	check string
+	err   error
+}
+
+func (v *ccViolation) Error() string { return v.check + ": " + v.err.Error() }
+
+func ccViolate(check, format string, args ...any) error {
+	return &ccViolation{check: check, err: fmt.Errorf(format, args...)}
+}
+
+// ccStats counts what the crashed states held, to show that the crashes
+// met what the checks are about.
+type ccStats struct {
+	states, oldState, newState, leftovers, swept, unacked atomic.Int64
+}
+
+func (s *ccStats) String() string {
+	return fmt.Sprintf("states=%d old-state=%d new-state=%d with-archive-leftovers=%d with-temp-logs-swept=%d unacked-revision-survived=%d",
+		s.states.Load(), s.oldState.Load(), s.newState.Load(), s.leftovers.Load(), s.swept.Load(), s.unacked.Load())
+}
+
+// ccCheck judges crashed, a state after a crash of a snapshot taken when
+// ack held:
+//
+//   - Load returns the acknowledged revision (or the one being appended);
+//     History yields 1..latest exactly once, in order, with no error, each
+//     revision the very snapshot appended as it; LoadRevision returns each;
+//   - the log starts where the old state or the new one starts, and the
+//     files a returned compaction reclaimed are still gone;
+//   - a new holder (fresh leaser: no generation remembered) acquires with
+//     a higher generation, sweeps temporary logs, appends; its compaction
+//     reclaims exactly the leftovers (unlisted segment files, listed
+//     segments overlapping the log, temporary files), after which archive/
+//     holds only the manifest and the segments it lists; every revision
+//     reads back again, and again after one more crash.
+//
+// How much is checked is chk: LoadRevision reads every revision
+// (ccEvery: for crashes with nothing pending surviving), a
+// sample (ccSample) or none (ccHistoryOnly), and only on the crashed
+// state (History reads them all every time); ccStateOnly also stops
+// before the new holder (the mutation test's search, where a lying sync
+// shows in the crashed state itself).
+func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccStats) error {
+	ctx := context.Background()
+	st := newStore(ccRoot, nil, crashed, newSimLeaser(crashed, ccRoot), Options{})
+	defer st.Close()
+	if stats != nil {
+		stats.states.Add(1)
+	}
+	latest, maxGen, err := ccRevisions(ctx, st, ack.rev, ack.inflight, chk)
+	if err != nil {
+		return err
+	}
+	if stats != nil && latest > ack.rev {
+		stats.unacked.Add(1)
+	}
+	first, err := ccLogFirst(crashed)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(ack.firsts, first) {
+		return ccViolate("old-or-new", "the log starts at revision %d; the old or the new state starts at %v", first, ack.firsts)
+	}
+	if stats != nil {
+		if first == ack.firsts[0] {
+			stats.oldState.Add(1)
+		} else {
+			stats.newState.Add(1)
+		}
+	}
+	for _, p := range ack.reclaimed {
+		if _, err := crashed.Lstat(p); err == nil {
+			return ccViolate("reclaimed", "%s was reclaimed by a compaction that returned, but is back", p)
+		}
+	}
+	if chk == ccStateOnly {
+		return nil
+	}
+
+	// What a crashed compaction left: temporary logs in the session
+	// directory, and leftovers in archive/.
+	var temps []string
+	entries, err := crashed.ReadDir(sessionDir(ccID))
+	if err != nil {
+		return ccViolate("leftovers", "%w", err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "."+LogFile+".compact-") {
+			temps = append(temps, sessionDir(ccID)+"/"+e.Name())
+		}
+	}
+	wantReclaimed, err := ccLeftovers(crashed, ccID, first)
+	if err != nil {
+		return err
+	}
+	if stats != nil && len(wantReclaimed) > 0 {
+		stats.leftovers.Add(1)
+	}
+	if stats != nil && len(temps) > 0 {
+		stats.swept.Add(1)
+	}
+
+	w, err := st.TryAcquire(ctx, ccID, sessionstore.AcquireOptions{Label: "checker"})
+	if err != nil {
+		return ccViolate("acquire", "%w", err)
+	}
+	defer w.Release(ctx)
+	if w.Generation() <= maxGen {
+		return ccViolate("generation", "new holder has generation %d, the log has %d", w.Generation(), maxGen)
+	}
+	for _, p := range temps {
+		if !slices.Contains(w.Recovery().Swept, p) {
+			return ccViolate("sweep", "temporary log %s not swept (swept %v)", p, w.Recovery().Swept)
+		}
+	}
+	next := latest + 1
+	if got, err := w.Append(ctx, latest, plSnapshot(ccID, next, ccVariantChecker)); err != nil || got != next {
+		return ccViolate("append", "new holder's append of %d: %d, %v", next, got, err)
+	}
+	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 2})
+	if err != nil {
+		return ccViolate("recompact", "%w", err)
+	}
+	if rep.Skipped != "" || rep.FirstKept != next-1 {
+		return ccViolate("recompact", "compaction after the crash: %+v", rep)
+	}
+	slices.Sort(rep.Reclaimed)
+	if !slices.Equal(rep.Reclaimed, wantReclaimed) {
+		return ccViolate("reclaim", "reclaimed %v, the leftovers were %v", rep.Reclaimed, wantReclaimed)
+	}
+	if err := ccArchiveClean(crashed, ccID); err != nil {
+		return err
+	}
+	if err := w.Release(ctx); err != nil {
+		return ccViolate("release", "%w", err)
+	}
+
+	// One more crash: what the recovering compaction did is durable, and
+	// every revision still reads back.
+	again := crashed.Crash(r)
+	st2 := newStore(ccRoot, nil, again, newSimLeaser(again, ccRoot), Options{})
+	defer st2.Close()
+	if _, _, err := ccRevisions(ctx, st2, next, false, ccStateOnly); err != nil {
+		return ccViolate("second-crash", "%w", err)
+	}
+	if err := ccArchiveClean(again, ccID); err != nil {
+		return ccViolate("second-crash", "%w", err)
+	}
+	return nil
+}
+
+// ccRevisions checks that the store holds revisions 1..acked (or
+// acked+1, when inflight) and returns the latest and the highest
+// generation. Revisions the workload appended are plSnapshot variant 0,
+// the checker's variant 9; each read is compared with the snapshot the
+// store decodes from that payload. History reads every revision;
+// LoadRevision reads every one too (ccEvery), a sample (ccSample:
+// ccSampled), or none.
+func ccRevisions(ctx context.Context, st *Store, acked uint64, inflight bool, chk ccChecks) (latest, maxGen uint64, err error) {
+	return ccRevisionsOf(ctx, st, ccID, acked, inflight, chk)
+}
+
+// ccRevisionsOf is ccRevisions for session id.
+func ccRevisionsOf(ctx context.Context, st *Store, id session.SessionID, acked uint64, inflight bool, chk ccChecks) (latest, maxGen uint64, err error) {
+	rec, err := st.Load(ctx, id)
+	if err != nil {
+		return 0, 0, ccViolate("load", "%w", err)
+	}
+	latest = rec.Revision
+	if latest < acked || latest > acked+1 || latest == acked+1 && !inflight {
+		return 0, 0, ccViolate("acknowledged-revision", "latest revision %d, acknowledged %d (append in flight: %t)", latest, acked, inflight)
+	}
+	payload := func(rec sessionstore.Record) error {
+		for _, variant := range []int{0, ccVariantChecker} {
+			if reflect.DeepEqual(rec.Snapshot, ccDecoded(id, rec.Revision, variant)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("revision %d is not the snapshot appended as it", rec.Revision)
+	}
+	var n uint64
+	var prev sessionstore.Record
+	for rec, err := range st.History(ctx, id) {
+		if err != nil {
+			return 0, 0, ccViolate("history", "after revision %d: %w", n, err)
+		}
+		if rec.Revision != n+1 {
+			return 0, 0, ccViolate("history", "revision %d after %d", rec.Revision, n)
+		}
+		if rec.Generation < prev.Generation || rec.Time.Before(prev.Time) {
+			return 0, 0, ccViolate("history", "revision %d goes back in generation or time", rec.Revision)
+		}
+		prev = rec
+		if err := payload(rec); err != nil {
+			return 0, 0, ccViolate("history", "%w", err)
+		}
+		n = rec.Revision
+		maxGen = max(maxGen, rec.Generation)
+	}
+	if n != latest {
+		return 0, 0, ccViolate("history", "History ends at %d, Load says %d", n, latest)
+	}
+	for rev := uint64(1); rev <= latest; rev++ {
+		if chk != ccEvery && (chk != ccSample || !ccSampled(rev, latest)) {
+			continue
+		}
+		rec, err := st.LoadRevision(ctx, id, rev)
+		if err != nil {
+			return 0, 0, ccViolate("load-revision", "%d: %w", rev, err)
+		}
+		if rec.Revision != rev {
+			return 0, 0, ccViolate("load-revision", "%d: got revision %d", rev, rec.Revision)
+		}
+		if err := payload(rec); err != nil {
+			return 0, 0, ccViolate("load-revision", "%w", err)
+		}
+	}
+	return latest, maxGen, nil
+}
+
+// ccDecodedCache maps a plKey to the snapshot decoded from plPayload.
+var ccDecodedCache sync.Map
+
+// ccDecoded is plSnapshot(id, rev, variant) as a reader decodes it from
+// the payload the store wrote (so it compares with reflect.DeepEqual,
+// which is much cheaper than encoding every snapshot read again).
+func ccDecoded(id session.SessionID, rev uint64, variant int) sessnap.Snapshot {
+	k := plKey{id, rev, variant}
+	if v, ok := ccDecodedCache.Load(k); ok {
+		return v.(sessnap.Snapshot)
+	}
+	snap, err := sessnap.Unmarshal(plPayload(id, rev, variant))
+	if err != nil {
+		panic(err)
+	}
+	ccDecodedCache.Store(k, snap)
+	return snap
+}
+
+// ccSampled selects the revisions LoadRevision reads when not every one
+// is (an archived revision costs a decompression of the segments up to
+// it): the edges of every segment the workload makes, where the log may
+// start, and the latest.
+func ccSampled(rev, latest uint64) bool {
+	return rev == latest || slices.Contains([]uint64{1, 12, 13, 35, 36, 56, 57}, rev)
+}
+
+// ccLogFirst reads the revision of the log's first record.
+func ccLogFirst(fsys vfs.FS) (uint64, error) { return ccLogFirstOf(fsys, ccID) }
+
+func ccLogFirstOf(fsys vfs.FS, id session.SessionID) (uint64, error) {
+	v, err := openView(fsys, logPath(id), sessionstore.DefaultMaxRecordBytes)
+	if err != nil {
+		return 0, ccViolate("log", "%w", err)
+	}
+	defer v.Close()
+	first, err := firstRevOf(v)
+	if err != nil {
+		return 0, ccViolate("log", "%w", err)
+	}
+	return first, nil
+}
+
+// ccLeftovers lists, sorted, the paths in archive/ that are neither the
+// manifest nor a segment it lists below the log's first revision.
+func ccLeftovers(fsys vfs.FS, id session.SessionID, logFirst uint64) ([]string, error) {
+	entries, err := fsys.ReadDir(archiveDir(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ccViolate("leftovers", "%w", err)
+	}
+	m, err := readManifest(fsys, id)
+	if err != nil {
+		return nil, ccViolate("manifest", "%w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Name() == manifestFile || slices.ContainsFunc(m.Segments, func(s archiveSegment) bool { return s.File == e.Name() && s.Last < logFirst }) {
+			continue
+		}
+		out = append(out, archiveDir(id)+"/"+e.Name())
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ccArchiveClean checks that archive/ holds the manifest and exactly the
+// segments it lists, which cover the revisions below the log's first.
+func ccArchiveClean(fsys vfs.FS, id session.SessionID) error {
+	first, err := ccLogFirstOf(fsys, id)
+	if err != nil {
+		return err
+	}
+	m, err := readManifest(fsys, id)
+	if err != nil {
+		return ccViolate("archive", "%w", err)
+	}
+	if _, err := m.archivedBelow(first); err != nil {
+		return ccViolate("archive", "%w", err)
+	}
+	entries, err := fsys.ReadDir(archiveDir(id))
+	if err != nil {
+		return ccViolate("archive", "%w", err)
+	}
+	want := []string{manifestFile}
+	for _, s := range m.Segments {
+		if s.Last >= first {
+			return ccViolate("archive", "the manifest still lists %s, which reaches into the log (first %d)", s.File, first)
+		}
+		want = append(want, s.File)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		return ccViolate("archive", "archive/ holds %v, want the manifest and its segments %v", got, want)
+	}
+	return nil
+}
+
+// ccSeedCount returns ccSeeds or its override.
+func ccSeedCount(t testing.TB) int {
+	t.Helper()
+	return procEnvInt(t, ccSeedsEnv, ccSeeds)
+}
+
+func TestCompactCrashAtEverySyncPoint(t *testing.T) {
+	seeds := ccSeedCount(t)
+	start := time.Now()
+	run := ccWorkload(t, -1)
+	built := time.Since(start)
+	steps := map[string]int{}
+	for _, p := range run.points {
+		steps[p.step]++
+	}
+	t.Logf("snapshots per step: %v", steps)
+
+	stats := &ccStats{}
+	type failure struct {
+		point int
+		crash string
+		err   error
+	}
+	var mu sync.Mutex
+	var failures []failure
+	var distinct atomic.Int64
+	plForEach(len(run.points), func(k int) {
+		p := run.points[k]
+		seen := map[[32]byte]bool{}
+		for _, cr := range plCrashes(k, seeds) {
+			crashed := cr.crash(p.sim)
+			fp := plFingerprint(crashed)
+			if seen[fp] {
+				continue
+			}
+			seen[fp] = true
+			distinct.Add(1)
+			chk := ccSample
+			if cr.name == "durable-only" {
+				chk = ccEvery
+			}
+			if err := ccCheck(crashed, p.ack, plRand(k, 1000+cr.seed), chk, stats); err != nil {
+				mu.Lock()
+				failures = append(failures, failure{k, cr.name, err})
+				mu.Unlock()
+			}
+		}
+	})
+	t.Logf("%d snapshots, %d distinct crashed states (%d seeds each); workload %v, total %v",
+		len(run.points), distinct.Load(), seeds, built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	t.Logf("what the crashed states held: %s", stats)
+	if seeds >= ccSeeds {
+		for what, n := range map[string]int64{
+			"the old state":                    stats.oldState.Load(),
+			"the new state":                    stats.newState.Load(),
+			"leftovers in archive/ to reclaim": stats.leftovers.Load(),
+			"a temporary log to sweep":         stats.swept.Load(),
+			"an unacknowledged revision":       stats.unacked.Load(),
+		} {
+			if n == 0 {
+				t.Errorf("no crashed state had %s", what)
+			}
+		}
+	}
+	for i, f := range failures {
+		if i == 10 {
+			t.Errorf("... and %d more", len(failures)-10)
+			break
+		}
+		t.Errorf("crash at point %d (%s), %s: %v", f.point, run.points[f.point].describe(), f.crash, f.err)
+	}
+}
+
+// TestCompactSyncMutation proves that the crash test has teeth and that
+// compaction does no sync for nothing: for each sync call of the
+// workload's successful compactions in turn, the workload is run again
+// with that one call made a no-op that reports success, and some crash of
+// a snapshot taken after it must fail ccCheck (its crashed-state part).
+// The search tries, per mutant, the crash with nothing pending surviving
+// of every later snapshot, then unkind crashes of the snapshots nearest
+// the silenced call (a lost sync of a directory that a later sync of the
+// same directory covers shows only when an unkind crash keeps a later
+// operation and drops the earlier one), then of all of them.
+//
+// The full sweep (every such sync call, up to ccMutFullSeeds seeds) runs
+// when JSONLSTORE_MUTATE_SYNC=1 (make mutate-sync); a normal run checks
+// the syncs of the first compaction (which creates archive/) and of the
+// reclaim-only one.
+func TestCompactSyncMutation(t *testing.T) {
+	full := os.Getenv(mutEnv) == "1"
+	start := time.Now()
+	base := ccWorkload(t, -1)
+	require.Equal(t, base.faulty.Calls(vfs.OpAnySync), len(base.syncs), "the last sync call reached the Sim's hook")
+	var ks []int
+	for _, c := range base.compactions {
+		if full || strings.HasPrefix(c.step, "C1 ") || strings.HasPrefix(c.step, "C7 ") {
+			for k := c.from; k < c.to; k++ {
+				ks = append(ks, k)
+			}
+		}
+	}
+	seeds := ccMutQuickSeeds
+	if full {
+		seeds = ccMutFullSeeds
+	} else {
+		t.Logf("checking %d sync calls of compactions C1 and C7 (%s=1 checks those of every compaction)", len(ks), mutEnv)
+	}
+	results := make([]mutResult, len(ks))
+	t.Run("mutants", func(t *testing.T) {
+		for i, k := range ks {
+			t.Run(fmt.Sprintf("sync=%02d", k), func(t *testing.T) {
+				t.Parallel()
+				results[i] = ccMutate(t, k, base.syncs[k], base.faulty.Fired(vfs.OpAnySync), seeds)
+			})
+		}
+	})
+	var table strings.Builder
+	fmt.Fprintf(&table, "compaction sync mutation table (%d seeds per snapshot at most):\n", seeds)
+	var missed []string
+	for _, r := range results {
+		verdict, how := "yes", fmt.Sprintf("%s (%s): %v", r.check, r.at, r.err)
+		if !r.found {
+			verdict, how = "NO", fmt.Sprintf("no check failed in %d crashed states", r.tried)
+			missed = append(missed, fmt.Sprintf("#%d %s", r.k, r.what))
+		}
+		if len(how) > 160 {
+			how = how[:160] + "…"
+		}
+		fmt.Fprintf(&table, "%4d  %-58s  %-4s  %s\n", r.k, r.what, verdict, how)
+	}
+	t.Log(table.String())
+	t.Logf("%d mutations in %v", len(ks), time.Since(start).Round(time.Millisecond))
+	if len(missed) > 0 {
+		t.Errorf("disabling these syncs went unnoticed — each is needless or untested: %s", strings.Join(missed, "; "))
+	}
+}
+
+const (
+	// ccMutQuickSeeds and ccMutFullSeeds bound the unkind crashes tried
+	// per snapshot; ccMutNear is how many snapshots after the silenced
+	// call get them first.
+	ccMutQuickSeeds = 120
+	ccMutFullSeeds  = 400
+	ccMutNear       = 3
+)
+
+// ccMutate runs the workload with sync call k silenced and searches for a
+// crashed state that fails the check.
+func ccMutate(t *testing.T, k int, what string, baseFired, seeds int) mutResult {
+	res := mutResult{k: k, what: what}
+	run := ccWorkload(t, k)
+	require.Equal(t, baseFired+1, run.faulty.Fired(vfs.OpAnySync), "sync call %d was silenced", k)
+	var points []ccPoint
+	for _, p := range run.points {
+		if p.syncs > k {
+			points = append(points, p)
+		}
+	}
+	seen := make([]map[[32]byte]bool, len(points))
+	for j := range seen {
+		seen[j] = map[[32]byte]bool{}
+	}
+	try := func(j int, name string, crashed *vfs.Sim) bool {
+		fp := plFingerprint(crashed)
+		if seen[j][fp] {
+			return false
+		}
+		seen[j][fp] = true
+		res.tried++
+		err := ccCheck(crashed, points[j].ack, nil, ccStateOnly, nil)
+		if err == nil {
+			return false
+		}
+		res.found, res.err = true, err
+		res.at = fmt.Sprintf("%s, %s", points[j].describe(), name)
+		var v *ccViolation
+		if errors.As(err, &v) {
+			res.check, res.err = v.check, v.err
+		}
+		return true
+	}
+	for j, p := range points {
+		if try(j, "durable-only", p.sim.CrashDurableOnly()) {
+			return res
+		}
+	}
+	for _, near := range []int{min(ccMutNear, len(points)), len(points)} {
+		for seed := range uint64(seeds) {
+			for j, p := range points[:near] {
+				if try(j, fmt.Sprintf("seed %d", seed), p.sim.Crash(plRand(k, seed))) {
+					return res
+				}
+			}
+		}
+	}
+	return res
+}
+
+// TestCompactFaults faults every I/O call a compaction makes, in turn —
+// by the holder (Compactor) and standalone (Store.Compact, whose lease
+// acquisition, recovery and release are included) — on a session whose
+// log starts at revision 11 (an earlier compaction archived 1-10): the
+// compaction either succeeds, or fails and leaves the old state (the log
+// still starts at 11), or, failing after the log's rename, the new one
+// (36). An error before the rename leaves the holder's writer usable (it
+// appends); one after poisons it. Whatever happened, readers see every
+// revision, and so does the state after a crash; the next holder
+// recovers, appends and compacts, reclaiming every leftover. Read calls
+// are many and all alike (each fails the compaction at once), so the
+// sweep faults the first, middle and last of them.
+func TestCompactFaults(t *testing.T) {
+	ctx := context.Background()
+	const acked, oldFirst, newFirst = 40, 11, 36
+	policy := CompactPolicy{KeepLast: acked - newFirst + 1}
+	base := vfs.NewSim()
+	{
+		st := newStore(ccRoot, nil, base, newSimLeaser(base, ccRoot), Options{})
+		w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		for rev := uint64(2); rev <= acked; rev++ {
+			_, err := w.Append(ctx, rev-1, plSnapshot(ccID, rev, 0))
+			require.NoError(t, err)
+			if rev == 30 {
+				_, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 20})
+				require.NoError(t, err)
+			}
+		}
+		require.NoError(t, w.Release(ctx))
+		st.Close()
+	}
+	type env struct {
+		sim    *vfs.Sim
+		faulty *vfs.Faulty
+		st     *Store
+		w      sessionstore.Writer // the holder, in holder mode
+	}
+	open := func(t *testing.T, holder bool) *env {
+		e := &env{sim: base.Snapshot()}
+		e.faulty = vfs.NewFaulty(e.sim)
+		e.st = newStore(ccRoot, nil, e.faulty, newSimLeaser(e.sim, ccRoot), Options{})
+		t.Cleanup(func() { e.st.Close() })
+		if holder {
+			var err error
+			e.w, err = e.st.Acquire(ctx, ccID, sessionstore.AcquireOptions{})
+			require.NoError(t, err)
+		}
+		return e
+	}
+	compact := func(e *env) (CompactReport, error) {
+		if e.w != nil {
+			return e.w.(Compactor).Compact(ctx, policy)
+		}
+		return e.st.Compact(ctx, ccID, policy, 0)
+	}
+
+	for _, mode := range []string{"holder", "standalone"} {
+		// The calls of an unfaulted compaction, by operation.
+		var calls []fltCall
+		{
+			e := open(t, mode == "holder")
+			before := map[vfs.Op]int{}
+			for _, op := range fltOps {
+				before[op] = e.faulty.Calls(op)
+			}
+			rep, err := compact(e)
+			require.NoError(t, err)
+			require.Equal(t, uint64(newFirst), rep.FirstKept)
+			for _, op := range fltOps {
+				n := e.faulty.Calls(op) - before[op]
+				for k := range n {
+					if op == vfs.OpRead && k != 0 && k != n/2 && k != n-1 {
+						continue
+					}
+					calls = append(calls, fltCall{op, k})
+				}
+			}
+		}
+		t.Logf("%s: faulting %d calls", mode, len(calls))
+		var outcomes [3]atomic.Int64 // succeeded, failed in the old state, failed in the new
+		t.Run(mode, func(t *testing.T) {
+			for _, c := range calls {
+				t.Run(fmt.Sprintf("%s#%d", c.op, c.k), func(t *testing.T) {
+					t.Parallel()
+					e := open(t, mode == "holder")
+					e.faulty.Inject(vfs.Fault{Op: c.op, After: c.k})
+					_, err := compact(e)
+					require.Equal(t, 1, e.faulty.Fired(c.op), "the fault fired")
+					e.faulty.Clear()
+					after := e.sim.Snapshot()
+					first, ferr := ccLogFirst(e.sim)
+					require.NoError(t, ferr)
+					require.Contains(t, []uint64{oldFirst, newFirst}, first, "old state or new")
+					rev := uint64(acked)
+					switch {
+					case err == nil:
+						outcomes[0].Add(1)
+						require.Equal(t, uint64(newFirst), first, "a compaction that returned nil replaced the log")
+					case first == oldFirst:
+						outcomes[1].Add(1)
+					default:
+						outcomes[2].Add(1)
+					}
+					if e.w != nil {
+						_, aerr := e.w.Append(ctx, rev, plSnapshot(ccID, rev+1, 0))
+						switch {
+						case err == nil || first == oldFirst && !errors.Is(err, sessionstore.ErrLeaseLost):
+							require.NoError(t, aerr, "the writer is usable after %v", err)
+							rev++
+						case first == oldFirst:
+							// Fencing could not check the log (a faulted
+							// lstat): the writer refuses to write on.
+							require.Equal(t, vfs.OpLstat, c.op, "only a fence fails with a lost lease: %v", err)
+							require.ErrorIs(t, aerr, sessionstore.ErrLeaseLost)
+						default:
+							require.ErrorIs(t, err, sessionstore.ErrWriterFailed, "a failure after the log's rename poisons the writer")
+							require.ErrorIs(t, aerr, sessionstore.ErrWriterFailed)
+						}
+						require.NoError(t, e.w.Release(ctx))
+					}
+					_, _, rerr := ccRevisions(ctx, e.st, rev, false, ccStateOnly)
+					require.NoError(t, rerr)
+
+					// A power loss right after the compaction returned (the
+					// old state, or the new one when it returned nil).
+					ack := ccAck{rev: acked, firsts: []uint64{oldFirst, newFirst}}
+					if err == nil {
+						ack.firsts = []uint64{newFirst}
+					}
+					if c.op != vfs.OpRead { // a failed read fails the compaction before it writes
+						for i, crashed := range []*vfs.Sim{after.CrashDurableOnly(), after.Crash(plRand(0xcf, uint64(c.k)))} {
+							require.NoError(t, ccCheck(crashed, ack, plRand(0xcf1, uint64(i)), ccStateOnly, nil), "crash %d", i)
+						}
+					}
+					// The next holder, on the state as it is.
+					require.NoError(t, ccCheck(e.sim, ccAck{rev: rev, firsts: []uint64{first}}, plRand(0xcf2, uint64(c.k)), ccHistoryOnly, nil))
+				})
+			}
+		})
+		t.Logf("%s: %d succeeded, %d failed leaving the old state, %d failed after replacing the log",
+			mode, outcomes[0].Load(), outcomes[1].Load(), outcomes[2].Load())
+	}
+}
+
+// TestCompactVerifiesSegment: a segment that does not read back as what
+// was written into it (here, a write the file system lost without a
+// word) is never published: the compaction fails before it touches the
+// manifest or the log, the holder's writer stays usable, and the temporary
+// segment is removed.
+func TestCompactVerifiesSegment(t *testing.T) {
+	ctx := context.Background()
+	sim := vfs.NewSim()
+	faulty := vfs.NewFaulty(sim)
+	st := newStore(ccRoot, nil, faulty, newSimLeaser(sim, ccRoot), Options{})
+	defer st.Close()
+	w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	for rev := uint64(2); rev <= 30; rev++ {
+		_, err := w.Append(ctx, rev-1, plSnapshot(ccID, rev, 0))
+		require.NoError(t, err)
+	}
+	logBefore, err := sim.ReadFile(logPath(ccID))
+	require.NoError(t, err)
+	faulty.Inject(vfs.Fault{Op: vfs.OpWrite, Silent: true, Match: func(n string) bool { return strings.Contains(n, "/.segment-") }})
+	_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 5})
+	require.ErrorContains(t, err, "verify segment")
+	require.Equal(t, 1, faulty.Fired(vfs.OpWrite))
+	logAfter, err := sim.ReadFile(logPath(ccID))
+	require.NoError(t, err)
+	require.Equal(t, logBefore, logAfter, "the log is untouched")
+	entries, err := sim.ReadDir(archiveDir(ccID))
+	require.NoError(t, err)
+	require.Empty(t, entries, "no segment, no manifest, no temporary file")
+	_, err = w.Append(ctx, 30, plSnapshot(ccID, 31, 0))
+	require.NoError(t, err, "the writer is usable")
+	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 5})
+	require.NoError(t, err)
+	require.Equal(t, uint64(27), rep.FirstKept)
+	_, _, err = ccRevisions(ctx, st, 31, false, ccEvery)
+	require.NoError(t, err)
+}
