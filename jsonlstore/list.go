@@ -76,11 +76,12 @@ func (s *Store) revisionAt(id session.SessionID, off int64) uint64 {
 	return rev
 }
 
-// List returns a page of summaries. It reads one summary per session (a
-// small file, or the log's last record when the summary does not match),
-// so its cost grows with the number of sessions and not with the length
-// of their histories; lease status is computed for the page's items only,
-// when read.
+// List returns a page of summaries. When the watcher runs (see Watch) and
+// confirms that its index is current, the page comes from the index;
+// otherwise every session's summary is read from disk (watch_list.go).
+// Either way its cost grows with the number of sessions and the page, not
+// with the length of their histories, and lease status is computed for
+// the page's items only, when read.
 func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error) {
 	if s.closed.Load() {
 		return summary.Page{}, sessionstore.ErrClosed
@@ -91,40 +92,10 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	if _, err := q.Normalize(); err != nil {
 		return summary.Page{}, err
 	}
-	ids, err := s.sessionIDs()
-	if err != nil {
-		return summary.Page{}, err
+	if page, ok, err := s.listIndexed(ctx, q); ok {
+		return page, err
 	}
-	ix := summary.NewIndex()
-	defer ix.Close()
-	for _, id := range ids {
-		if err := ctx.Err(); err != nil {
-			return summary.Page{}, err
-		}
-		sum, err := s.summaryOf(ctx, id)
-		if err != nil {
-			if errors.Is(err, sessionstore.ErrNotFound) {
-				continue // deleted meanwhile
-			}
-			var ce *sessionstore.CorruptionError
-			if errors.As(err, &ce) {
-				s.opts.Logger.Warn("jsonlstore: listing skips a corrupt session", "session", id, "err", err)
-				continue
-			}
-			return summary.Page{}, err
-		}
-		ix.Put(sum)
-	}
-	page, err := ix.Query(q)
-	if err != nil {
-		return summary.Page{}, err
-	}
-	for i := range page.Items {
-		if st, err := s.Lease(ctx, page.Items[i].ID); err == nil {
-			page.Items[i].Lease = st
-		}
-	}
-	return page, nil
+	return s.listScan(ctx, q)
 }
 
 // Lease reports the lease status of session id, computed now from the lock

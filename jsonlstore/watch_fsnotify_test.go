@@ -1,0 +1,241 @@
+package jsonlstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// These tests run the watcher on real directories, with fsnotify.
+
+// watchView follows a subscription until it equals want, failing after a
+// deadline (no sleeps: it blocks on the channel).
+func watchView(t *testing.T, ch <-chan summary.Change, view, want map[session.SessionID]uint64) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for !mapsEqual(view, want) {
+		select {
+		case c, ok := <-ch:
+			require.True(t, ok, "channel closed; view %v, want %v", view, want)
+			if c.Deleted {
+				delete(view, c.ID)
+			} else {
+				view[c.ID] = c.Summary.Revision
+			}
+		case <-deadline.C:
+			t.Fatalf("no convergence:\n view %v\n want %v", view, want)
+		}
+	}
+}
+
+func mapsEqual(a, b map[session.SessionID]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestWatchFsnotify runs the watcher on a real directory with fsnotify.
+// The poll interval is an hour, so only events can make it converge.
+func TestWatchFsnotify(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(t.TempDir(), Options{PollInterval: time.Hour})
+	require.NoError(t, err)
+	defer st.Close()
+	want := map[session.SessionID]uint64{}
+	writers := map[session.SessionID]sessionstore.Writer{}
+	create := func(id session.SessionID) {
+		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		writers[id], want[id] = w, 1
+	}
+	appendTo := func(id session.SessionID, n int) {
+		s := sessiontest.New(string(id))
+		for range n {
+			rev, err := writers[id].Append(ctx, writers[id].Revision(), snapOf(t, s))
+			require.NoError(t, err)
+			want[id] = rev
+		}
+	}
+	create("before-1")
+	create("before-2")
+	ch, err := st.Watch(ctx)
+	require.NoError(t, err)
+	view := map[session.SessionID]uint64{}
+	watchView(t, ch, view, want)
+	w := st.watch
+	require.NotNil(t, w.src, "fsnotify is available")
+
+	create("new-1")
+	create("new-2")
+	appendTo("before-1", 20)
+	appendTo("new-1", 3)
+	watchView(t, ch, view, want)
+
+	require.NoError(t, writers["before-2"].Delete(ctx))
+	delete(want, "before-2")
+	appendTo("new-2", 1)
+	watchView(t, ch, view, want)
+
+	// List answers from the index, and sees what was just written.
+	appendTo("new-1", 1)
+	require.True(t, w.current(ctx))
+	page, err := st.List(ctx, summary.Query{Order: summary.OrderIDAsc})
+	require.NoError(t, err)
+	got := map[session.SessionID]uint64{}
+	for _, s := range page.Items {
+		got[s.ID] = s.Revision
+		require.Equal(t, summary.LeaseHeld, s.Lease.State)
+	}
+	require.Equal(t, want, got)
+
+	for _, wr := range writers {
+		_ = wr.Release(ctx)
+	}
+	require.NoError(t, st.Close())
+	for range ch { // closed with the store
+	}
+	select {
+	case <-w.done:
+	default:
+		t.Fatal("watcher goroutine still running after Close")
+	}
+	_, open := <-w.src.Events()
+	require.False(t, open, "fsnotify's goroutine is gone")
+	_, err = os.Stat(w.src.(*fsnotifySource).dir)
+	require.ErrorIs(t, err, os.ErrNotExist, "the barrier directory is removed")
+}
+
+// TestWatchSweepsBarrierDirs: barrier directories of processes that are
+// gone are removed once old; others are left alone.
+func TestWatchSweepsBarrierDirs(t *testing.T) {
+	tmp := t.TempDir()
+	const gone = 1 << 30 // beyond any pid_max
+	now := time.Now()
+	mk := func(name string, age time.Duration) string {
+		p := filepath.Join(tmp, name)
+		require.NoError(t, os.Mkdir(p, 0o700))
+		require.NoError(t, os.Chtimes(p, now.Add(-age), now.Add(-age)))
+		return p
+	}
+	dead := mk(fmt.Sprintf("%s%d-1", barrierDirPrefix, gone), 2*time.Minute)
+	young := mk(fmt.Sprintf("%s%d-2", barrierDirPrefix, gone), time.Second)
+	mine := mk(fmt.Sprintf("%s%d-3", barrierDirPrefix, os.Getpid()), time.Hour)
+	other := mk("jsonlstore-watch-unrelated", time.Hour)
+	sweepBarrierDirs(tmp, now)
+	require.NoDirExists(t, dead)
+	require.DirExists(t, young)
+	require.DirExists(t, mine)
+	require.DirExists(t, other)
+}
+
+// TestWatchFsnotifyListReadsItsWrites: with the watcher running, List
+// answers from the index yet never misses a change completed before it.
+func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(t.TempDir(), Options{PollInterval: time.Hour})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Watch(ctx)
+	require.NoError(t, err)
+	list := func() summary.Page {
+		t.Helper()
+		page, ok, err := st.listIndexed(ctx, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit})
+		require.NoError(t, err)
+		require.True(t, ok, "answered from the index")
+		viaList, err := st.List(ctx, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit})
+		require.NoError(t, err)
+		require.Len(t, viaList.Items, len(page.Items))
+		return page
+	}
+	live := 0
+	for i := range 20 {
+		id := session.SessionID(fmt.Sprintf("s%02d", i))
+		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		page := list()
+		require.Len(t, page.Items, live+1)
+		require.Equal(t, id, page.Items[live].ID)
+		rev, err := w.Append(ctx, 1, snapOf(t, sessiontest.New(string(id))))
+		require.NoError(t, err)
+		page = list()
+		require.Equal(t, rev, page.Items[live].Revision)
+		if i%3 == 0 {
+			require.NoError(t, w.Delete(ctx))
+			for _, s := range list().Items {
+				require.NotEqual(t, id, s.ID)
+			}
+		} else {
+			require.NoError(t, w.Release(ctx))
+			live++
+		}
+	}
+}
+
+// TestWatchListScanChecksPage: the scan ranks sessions by the summary
+// files that name the log on disk, but checks every item it returns as
+// summaryOf does; an item that fails the check (here a planted summary
+// with the log's identity and size but another revision, and a time in
+// the future) is recomputed from the log and the page selected again.
+func TestWatchListScanChecksPage(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	for i, id := range []session.SessionID{"a", "b", "c"} {
+		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		for range i + 1 {
+			_, err := w.Append(ctx, w.Revision(), snapOf(t, sessiontest.New(string(id))))
+			require.NoError(t, err)
+		}
+		require.NoError(t, w.Release(ctx))
+	}
+	honest, err := st.List(ctx, summary.Query{})
+	require.NoError(t, err)
+	require.Len(t, honest.Items, 3)
+
+	sf, ok := readSummaryFile(st.fs, "a")
+	require.True(t, ok)
+	sf.Revision--
+	sf.Summary.Revision = sf.Revision
+	sf.Summary.UpdatedAt = time.Now().Add(24 * time.Hour)
+	b, err := encodeSummaryFile(sf)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", SummaryFile), b, filePerm))
+	dirA, err := vfs.Sub(st.fs, "a")
+	require.NoError(t, err)
+	defer dirA.Close()
+	k, ok := readSummaryKeys(dirA, "a")
+	require.True(t, ok, "the planted summary passes the ranking check")
+	require.Equal(t, sf.Summary.UpdatedAt.UTC(), k.Summary.UpdatedAt.UTC())
+
+	for _, limit := range []int{1, 2, 3} {
+		page, err := st.List(ctx, summary.Query{Limit: limit})
+		require.NoError(t, err)
+		require.Len(t, page.Items, limit)
+		for i := range page.Items {
+			require.Equal(t, honest.Items[i].ID, page.Items[i].ID)
+			require.Equal(t, honest.Items[i].Revision, page.Items[i].Revision)
+			require.True(t, honest.Items[i].UpdatedAt.Equal(page.Items[i].UpdatedAt))
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// List has two ways to a page, both costing in proportion to the number
+// of sessions and the page, never to the length of histories:
+//
+//   - listIndexed, when the watcher runs: once it confirms that its index
+//     holds every change made before the call (watcher.current), the page
+//     is selected from memory; only its items' lease status is read.
+//   - listScan otherwise: each session's summary.json is read and checked
+//     against a stat of its log, but only the fields a filter or an order
+//     needs are decoded; the page is selected from those, and only its
+//     items are then read in full and checked as summaryOf checks them.
+//
+// Why ranking by (identity, size) alone is sound: the holder writes
+// summary.json after an append is durable, naming the log's identity and
+// size after it. A log of one identity only grows, except when recovery
+// truncates an uncommitted tail — bytes after every committed record, so
+// after every record a summary names (a damaged record that a summary
+// vouches for is corruption, never a tail) — and when repair cuts it,
+// which moves summary.json aside, durably, first. So a summary whose
+// identity and size are those of the log describes the log's last record.
+// The revision check summaryOf adds costs opening the log; it guards
+// against what the protocol excludes (a summary planted next to a log that
+// reuses an inode number and has its size), and it is still made for
+// every item List returns: a page item that fails it is recomputed from
+// the log and the page selected again.
+
+// listIndexed answers q from the watcher's index. ok is false when there
+// is no watcher, it has not completed its initial scan, or it cannot
+// confirm that its index is current.
+func (s *Store) listIndexed(ctx context.Context, q summary.Query) (_ summary.Page, ok bool, _ error) {
+	s.mu.Lock()
+	w := s.watch
+	s.mu.Unlock()
+	if w == nil || !w.current(ctx) {
+		return summary.Page{}, false, nil
+	}
+	page, err := w.page(q)
+	if err != nil {
+		return summary.Page{}, true, err
+	}
+	s.fillLeases(ctx, page.Items)
+	return page, true, nil
+}
+
+// scanned is one session as listScan sees it.
+type scanned struct {
+	id session.SessionID
+	// sum is the full summary when checked, else only the fields that
+	// filters and orders read (summaryKeys.ranked).
+	sum     summary.Summary
+	listed  bool // false: gone, corrupt
+	checked bool // sum was checked as summaryOf checks it
+}
+
+// listScan answers q by reading every session's summary from disk.
+func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, error) {
+	var all []scanned
+	sel, err := newPageSelection(q, func(i int) *summary.Summary { return &all[i].sum })
+	if err != nil {
+		return summary.Page{}, err
+	}
+	ids, err := s.sessionIDs()
+	if err != nil {
+		return summary.Page{}, err
+	}
+	all = make([]scanned, len(ids))
+	err = parallel(ctx, len(ids), func(i int) error {
+		var err error
+		all[i], err = s.scanSession(ctx, ids[i])
+		return err
+	})
+	if err != nil {
+		return summary.Page{}, err
+	}
+	// Select, then check the selection; a checked item whose rank changed
+	// (or that vanished) changes the selection: select again. Each round
+	// checks at least one more session, and checked ones stay checked.
+	for {
+		sel.reset(len(all))
+		for i := range all {
+			if all[i].listed {
+				sel.offer(i)
+			}
+		}
+		kept := sel.sorted()
+		changed := false
+		for _, i := range kept {
+			c := &all[i]
+			if c.checked {
+				continue
+			}
+			sum, err := s.summaryOf(ctx, c.id)
+			if err != nil {
+				if skip, err := s.skippable(c.id, err); !skip {
+					return summary.Page{}, err
+				}
+				c.listed, changed = false, true
+				continue
+			}
+			if !sameRank(&c.sum, &sum) {
+				changed = true
+			}
+			c.sum, c.checked = sum, true
+		}
+		if changed {
+			continue
+		}
+		entries, next := sel.page(kept)
+		page := summary.Page{Items: make([]summary.Summary, len(entries)), Next: next}
+		for j, i := range entries {
+			page.Items[j] = all[i].sum
+		}
+		s.fillLeases(ctx, page.Items)
+		return page, nil
+	}
+}
+
+// scanSession reads what listScan needs of session id: the ranking fields
+// of its summary.json when it names the log on disk, else its summary
+// computed from the log. Both files are reached through the session
+// directory, opened once (vfs.Sub): on the real file system that saves
+// resolving the directory again for each.
+func (s *Store) scanSession(ctx context.Context, id session.SessionID) (scanned, error) {
+	if dir, err := vfs.Sub(s.fs, sessionDir(id)); err == nil {
+		k, ok := readSummaryKeys(dir, id)
+		var fi fs.FileInfo
+		if ok {
+			fi, err = dir.Lstat(LogFile)
+		}
+		dir.Close()
+		if ok && err == nil && fi.Mode().IsRegular() && vfs.IdentityOf(fi) == k.Log && fi.Size() == k.LogSize {
+			return scanned{id: id, sum: k.ranked(), listed: true}, nil
+		}
+	}
+	sum, err := s.summaryOf(ctx, id)
+	if err != nil {
+		if skip, err := s.skippable(id, err); !skip {
+			return scanned{}, err
+		}
+		return scanned{id: id}, nil
+	}
+	return scanned{id: id, sum: sum, listed: true, checked: true}, nil
+}
+
+// skippable reports whether a listing leaves out a session whose summary
+// failed with err: deleted meanwhile, or corrupt (logged).
+func (s *Store) skippable(id session.SessionID, err error) (bool, error) {
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		return true, nil
+	}
+	var ce *sessionstore.CorruptionError
+	if errors.As(err, &ce) {
+		s.opts.Logger.Warn("jsonlstore: listing skips a corrupt session", "session", id, "err", err)
+		return true, nil
+	}
+	return false, err
+}
+
+// sameRank reports whether a and b filter and order alike.
+func sameRank(a, b *summary.Summary) bool {
+	return a.ID == b.ID && a.State == b.State && a.Kind == b.Kind && a.ParentID == b.ParentID &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt)
+}
+
+// fillLeases computes the lease status of a page's items, now. Errors
+// leave the status unknown, as a session may be deleted meanwhile.
+func (s *Store) fillLeases(ctx context.Context, items []summary.Summary) {
+	_ = parallel(ctx, len(items), func(i int) error {
+		if st, err := s.Lease(ctx, items[i].ID); err == nil {
+			items[i].Lease = st
+		}
+		return nil
+	})
+}
+
+// parallel calls fn(i) for i in [0, n) from a few goroutines (the work is
+// mostly system calls) and returns the first error. All have returned
+// when it returns.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), 8, n)
+	if workers <= 1 {
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		next    atomic.Int64
+		failed  atomic.Bool
+		errOnce sync.Once
+		first   error
+		wg      sync.WaitGroup
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { first = err })
+		failed.Store(true)
+	}
+	for range workers {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					fail(err)
+					return
+				}
+				if err := fn(i); err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// --- ranking fields of summary.json -----------------------------------------
+
+// summaryKeys is the part of summary.json that ranks a session: what
+// summary.Query.Match and summary.KeyOf read, and what decides whether the
+// file describes the log on disk. Decoding only these costs about half of
+// decoding the whole summary.
+type summaryKeys struct {
+	Version  int          `json:"v"`
+	Log      vfs.Identity `json:"log"`
+	LogSize  int64        `json:"log_size"`
+	Revision uint64       `json:"revision"`
+	Summary  struct {
+		ID        session.SessionID   `json:"id"`
+		State     session.State       `json:"state"`
+		Kind      session.SessionKind `json:"kind"`
+		ParentID  session.SessionID   `json:"parent_id"`
+		CreatedAt time.Time           `json:"created_at"`
+		UpdatedAt time.Time           `json:"updated_at"`
+		Revision  uint64              `json:"revision"`
+	} `json:"summary"`
+}
+
+// ranked returns a Summary holding only the ranking fields.
+func (k *summaryKeys) ranked() summary.Summary {
+	return summary.Summary{
+		ID: k.Summary.ID, State: k.Summary.State, Kind: k.Summary.Kind, ParentID: k.Summary.ParentID,
+		CreatedAt: k.Summary.CreatedAt, UpdatedAt: k.Summary.UpdatedAt, Revision: k.Revision,
+	}
+}
+
+// readSummaryKeys reads the summary.json of session id from its
+// directory dir, with the checks of decodeSummaryFile (checksum framing,
+// version, ID, revision), decoding only its ranking fields.
+func readSummaryKeys(dir vfs.FS, id session.SessionID) (summaryKeys, bool) {
+	bp := summaryBufs.Get().(*[]byte)
+	defer summaryBufs.Put(bp)
+	b, err := readSmallFile(dir, SummaryFile, maxSummaryBytes, bp)
+	if err != nil {
+		return summaryKeys{}, false
+	}
+	return decodeSummaryKeys(b, id)
+}
+
+// summaryBufs holds read buffers for summary files (a few KiB each), so
+// that a scan of many sessions does not make a buffer per session.
+var summaryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// readSmallFile reads name into *buf (grown as needed, kept for reuse),
+// refusing more than limit bytes. Unlike vfs.ReadFile, which starts from
+// a 512-byte buffer, it reads a small file with one read and the read
+// that sees its end.
+func readSmallFile(fsys vfs.FS, name string, limit int64, buf *[]byte) ([]byte, error) {
+	f, err := fsys.OpenFile(name, osRDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, cap(b))
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		*buf = b
+		if int64(len(b)) > limit {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("file larger than limit")}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func decodeSummaryKeys(b []byte, id session.SessionID) (summaryKeys, bool) {
+	var k summaryKeys
+	b = bytes.TrimRight(b, " \n")
+	if len(b) < crcSuffixSz {
+		return k, false
+	}
+	body, suffix := b[:len(b)-crcSuffixSz], b[len(b)-crcSuffixSz:]
+	want, ok := parseHex32(suffix[len(crcKey) : len(crcKey)+8])
+	if !ok || !bytes.HasPrefix(suffix, []byte(crcKey)) || crc(body) != want {
+		return k, false
+	}
+	if json.Unmarshal(b, &k) != nil || k.Version != summaryVersion ||
+		k.Summary.ID != id || k.Revision == 0 || k.Summary.Revision != k.Revision {
+		return summaryKeys{}, false
+	}
+	return k, true
+}

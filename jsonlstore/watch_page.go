@@ -1,0 +1,160 @@
+package jsonlstore
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// pageSelection picks the first Limit+1 summaries offered, in a query's
+// order, among those matching its filter and following its cursor: the
+// page, and whether there is a next one. Summaries are offered with an
+// index into the caller's collection, which the selection reads back
+// through at (for IDs, which break ties). It selects with a quickselect
+// over compact keys — expected O(n) comparisons, then a sort of the page
+// — rather than keep a bounded heap, whose worst case (sessions offered in
+// time order) is the common case, since IDs are time-ordered.
+type pageSelection struct {
+	q      summary.Query
+	after  summary.Key
+	resume bool
+	// dir is 1 when the order puts earlier times first, -1 otherwise.
+	dir  int
+	at   func(i int) *summary.Summary
+	cand []rankKey
+}
+
+// rankKey is a candidate's place in the order: its key's time, and its
+// index for the ID (kept out of the key so that candidates hold no
+// pointer, and moving them costs no write barrier).
+type rankKey struct {
+	sec  int64
+	nsec int32
+	i    int32
+}
+
+func newPageSelection(q summary.Query, at func(i int) *summary.Summary) (*pageSelection, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	after, resume, err := summary.DecodeCursor(q)
+	if err != nil {
+		return nil, err
+	}
+	dir := 1
+	if summary.Compare(q.Order, summary.Key{Time: time.Unix(0, 0)}, summary.Key{Time: time.Unix(1, 0)}) > 0 {
+		dir = -1
+	}
+	return &pageSelection{q: q, after: after, resume: resume, dir: dir, at: at}, nil
+}
+
+// reset empties the selection, making room for n candidates.
+func (p *pageSelection) reset(n int) { p.cand = slices.Grow(p.cand[:0], n) }
+
+// offer considers summary i.
+func (p *pageSelection) offer(i int) {
+	s := p.at(i)
+	if !p.q.Match(s) {
+		return
+	}
+	k := summary.KeyOf(p.q.Order, s)
+	if p.resume && summary.Compare(p.q.Order, k, p.after) <= 0 {
+		return
+	}
+	p.cand = append(p.cand, rankKey{sec: k.Time.Unix(), nsec: int32(k.Time.Nanosecond()), i: int32(i)})
+}
+
+// cmp orders two candidates as summary.Compare orders their keys: by
+// time, then by ID, reversed for descending orders. (TestWatchPageSelection
+// holds the two to the same pages.)
+func (p *pageSelection) cmp(a, b rankKey) int {
+	c := cmp.Compare(a.sec, b.sec)
+	if c == 0 {
+		c = cmp.Compare(a.nsec, b.nsec)
+	}
+	if c == 0 {
+		c = strings.Compare(string(p.at(int(a.i)).ID), string(p.at(int(b.i)).ID))
+	}
+	return c * p.dir
+}
+
+// sorted returns the indices of the first Limit+1 candidates in order:
+// the page and, if there is a next page, the first item of it.
+func (p *pageSelection) sorted() []int {
+	c := p.cand
+	if n := p.q.Limit + 1; len(c) > n {
+		selectFirst(c, n, p.cmp)
+		c = c[:n]
+	}
+	slices.SortFunc(c, p.cmp)
+	out := make([]int, len(c))
+	for j, k := range c {
+		out[j] = int(k.i)
+	}
+	return out
+}
+
+// page cuts sorted to the page and returns the cursor of the next page
+// ("" when this is the last), as summary.Index.Query does.
+func (p *pageSelection) page(sorted []int) ([]int, string) {
+	if len(sorted) <= p.q.Limit {
+		return sorted, ""
+	}
+	page := sorted[:p.q.Limit]
+	return page, summary.EncodeCursor(p.q, summary.KeyOf(p.q.Order, p.at(page[len(page)-1])))
+}
+
+// selectFirst reorders c so that its first k elements are its k least in
+// cmp's order (themselves in no particular order): a quickselect with a
+// median-of-three pivot and Hoare's partition. The elements are distinct
+// in cmp (keys end with the session ID).
+func selectFirst[T any](c []T, k int, cmp func(a, b T) int) {
+	lo, hi := 0, len(c)
+	for hi-lo > 12 {
+		m := int(uint(lo+hi) >> 1)
+		if cmp(c[m], c[lo]) < 0 {
+			c[m], c[lo] = c[lo], c[m]
+		}
+		if cmp(c[hi-1], c[m]) < 0 {
+			c[hi-1], c[m] = c[m], c[hi-1]
+			if cmp(c[m], c[lo]) < 0 {
+				c[m], c[lo] = c[lo], c[m]
+			}
+		}
+		// c[lo] <= pivot <= c[hi-1]: the scans below cannot run off the range.
+		pivot := c[m]
+		i, j := lo, hi-1
+		for i <= j {
+			for cmp(c[i], pivot) < 0 {
+				i++
+			}
+			for cmp(pivot, c[j]) < 0 {
+				j--
+			}
+			if i <= j {
+				c[i], c[j] = c[j], c[i]
+				i++
+				j--
+			}
+		}
+		// Now c[lo:j+1] <= pivot <= c[i:hi], and anything between is the
+		// pivot itself.
+		switch {
+		case k-1 <= j:
+			hi = j + 1
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+	for i := lo + 1; i < hi; i++ { // insertion sort of what is left
+		for j := i; j > lo && cmp(c[j], c[j-1]) < 0; j-- {
+			c[j], c[j-1] = c[j-1], c[j]
+		}
+	}
+}

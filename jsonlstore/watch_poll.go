@@ -1,0 +1,164 @@
+package jsonlstore
+
+import (
+	"time"
+
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Polling: what the watcher does to converge whatever events are lost —
+// full rescans, and polls of the sessions no watch covers.
+
+// rescan lists the root and brings every session up to date; sessions no
+// longer listed are forgotten. It costs a stat per session plus a
+// recomputation per changed one, on the watcher's goroutine: for the
+// initial scan, after lost events, and for a List when the root itself
+// is not watched. Periodic scans go through startScan.
+func (w *watcher) rescan() {
+	w.limited = false // kernel limits may have eased: try again
+	ids, err := w.s.sessionIDs()
+	if err != nil {
+		if !w.listFailed {
+			w.s.opts.Logger.Warn("jsonlstore: watcher cannot list the root", "err", err)
+		}
+		w.listFailed = true
+		return
+	}
+	w.listFailed = false
+	listed := make(map[session.SessionID]bool, len(ids))
+	for _, id := range ids {
+		if w.stopping() {
+			return
+		}
+		listed[id] = true
+		if t := w.sessions[id]; t != nil && !t.watched {
+			w.watchSession(id, t)
+		}
+		w.check(id)
+	}
+	for id := range w.sessions {
+		if !listed[id] {
+			w.check(id) // gone, or created after the listing
+		}
+	}
+	if !w.limited {
+		w.limitLogged = false
+	}
+}
+
+// scanResult is what a periodic scan saw: the state of the logs of the
+// sessions it looked at (zero: no readable log).
+type scanResult struct {
+	full   bool // the root was listed: a session not in logs is gone
+	logs   map[session.SessionID]logState
+	failed error // the root could not be listed
+}
+
+// startScan starts a periodic scan: of every session (full), or of those
+// no watch covers. Its system calls — a stat per log — run on their own
+// goroutine, so that a scan of many sessions does not hold up events and
+// Lists; the watcher's goroutine then recomputes what changed
+// (applyScan). One scan runs at a time: a tick that finds one running
+// skips its own.
+func (w *watcher) startScan(full bool) {
+	if w.scanning {
+		return
+	}
+	var ids []session.SessionID
+	if !full {
+		ids = make([]session.SessionID, 0, len(w.polled))
+		for id := range w.polled {
+			ids = append(ids, id)
+		}
+	}
+	w.scanning = true
+	w.scans.Go(func() {
+		res := scanResult{full: full}
+		if full {
+			ids, res.failed = w.s.sessionIDs()
+		}
+		res.logs = make(map[session.SessionID]logState, len(ids))
+		for _, id := range ids {
+			if w.stopping() {
+				return
+			}
+			var st logState
+			if fi, err := w.s.fs.Lstat(logPath(id)); err == nil && fi.Mode().IsRegular() {
+				st = logState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+			}
+			res.logs[id] = st
+		}
+		select {
+		case w.scanned <- res:
+		case <-w.stop:
+		}
+	})
+}
+
+// applyScan brings up to date the sessions whose log a periodic scan saw
+// changed (against the state the summary was computed from), and those it
+// did not see at all (created since, or gone). A change since the scan's
+// stat is not missed: it has an event, or the next scan sees it.
+func (w *watcher) applyScan(res scanResult) {
+	if res.failed != nil {
+		if !w.listFailed {
+			w.s.opts.Logger.Warn("jsonlstore: watcher cannot list the root", "err", res.failed)
+		}
+		w.listFailed = true
+		return
+	}
+	if res.full {
+		w.listFailed = false
+		w.limited = false // kernel limits may have eased: try again
+	}
+	for id, st := range res.logs {
+		t := w.sessions[id]
+		if t != nil && !t.watched {
+			w.watchSession(id, t)
+		}
+		if t != nil && st != (logState{}) && t.log == st {
+			continue
+		}
+		w.check(id)
+	}
+	if res.full {
+		for id := range w.sessions {
+			if _, ok := res.logs[id]; !ok {
+				w.check(id)
+			}
+		}
+		if !w.limited {
+			w.limitLogged = false
+		}
+	}
+}
+
+// pollUnwatched brings the sessions no event covers up to date.
+func (w *watcher) pollUnwatched() {
+	for id, t := range w.polled {
+		if w.stopping() {
+			return
+		}
+		w.watchSession(id, t)
+		w.check(id)
+	}
+}
+
+// check refreshes session id for a poll, keeping to the debounce: a
+// session due already is left to the timer, and one recomputed less than
+// debounce ago is scheduled rather than recomputed again (a poll can see
+// a change whose event is still on its way, right after the recomputation
+// an earlier event caused).
+func (w *watcher) check(id session.SessionID) {
+	if t := w.sessions[id]; t != nil {
+		if t.due {
+			return
+		}
+		if time.Since(t.computed) < debounce {
+			w.schedule(id)
+			return
+		}
+	}
+	w.refresh(id)
+}
