@@ -28,7 +28,7 @@ test-race:
 demo:
 	$(GO) run ./cmd/sessions demo
 
-## bench: the store's benchmarks (append vs raw fdatasync, load latest, list)
+## bench: the store's benchmarks (append vs raw fdatasync, load latest, list, compaction)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonlstore/
 
@@ -44,12 +44,13 @@ fuzz:
 
 ## mutate-sync: disable each sync call in turn; some power-loss test must notice
 mutate-sync:
-	JSONLSTORE_MUTATE_SYNC=1 $(GO) test -count=1 -run 'TestSyncMutation' -v ./jsonlstore/
+	JSONLSTORE_MUTATE_SYNC=1 $(GO) test -count=1 -run 'TestSyncMutation|TestCompactSyncMutation' -v ./jsonlstore/
 
 ## soak: long kill, contention and power-loss runs, then the fuzzers
 soak:
 	JSONLSTORE_KILL_ROUNDS=5000 $(GO) test -count=1 -timeout 3h -run 'TestKillDuringAppend' ./jsonlstore/
 	FSLEASE_SOAK_ROUNDS=10000 $(GO) test -count=1 -timeout 1h -run 'TestContention' ./fslease/
 	JSONLSTORE_POWERLOSS_SEEDS=2000 $(GO) test -count=1 -timeout 1h -run 'TestPowerLoss' ./jsonlstore/
+	JSONLSTORE_COMPACT_KILL_ROUNDS=500 $(GO) test -count=1 -timeout 1h -run 'TestCompactKilled' ./jsonlstore/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 	@echo "soak: all passed"
