@@ -34,6 +34,11 @@ type view struct {
 
 func openView(fsys vfs.FS, name string, maxPayload int) (*view, error) {
 	f, err := fsys.OpenFile(name, osRDONLY, 0)
+	// A compaction may rename a new log over the old one between the
+	// symlink check and the open; opening again sees the new log.
+	for i := 0; i < maxReadAttempts && errors.Is(err, vfs.ErrReplaced); i++ {
+		f, err = fsys.OpenFile(name, osRDONLY, 0)
+	}
 	if err != nil {
 		return nil, err
 	}

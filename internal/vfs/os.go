@@ -62,7 +62,7 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 		after, err := f.Stat()
 		if err != nil || IdentityOf(after) != IdentityOf(before) {
 			f.Close()
-			return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("file replaced while opening")}
+			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
 		}
 	}
 	return &osFile{File: f, name: name}, nil

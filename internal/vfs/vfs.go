@@ -20,6 +20,10 @@ import (
 // directory.
 var ErrSymlink = errors.New("vfs: refusing symlink")
 
+// ErrReplaced reports a file that was replaced (renamed over) between the
+// check of its name and its opening; opening it again sees the new file.
+var ErrReplaced = errors.New("vfs: file replaced while opening")
+
 // FS is a file system rooted at a store root.
 type FS interface {
 	// OpenFile opens name with os.OpenFile flags. It never follows a
@@ -89,6 +93,11 @@ func IdentityOf(fi fs.FileInfo) Identity {
 // ReadFile reads a whole file, refusing one larger than limit bytes.
 func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	f, err := fsys.OpenFile(name, syscall.O_RDONLY, 0)
+	// A file replaced by rename between the check of its name and its
+	// opening: open the new one.
+	for i := 0; i < 5 && errors.Is(err, ErrReplaced); i++ {
+		f, err = fsys.OpenFile(name, syscall.O_RDONLY, 0)
+	}
 	if err != nil {
 		return nil, err
 	}
