@@ -198,4 +198,3 @@ func copyInto(fsys vfs.FS, name string, r io.Reader) error {
 	}
 	return err
 }
-
