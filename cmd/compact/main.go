@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -208,24 +207,13 @@ func (d *durationFlag) Set(v string) error {
 	return nil
 }
 
-// storeDir is the store: --dir, else $SESSIONSTORE_DIR, else
-// $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore (as for
-// the sessions command).
+// storeDir is the store: --dir, else jsonlstore.DefaultDir (as for the
+// sessions command).
 func storeDir(flagDir string) (string, error) {
 	if flagDir != "" {
 		return flagDir, nil
 	}
-	if d := os.Getenv("SESSIONSTORE_DIR"); d != "" {
-		return d, nil
-	}
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "sessionstore"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no store directory: use --dir, or set SESSIONSTORE_DIR (%w)", err)
-	}
-	return filepath.Join(home, ".local", "share", "sessionstore"), nil
+	return jsonlstore.DefaultDir()
 }
 
 // warnLogger reports the store's warnings (a damaged session skipped by

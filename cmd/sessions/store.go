@@ -8,30 +8,19 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// storeDir is the store the commands use: --dir, else $SESSIONSTORE_DIR,
-// else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore.
+// storeDir is the store the commands use: --dir, else
+// jsonlstore.DefaultDir.
 func storeDir(flagDir string) (string, error) {
 	if flagDir != "" {
 		return flagDir, nil
 	}
-	if d := os.Getenv("SESSIONSTORE_DIR"); d != "" {
-		return d, nil
-	}
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "sessionstore"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no store directory: use --dir, or set SESSIONSTORE_DIR (%w)", err)
-	}
-	return filepath.Join(home, ".local", "share", "sessionstore"), nil
+	return jsonlstore.DefaultDir()
 }
 
 // openStore opens the command's store. Only commands that write (demo)
