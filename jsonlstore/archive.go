@@ -118,6 +118,13 @@ func (m manifest) archivedBelow(below uint64) ([]archiveSegment, error) {
 	return segs, nil
 }
 
+// newSegmentDecoder reads a segment with the decoder's memory and window
+// capped, so that a hostile archive cannot exhaust memory.
+func newSegmentDecoder(r io.Reader) (*zstd.Decoder, error) {
+	return zstd.NewReader(r, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(archiveDecoderMemory), zstd.WithDecoderMaxWindow(archiveWindow))
+}
+
 // scanSegment decompresses one segment and calls fn for each line, then
 // checks the segment's size and checksum against the manifest.
 func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l *line) error) error {
@@ -127,8 +134,7 @@ func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l 
 		return err
 	}
 	defer f.Close()
-	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(archiveDecoderMemory), zstd.WithDecoderMaxWindow(archiveWindow))
+	dec, err := newSegmentDecoder(f)
 	if err != nil {
 		return err
 	}

@@ -569,8 +569,7 @@ func (s *Store) verifySegmentFile(name string, seg archiveSegment) error {
 		return err
 	}
 	defer f.Close()
-	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(archiveDecoderMemory), zstd.WithDecoderMaxWindow(archiveWindow))
+	dec, err := newSegmentDecoder(f)
 	if err != nil {
 		return err
 	}
