@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -139,7 +140,7 @@ func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l 
 		return err
 	}
 	defer dec.Close()
-	h := crc32.New(castagnoli)
+	h := crc32.New(record.Castagnoli)
 	// Never read more than the manifest promises (plus one byte to notice
 	// a longer stream): an archive bomb stops here.
 	counted := &countingReader{r: io.TeeReader(io.LimitReader(dec, seg.Bytes+1), h)}

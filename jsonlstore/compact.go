@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -520,7 +521,7 @@ func (sw *segmentWriter) write(r *rawRecord, v *view) error {
 	if b[len(b)-1] != '\n' {
 		return errViewChanged
 	}
-	sw.hash = crc32.Update(sw.hash, castagnoli, b)
+	sw.hash = crc32.Update(sw.hash, record.Castagnoli, b)
 	_, err := sw.zw.Write(b)
 	return err
 }
@@ -574,7 +575,7 @@ func (s *Store) verifySegmentFile(name string, seg archiveSegment) error {
 		return err
 	}
 	defer dec.Close()
-	h := crc32.New(castagnoli)
+	h := crc32.New(record.Castagnoli)
 	n, err := io.Copy(h, io.LimitReader(dec, seg.Bytes+1))
 	switch {
 	case err != nil:

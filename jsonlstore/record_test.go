@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/stretchr/testify/require"
 )
 
@@ -78,9 +79,7 @@ func TestRecordStrictness(t *testing.T) {
 	t.Run("length mismatch with valid crc", func(t *testing.T) {
 		// Forge a line whose len field lies but whose CRC is right.
 		b := []byte(`{"v":1,"schema":1,"rev":1,"gen":1,"time":"2026-11-29T12:00:00Z","kind":"full","len":3,"snap":{"id":"x"}`)
-		line := append(bytes.Clone(b), crcKey...)
-		line = appendHex32(line, crc(b))
-		line = append(line, `"}`...)
+		line := record.AppendCRC(bytes.Clone(b))
 		_, err := parseLine(line, 1<<20)
 		require.ErrorIs(t, err, errFraming)
 	})

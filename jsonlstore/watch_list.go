@@ -1,9 +1,7 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -321,16 +319,10 @@ func readSmallFile(fsys vfs.FS, name string, limit int64, buf *[]byte) ([]byte, 
 
 func decodeSummaryKeys(b []byte, id session.SessionID) (summaryKeys, bool) {
 	var k summaryKeys
-	b = bytes.TrimRight(b, " \n")
-	if len(b) < crcSuffixSz {
-		return k, false
+	if !unframeJSON(b, &k) {
+		return summaryKeys{}, false
 	}
-	body, suffix := b[:len(b)-crcSuffixSz], b[len(b)-crcSuffixSz:]
-	want, ok := parseHex32(suffix[len(crcKey) : len(crcKey)+8])
-	if !ok || !bytes.HasPrefix(suffix, []byte(crcKey)) || crc(body) != want {
-		return k, false
-	}
-	if json.Unmarshal(b, &k) != nil || k.Version != summaryVersion ||
+	if k.Version != summaryVersion ||
 		k.Summary.ID != id || k.Revision == 0 || k.Summary.Revision != k.Revision {
 		return summaryKeys{}, false
 	}

@@ -1,0 +1,201 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// A record is one line of a log. The envelope fields come first in a fixed
+// order, then the payload (the sessnap snapshot, verbatim), then the
+// checksum; the whole line is one JSON object, so `jq` reads it:
+//
+//	{"v":1,"schema":1,"rev":12,"gen":3,"time":"2026-11-29T12:00:00.123456789Z",
+//	 "kind":"full","len":1234,"snap":{…1234 bytes…},"crc":"0a1b2c3d"}\n
+//
+//	v       record format version (Version)
+//	schema  sessnap.SchemaVersion of the writer
+//	rev     revision, from 1, +1 per record
+//	gen     lease generation of the writer; never decreases
+//	time    UTC, RFC 3339 with nanoseconds; never earlier than the previous
+//	kind    "full": the payload is a whole snapshot
+//	len     payload length in bytes
+//	snap    the payload
+//	crc     CRC-32C (Castagnoli) of every byte of the line before `,"crc":"`,
+//	        as 8 lower-case hex digits
+//
+// The parser is positional and strict: any deviation (a different key
+// order, spaces, CRLF, a BOM) makes the line invalid. That strictness is
+// what lets a reader tell a committed record from a torn one.
+
+// Version is the record format version ("v").
+const Version = 1
+
+// Record kinds.
+const (
+	KindFull = "full"
+)
+
+// EnvelopeMax bounds the bytes a line holds around its payload, newline
+// included: a reader's line cap is the payload cap plus EnvelopeMax.
+const EnvelopeMax = 256
+
+// Meta is a record's envelope.
+type Meta struct {
+	Version int
+	Schema  int
+	Rev     uint64
+	Gen     uint64
+	Time    time.Time
+	Kind    string
+}
+
+// Parse errors: which check a line failed. Readers wrap them in a
+// sessionstore.CorruptionError.
+var (
+	ErrFraming  = errors.New("record framing is invalid")
+	ErrChecksum = errors.New("record checksum mismatch")
+	ErrTooLong  = errors.New("record longer than the size cap")
+)
+
+// Encode returns the line, with its newline, for m and payload.
+func Encode(m Meta, payload []byte) []byte {
+	b := make([]byte, 0, len(payload)+EnvelopeMax)
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, int64(m.Version), 10)
+	b = append(b, `,"schema":`...)
+	b = strconv.AppendInt(b, int64(m.Schema), 10)
+	b = append(b, `,"rev":`...)
+	b = strconv.AppendUint(b, m.Rev, 10)
+	b = append(b, `,"gen":`...)
+	b = strconv.AppendUint(b, m.Gen, 10)
+	b = append(b, `,"time":"`...)
+	b = m.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","kind":"`...)
+	b = append(b, m.Kind...)
+	b = append(b, `","len":`...)
+	b = strconv.AppendInt(b, int64(len(payload)), 10)
+	b = append(b, `,"snap":`...)
+	b = append(b, payload...)
+	b = AppendCRC(b)
+	return append(b, '\n')
+}
+
+// Parse parses one line (without its newline) and verifies its checksum.
+// maxPayload bounds the payload length it accepts. The returned payload
+// aliases line.
+func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
+	var m Meta
+	if len(line) < crcSuffixLen+len(`{"v":1}`) {
+		return m, nil, ErrFraming
+	}
+	body, ok := SplitCRC(line)
+	switch {
+	case body == nil:
+		return m, nil, ErrFraming
+	case !ok:
+		return m, nil, ErrChecksum
+	}
+	p := parser{b: body}
+	m.Version = int(p.uintField(`{"v":`, 1<<20))
+	m.Schema = int(p.uintField(`,"schema":`, 1<<20))
+	m.Rev = p.uintField(`,"rev":`, 1<<53-1)
+	m.Gen = p.uintField(`,"gen":`, 1<<53-1)
+	ts := p.stringField(`,"time":"`)
+	m.Kind = string(p.stringField(`,"kind":"`))
+	n := p.uintField(`,"len":`, 1<<53-1)
+	p.literal(`,"snap":`)
+	if p.err != nil {
+		return m, nil, p.err
+	}
+	if n > uint64(maxPayload) {
+		return m, nil, ErrTooLong
+	}
+	if uint64(len(p.b)-p.i) != n {
+		return m, nil, fmt.Errorf("%w: payload is %d bytes, envelope says %d", ErrFraming, len(p.b)-p.i, n)
+	}
+	if m.Version != Version {
+		return m, nil, fmt.Errorf("%w: record version %d", ErrFraming, m.Version)
+	}
+	if m.Rev == 0 {
+		return m, nil, fmt.Errorf("%w: revision 0", ErrFraming)
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(ts))
+	if err != nil || t.Location() != time.UTC || !bytes.Equal(t.AppendFormat(nil, time.RFC3339Nano), ts) {
+		return m, nil, fmt.Errorf("%w: time %q", ErrFraming, ts)
+	}
+	m.Time = t
+	return m, p.b[p.i:], nil
+}
+
+// PeekRev extracts the revision a damaged line claims, if its envelope
+// prefix is intact enough to say. It is evidence only, never trusted as a
+// record.
+func PeekRev(line []byte) (uint64, bool) {
+	p := parser{b: line}
+	p.uintField(`{"v":`, 1<<20)
+	p.uintField(`,"schema":`, 1<<20)
+	rev := p.uintField(`,"rev":`, 1<<53-1)
+	return rev, p.err == nil
+}
+
+// parser reads the fixed envelope left to right; the first failure sticks.
+type parser struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (p *parser) literal(s string) {
+	if p.err != nil {
+		return
+	}
+	if !bytes.HasPrefix(p.b[p.i:], []byte(s)) {
+		p.err = fmt.Errorf("%w: expected %s at byte %d", ErrFraming, s, p.i)
+		return
+	}
+	p.i += len(s)
+}
+
+// uintField reads key then a decimal without leading zeros, at most max.
+func (p *parser) uintField(key string, max uint64) uint64 {
+	p.literal(key)
+	if p.err != nil {
+		return 0
+	}
+	start := p.i
+	var v uint64
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		d := uint64(p.b[p.i] - '0')
+		if v > (max-d)/10 {
+			p.err = fmt.Errorf("%w: number after %s too large", ErrFraming, key)
+			return 0
+		}
+		v = v*10 + d
+		p.i++
+	}
+	if p.i == start || p.i-start > 1 && p.b[start] == '0' {
+		p.err = fmt.Errorf("%w: bad number after %s", ErrFraming, key)
+		return 0
+	}
+	return v
+}
+
+// stringField reads key then bytes up to the closing quote. Envelope
+// strings never contain quotes or escapes.
+func (p *parser) stringField(key string) []byte {
+	p.literal(key)
+	if p.err != nil {
+		return nil
+	}
+	j := bytes.IndexByte(p.b[p.i:], '"')
+	if j < 0 || j > 64 {
+		p.err = fmt.Errorf("%w: unterminated string after %s", ErrFraming, key)
+		return nil
+	}
+	s := p.b[p.i : p.i+j]
+	p.i += j + 1
+	return s
+}
