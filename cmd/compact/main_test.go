@@ -5,13 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,82 +17,32 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/clitest"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
-// bin is the compact binary, built once by TestMain.
-var bin string
+// binDir holds the compact binary, built once by TestMain.
+var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "compact-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "compact")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build compact: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m, &binDir, ".") }
 
 // ran is what one run of the command printed and returned.
-type ran struct {
-	stdout, stderr string
-	code           int
-}
+type ran = clitest.Result
 
 // compact runs the binary with args, a clean environment (no store
 // variables; HOME in a temporary directory) plus env, and stdout and
 // stderr piped.
 func compact(t testing.TB, env []string, args ...string) ran {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(cleanEnv(t), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run compact %v: %v", args, err)
-	}
-	return ran{stdout: stdout.String(), stderr: stderr.String(), code: code}
-}
-
-func cleanEnv(t testing.TB) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "SESSIONSTORE_DIR", "XDG_DATA_HOME", "HOME":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+t.TempDir())
+	return clitest.Run(t, filepath.Join(binDir, "compact"), env, args...)
 }
 
 // inProcess runs the command in this process (so the race detector sees
 // it), as main would.
-func inProcess(args ...string) ran {
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &stdout, &stderr)
-	return ran{stdout: stdout.String(), stderr: stderr.String(), code: code}
-}
+func inProcess(args ...string) ran { return clitest.InProcess(run, args...) }
 
 // testStore makes a store whose sessions have the given numbers of
 // revisions and returns its root and every revision's encoded snapshot.
@@ -186,7 +134,7 @@ func hashTree(t testing.TB, root string) map[string]string {
 func TestDryRunChangesNothing(t *testing.T) {
 	root, _ := testStore(t, map[string]int{"alpha": 40, "beta": 3, "gamma": 1})
 	// A first compaction, so that archives exist too.
-	require.Equal(t, 0, compact(t, nil, "--dir", root, "--keep-last", "20", "alpha").code)
+	require.Equal(t, 0, compact(t, nil, "--dir", root, "--keep-last", "20", "alpha").Code)
 	before := hashTree(t, root)
 	for _, args := range [][]string{
 		{"--dir", root, "--dry-run", "--keep-last", "1"},
@@ -194,31 +142,31 @@ func TestDryRunChangesNothing(t *testing.T) {
 		{"--dry-run", "--keep-last", "2", "alpha", "--dir", root},
 	} {
 		r := compact(t, nil, args...)
-		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, 0, r.Code, "%v: %s", args, r.Stderr)
 		require.Equal(t, before, hashTree(t, root), "compact %v changed the store", args)
 	}
 	r := compact(t, nil, "--dir", root, "--dry-run", "--keep-last", "1")
-	require.Contains(t, r.stdout, "would compact")
-	require.Contains(t, r.stdout, "dry run: nothing was written")
-	require.Regexp(t, `alpha\s+19\s+40\s`, r.stdout, "alpha would lose revisions 21-39")
+	require.Contains(t, r.Stdout, "would compact")
+	require.Contains(t, r.Stdout, "dry run: nothing was written")
+	require.Regexp(t, `alpha\s+19\s+40\s`, r.Stdout, "alpha would lose revisions 21-39")
 }
 
 func TestKeepLastKeepsEveryRevision(t *testing.T) {
 	root, want := testStore(t, map[string]int{"alpha": 60, "beta": 7, "gamma": 1})
 	r := compact(t, nil, "--dir", root, "--keep-last", "1")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Empty(t, r.stderr, "nothing but the report when piped")
-	require.Regexp(t, `alpha\s+59\s+60\s`, r.stdout)
-	require.Regexp(t, `beta\s+6\s+7\s`, r.stdout)
-	require.Contains(t, r.stdout, "gamma")
-	require.Contains(t, r.stdout, "skipped: nothing to trim")
-	require.Contains(t, r.stdout, "3 sessions: 2 compacted, 1 skipped, 0 failed; 65 revisions trimmed")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Empty(t, r.Stderr, "nothing but the report when piped")
+	require.Regexp(t, `alpha\s+59\s+60\s`, r.Stdout)
+	require.Regexp(t, `beta\s+6\s+7\s`, r.Stdout)
+	require.Contains(t, r.Stdout, "gamma")
+	require.Contains(t, r.Stdout, "skipped: nothing to trim")
+	require.Contains(t, r.Stdout, "3 sessions: 2 compacted, 1 skipped, 0 failed; 65 revisions trimmed")
 	requireHistory(t, root, want)
 
 	// Again: nothing left to trim, everything still there.
 	r = compact(t, nil, "--dir", root, "--keep-last", "1")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "3 sessions: 0 compacted, 3 skipped")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "3 sessions: 0 compacted, 3 skipped")
 	requireHistory(t, root, want)
 }
 
@@ -226,8 +174,8 @@ func TestJSONReport(t *testing.T) {
 	root, want := testStore(t, map[string]int{"alpha": 30, "beta": 5})
 	var out report
 	r := inProcess("--json", "--keep-last", "10", "--dir", root)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out), r.Stdout)
 	require.False(t, out.DryRun)
 	require.Len(t, out.Sessions, 2)
 	byID := map[session.SessionID]result{}
@@ -247,9 +195,9 @@ func TestJSONReport(t *testing.T) {
 
 	// The binary prints the same shape.
 	r = compact(t, nil, "--json", "--keep-since", "1h", "--dir", root)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	out = report{}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out), r.Stdout)
 	require.Equal(t, 2, out.Totals.Sessions)
 }
 
@@ -263,9 +211,9 @@ func TestHeldSessionSkippedUnlessWait(t *testing.T) {
 	require.NoError(t, err)
 
 	r := compact(t, nil, "--dir", root, "--keep-last", "5", "--json")
-	require.Equal(t, 0, r.code, "a skipped session is not a failure: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "a skipped session is not a failure: %s", r.Stderr)
 	var out report
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out))
 	for _, s := range out.Sessions {
 		switch s.ID {
 		case "held":
@@ -277,12 +225,12 @@ func TestHeldSessionSkippedUnlessWait(t *testing.T) {
 		}
 	}
 	r = compact(t, nil, "--dir", root, "--keep-last", "5", "held")
-	require.Contains(t, r.stdout, "skipped:")
-	require.Contains(t, r.stdout, "agent", "the report names the holder")
+	require.Contains(t, r.Stdout, "skipped:")
+	require.Contains(t, r.Stdout, "agent", "the report names the holder")
 
 	// With --wait, the command waits for the holder to let go.
-	cmd := exec.Command(bin, "--dir", root, "--keep-last", "5", "--wait", "30s", "--json", "held")
-	cmd.Env = cleanEnv(t)
+	cmd := exec.Command(filepath.Join(binDir, "compact"), "--dir", root, "--keep-last", "5", "--wait", "30s", "--json", "held")
+	cmd.Env = clitest.CleanEnv(t)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
@@ -319,34 +267,34 @@ func TestUsage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := compact(t, nil, tc.args...)
-			require.Equal(t, tc.wantCode, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-			require.Contains(t, r.stderr+r.stdout, tc.wantErr)
+			require.Equal(t, tc.wantCode, r.Code, "stdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+			require.Contains(t, r.Stderr+r.Stdout, tc.wantErr)
 			if tc.wantCode == exitUsage {
-				require.Contains(t, r.stderr, "Usage: compact", "usage on stderr")
-				require.Empty(t, r.stdout)
+				require.Contains(t, r.Stderr, "Usage: compact", "usage on stderr")
+				require.Empty(t, r.Stdout)
 			}
 		})
 	}
 	r := compact(t, nil, "--help")
-	require.Equal(t, 0, r.code)
-	require.Contains(t, r.stdout, "Usage: compact")
-	require.Contains(t, r.stdout, "--keep-since D")
-	require.Empty(t, r.stderr)
+	require.Equal(t, 0, r.Code)
+	require.Contains(t, r.Stdout, "Usage: compact")
+	require.Contains(t, r.Stdout, "--keep-since D")
+	require.Empty(t, r.Stderr)
 
 	// Days are a duration too.
 	r = inProcess("--dir", root, "--keep-since", "7d", "--dry-run")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 }
 
 func TestDefaultStore(t *testing.T) {
 	root, _ := testStore(t, map[string]int{"alpha": 4})
 	r := compact(t, []string{"SESSIONSTORE_DIR=" + root}, "--keep-last", "1")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "1 sessions: 1 compacted")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "1 sessions: 1 compacted")
 	xdg := t.TempDir()
 	r = compact(t, []string{"XDG_DATA_HOME=" + xdg}, "--keep-last", "1")
-	require.Equal(t, exitFail, r.code)
-	require.Contains(t, r.stderr, "no store at "+filepath.Join(xdg, "sessionstore"))
+	require.Equal(t, exitFail, r.Code)
+	require.Contains(t, r.Stderr, "no store at "+filepath.Join(xdg, "sessionstore"))
 }
 
 // TestProgressBarOnTerminal runs the command with its output on a
@@ -358,8 +306,8 @@ func TestProgressBarOnTerminal(t *testing.T) {
 		t.Skip("no script(1) to give the command a terminal")
 	}
 	root, want := testStore(t, map[string]int{"alpha": 30, "beta": 30})
-	cmd := exec.Command(script, "-qec", bin+" --dir "+root+" --keep-last 3", "/dev/null")
-	cmd.Env = cleanEnv(t)
+	cmd := exec.Command(script, "-qec", filepath.Join(binDir, "compact")+" --dir "+root+" --keep-last 3", "/dev/null")
+	cmd.Env = clitest.CleanEnv(t)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "compacting alpha", "the bar names the session it works on")

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/clitest"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -37,26 +38,26 @@ func TestHelp(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
 				r := sessions(t, nil, args...)
-				require.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
-				require.True(t, strings.HasPrefix(r.stdout, "Usage: sessions "+name+" "), r.stdout)
-				require.Contains(t, r.stdout, "--dir directory")
-				require.NotContains(t, r.stdout, "--now", "hidden flags stay hidden")
-				require.Empty(t, r.stderr)
+				require.Equal(t, exitOK, r.Code, "%v: %s", args, r.Stderr)
+				require.True(t, strings.HasPrefix(r.Stdout, "Usage: sessions "+name+" "), r.Stdout)
+				require.Contains(t, r.Stdout, "--dir directory")
+				require.NotContains(t, r.Stdout, "--now", "hidden flags stay hidden")
+				require.Empty(t, r.Stderr)
 			}
 		})
 	}
 	r := sessions(t, nil, "help")
-	require.Equal(t, exitOK, r.code)
+	require.Equal(t, exitOK, r.Code)
 	for _, name := range names {
-		require.Equal(t, !commands[name].hidden, strings.Contains(r.stdout, "\n  "+name+" "), name)
+		require.Equal(t, !commands[name].hidden, strings.Contains(r.Stdout, "\n  "+name+" "), name)
 	}
-	require.Equal(t, r.stdout, sessions(t, nil, "--help").stdout)
+	require.Equal(t, r.Stdout, sessions(t, nil, "--help").Stdout)
 
 	for _, args := range [][]string{{}, {"frobnicate"}, {"--bogus", "ls"}, {"help", "frobnicate"}, {"ls", "--bogus"},
 		{"show"}, {"show", "a", "b"}, {"show", "../x"}, {"--dir"}} {
 		r := sessions(t, nil, args...)
-		require.Equal(t, exitUsage, r.code, "%v", args)
-		require.NotEmpty(t, r.stderr, "%v", args)
+		require.Equal(t, exitUsage, r.Code, "%v", args)
+		require.NotEmpty(t, r.Stderr, "%v", args)
 	}
 }
 
@@ -80,9 +81,9 @@ func TestStoreDir(t *testing.T) {
 	ids := func(env []string, args ...string) string {
 		t.Helper()
 		r := sessions(t, env, append(args, "--json")...)
-		require.Equal(t, exitOK, r.code, r.stderr)
+		require.Equal(t, exitOK, r.Code, r.Stderr)
 		var page summary.Page
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &page))
 		var out []string
 		for _, s := range page.Items {
 			out = append(out, string(s.ID))
@@ -100,17 +101,17 @@ func TestStoreDir(t *testing.T) {
 	require.Equal(t, "in-flag2", ids(env, "--dir", filepath.Join(base, "flag"), "ls", "--dir", filepath.Join(base, "flag2")))
 
 	r := sessions(t, nil, "--dir", filepath.Join(base, "nothing-here"), "ls")
-	require.Equal(t, exitFail, r.code)
-	require.Contains(t, r.stderr, "no store at")
+	require.Equal(t, exitFail, r.Code)
+	require.Contains(t, r.Stderr, "no store at")
 	_, err := os.Stat(filepath.Join(base, "nothing-here"))
 	require.ErrorIs(t, err, os.ErrNotExist, "reading commands create no store")
 }
 
 func TestVerifyExitStatus(t *testing.T) {
 	root := fixtureStore(t, "clean", "crc-fail-last-line")
-	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify").code)
-	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "missing").code)
-	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "--frob").code)
+	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify").Code)
+	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "missing").Code)
+	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "--frob").Code)
 
 	// One flipped bit in the middle of the clean log.
 	path := filepath.Join(root, "clean", jsonlstore.LogFile)
@@ -119,10 +120,10 @@ func TestVerifyExitStatus(t *testing.T) {
 	data[len(data)/2] ^= 0x01
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 	r := sessions(t, nil, "--dir", root, "verify")
-	require.Equal(t, exitFail, r.code, r.String())
-	require.Contains(t, r.stdout, "clean: CORRUPT")
-	require.Contains(t, r.stdout, "problem: clean/log.jsonl offset ")
-	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify", "crc-fail-last-line").code)
+	require.Equal(t, exitFail, r.Code, r.String())
+	require.Contains(t, r.Stdout, "clean: CORRUPT")
+	require.Contains(t, r.Stdout, "problem: clean/log.jsonl offset ")
+	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify", "crc-fail-last-line").Code)
 }
 
 // TestVerifyWhileWriting runs the verify binary again and again while
@@ -195,10 +196,10 @@ func TestVerifyWhileWriting(t *testing.T) {
 	runs := 0
 	for deadline := time.Now().Add(2 * time.Second); runs < minRuns || time.Now().Before(deadline); runs++ {
 		r := sessions(t, nil, "--dir", root, "verify", "--quiet")
-		if r.code != exitOK {
+		if r.Code != exitOK {
 			stopped.Store(true)
 			wg.Wait()
-			require.Equal(t, exitOK, r.code, "false alarm on a live store:\n%s", r)
+			require.Equal(t, exitOK, r.Code, "false alarm on a live store:\n%s", r)
 		}
 	}
 	stopped.Store(true)
@@ -223,100 +224,100 @@ func TestRmRefusesHeld(t *testing.T) {
 	require.NoError(t, err)
 
 	r := sessions(t, nil, "--dir", root, "rm", "busy")
-	require.Equal(t, exitFail, r.code)
-	require.Contains(t, r.stderr, "session busy is held by agent-cli pid "+strconv.Itoa(os.Getpid()))
-	require.Contains(t, r.stderr, "stop it first, or rm with --wait")
+	require.Equal(t, exitFail, r.Code)
+	require.Contains(t, r.Stderr, "session busy is held by agent-cli pid "+strconv.Itoa(os.Getpid()))
+	require.Contains(t, r.Stderr, "stop it first, or rm with --wait")
 	r = sessions(t, nil, "--dir", root, "rm", "busy", "--wait", "100ms")
-	require.Equal(t, exitFail, r.code)
-	require.Contains(t, r.stderr, "still after waiting 100ms")
+	require.Equal(t, exitFail, r.Code)
+	require.Contains(t, r.Stderr, "still after waiting 100ms")
 	_, err = st.Load(ctx, "busy")
 	require.NoError(t, err, "still there")
 
 	r = sessions(t, nil, "--dir", root, "lease", "busy")
-	require.Equal(t, exitOK, r.code)
-	require.Contains(t, r.stdout, "state       held")
-	require.Contains(t, r.stdout, fmt.Sprintf("the holder (pid %d on host", os.Getpid()))
-	require.Contains(t, r.stdout, "is alive; stop it, or wait")
+	require.Equal(t, exitOK, r.Code)
+	require.Contains(t, r.Stdout, "state       held")
+	require.Contains(t, r.Stdout, fmt.Sprintf("the holder (pid %d on host", os.Getpid()))
+	require.Contains(t, r.Stdout, "is alive; stop it, or wait")
 
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		w.Release(ctx)
 	}()
 	r = sessions(t, nil, "--dir", root, "rm", "--wait", "10s", "busy")
-	require.Equal(t, exitOK, r.code, r.String())
-	require.Equal(t, "removed busy\n", r.stdout)
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Equal(t, "removed busy\n", r.Stdout)
 	_, err = st.Load(ctx, "busy")
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 	r = sessions(t, nil, "--dir", root, "rm", "busy")
-	require.Equal(t, exitFail, r.code)
-	require.Contains(t, r.stderr, "not found")
+	require.Equal(t, exitFail, r.Code)
+	require.Contains(t, r.Stderr, "not found")
 }
 
 func TestLeaseStale(t *testing.T) {
 	root := statesStore(t)
 	r := inProcess(t, "--dir", root, "lease", "s11-stale")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "state        stale")
-	require.Contains(t, r.stdout, "last holder  crashed-agent")
-	require.Contains(t, r.stdout, "the previous holder died; the next acquirer recovers it automatically")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "state        stale")
+	require.Contains(t, r.Stdout, "last holder  crashed-agent")
+	require.Contains(t, r.Stdout, "the previous holder died; the next acquirer recovers it automatically")
 	r = inProcess(t, "--dir", root, "lease", "s1-idle", "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, exitOK, r.Code, r.Stderr)
 	var lr leaseReport
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &lr))
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &lr))
 	require.Equal(t, summary.LeaseFree, lr.Lease.State)
 	require.Equal(t, "golden", lr.Lease.Holder.Label)
-	require.Equal(t, exitFail, inProcess(t, "--dir", root, "lease", "nope").code)
+	require.Equal(t, exitFail, inProcess(t, "--dir", root, "lease", "nope").Code)
 }
 
 func TestRepairCLI(t *testing.T) {
 	root := fixtureStore(t, "bitflip-middle", "crc-fail-claims-old-revision")
 	r := sessions(t, nil, "--dir", root, "repair", "bitflip-middle")
-	require.Equal(t, exitFail, r.code, r.String())
-	require.Contains(t, r.stdout, "found: bitflip-middle/log.jsonl offset 1158: record checksum mismatch")
-	require.Contains(t, r.stdout, "cut: nothing (not asked to: --truncate-at-corruption)")
-	require.Contains(t, r.stderr, "'sessions repair bitflip-middle --truncate-at-corruption' cuts the log at offset 1158")
+	require.Equal(t, exitFail, r.Code, r.String())
+	require.Contains(t, r.Stdout, "found: bitflip-middle/log.jsonl offset 1158: record checksum mismatch")
+	require.Contains(t, r.Stdout, "cut: nothing (not asked to: --truncate-at-corruption)")
+	require.Contains(t, r.Stderr, "'sessions repair bitflip-middle --truncate-at-corruption' cuts the log at offset 1158")
 
 	r = sessions(t, nil, "--dir", root, "repair", "bitflip-middle", "--truncate-at-corruption")
-	require.Equal(t, exitOK, r.code, r.String())
-	require.Contains(t, r.stdout, "cut: the log at offset 1158, removing 2538 bytes")
-	require.Contains(t, r.stdout, "kept: bitflip-middle/forensic/repair-1158-")
-	require.Contains(t, r.stdout, "log: 2 records, revisions 1-2")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "cut: the log at offset 1158, removing 2538 bytes")
+	require.Contains(t, r.Stdout, "kept: bitflip-middle/forensic/repair-1158-")
+	require.Contains(t, r.Stdout, "log: 2 records, revisions 1-2")
 	r = sessions(t, nil, "--dir", root, "verify", "bitflip-middle")
-	require.Equal(t, exitOK, r.code, r.String())
-	require.Contains(t, r.stdout, "removed from the log by earlier recoveries or repairs")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "removed from the log by earlier recoveries or repairs")
 
 	// A damaged tail that makes Acquire fail.
 	r = sessions(t, nil, "--dir", root, "rm", "crc-fail-claims-old-revision")
-	require.Equal(t, exitFail, r.code)
-	require.Contains(t, r.stderr, "frees it first")
+	require.Equal(t, exitFail, r.Code)
+	require.Contains(t, r.Stderr, "frees it first")
 	r = sessions(t, nil, "--dir", root, "repair", "--json", "--truncate-at-corruption", "crc-fail-claims-old-revision")
-	require.Equal(t, exitOK, r.code, r.String())
+	require.Equal(t, exitOK, r.Code, r.String())
 	var rep jsonlstore.RepairReport
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	require.True(t, rep.Cut)
 	require.Equal(t, uint64(5), rep.Revision)
-	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "rm", "crc-fail-claims-old-revision").code)
+	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "rm", "crc-fail-claims-old-revision").Code)
 }
 
 func TestShowExportDu(t *testing.T) {
 	root := statesStore(t)
 	r := inProcess(t, "--dir", root, "show", "s3-awaiting")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, exitOK, r.Code, r.Stderr)
 	var snap sessnap.Snapshot
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &snap))
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &snap))
 	require.Equal(t, session.StateAwaiting, snap.State)
 	require.NotNil(t, snap.Pending)
-	require.Contains(t, r.stdout, "\n  \"state\": \"awaiting\",\n")
+	require.Contains(t, r.Stdout, "\n  \"state\": \"awaiting\",\n")
 
 	r = inProcess(t, "--dir", root, "show", "--rev", "1", "s6-cancelled")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, exitOK, r.Code, r.Stderr)
 	r2 := inProcess(t, "--dir", root, "show", "s6-cancelled", "--rev=9")
-	require.Equal(t, exitFail, r2.code)
-	require.Contains(t, r2.stderr, "not found")
+	require.Equal(t, exitFail, r2.Code)
+	require.Contains(t, r2.Stderr, "not found")
 
 	r = inProcess(t, "--dir", root, "export", "s6-cancelled")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	require.Len(t, lines, 3)
 	for i, l := range lines {
 		var el jsonlstore.ExportLine
@@ -324,14 +325,14 @@ func TestShowExportDu(t *testing.T) {
 		require.Equal(t, uint64(i+1), el.Revision)
 	}
 	r = inProcess(t, "--dir", root, "export", "--latest", "s6-cancelled")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &snap))
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &snap))
 	require.Equal(t, session.StateCancelled, snap.State)
 
 	r = inProcess(t, "--dir", root, "du", "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, exitOK, r.Code, r.Stderr)
 	var du jsonlstore.DUReport
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &du))
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &du))
 	require.Len(t, du.Sessions, 11)
 	require.Positive(t, du.Total.LogBytes)
 	require.Positive(t, du.Total.OtherBytes)
@@ -343,8 +344,8 @@ func TestWatch(t *testing.T) {
 	root := statesStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--dir", root, "watch", "--time-format", "rfc3339")
-	cmd.Env = cleanEnv(t)
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "sessions"), "--dir", root, "watch", "--time-format", "rfc3339")
+	cmd.Env = clitest.CleanEnv(t)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
@@ -397,8 +398,8 @@ func TestLogArchived(t *testing.T) {
 	_, err = st.Compact(ctx, "compacted", jsonlstore.CompactPolicy{KeepLast: 2}, 0)
 	require.NoError(t, err)
 	r := inProcess(t, "--dir", root, "log", "compacted")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	require.Len(t, lines, 7)
 	for i, l := range lines[1:] {
 		want := " log"
@@ -408,6 +409,6 @@ func TestLogArchived(t *testing.T) {
 		require.True(t, strings.HasSuffix(l, want), l)
 	}
 	r = inProcess(t, "--dir", root, "verify")
-	require.Equal(t, exitOK, r.code, r.String())
-	require.Contains(t, r.stdout, "compacted: ok (6 sound records, revisions 1-6)")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "compacted: ok (6 sound records, revisions 1-6)")
 }

@@ -27,11 +27,11 @@ func TestDemo(t *testing.T) {
 	wg.Go(func() {
 		for ctx.Err() == nil {
 			r := sessions(t, nil, "--dir", root, "verify", "--quiet")
-			if r.code == exitUsage && strings.Contains(r.stderr, "no store at") {
+			if r.Code == exitUsage && strings.Contains(r.Stderr, "no store at") {
 				time.Sleep(10 * time.Millisecond) // the demo has not created it yet
 				continue
 			}
-			if r.code != exitOK {
+			if r.Code != exitOK {
 				verifyErr = fmt.Errorf("verify during the demo:\n%s", r)
 				return
 			}
@@ -43,9 +43,9 @@ func TestDemo(t *testing.T) {
 	for run := 1; run <= 2; run++ {
 		start := time.Now()
 		r := sessions(t, nil, "--dir", root, "demo", "--delay", "30ms")
-		require.Equal(t, exitOK, r.code, r.String())
+		require.Equal(t, exitOK, r.Code, r.String())
 		t.Logf("demo run %d took %s", run, time.Since(start).Round(time.Millisecond))
-		out := r.stdout
+		out := r.Stdout
 		for _, want := range []string{
 			"killed agent-2 (pid ", "with SIGKILL after revision ",
 			"is stale: it died holding the lease", "acquired the lease: generation 2 > 1",
@@ -74,8 +74,8 @@ func TestDemo(t *testing.T) {
 	require.NoError(t, verifyErr)
 	t.Logf("%d verify runs during the demos", verifies)
 	r := sessions(t, nil, "--dir", root, "ls", "--state", "completed", "--json")
-	require.Equal(t, exitOK, r.code)
-	require.Equal(t, 6, strings.Count(r.stdout, `"state": "completed"`))
+	require.Equal(t, exitOK, r.Code)
+	require.Equal(t, 6, strings.Count(r.Stdout, `"state": "completed"`))
 }
 
 func tableRow(table, id string) string {

@@ -14,6 +14,7 @@
 //	sessions rm ID --wait 10s
 //	sessions du                              # bytes per session
 //	sessions export ID > history.jsonl
+//	sessions backup /backups/today           # a consistent, verified copy
 //	sessions demo                            # agents, a crash, a takeover
 //
 // The store is --dir (before or after the command), else

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
-	"github.com/sessionstore/sessionstore/session"
 )
 
 const duDoc = `
@@ -24,13 +23,9 @@ func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var ids []session.SessionID
-	for _, p := range pos {
-		id, err := sessionID(p)
-		if err != nil {
-			return c.usageError("%v", err)
-		}
-		ids = append(ids, id)
+	ids, err := sessionIDs(pos)
+	if err != nil {
+		return c.usageError("%v", err)
 	}
 	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
 		rep, err := st.DiskUsage(ctx, ids...)

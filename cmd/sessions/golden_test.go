@@ -88,9 +88,9 @@ func TestGoldenLs(t *testing.T) {
 	}
 	// The next page continues where the cursor says.
 	r := sessions(t, nil, "--dir", root, "ls", "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc")
-	require.Contains(t, r.stderr, "--cursor ")
+	require.Contains(t, r.Stderr, "--cursor ")
 	var cursor string
-	_, err := fmt.Sscanf(r.stderr, "more sessions: repeat with --cursor %s", &cursor)
+	_, err := fmt.Sscanf(r.Stderr, "more sessions: repeat with --cursor %s", &cursor)
 	require.NoError(t, err)
 	r = sessions(t, nil, "ls", "--dir", root, "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc", "--cursor", cursor)
 	golden(t, "ls_page2.golden", r.String(), hostPID()...)
@@ -111,22 +111,22 @@ func TestGoldenLog(t *testing.T) {
 		})
 	}
 	r := sessions(t, nil, "--dir", root, "log", "clean", "--json")
-	require.Equal(t, 0, r.code)
+	require.Equal(t, 0, r.Code)
 	golden(t, "log_clean_json.golden", r.String())
 }
 
 func TestGoldenVerify(t *testing.T) {
 	root := fixtureStore(t)
 	r := sessions(t, nil, "--dir", root, "verify")
-	require.Equal(t, exitFail, r.code)
+	require.Equal(t, exitFail, r.Code)
 	golden(t, "verify_fixtures.golden", r.String())
 
 	r = sessions(t, nil, "--dir", root, "verify", "clean", "partial-last-line", "newer-schema")
-	require.Equal(t, exitOK, r.code)
+	require.Equal(t, exitOK, r.Code)
 	golden(t, "verify_sound.golden", r.String())
 
 	r = sessions(t, nil, "--dir", root, "verify", "--quiet", "--json", "bitflip-middle")
-	require.Equal(t, exitFail, r.code)
+	require.Equal(t, exitFail, r.Code)
 	golden(t, "verify_bitflip_json.golden", r.String())
 }
 

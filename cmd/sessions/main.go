@@ -41,6 +41,7 @@ func init() {
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID [--wait D]", summary: "delete a session (refuses one that is held, unless --wait)", run: cmdRm},
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},
+		{name: "backup", usage: "DEST [ID...] [--json]", summary: "a consistent, verified copy of sessions into the store at DEST", run: cmdBackup},
 		{name: "export", usage: "ID [--latest]", summary: "every revision as JSON Lines (or the latest snapshot)", run: cmdExport},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/clitest"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -26,87 +22,37 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// bin is the sessions binary, built once by TestMain.
-var bin string
+// binDir holds the sessions and compact binaries, built once by TestMain.
+var binDir string
 
 const fixtureRoot = "../../testdata/jsonlstore"
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "sessions-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "sessions")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build sessions: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	clitest.Main(m, &binDir, ".", "../compact")
 }
 
-// result is what one run of the command printed and returned.
-type result struct {
-	stdout, stderr string
-	code           int
-}
+// result is what one run of a command printed and returned.
+type result = clitest.Result
 
-// String is the golden form: stdout, stderr if any, and the exit status.
-func (r result) String() string {
-	s := r.stdout
-	if r.stderr != "" {
-		s += "--- stderr ---\n" + r.stderr
-	}
-	return s + fmt.Sprintf("--- exit %d ---\n", r.code)
-}
-
-// sessions runs the binary with args and a clean environment (no store
-// variables; HOME in a temporary directory), plus env.
+// sessions runs the sessions binary with args and a clean environment (no
+// store variables; HOME in a temporary directory), plus env.
 func sessions(t testing.TB, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(cleanEnv(t), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run sessions %v: %v", args, err)
-	}
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	return clitest.Run(t, filepath.Join(binDir, "sessions"), env, args...)
 }
 
-func cleanEnv(t testing.TB) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "SESSIONSTORE_DIR", "XDG_DATA_HOME", "HOME":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+t.TempDir())
+// compactCmd runs the compact binary like sessions.
+func compactCmd(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	return clitest.Run(t, filepath.Join(binDir, "compact"), env, args...)
 }
 
 // inProcess runs the command in this process (so the race detector sees
 // it), as main would.
 func inProcess(t testing.TB, args ...string) result {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &stdout, &stderr)
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	return clitest.InProcess(run, args...)
 }
 
 // fixtureStore returns a new store root holding a copy of each named

@@ -70,3 +70,16 @@ func (c *cli) withStore(ctx context.Context, create bool, fn func(st *jsonlstore
 	}
 	return fn(st)
 }
+
+// sessionIDs validates command-line session IDs.
+func sessionIDs(args []string) ([]session.SessionID, error) {
+	var ids []session.SessionID
+	for _, a := range args {
+		id, err := sessionID(a)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

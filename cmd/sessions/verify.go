@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
-	"github.com/sessionstore/sessionstore/session"
 )
 
 const verifyDoc = `
@@ -31,13 +30,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	var ids []session.SessionID
-	for _, p := range pos {
-		id, err := sessionID(p)
-		if err != nil {
-			return c.usageError("%v", err)
-		}
-		ids = append(ids, id)
+	ids, err := sessionIDs(pos)
+	if err != nil {
+		return c.usageError("%v", err)
 	}
 	st, err := c.openStore(false)
 	if err != nil {

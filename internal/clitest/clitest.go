@@ -1,0 +1,118 @@
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Build compiles the main package in each of pkgDirs (relative to the
+// working directory) into one temporary directory, named after the
+// directories' base names, and returns that directory. The caller removes
+// it.
+func Build(pkgDirs ...string) (string, error) {
+	dir, err := os.MkdirTemp("", "sessionstore-bin-")
+	if err != nil {
+		return "", err
+	}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	for _, pkg := range pkgDirs {
+		abs, err := filepath.Abs(pkg)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+		out := filepath.Join(dir, filepath.Base(abs))
+		if b, err := exec.Command(gobin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return dir, nil
+}
+
+// Main is a TestMain body: it builds the commands in pkgDirs into a
+// temporary directory, stores its path in *binDir, runs the tests,
+// removes the directory and exits.
+func Main(m *testing.M, binDir *string, pkgDirs ...string) {
+	dir, err := Build(pkgDirs...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Result is what one run of a command printed and returned.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// String is the golden form: stdout, stderr if any, and the exit status.
+func (r Result) String() string {
+	s := r.Stdout
+	if r.Stderr != "" {
+		s += "--- stderr ---\n" + r.Stderr
+	}
+	return s + fmt.Sprintf("--- exit %d ---\n", r.Code)
+}
+
+// Run runs bin with args, a clean environment (CleanEnv) plus env, and
+// stdout and stderr captured; it fails the test if the command cannot be
+// started or runs longer than a minute.
+func Run(t testing.TB, bin string, env []string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(CleanEnv(t), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run %s %v: %v", filepath.Base(bin), args, err)
+	}
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+}
+
+// CleanEnv is this process's environment without the variables that name
+// a default store (SESSIONSTORE_DIR, XDG_DATA_HOME) and with HOME in a
+// new temporary directory, so a command never touches the user's store.
+func CleanEnv(t testing.TB) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SESSIONSTORE_DIR", "XDG_DATA_HOME", "HOME":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+t.TempDir())
+}
+
+// InProcess runs a command's run function in this process (so the race
+// detector sees it), as its main would.
+func InProcess(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int, args ...string) Result {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+}
