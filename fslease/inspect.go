@@ -78,11 +78,24 @@ func Inspect(ctx context.Context, dir string) (Status, error) {
 const inspectAttempts = 4
 
 func inspect(lockPath, recordPath string) (Status, error) {
+	// Held and Free need one probe and one read of the record after it.
+	held, err := probe(lockPath, nil)
+	if err != nil {
+		return Status{}, err
+	}
+	before, err := loadRecord(recordPath)
+	if err != nil {
+		return Status{}, err
+	}
+	switch {
+	case held:
+		return newStatus(Held, before), nil
+	case !before.exists || (before.err == nil && before.rec.Released):
+		return newStatus(Free, before), nil
+	}
+	// Unlocked and not released: Stale only if the same record is read on
+	// both sides of a successful probe.
 	for range inspectAttempts {
-		before, err := loadRecord(recordPath)
-		if err != nil {
-			return Status{}, err
-		}
 		held, err := probe(lockPath, nil)
 		if err != nil {
 			return Status{}, err
@@ -104,6 +117,7 @@ func inspect(lockPath, recordPath string) (Status, error) {
 			return newStatus(Stale, after), nil
 		}
 		// The record changed around the probe: a holder came since.
+		before = after
 	}
 	return inspectLocked(lockPath, recordPath)
 }
