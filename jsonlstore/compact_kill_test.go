@@ -1,13 +1,11 @@
 package jsonlstore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,47 +54,7 @@ func compactChildMain(mode string) int {
 // reaped at cleanup if the test has not done so).
 func startCompactChild(t testing.TB, mode string, env ...string) *procChild {
 	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "-test.run=^TestCompactKilled$", "-test.count=1")
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), append([]string{compactChildEnv + "=" + mode, "GORACE=" + gorace}, env...)...)
-	c := &procChild{mode: mode, cmd: cmd, stderr: &procStderr{}, notify: make(chan struct{}, 1), exited: make(chan struct{})}
-	cmd.Stderr = c.stderr
-	c.stdin, err = cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	c.pid = cmd.Process.Pid
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			c.onLine(sc.Text())
-		}
-		c.mu.Lock()
-		c.eof = true
-		c.mu.Unlock()
-		c.poke()
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
-	t.Cleanup(func() {
-		if c.reaped {
-			return
-		}
-		_ = c.stdin.Close()
-		_ = cmd.Process.Kill()
-		select {
-		case <-c.exited:
-		case <-time.After(procLineWithin):
-			t.Errorf("compaction child %s pid %d did not exit after SIGKILL", mode, c.pid)
-			return
-		}
-		c.reaped = true
-		c.checkStderr(t)
-	})
-	return c
+	return startChild(t, []string{"-test.run=^TestCompactKilled$", "-test.count=1"}, compactChildEnv, mode, env...)
 }
 
 // TestCompactKilled kills, round after round, a child process that

@@ -558,13 +558,21 @@ func (e *procStderr) String() string {
 // The process is killed and reaped at cleanup if the test has not done so.
 func startProc(t testing.TB, mode string, env ...string) *procChild {
 	t.Helper()
+	return startChild(t, nil, procModeEnv, mode, env...)
+}
+
+// startChild starts the test binary with args and modeEnv=mode plus extra
+// environment, and returns its procChild (killed and reaped at cleanup if
+// the test has not done so).
+func startChild(t testing.TB, args []string, modeEnv, mode string, env ...string) *procChild {
+	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.Command(exe)
+	cmd := exec.Command(exe, args...)
 	// The race runtime sleeps a second at exit by default; helpers exit
 	// often. (exec keeps the last of duplicate variables.)
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), append([]string{procModeEnv + "=" + mode, "GORACE=" + gorace}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{modeEnv + "=" + mode, "GORACE=" + gorace}, env...)...)
 	c := &procChild{mode: mode, cmd: cmd, stderr: &procStderr{}, notify: make(chan struct{}, 1), exited: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	c.stdin, err = cmd.StdinPipe()
@@ -595,7 +603,7 @@ func startProc(t testing.TB, mode string, env ...string) *procChild {
 		select {
 		case <-c.exited:
 		case <-time.After(procLineWithin):
-			t.Errorf("helper %s pid %d did not exit after SIGKILL", mode, c.pid)
+			t.Errorf("child %s pid %d did not exit after SIGKILL", mode, c.pid)
 			return
 		}
 		c.reaped = true
