@@ -6,7 +6,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 2m
 BENCHTIME ?= 2s
 
-.PHONY: all test fmt-check vet test-race demo bench soak fuzz mutate-sync
+.PHONY: all test fmt-check vet test-race demo bench bench-quick bench-go soak fuzz mutate-sync
 
 all: test
 
@@ -28,8 +28,18 @@ test-race:
 demo:
 	$(GO) run ./cmd/sessions demo
 
-## bench: the store's benchmarks (append vs raw fdatasync, load latest, list, compaction)
+## bench: the comparison harness (bench/, its own module): every workload against
+## jsonlstore, raw append, SQLite and bbolt in one run; BENCH_FLAGS adds flags
+## (e.g. BENCH_FLAGS='-only W1,W3 -out /tmp/bench.md')
 bench:
+	cd bench && $(GO) run . $(BENCH_FLAGS)
+
+## bench-quick: the harness with small counts (under two minutes once built)
+bench-quick:
+	cd bench && $(GO) run . -quick $(BENCH_FLAGS)
+
+## bench-go: the store's go test benchmarks (append vs raw fdatasync, load latest, list, compaction)
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonlstore/
 
 ## fuzz: every fuzz target for FUZZTIME each

@@ -1,0 +1,66 @@
+package main
+
+import "fmt"
+
+// report collects the tables of a run and the figures its targets are
+// checked against.
+type report struct {
+	tables []*table
+	fig    map[string]float64
+}
+
+func (r *report) add(t *table) { r.tables = append(r.tables, t) }
+
+func (r *report) set(key string, v float64) {
+	if r.fig == nil {
+		r.fig = map[string]float64{}
+	}
+	r.fig[key] = v
+}
+
+// targets checks issue 8's targets against the figures this run measured
+// (a target whose workload did not run is left out).
+func (r *report) targets() []target {
+	var ts []target
+	has := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := r.fig[k]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	f := r.fig
+	for _, size := range []string{"1KiB", "16KiB"} {
+		if k := "W1/" + size + "/jsonl÷raw"; has(k) {
+			ts = append(ts, target{"W1 " + size + ": jsonlstore vs raw append (ops/s)", "≥ 0.90×", fmt.Sprintf("%.2f×", f[k]), f[k] >= 0.9})
+		}
+	}
+	if k := "W1/256KiB/jsonl÷sqlite"; has(k) {
+		ts = append(ts, target{"W1 256KiB: jsonlstore vs SQLite (ops/s)", "≥ 2.5×", fmt.Sprintf("%.2f×", f[k]), f[k] >= 2.5})
+	}
+	if has("W2/appended", "W2/final") {
+		x := f["W2/appended"] / f["W2/final"]
+		ts = append(ts, target{"W2: bytes the store appended ÷ final snapshot", "≤ 4×",
+			fmt.Sprintf("%.0f× (%s for a %s snapshot)", x, fmtBytes(int64(f["W2/appended"])), fmtBytes(int64(f["W2/final"]))), x <= 4})
+	}
+	if k := "W2/full÷jsonl"; has(k) {
+		ts = append(ts, target{"W2: jsonlstore vs full snapshot per revision (time)", "≥ 5× faster", fmt.Sprintf("%.2f×", f[k]), f[k] >= 5})
+	}
+	if k := "W3/many÷one"; has(k) {
+		ts = append(ts, target{fmt.Sprintf("W3: load latest, %.0f revisions vs 1 (p50)", f["W3/revs"]), "≤ 2×", fmt.Sprintf("%.2f×", f[k]), f[k] <= 2})
+	}
+	if k := "W4/fresh-ms"; has(k) {
+		ts = append(ts, target{fmt.Sprintf("W4: first page of %.0f sessions, fresh process (p50, Open+List)", f["W4/sessions"]), "≤ 150 ms", fmt.Sprintf("%.1f ms", f[k]), f[k] <= 150})
+	}
+	if k := "W4/live-ms"; has(k) {
+		ts = append(ts, target{"W4: first page, live index (p50)", "≤ 1 ms", fmt.Sprintf("%.3f ms", f[k]), f[k] <= 1})
+	}
+	if k := "W5/MBps"; has(k) {
+		ts = append(ts, target{fmt.Sprintf("W5: compaction throughput (%.0f MiB log)", f["W5/MiB"]), "≥ 200 MB/s", fmt.Sprintf("%.0f MB/s", f[k]), f[k] >= 200})
+	}
+	if k := "W5/rssMiB"; has(k) {
+		ts = append(ts, target{"W5: compaction peak RSS", "≤ 64 MiB", fmt.Sprintf("%.1f MiB", f[k]), f[k] <= 64})
+	}
+	return ts
+}
