@@ -90,7 +90,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var killedAt uint64
 	select {
 	case <-victim.reached(demoKillAfter):
-		time.Sleep(rand.N(*delay + time.Millisecond))
+		time.Sleep(rand.N(*delay + time.Millisecond)) //nolint:gosec // G404: a random kill moment, not a secret
 		killedAt = victim.lastRev()
 		_ = victim.cmd.Process.Kill() // SIGKILL: no deferred Release runs
 		<-victim.done
@@ -184,7 +184,7 @@ type agentProc struct {
 }
 
 func startAgent(ctx context.Context, exe, name string, args []string, out *lineWriter) (*agentProc, error) {
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := exec.CommandContext(ctx, exe, args...) //nolint:gosec // G204: exe is os.Executable(), the demo starting its own agent processes
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
