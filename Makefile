@@ -29,9 +29,10 @@ vet:
 test-race:
 	$(GO) test -race -count=1 $(PKGS)
 
-## lint: golangci-lint (config: .golangci.yml) over every package, tests included
+## lint: golangci-lint (config: .golangci.yml) over every package, tests included; linux and darwin, as vet
 lint: lint-install
 	$(GOLANGCI_LINT) run $(PKGS)
+	GOOS=darwin $(GOLANGCI_LINT) run $(PKGS)
 
 ## lint-install: install golangci-lint $(GOLANGCI_LINT_VERSION) unless that version is there
 lint-install:

@@ -81,7 +81,7 @@ type Identity struct {
 func IdentityOf(fi fs.FileInfo) Identity {
 	switch s := fi.Sys().(type) {
 	case *syscall.Stat_t:
-		return Identity{Dev: uint64(s.Dev), Ino: s.Ino} //nolint:unconvert // Dev is int32 on darwin
+		return Identity{Dev: statDev(s), Ino: s.Ino}
 	case Identity:
 		return s
 	case *Identity:
