@@ -6,7 +6,12 @@ PKGS     ?= ./...
 FUZZTIME ?= 2m
 BENCHTIME ?= 2s
 
-.PHONY: all test fmt-check vet test-race demo bench bench-quick bench-go soak fuzz mutate-sync
+# golangci-lint v2, pinned; installed through the Go toolchain (module proxy)
+# into GOBIN, or the first GOPATH's bin, and kept out of go.mod.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)/golangci-lint
+
+.PHONY: all test fmt-check vet test-race lint lint-install demo bench bench-quick bench-go soak fuzz mutate-sync
 
 all: test
 
@@ -23,6 +28,18 @@ vet:
 
 test-race:
 	$(GO) test -race -count=1 $(PKGS)
+
+## lint: golangci-lint (config: .golangci.yml) over every package, tests included; linux and darwin, as vet
+lint: lint-install
+	$(GOLANGCI_LINT) run $(PKGS)
+	GOOS=darwin $(GOLANGCI_LINT) run $(PKGS)
+
+## lint-install: install golangci-lint $(GOLANGCI_LINT_VERSION) unless that version is there
+lint-install:
+	@if ! "$(GOLANGCI_LINT)" version 2>/dev/null | grep -q 'has version $(GOLANGCI_LINT_VERSION:v%=%) '; then \
+		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) to $(GOLANGCI_LINT)"; \
+		$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+	fi
 
 ## demo: the demo workload on the default store ($$SESSIONSTORE_DIR or the XDG data dir)
 demo:

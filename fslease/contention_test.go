@@ -66,7 +66,7 @@ func TestContention(t *testing.T) {
 			// Before the first holder's write there is no lease.json;
 			// after it, lease.json is always whole (atomic rename).
 			if st.RecordErr != nil {
-				probeErr = fmt.Errorf("probe saw a held lease without a readable record: %v", st.RecordErr)
+				probeErr = fmt.Errorf("probe saw a held lease without a readable record: %w", st.RecordErr)
 				return
 			}
 		}

@@ -12,7 +12,7 @@ import (
 func platformIdentity(pid int) (start time.Time, ticks uint64, bootID string) {
 	if kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid); err == nil {
 		tv := kp.Proc.P_starttime
-		start = time.Unix(int64(tv.Sec), int64(tv.Usec)*int64(time.Microsecond)).UTC()
+		start = time.Unix(tv.Sec, int64(tv.Usec)*int64(time.Microsecond)).UTC()
 	}
 	if id, err := unix.Sysctl("kern.bootsessionuuid"); err == nil {
 		bootID = id

@@ -29,7 +29,7 @@ func platformIdentity(int) (start time.Time, ticks uint64, bootID string) {
 	if stat, err := os.ReadFile("/proc/stat"); err == nil {
 		if btime, ok := parseBootTime(stat); ok {
 			sec, frac := ticks/userHZ, ticks%userHZ
-			start = time.Unix(btime+int64(sec), int64(frac)*int64(time.Second/userHZ)).UTC()
+			start = time.Unix(btime+int64(sec), int64(frac)*int64(time.Second/userHZ)).UTC() //nolint:gosec // G115: sec <= MaxUint64/userHZ and frac < userHZ both fit an int64
 		}
 	}
 	return start, ticks, bootID

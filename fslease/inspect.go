@@ -112,7 +112,7 @@ func inspect(lockPath, recordPath string) (Status, error) {
 		case after.err != nil:
 			// Holders only ever rename whole records into place: an
 			// unreadable one is damage, not a write in progress.
-			return newStatus(Stale, after), nil
+			return newStatus(Stale, after), nil //nolint:nilerr // the damage is reported in Status.RecordErr; Inspect's error is for failing to look
 		case before.exists && before.err == nil && before.rec == after.rec:
 			return newStatus(Stale, after), nil
 		}

@@ -150,7 +150,7 @@ func acquire(ctx context.Context, dir string, opts Options, try bool) (*Lease, e
 	}
 	if o.HeartbeatInterval > 0 {
 		l.done = make(chan struct{})
-		go l.heartbeatLoop(o.HeartbeatInterval)
+		go l.heartbeatLoop(o.HeartbeatInterval) //nolint:gosec // G118: heartbeats outlive Acquire's ctx by design, until Release closes l.stop
 	}
 	return l, nil
 }

@@ -113,7 +113,7 @@ func waitLock(ctx context.Context, path string, try bool) (*flock.Flock, error) 
 			return nil, nil
 		}
 		// Jitter so that waiters do not poll in lockstep.
-		t := time.NewTimer(delay/2 + rand.N(delay))
+		t := time.NewTimer(delay/2 + rand.N(delay)) //nolint:gosec // G404: poll jitter, not a secret
 		select {
 		case <-ctx.Done():
 			t.Stop()

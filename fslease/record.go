@@ -107,7 +107,7 @@ func parseRecord(data []byte) (Record, error) {
 		if s := salvage(data); s.hasVersion && s.version > RecordVersion {
 			return Record{}, fmt.Errorf("%w: version %d", ErrFutureVersion, s.version)
 		}
-		return Record{}, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
+		return Record{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
 	}
 	switch {
 	case r.Version > RecordVersion:
@@ -217,7 +217,7 @@ func loadRecord(path string) (loaded, error) {
 	if err != nil {
 		return loaded{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	if err := checkRegular(f, path); err != nil {
 		return loaded{}, err
 	}

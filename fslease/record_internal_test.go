@@ -136,7 +136,6 @@ func TestLoadRecordBoundedMemory(t *testing.T) {
 	path := filepath.Join(dir, RecordFile)
 	big := `{"version":1,"generation":12,"owner":{"label":"` + strings.Repeat("x", 32<<20) + `"}}`
 	require.NoError(t, os.WriteFile(path, []byte(big), 0o600))
-	big = ""
 	runtime.GC()
 
 	var before, after runtime.MemStats

@@ -134,7 +134,7 @@ func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l 
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	dec, err := newSegmentDecoder(f)
 	if err != nil {
 		return err

@@ -62,7 +62,7 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 	if err != nil {
 		return rep, err
 	}
-	defer dst.Close()
+	defer func() { _ = dst.Close() }() // only the root handle: every copy is synced and closed on its own
 	var copied []session.SessionID
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
@@ -109,7 +109,7 @@ func (s *Store) backupSession(id session.SessionID, dst *Store) (SessionBackup, 
 	if err != nil {
 		return sb, err
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only
 	last, _, err := v.last()
 	if err != nil {
 		return sb, err
@@ -156,7 +156,7 @@ func (s *Store) backupSession(id session.SessionID, dst *Store) (SessionBackup, 
 				return sb, archiveCorruption(id, seg.File, seg.First, err)
 			}
 			err = copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+seg.File, f)
-			f.Close()
+			_ = f.Close() // read-only; copyInto's error is checked below
 			if err != nil {
 				return sb, err
 			}

@@ -53,7 +53,8 @@ func TestRecords(t *testing.T) {
 
 	// Stopping early is fine.
 	n := 0
-	for range st.Records(ctx, "clean") {
+	for _, err := range st.Records(ctx, "clean") {
+		require.NoError(t, err)
 		n++
 		break
 	}

@@ -145,7 +145,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	if err != nil {
 		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only
 	if v.id != w.logID || v.size != w.size {
 		return rep, fmt.Errorf("jsonlstore: compact %s: log changed under its holder", id)
 	}
@@ -364,10 +364,10 @@ func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) 
 	}
 	fi, err := nf.Stat()
 	if err != nil || fi.Size() != v.size-cut {
-		nf.Close()
+		_ = nf.Close()
 		return fail(fmt.Errorf("new log has an unexpected size"))
 	}
-	w.log.Close()
+	_ = w.log.Close() // the replaced log: synced, and superseded by nf
 	w.log, w.logID = nf, vfs.IdentityOf(fi)
 	w.size -= cut
 	w.lastOffset -= cut
@@ -495,7 +495,7 @@ func (s *Store) newSegmentWriter(id session.SessionID) (*segmentWriter, error) {
 	cw := &countingWriter{w: f}
 	zw, err := zstd.NewWriter(cw, segmentEncoderOptions()...)
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		_ = s.fs.Remove(tmp)
 		return nil, err
 	}
@@ -542,8 +542,8 @@ func (sw *segmentWriter) finish(seg *archiveSegment) error {
 
 func (sw *segmentWriter) abort() {
 	if sw.f != nil {
-		sw.zw.Close()
-		sw.f.Close()
+		_ = sw.zw.Close()
+		_ = sw.f.Close()
 	}
 	_ = sw.s.fs.Remove(sw.tmp)
 }
@@ -569,7 +569,7 @@ func (s *Store) verifySegmentFile(name string, seg archiveSegment) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	dec, err := newSegmentDecoder(f)
 	if err != nil {
 		return err
@@ -627,7 +627,7 @@ func (s *Store) Compact(ctx context.Context, id session.SessionID, p CompactPoli
 	if err != nil {
 		return rep, err
 	}
-	defer w.Release(context.WithoutCancel(ctx))
+	defer func() { _ = w.Release(context.WithoutCancel(ctx)) }() // the compaction is durable either way; an unreleased lease goes stale
 	return w.(*writer).Compact(ctx, p)
 }
 

@@ -811,7 +811,7 @@ func TestCompactFaults(t *testing.T) {
 			}
 		}
 		require.NoError(t, w.Release(ctx))
-		st.Close()
+		require.NoError(t, st.Close())
 	}
 	type env struct {
 		sim    *vfs.Sim

@@ -321,7 +321,7 @@ func fltCrashCheck(t testing.TB, sim *vfs.Sim, id session.SessionID, acked uint6
 		_, err = w.Append(ctx, rec.Revision, plSnapshot(id, rec.Revision+1, 9))
 		require.NoError(t, err, "crash %d", i)
 		require.NoError(t, w.Release(ctx))
-		e.st.Close()
+		require.NoError(t, e.st.Close())
 	}
 }
 
@@ -436,7 +436,7 @@ func TestFaultCreate(t *testing.T) {
 					w, err := ce.st.TryAcquire(ctx, id, sessionstore.AcquireOptions{})
 					require.NoError(t, err, "crash %d", i)
 					require.NoError(t, w.Release(ctx))
-					ce.st.Close()
+					require.NoError(t, ce.st.Close())
 				}
 			})
 		}

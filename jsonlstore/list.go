@@ -66,7 +66,7 @@ func (s *Store) revisionAt(id session.SessionID, off int64) uint64 {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	var buf [64]byte
 	n, _ := f.ReadAt(buf[:], off)
 	rev, ok := peekRev(buf[:n])

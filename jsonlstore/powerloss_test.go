@@ -726,10 +726,10 @@ var plVarying = regexp.MustCompile(`[0-9a-f]{16}|[0-9]{8}T[0-9.]+Z`)
 func plFingerprint(s *vfs.Sim) [32]byte {
 	h := sha256.New()
 	for _, name := range s.Tree() {
-		fmt.Fprintf(h, "%s\x00", name)
+		_, _ = fmt.Fprintf(h, "%s\x00", name) // hash.Hash writes never fail
 		if !strings.HasSuffix(name, "/") {
 			b, _ := s.ReadFile(name)
-			fmt.Fprintf(h, "%d\x00", len(b))
+			_, _ = fmt.Fprintf(h, "%d\x00", len(b))
 			h.Write(b)
 		}
 	}

@@ -67,7 +67,7 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 			return fmt.Errorf("jsonlstore: read %s: %w", id, err)
 		}
 		err = fn(v)
-		v.Close()
+		_ = v.Close() // read-only
 		var a *anomaly
 		switch {
 		case errors.Is(err, errViewChanged) && attempt < maxReadAttempts:

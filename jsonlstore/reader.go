@@ -44,7 +44,7 @@ func openView(fsys vfs.FS, name string, maxPayload int) (*view, error) {
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	return &view{
@@ -200,7 +200,7 @@ func scanLines(r io.Reader, size int64, maxLine, maxPayload int, fn func(l *line
 					acc = append(acc, frag...)
 				}
 			}
-			if err != bufio.ErrBufferFull {
+			if !errors.Is(err, bufio.ErrBufferFull) {
 				break
 			}
 		}

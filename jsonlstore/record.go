@@ -43,7 +43,6 @@ func encodeRecord(m meta, payload []byte) []byte { return record.Encode(m, paylo
 var (
 	errNoNewline = errors.New("record has no terminating newline")
 	errFraming   = record.ErrFraming
-	errChecksum  = record.ErrChecksum
 	errTooLong   = record.ErrTooLong
 )
 

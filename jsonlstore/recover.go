@@ -72,7 +72,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only
 	last, t, err := v.last()
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
@@ -92,7 +92,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // Datasync below reports any write error; Close loses nothing after it
 	if err := f.Truncate(t.Start); err != nil {
 		return nil, fmt.Errorf("jsonlstore: recover %s: truncate: %w", id, err)
 	}
@@ -128,11 +128,11 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *vi
 	for done := int64(0); done < n; {
 		k := min(int64(len(buf)), n-done)
 		if _, err := v.f.ReadAt(buf[:k], off+done); err != nil {
-			f.Close()
+			_ = f.Close()
 			return "", readErr(err)
 		}
 		if err := writeAll(f, buf[:k]); err != nil {
-			f.Close()
+			_ = f.Close()
 			return "", err
 		}
 		done += k
@@ -166,7 +166,7 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 		if last, _, err := v.last(); err == nil && last != nil {
 			minGen = last.Gen
 		}
-		v.Close()
+		_ = v.Close() // read-only
 	}
 	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
 	if err != nil {
@@ -221,16 +221,16 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: open log %s: %w", id, err)
 	}
 	if fi.Size() != last.End() {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: open log %s: size %d after recovery, expected %d", id, fi.Size(), last.End())
 	}
 	dir, err := vfs.Sub(s.fs, sessionDir(id))
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: open session %s: %w", id, err)
 	}
 	return &writer{

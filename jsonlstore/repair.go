@@ -175,7 +175,7 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 		if last, _, err := v.last(); err == nil && last != nil {
 			minGen = last.Gen
 		}
-		v.Close()
+		_ = v.Close() // read-only
 	}
 	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
 	if err != nil {
@@ -231,7 +231,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	if err != nil {
 		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only
 	if cut < 0 || cut > v.size {
 		cut = v.size
 	}
@@ -258,7 +258,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 		if err != nil {
 			return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // Datasync below reports any write error; Close loses nothing after it
 		if err := f.Truncate(cut); err != nil {
 			return fmt.Errorf("jsonlstore: repair %s: truncate: %w", id, err)
 		}

@@ -89,7 +89,7 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 		}
 		fi, err := f.Stat()
 		if err != nil {
-			f.Close()
+			_ = f.Close()
 			return err
 		}
 		w.f, w.len = f, fi.Size()
@@ -106,7 +106,7 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 
 func (w *summaryWriter) close() {
 	if w.f != nil {
-		w.f.Close()
+		_ = w.f.Close() // summary.json is never synced: a cache checked against the log
 		w.f = nil
 	}
 }

@@ -346,7 +346,7 @@ func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start 
 	if err != nil {
 		return false
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only
 	if v.id != logID || v.size <= start {
 		return false
 	}
@@ -376,7 +376,7 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *Sess
 	if err != nil {
 		return nil // the log's problems are verifyLog's
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only
 	l, err := s.leftovers(id, v, m)
 	if err != nil {
 		return nil

@@ -301,7 +301,9 @@ func TestVerifyLiveStore(t *testing.T) {
 				return
 			}
 			_, err = f.Write([]byte(`{"v":1,"schema":1,"rev":` + strings.Repeat("9", i%50)))
-			f.Close()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
 			if err != nil {
 				errs <- err
 				return

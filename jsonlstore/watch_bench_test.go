@@ -132,7 +132,9 @@ func benchListFresh(b *testing.B, root string, want session.SessionID) {
 		if err != nil || len(page.Items) != summary.DefaultLimit || page.Items[0].ID != want {
 			b.Fatal(err, len(page.Items))
 		}
-		st.Close()
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/op")
 }

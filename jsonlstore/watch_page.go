@@ -65,7 +65,7 @@ func (p *pageSelection) offer(i int) {
 	if p.resume && summary.Compare(p.q.Order, k, p.after) <= 0 {
 		return
 	}
-	p.cand = append(p.cand, rankKey{sec: k.Time.Unix(), nsec: int32(k.Time.Nanosecond()), i: int32(i)})
+	p.cand = append(p.cand, rankKey{sec: k.Time.Unix(), nsec: int32(k.Time.Nanosecond()), i: int32(i)}) //nolint:gosec // G115: nanoseconds are < 1e9; 2^31 summaries would not fit in memory
 }
 
 // cmp orders two candidates as summary.Compare orders their keys: by

@@ -45,7 +45,7 @@ func TestWatchDebounce(t *testing.T) {
 		}
 		synctest.Wait()
 		require.Empty(t, ss.recomputes("a"), "nothing before the window ends")
-		time.Sleep(t0.Add(debounce).Sub(time.Now()))
+		time.Sleep(time.Until(t0.Add(debounce)))
 		synctest.Wait()
 		require.Equal(t, []time.Time{t0.Add(debounce)}, ss.recomputes("a"))
 		require.Equal(t, ss.want(), indexed(t, ss.w.ix), "the burst's last append is seen")

@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -203,7 +204,7 @@ func TestSupersede(t *testing.T) {
 				return
 			}
 			require.ErrorIs(t, err, tt.wantErr)
-			if msg := err.Error(); tt.wantErr == memstore.ErrNotHeld {
+			if msg := err.Error(); errors.Is(tt.wantErr, memstore.ErrNotHeld) {
 				require.True(t, strings.HasPrefix(msg, "memstore: "), msg)
 				require.Contains(t, msg, string(tt.id))
 			}

@@ -99,7 +99,7 @@ const (
 	StopCompleted    StopReason = "completed"
 	StopMaxTurns     StopReason = "max_turns"
 	StopMaxToolCalls StopReason = "max_tool_calls"
-	StopMaxRunTokens StopReason = "max_run_tokens"
+	StopMaxRunTokens StopReason = "max_run_tokens" //nolint:gosec // G101: a stop reason that names a token budget, not a credential
 	StopMaxDuration  StopReason = "max_duration"
 	StopUserStop     StopReason = "user_stop"
 	StopCancelled    StopReason = "cancelled"

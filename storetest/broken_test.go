@@ -201,7 +201,7 @@ func (w *brokenWriter) Append(ctx context.Context, expected uint64, snap sessnap
 		return w.Writer.Append(ctx, expected, snap)
 	}
 	for range 1000 {
-		rev, err := w.Writer.Append(ctx, w.Writer.Revision(), snap)
+		rev, err := w.Writer.Append(ctx, w.Revision(), snap)
 		if !errors.Is(err, sessionstore.ErrConflict) {
 			return rev, err
 		}

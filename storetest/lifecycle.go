@@ -65,7 +65,7 @@ func checkDeleteWakesWaiter(f *fixture) {
 		w2, err := f.s.Acquire(ctx, "gone", sessionstore.AcquireOptions{})
 		if err == nil {
 			_ = w2.Release(context.Background())
-			err = errors.New("Acquire of a deleted session succeeded")
+			err = errors.New("acquire of a deleted session succeeded")
 		}
 		errc <- err
 	}()

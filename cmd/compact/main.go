@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // releases the root handle only: each compaction was durable when it returned
 
 	work, err := sessions(ctx, st, opts.ids)
 	if err != nil {

@@ -143,7 +143,7 @@ func (a *agentScript) run(ctx context.Context, st *jsonlstore.Store, out io.Writ
 	if err != nil {
 		return err
 	}
-	defer w.Release(context.WithoutCancel(ctx))
+	defer func() { _ = w.Release(context.WithoutCancel(ctx)) }() // error paths: the Release at the end reports its error
 	r := &agentRun{w: w, s: s, rev: 1, out: out, delay: a.delay}
 	fmt.Fprintf(out, "rev 1: created %s session, lease generation %d; user: %q\n", a.kind, w.Generation(), a.prompt)
 	for turn := 1; turn <= a.turns; turn++ {
@@ -251,7 +251,7 @@ func (a *agentScript) takeOver(ctx context.Context, st *jsonlstore.Store, out io
 	if err != nil {
 		return err
 	}
-	defer w.Release(context.WithoutCancel(ctx))
+	defer func() { _ = w.Release(context.WithoutCancel(ctx)) }() // error paths: the Release at the end reports its error
 	rep := w.Recovery()
 	prev := rep.Previous
 	switch prev.State {

@@ -175,7 +175,9 @@ func TestVerifyWhileWriting(t *testing.T) {
 			f, err := os.OpenFile(tornLog, os.O_WRONLY|os.O_APPEND, 0)
 			if err == nil {
 				_, err = f.WriteString(`{"v":1,"schema":1,"rev":2,"gen":`)
-				f.Close()
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
 			}
 			if err != nil {
 				errs <- err
@@ -241,7 +243,7 @@ func TestRmRefusesHeld(t *testing.T) {
 
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		w.Release(ctx)
+		_ = w.Release(ctx) // if it fails, rm --wait below times out and the test fails
 	}()
 	r = sessions(t, nil, "--dir", root, "rm", "--wait", "10s", "busy")
 	require.Equal(t, exitOK, r.Code, r.String())

@@ -64,7 +64,7 @@ func (c *cli) withStore(ctx context.Context, create bool, fn func(st *jsonlstore
 	if err != nil {
 		return c.fail(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // releases the root handle only: nothing written waits on it
 	if ctx.Err() != nil {
 		return c.fail(ctx.Err())
 	}

@@ -39,7 +39,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		c.fail(err)
 		return exitUsage
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // read-only use
 	rep, err := st.Verify(ctx, ids...)
 	if err != nil {
 		c.fail(err)

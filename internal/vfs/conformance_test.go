@@ -64,7 +64,7 @@ func kind(err error) string {
 		return "ok"
 	case errors.Is(err, ErrSymlink):
 		return "symlink"
-	case err == io.EOF:
+	case errors.Is(err, io.EOF):
 		return "EOF"
 	case errors.Is(err, fs.ErrClosed):
 		return "closed"

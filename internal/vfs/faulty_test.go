@@ -167,7 +167,7 @@ func TestFaultyEveryOp(t *testing.T) {
 			func(t *testing.T, s *Sim) { require.Zero(t, s.SyncCount()) }},
 		{OpRead, func(_ *Faulty, file File) error {
 			_, err := file.Read(make([]byte, 1))
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				err = nil
 			}
 			return err

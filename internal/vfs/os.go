@@ -46,7 +46,7 @@ func (o *osFS) checkPath(name string) (fs.FileInfo, error) {
 
 func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	before, err := o.checkPath(name)
-	if err != nil && !(errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0) {
+	if err != nil && (!errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0) {
 		return nil, err
 	}
 	f, err := o.root.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
@@ -61,7 +61,7 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	if before != nil {
 		after, err := f.Stat()
 		if err != nil || IdentityOf(after) != IdentityOf(before) {
-			f.Close()
+			_ = f.Close()
 			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
 		}
 	}
@@ -158,7 +158,7 @@ func (o *osFS) RenameNoReplace(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	defer dir.Close()
+	defer func() { _ = dir.Close() }() // a directory handle: nothing to flush
 	err = renameNoReplace(int(dir.Fd()), base(oldname), base(newname))
 	if err != nil {
 		return &os.LinkError{Op: "renamenoreplace", Old: oldname, New: newname, Err: err}
@@ -202,7 +202,7 @@ func (o *osFS) sub(dir string) (SubFS, error) {
 		return nil, err
 	}
 	if after, err := r.Stat("."); err != nil || IdentityOf(after) != IdentityOf(fi) {
-		r.Close()
+		_ = r.Close()
 		return nil, &fs.PathError{Op: "sub", Path: dir, Err: errors.New("directory replaced while opening")}
 	}
 	return &osSub{osFS: osFS{root: r}}, nil

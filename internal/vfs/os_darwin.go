@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,3 +23,9 @@ func fullSync(f *os.File) error {
 
 // dataSync is fullSync: macOS has no fdatasync that reaches stable storage.
 func dataSync(f *os.File) error { return fullSync(f) }
+
+// statDev is the device number of s. Darwin's dev_t is an int32, widened
+// as it always was, so identities recorded earlier (summary.json) still match.
+func statDev(s *syscall.Stat_t) uint64 {
+	return uint64(s.Dev) //nolint:gosec // G115: an identity compared for equality, not arithmetic
+}

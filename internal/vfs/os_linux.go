@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,3 +23,6 @@ func dataSync(f *os.File) error {
 		}
 	}
 }
+
+// statDev is the device number of s (a uint64 on Linux).
+func statDev(s *syscall.Stat_t) uint64 { return s.Dev }

@@ -136,10 +136,10 @@ func TestCrashUnsyncedWritesSurviveByPage(t *testing.T) {
 	var none, some, all int
 	for seed := range uint64(400) {
 		got := readOrNil(s.Crash(seeded(seed)), "f")
-		switch n := pagesOf(t, got, data); {
-		case n == 0:
+		switch pagesOf(t, got, data) {
+		case 0:
 			none++
-		case n == 10:
+		case 10:
 			all++
 		default:
 			some++

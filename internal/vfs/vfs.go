@@ -81,7 +81,7 @@ type Identity struct {
 func IdentityOf(fi fs.FileInfo) Identity {
 	switch s := fi.Sys().(type) {
 	case *syscall.Stat_t:
-		return Identity{Dev: uint64(s.Dev), Ino: s.Ino} //nolint:unconvert // Dev is int32 on darwin
+		return Identity{Dev: statDev(s), Ino: s.Ino}
 	case Identity:
 		return s
 	case *Identity:
@@ -101,7 +101,7 @@ func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
