@@ -49,10 +49,10 @@ func fixtureLogs(tb testing.TB) (names []string, logs [][]byte) {
 
 // Damage operations of FuzzTailRecovery.
 const (
-	damageAppend   = iota // append junk
-	damageFlip            // xor junk into the log at an offset
-	damageCutThen         // cut the log at an offset, then append junk
-	damageOverlay         // overwrite the log from an offset with junk
+	damageAppend  = iota // append junk
+	damageFlip           // xor junk into the log at an offset
+	damageCutThen        // cut the log at an offset, then append junk
+	damageOverlay        // overwrite the log from an offset with junk
 	damageOps
 )
 
