@@ -24,6 +24,12 @@ var ErrSymlink = errors.New("vfs: refusing symlink")
 // check of its name and its opening; opening it again sees the new file.
 var ErrReplaced = errors.New("vfs: file replaced while opening")
 
+// ErrNotRegular is returned when a name to be opened is neither a regular
+// file nor a directory (a FIFO, socket or device planted in a store): a
+// FIFO would block the opener forever, a device would feed it endless
+// bytes. Nothing in a store is ever anything else.
+var ErrNotRegular = errors.New("vfs: refusing a file that is not a regular file or directory")
+
 // FS is a file system rooted at a store root.
 type FS interface {
 	// OpenFile opens name with os.OpenFile flags. It never follows a
