@@ -124,6 +124,9 @@ func archiveSeeds(tb testing.TB, a archivedFixture, bigBombs bool) (names []stri
 	line, newlines := zstdBombsOf(1 << 20)
 	if bigBombs {
 		line, newlines = zstdBombs()
+		// A manifest beyond its 16 MiB cap is refused unread.
+		huge := append(bytes.Repeat([]byte(" "), maxManifestSize), a.manifest...)
+		add("manifest over its cap", huge, a.segment)
 	}
 	add("bomb one line", bombManifest(tb, 1<<40), line)
 	add("bomb newlines", bombManifest(tb, 1<<40), newlines)
