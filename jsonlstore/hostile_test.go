@@ -283,3 +283,44 @@ func TestSymlinksInArchiveRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileSummaryIgnored: summary.json is a cache, never trusted
+// blindly: garbage, one beyond its size cap, or a well-formed one that
+// was written for another log file (as in a received copy) is ignored,
+// and listing reports what the log says.
+func TestHostileSummaryIgnored(t *testing.T) {
+	ctx := context.Background()
+	donor, _ := storeWithLog(t, cleanFixture(t), Options{})
+	w, err := donor.Acquire(ctx, "clean", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	rec, err := donor.Load(ctx, "clean")
+	require.NoError(t, err)
+	rec.Snapshot.Title = "forged title"
+	_, err = w.Append(ctx, 5, rec.Snapshot) // writes a summary for revision 6
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	foreign, err := os.ReadFile(filepath.Join(donor.Dir(), "clean", SummaryFile))
+	require.NoError(t, err)
+
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{
+		{"garbage", []byte("\x00{not json")},
+		{"over its cap", append(bytes.Repeat([]byte(" "), maxSummaryBytes), foreign...)},
+		{"written for another log", foreign},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, dir := storeWithLog(t, cleanFixture(t), Options{})
+			require.NoError(t, os.WriteFile(filepath.Join(dir, SummaryFile), tt.data, 0o600))
+			page, err := st.List(ctx, summary.Query{})
+			require.NoError(t, err)
+			require.Len(t, page.Items, 1)
+			require.Equal(t, uint64(5), page.Items[0].Revision)
+			require.NotEqual(t, "forged title", page.Items[0].Title)
+			w, err := st.Acquire(ctx, "clean", sessionstore.AcquireOptions{})
+			require.NoError(t, err, "a summary of another log is no evidence against this one")
+			require.NoError(t, w.Release(ctx))
+		})
+	}
+}
