@@ -108,12 +108,21 @@ func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	tooLarge := &fs.PathError{Op: "read", Path: name, Err: errors.New("file larger than limit")}
+	// A file already over the limit is refused unread.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, tooLarge
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("file larger than limit")}
+		return nil, tooLarge // it grew while being read
 	}
 	return b, nil
 }
