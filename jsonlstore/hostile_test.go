@@ -125,8 +125,8 @@ func TestPlantedSpecialFilesRefused(t *testing.T) {
 func TestHugeLineBoundedMemory(t *testing.T) {
 	const (
 		maxRecord = 64 << 10
-		huge      = 32 << 20
-		bound     = 12 << 20 // what the readers below may allocate in all
+		huge      = 16 << 20
+		bound     = 6 << 20 // what the readers below may allocate in all
 	)
 	ctx := context.Background()
 	clean := cleanFixture(t)
