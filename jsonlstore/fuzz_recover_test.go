@@ -103,6 +103,8 @@ func validLines(data []byte, maxPayload int) (recs []rawRecord, lastEnd int64) {
 	}
 }
 
+// FuzzTailRecovery's seeds (every fixture, each with a set of damages)
+// run in every `go test`; `make fuzz` explores from them.
 func FuzzTailRecovery(f *testing.F) {
 	names, logs := fixtureLogs(f)
 	clean := slices.Index(names, "clean")
@@ -115,6 +117,9 @@ func FuzzTailRecovery(f *testing.F) {
 		f.Add(uint8(i), uint8(damageFlip), uint32(len(logs[i])/2), []byte{0x04})
 		f.Add(uint8(i), uint8(damageCutThen), uint32(len(logs[i])-10), []byte("\n"))
 		f.Add(uint8(i), uint8(damageOverlay), uint32(len(logs[i])/3), lines[0])
+		f.Add(uint8(i), uint8(damageAppend), uint32(0), []byte(`{"v":1,"sch`))
+		f.Add(uint8(i), uint8(damageFlip), uint32(len(logs[i])-20), []byte{0x01})
+		f.Add(uint8(i), uint8(damageCutThen), uint32(len(logs[i])-1), []byte{})
 	}
 	f.Fuzz(func(t *testing.T, which uint8, op uint8, at uint32, junk []byte) {
 		i := int(which) % len(logs)
@@ -247,28 +252,4 @@ func checkRecovery(t *testing.T, name string, orig, data []byte, dmg int) {
 func committedBefore(orig []byte, dmg int) int64 {
 	_, end := validLines(orig[:dmg], fuzzMaxRecord)
 	return end
-}
-
-// TestTailRecoveryEveryFixture runs the fuzz invariants over every fixture
-// with a fixed set of damages, so `go test` exercises them without -fuzz.
-func TestTailRecoveryEveryFixture(t *testing.T) {
-	names, logs := fixtureLogs(t)
-	for i, name := range names {
-		for _, d := range []struct {
-			op   uint8
-			at   uint32
-			junk []byte
-		}{
-			{damageAppend, 0, nil},
-			{damageAppend, 0, []byte("partial")},
-			{damageAppend, 0, make([]byte, 5000)},
-			{damageFlip, uint32(len(logs[i]) - 20), []byte{0x01}},
-			{damageFlip, uint32(len(logs[i]) / 2), []byte{0x80}},
-			{damageCutThen, uint32(len(logs[i]) - 1), nil},
-			{damageOverlay, uint32(len(logs[i]) - 300), make([]byte, 100)},
-		} {
-			data, dmg := damage(logs[i], d.op, d.at, d.junk)
-			t.Run(name, func(t *testing.T) { checkRecovery(t, name, logs[i], data, dmg) })
-		}
-	}
 }
