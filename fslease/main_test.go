@@ -4,15 +4,15 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/sessionstore/sessionstore/internal/leaktest"
 )
 
 // TestMain runs a helper mode when the test binary is re-executed as a
 // helper process (see helper_test.go), and otherwise runs the tests and
-// checks that none of them leaked a goroutine.
+// checks that none of them leaked a goroutine or a file descriptor.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
-	goleak.VerifyTestMain(m)
+	leaktest.Main(m)
 }

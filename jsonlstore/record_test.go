@@ -102,6 +102,16 @@ func FuzzParseLine(f *testing.F) {
 	f.Add(testLine(99, `{"id":"y","messages":[]}`))
 	f.Add([]byte(`{"v":1,"schema":1,"rev":1}`))
 	f.Add([]byte{0, 0, 0, '\n'})
+	// Every line of every committed fixture log: valid records, and the
+	// torn, flipped, CRLF and BOM lines of the damaged fixtures.
+	_, logs := fixtureLogs(f)
+	for _, log := range logs {
+		for _, l := range bytes.SplitAfter(log, []byte("\n")) {
+			if len(l) > 0 {
+				f.Add(l)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		data = bytes.TrimSuffix(data, []byte("\n"))
 		r, err := parseLine(data, 4096)

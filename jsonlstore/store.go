@@ -74,7 +74,9 @@ type Store struct {
 	watch  *watcher // started by the first Watch
 }
 
-// Open opens (creating it, 0700, if needed) the store rooted at dir.
+// Open opens (creating it, 0700, if needed) the store rooted at dir. It
+// refuses (ErrUnsafeRoot) a root that other users may write or that
+// belongs to another user.
 func Open(dir string, opts Options) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -92,6 +94,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
+	}
+	// Checked on the opened directory, not the path, so that it is the
+	// directory the store will use.
+	if fi, err = root.Stat("."); err == nil {
+		err = checkRoot(abs, fi)
+	}
+	if err != nil {
+		_ = root.Close() // refused: the reason is the error that matters
 		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
 	}
 	return newStore(abs, root, vfs.OS(root), fsLeaser{}, opts), nil

@@ -2,6 +2,8 @@ package session
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -271,6 +273,24 @@ func FuzzNormalizeLastError(f *testing.F) {
 	f.Add("simple")
 	f.Add("multi\nline\r\n\ttabs \x00 nul \xff bad")
 	f.Add(strings.Repeat("é", MaxLastErrorRunes+10))
+	// The last errors and titles of the committed snapshot fixtures.
+	files, err := filepath.Glob("../testdata/sessnap/*.json")
+	require.NoError(f, err)
+	require.NotEmpty(f, files)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(f, err)
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(b, &fields) != nil {
+			continue // the fixtures of invalid snapshots include bad JSON
+		}
+		for _, key := range []string{"last_error", "title"} {
+			var v string
+			if json.Unmarshal(fields[key], &v) == nil {
+				f.Add(v)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		n := NormalizeLastError(s)
 		require.Equal(t, n, NormalizeLastError(n), "idempotent")

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/leaktest"
 	"github.com/sessionstore/sessionstore/memstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -21,7 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.Main(m) }
 
 // The suite must be able to fail: each broken adapter below is memstore
 // with one contract rule broken, and the suite, run against it in a child

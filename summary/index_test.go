@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/sessionstore/sessionstore/internal/leaktest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.Main(m) }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessionstore/sessionstore/internal/leaktest"
 )
 
 // Build compiles the main package in each of pkgDirs (relative to the
@@ -40,8 +42,8 @@ func Build(pkgDirs ...string) (string, error) {
 }
 
 // Main is a TestMain body: it builds the commands in pkgDirs into a
-// temporary directory, stores its path in *binDir, runs the tests,
-// removes the directory and exits.
+// temporary directory, stores its path in *binDir, runs the tests with
+// leak checks (leaktest.Run), removes the directory and exits.
 func Main(m *testing.M, binDir *string, pkgDirs ...string) {
 	dir, err := Build(pkgDirs...)
 	if err != nil {
@@ -49,7 +51,7 @@ func Main(m *testing.M, binDir *string, pkgDirs ...string) {
 		os.Exit(1)
 	}
 	*binDir = dir
-	code := m.Run()
+	code := leaktest.Run(m)
 	_ = os.RemoveAll(dir) // best effort: a temp dir; the tests decided the exit code
 	os.Exit(code)
 }

@@ -49,11 +49,25 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	if err != nil && (!errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0) {
 		return nil, err
 	}
-	f, err := o.root.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+	if before != nil && !before.Mode().IsRegular() && !before.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrNotRegular}
+	}
+	// O_NONBLOCK: a FIFO swapped in after the check must not block the
+	// open (it is refused below); it changes nothing for regular files and
+	// directories.
+	f, err := o.root.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrSymlink}
 		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		err = &fs.PathError{Op: "open", Path: name, Err: ErrNotRegular}
+	}
+	if err != nil {
+		_ = f.Close() // read nothing, wrote nothing
 		return nil, err
 	}
 	// The entry checked may have been swapped between the check and the

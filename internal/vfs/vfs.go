@@ -24,6 +24,12 @@ var ErrSymlink = errors.New("vfs: refusing symlink")
 // check of its name and its opening; opening it again sees the new file.
 var ErrReplaced = errors.New("vfs: file replaced while opening")
 
+// ErrNotRegular is returned when a name to be opened is neither a regular
+// file nor a directory (a FIFO, socket or device planted in a store): a
+// FIFO would block the opener forever, a device would feed it endless
+// bytes. Nothing in a store is ever anything else.
+var ErrNotRegular = errors.New("vfs: refusing a file that is not a regular file or directory")
+
 // FS is a file system rooted at a store root.
 type FS interface {
 	// OpenFile opens name with os.OpenFile flags. It never follows a
@@ -102,12 +108,21 @@ func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }() // read-only
+	tooLarge := &fs.PathError{Op: "read", Path: name, Err: errors.New("file larger than limit")}
+	// A file already over the limit is refused unread.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, tooLarge
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("file larger than limit")}
+		return nil, tooLarge // it grew while being read
 	}
 	return b, nil
 }

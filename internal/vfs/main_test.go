@@ -1,0 +1,11 @@
+package vfs
+
+import (
+	"testing"
+
+	"github.com/sessionstore/sessionstore/internal/leaktest"
+)
+
+// TestMain fails the run when a test leaves a goroutine or a file
+// descriptor behind.
+func TestMain(m *testing.M) { leaktest.Main(m) }

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package jsonlstore
+
+import "io/fs"
+
+// ownerOf reports no owner where files have no uid.
+func ownerOf(fs.FileInfo) (int, bool) { return 0, false }

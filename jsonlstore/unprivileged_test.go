@@ -1,0 +1,164 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/unprivtest"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Permission and symlink checks prove nothing as root, which CI runs as:
+// TestPermissionTestsUnprivileged runs them again as nobody, and
+// TestOtherUserCannotRead needs two users. Both fail as root if the
+// unprivileged pass cannot run; as another user the permission tests have
+// run unprivileged already.
+
+func TestPermissionTestsUnprivileged(t *testing.T) {
+	unprivtest.Run(t, unprivtest.Nobody, nil,
+		"TestPermissions", "TestSymlinksRefused", "TestBadInputWritesNothing",
+		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError")
+}
+
+// TestUmaskDoesNotLoosenModes: every directory the store creates is 0700
+// and every file 0600 (root, session, log, lease files, summary, archive,
+// forensic), whatever the umask — a permissive umask of 0 included.
+func TestUmaskDoesNotLoosenModes(t *testing.T) {
+	ctx := context.Background()
+	for _, umask := range []int{0, 0o022, 0o077} {
+		old := syscall.Umask(umask)
+		root := filepath.Join(t.TempDir(), "store")
+		st, err := Open(root, Options{})
+		require.NoError(t, err)
+		s := sessiontest.New("modes")
+		w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		for r := uint64(1); r < 4; r++ {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "m", sessiontest.Epoch)))
+			_, err := w.Append(ctx, r, snapOf(t, s))
+			require.NoError(t, err)
+		}
+		_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1})
+		require.NoError(t, err)
+		require.NoError(t, w.Release(ctx))
+		// A torn tail makes the next holder write a forensic file.
+		f, err := os.OpenFile(filepath.Join(root, "modes", LogFile), os.O_WRONLY|os.O_APPEND, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(`{"v":1,"sch`)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		w, err = st.Acquire(ctx, "modes", sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		require.NotEmpty(t, w.Recovery().ForensicFile)
+		require.NoError(t, w.Release(ctx))
+		require.NoError(t, st.Close())
+		syscall.Umask(old)
+
+		kinds := map[string]bool{}
+		for p, mode := range tree(t, root) {
+			kinds[filepath.Base(p)] = true
+			if mode.IsDir() {
+				require.Equal(t, fs.FileMode(0o700), mode.Perm(), "umask %#o: %s", umask, p)
+			} else {
+				require.Equal(t, fs.FileMode(0o600), mode.Perm(), "umask %#o: %s", umask, p)
+			}
+		}
+		for _, name := range []string{".", "modes", LogFile, "lease.lock", "lease.json", SummaryFile, ArchiveDir, manifestFile, ForensicDir} {
+			require.True(t, kinds[name], "umask %#o: no %s was checked", umask, name)
+		}
+	}
+}
+
+// TestUnreadableSessionIsAClearError: a session directory its owner made
+// unreadable gives a permission error (errors.Is fs.ErrPermission), never
+// a corruption report, and nothing is changed. Meaningful only
+// unprivileged: root reads it anyway.
+func TestUnreadableSessionIsAClearError(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every directory; TestPermissionTestsUnprivileged runs this as nobody")
+	}
+	ctx := context.Background()
+	st := openTestStore(t)
+	w, err := st.Create(ctx, snapOf(t, sessiontest.New("locked")), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	dir := filepath.Join(st.Dir(), "locked")
+	before := tree(t, dir)
+	require.NoError(t, os.Chmod(dir, 0))
+	t.Cleanup(func() { require.NoError(t, os.Chmod(dir, 0o700)) })
+
+	_, err = st.Load(ctx, "locked")
+	require.ErrorIs(t, err, fs.ErrPermission)
+	var ce *sessionstore.CorruptionError
+	require.False(t, errors.As(err, &ce), "a permission problem is not corruption: %v", err)
+	_, err = st.Acquire(ctx, "locked", sessionstore.AcquireOptions{})
+	require.ErrorIs(t, err, fs.ErrPermission)
+	require.False(t, errors.As(err, &ce), "a permission problem is not corruption: %v", err)
+
+	require.NoError(t, os.Chmod(dir, 0o700))
+	require.Equal(t, before, tree(t, dir), "nothing changed")
+}
+
+// TestOtherUserCannotRead: a session created by one user cannot be read
+// or written by another (non-root) user — the store refuses to open
+// another user's root, and its files cannot be opened directly — even when
+// the owner has opened up the store root (0755) or the session directory
+// itself (0711): the directory is 0700 and every file 0600. Run as root, it creates the store as nobody and reads it as a
+// second uid; in those children it plays each part.
+func TestOtherUserCannotRead(t *testing.T) {
+	const (
+		roleEnv  = "JSONLSTORE_PERM_ROLE"
+		storeEnv = "JSONLSTORE_PERM_STORE"
+	)
+	ctx := context.Background()
+	switch os.Getenv(roleEnv) {
+	case "create":
+		root := os.Getenv(storeEnv)
+		st, err := Open(root, Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		for _, id := range []string{"closed", "traversable"} {
+			w, err := st.Create(ctx, snapOf(t, sessiontest.New(id)), sessionstore.AcquireOptions{})
+			require.NoError(t, err)
+			_, err = w.Append(ctx, 1, snapOf(t, sessiontest.New(id)))
+			require.NoError(t, err)
+			require.NoError(t, w.Release(ctx))
+		}
+		require.NoError(t, os.Chmod(root, 0o755))
+		require.NoError(t, os.Chmod(filepath.Join(root, "traversable"), 0o711))
+		return
+	case "read":
+		root := os.Getenv(storeEnv)
+		_, err := Open(root, Options{})
+		require.ErrorIs(t, err, ErrUnsafeRoot, "another user's store is not opened")
+		for _, id := range []session.SessionID{"closed", "traversable"} {
+			for _, name := range []string{LogFile, "lease.json", "lease.lock", SummaryFile} {
+				_, err := os.ReadFile(filepath.Join(root, string(id), name))
+				require.ErrorIs(t, err, fs.ErrPermission, "%s/%s", id, name)
+				_, err = os.OpenFile(filepath.Join(root, string(id), name), os.O_WRONLY, 0)
+				require.ErrorIs(t, err, fs.ErrPermission, "%s/%s for writing", id, name)
+			}
+		}
+		_, err = os.ReadDir(filepath.Join(root, "closed"))
+		require.ErrorIs(t, err, fs.ErrPermission)
+		return
+	}
+	if !unprivtest.Root() {
+		t.Skipf("needs root to act as two users (uid %d)", os.Geteuid())
+	}
+	store := filepath.Join(unprivtest.OwnedDir(t, unprivtest.Nobody), "store")
+	unprivtest.Run(t, unprivtest.Nobody, []string{roleEnv + "=create", storeEnv + "=" + store}, "TestOtherUserCannotRead")
+	fi, err := os.Stat(filepath.Join(store, "closed", LogFile))
+	require.NoError(t, err)
+	require.Equal(t, uint32(unprivtest.Nobody), fi.Sys().(*syscall.Stat_t).Uid, "created by nobody")
+	unprivtest.Run(t, unprivtest.Other, []string{roleEnv + "=read", storeEnv + "=" + store}, "TestOtherUserCannotRead")
+}

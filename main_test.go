@@ -1,0 +1,11 @@
+package sessionstore_test
+
+import (
+	"testing"
+
+	"github.com/sessionstore/sessionstore/internal/leaktest"
+)
+
+// TestMain fails the run when a test or example leaves a goroutine or a
+// file descriptor behind.
+func TestMain(m *testing.M) { leaktest.Main(m) }

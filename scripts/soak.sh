@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# soak.sh — the long runs of `make soak` and `make fuzz`, one step after
+# another; a step that fails does not stop the others. At the end (also
+# after Ctrl-C) it prints a table of every step with its status and time,
+# and exits non-zero if any step failed.
+#
+#   scripts/soak.sh        the soak: kill, contention, power loss,
+#                          compaction crash and kill runs, then every fuzz target
+#   scripts/soak.sh fuzz   every fuzz target only
+#
+# Counts and times come from the environment (the Makefile passes them):
+#   FUZZ_TARGETS   "pkg:FuzzName ..." — the one list of fuzz targets; a Fuzz
+#                  function in the tree that is not listed fails the run
+#   FUZZTIME       per fuzz target (default 2m)
+#   SOAK_KILL_ROUNDS (5000) SOAK_LEASE_ROUNDS (10000) SOAK_POWERLOSS_SEEDS (2000)
+#   SOAK_COMPACT_CRASH_SEEDS (100) SOAK_COMPACT_KILL_ROUNDS (500)
+#   SOAK_RACE_ROUNDS (2000) SOAK_TIMEOUT (go test -timeout per step, 3h)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-2m}
+TIMEOUT=${SOAK_TIMEOUT:-3h}
+: "${FUZZ_TARGETS:?FUZZ_TARGETS is not set (run through make)}"
+
+logs=$(mktemp -d "${TMPDIR:-/tmp}/soak.XXXXXX")
+names=() statuses=() times=()
+started=$(date +%s)
+
+summary() {
+	local failed=0 i
+	echo
+	echo "== summary ($(( $(date +%s) - started ))s in all; logs in $logs)"
+	printf '%-11s  %6s  %s\n' STATUS TIME STEP
+	for i in "${!names[@]}"; do
+		printf '%-11s  %5ss  %s\n' "${statuses[$i]}" "${times[$i]}" "${names[$i]}"
+		[ "${statuses[$i]}" = PASS ] || failed=1
+	done
+	return $failed
+}
+trap 'statuses+=(INTERRUPTED); names+=("(interrupted)"); times+=(0); summary; exit 130' INT TERM
+
+# step NAME ENV... -- CMD...: runs CMD with ENV, logs it, and records the
+# outcome. A go test that ran no test counts as a failure (NOTESTS): the
+# step's -run or -fuzz pattern no longer names anything.
+step() {
+	local name=$1; shift
+	local env=()
+	while [ "$1" != -- ]; do env+=("$1"); shift; done
+	shift
+	local log="$logs/${#names[@]}.log" t0 rc status
+	echo "== $name"
+	echo "   ${env[*]} $*"
+	t0=$(date +%s)
+	env "${env[@]}" "$@" 2>&1 | tee "$log" | grep -E '^(--- FAIL|FAIL|ok|PASS|panic|fuzz: elapsed: .*(completed|execs: [0-9]+ .*total)|    [a-z_]+_test\.go:[0-9]+: .*(rounds|seeds|snapshots|sessions))' | tail -n 20
+	rc=${PIPESTATUS[0]}
+	status=PASS
+	if [ "$rc" -ne 0 ]; then
+		status=FAIL
+	elif grep -q -e 'no tests to run' -e 'no fuzz tests to fuzz' "$log"; then
+		status=NOTESTS
+	fi
+	names+=("$name") statuses+=("$status") times+=($(( $(date +%s) - t0 )))
+	echo "   -> $status in ${times[-1]}s"
+}
+
+# Every Fuzz function in the tree must be in FUZZ_TARGETS.
+check_fuzz_list() {
+	local missing=() f
+	for f in $(grep -rhoE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/^func //' | sort -u); do
+		case " $FUZZ_TARGETS " in *":$f "*) ;; *) missing+=("$f") ;; esac
+	done
+	names+=("fuzz target list complete") times+=(0)
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "== fuzz targets not listed in FUZZ_TARGETS (Makefile): ${missing[*]}"
+		statuses+=(FAIL)
+	else
+		statuses+=(PASS)
+	fi
+}
+
+fuzz_all() {
+	check_fuzz_list
+	local spec pkg fn
+	for spec in $FUZZ_TARGETS; do
+		pkg=${spec%%:*} fn=${spec##*:}
+		step "fuzz $fn ($pkg, $FUZZTIME)" -- \
+			"$GO" test -run '^$' -fuzz "^$fn\$" -fuzztime "$FUZZTIME" -timeout "$TIMEOUT" "$pkg"
+	done
+}
+
+case "${1:-soak}" in
+fuzz)
+	fuzz_all
+	;;
+soak)
+	step "kill during append: ${SOAK_KILL_ROUNDS:=5000} rounds" JSONLSTORE_KILL_ROUNDS="$SOAK_KILL_ROUNDS" -- \
+		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestKillDuringAppend$' ./jsonlstore/
+	step "lease contention: ${SOAK_LEASE_ROUNDS:=10000} rounds" FSLEASE_SOAK_ROUNDS="$SOAK_LEASE_ROUNDS" -- \
+		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestContention$' ./fslease/
+	step "power loss: ${SOAK_POWERLOSS_SEEDS:=2000} seeds" JSONLSTORE_POWERLOSS_SEEDS="$SOAK_POWERLOSS_SEEDS" -- \
+		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestPowerLoss$' ./jsonlstore/
+	step "compaction crash at every sync point: ${SOAK_COMPACT_CRASH_SEEDS:=100} seeds" JSONLSTORE_COMPACT_CRASH_SEEDS="$SOAK_COMPACT_CRASH_SEEDS" -- \
+		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestCompactCrashAtEverySyncPoint$' ./jsonlstore/
+	step "compaction killed: ${SOAK_COMPACT_KILL_ROUNDS:=500} rounds" JSONLSTORE_COMPACT_KILL_ROUNDS="$SOAK_COMPACT_KILL_ROUNDS" -- \
+		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestCompactKilled$' ./jsonlstore/
+	step "readers race the holder: ${SOAK_RACE_ROUNDS:=2000} rounds" JSONLSTORE_RACE_ROUNDS="$SOAK_RACE_ROUNDS" -- \
+		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestReadersRaceHolder$' ./jsonlstore/
+	fuzz_all
+	;;
+*)
+	echo "usage: $0 [soak|fuzz]" >&2
+	exit 2
+	;;
+esac
+summary
