@@ -120,17 +120,19 @@ func migrate(ctx context.Context, conn *pgx.Conn) (MigrateReport, error) {
 	}
 	known := ms[len(ms)-1].version
 	var rep MigrateReport
+	// Held to the end: a concurrent Migrate waits here, then finds the
+	// work done. A session lock, released by the deferred unlock or, if
+	// the connection breaks, by the server.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		return rep, fmt.Errorf("pgstore: migrate: lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) }()
 	if _, err := conn.Exec(ctx, createSchemaTable); err != nil {
 		return rep, fmt.Errorf("pgstore: create pgstore_schema: %w", err)
 	}
 	first := true
 	for _, m := range ms {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			// Held to the end of the transaction: a concurrent Migrate
-			// waits here, then finds the step done.
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
-				return err
-			}
 			var cur int
 			if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM pgstore_schema`).Scan(&cur); err != nil {
 				return err
