@@ -126,7 +126,9 @@ func migrate(ctx context.Context, conn *pgx.Conn) (MigrateReport, error) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
 		return rep, fmt.Errorf("pgstore: migrate: lock: %w", err)
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) }()
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	}()
 	if _, err := conn.Exec(ctx, createSchemaTable); err != nil {
 		return rep, fmt.Errorf("pgstore: create pgstore_schema: %w", err)
 	}
