@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,4 +287,78 @@ func TestListOrdersNanoseconds(t *testing.T) {
 		q.Cursor = p.Next
 	}
 	require.Equal(t, []string{"n5", "n4", "n3", "n2", "n1", "n0"}, got)
+}
+
+// A session copied record by record (Records into Import) is the same
+// session byte for byte: the same lines, the same export, and the copy's
+// lease is free at a generation no lower than its records'.
+func TestImportCopiesVerbatim(t *testing.T) {
+	ctx := t.Context()
+	src := mustOpen(t, pgstore.Options{})
+	dst := mustOpen(t, pgstore.Options{})
+	w, err := src.Create(ctx, snapOf(t, "c", "one"), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err = w.Append(ctx, w.Revision(), snapOf(t, "c", fmt.Sprintf("step %d", i)))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Release(ctx))
+
+	lines := func(s *pgstore.Store) [][]byte {
+		var out [][]byte
+		for r, err := range s.Records(ctx, "c") {
+			require.NoError(t, err)
+			out = append(out, r.Line)
+		}
+		return out
+	}
+	n, err := dst.Import(ctx, "c", func(yield func([]byte, error) bool) {
+		for _, l := range lines(src) {
+			if !yield(l, nil) {
+				return
+			}
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, lines(src), lines(dst))
+	var a, b strings.Builder
+	require.NoError(t, src.Export(ctx, "c", &a, false))
+	require.NoError(t, dst.Export(ctx, "c", &b, false))
+	require.Equal(t, a.String(), b.String())
+	require.Equal(t, 4, strings.Count(a.String(), "\n"))
+
+	rep, err := dst.Verify(ctx)
+	require.NoError(t, err)
+	require.Len(t, rep, 1)
+	require.Nil(t, rep[0].Problem)
+	require.Equal(t, uint64(4), rep[0].Revision)
+
+	st, err := dst.Lease(ctx, "c")
+	require.NoError(t, err)
+	require.Equal(t, summary.LeaseFree, st.State)
+	w2, err := dst.TryAcquire(ctx, "c", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.Greater(t, w2.Generation(), uint64(1))
+	require.Equal(t, uint64(4), w2.Revision())
+	require.NoError(t, w2.Release(ctx))
+
+	_, err = dst.Import(ctx, "c", func(func([]byte, error) bool) {})
+	require.ErrorIs(t, err, sessionstore.ErrExists)
+	// A damaged line imports nothing.
+	bad := lines(src)
+	bad[1] = append([]byte(nil), bad[1]...)
+	bad[1][30] ^= 1
+	other := mustOpen(t, pgstore.Options{})
+	_, err = other.Import(ctx, "c", func(yield func([]byte, error) bool) {
+		for _, l := range bad {
+			if !yield(l, nil) {
+				return
+			}
+		}
+	})
+	require.ErrorIs(t, err, sessionstore.ErrCorrupt)
+	require.ErrorIs(t, err, record.ErrChecksum)
+	_, err = other.Load(ctx, "c")
+	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 }
