@@ -2,11 +2,13 @@
 // names, or a throwaway cluster it starts on loopback, and a fresh
 // database per test.
 //
-// A test binary starts its server once, in TestMain:
+// A test binary runs its tests through pgtest.Main, which stops the server
+// at the end:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
-// and each test takes a database of its own with pgtest.NewDatabase(t).
+// and each test takes a database of its own with pgtest.NewDatabase(t)
+// (the first one starts the server, once per binary).
 // When no server can be started, NewDatabase skips the test with the
 // reason, unless PGSTORE_REQUIRE=1 (CI sets it), when it fails it: CI
 // never silently skips.
@@ -75,18 +77,22 @@ type template struct {
 	err  error
 }
 
-// server is the binary's server, set by Main; startErr says why there is
-// none.
+// The binary's server, started by the first Get; startErr says why there
+// is none.
 var (
-	server   *Server
-	startErr error
+	startOnce sync.Once
+	server    *Server
+	startErr  error
+	mainRan   bool
 )
 
-// Main starts the server, runs the tests and stops it; it returns the exit
-// code for os.Exit.
+// Main runs the tests, then stops the server if a test started it; it
+// returns the exit code for os.Exit. A binary whose tests (or whose -run
+// selection) use no database starts no server.
 func Main(m *testing.M) int {
-	server, startErr = Start()
+	mainRan = true
 	code := m.Run()
+	startOnce.Do(func() {}) // no server may start after this
 	if server != nil {
 		if err := server.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest: stop:", err)
@@ -95,12 +101,19 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// Get returns the binary's server, or skips (fails, with PGSTORE_REQUIRE=1)
-// tb when there is none.
+// Get returns the binary's server, starting it on first use, or skips
+// (fails, with PGSTORE_REQUIRE=1) tb when there is none.
 func Get(tb testing.TB) *Server {
 	tb.Helper()
+	startOnce.Do(func() {
+		if !mainRan {
+			startErr = errors.New("the test binary's TestMain does not call pgtest.Main (which stops the server)")
+			return
+		}
+		server, startErr = Start()
+	})
 	if server == nil {
-		why := "pgtest.Main did not run"
+		why := "pgtest.Main has returned"
 		if startErr != nil {
 			why = startErr.Error()
 		}
