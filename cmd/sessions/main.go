@@ -127,7 +127,9 @@ Commands:
 	}
 	fmt.Fprint(w, `
 The store is --dir DIR (before or after the command), else $SESSIONSTORE_DIR,
-else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore.
+else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore. A
+postgres:// URL in its place names a PostgreSQL store (ls, show, log, lease,
+verify, export, rm).
 
 Run 'sessions COMMAND --help' (or 'sessions help COMMAND') for a command's flags.
 `)
