@@ -19,6 +19,11 @@ import (
 
 var _ sessionstore.Store = (*Store)(nil)
 
+// WatchApplicationName is the application_name of Watch's dedicated
+// connections (unless the DSN sets one), so that they can be told apart
+// in pg_stat_activity.
+const WatchApplicationName = "pgstore-watch"
+
 // Defaults of Options.
 const (
 	DefaultLeaseTTL    = 30 * time.Second
@@ -109,10 +114,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	host, _ := os.Hostname() // "" if unknown: identity is for people only
 	life, cancel := context.WithCancel(context.Background())
+	listenCfg := cfg.ConnConfig.Copy()
+	if listenCfg.RuntimeParams["application_name"] == "" {
+		// Names the watch connections in pg_stat_activity.
+		listenCfg.RuntimeParams["application_name"] = WatchApplicationName
+	}
 	return &Store{
 		opts:      opts.withDefaults(),
 		pool:      pool,
-		listenCfg: cfg.ConnConfig.Copy(),
+		listenCfg: listenCfg,
 		host:      host,
 		pid:       os.Getpid(),
 		life:      life,
