@@ -175,7 +175,7 @@ func (s *Store) tryTake(ctx context.Context, id session.SessionID, opts sessions
 		}
 		// The row's generation is the highest ever issued, so at least
 		// every generation in the records.
-		nw := s.newWriter(id, l.gen+1, opts)
+		nw := s.newWriter(id, l.gen+1)
 		nw.report.Previous = l.status()
 		if _, err := tx.Exec(ctx, `UPDATE pgstore_sessions SET generation = $2, lease_state = 'held',
 			expires_at = clock_timestamp() + $3 * interval '1 microsecond', nonce = $4, host = $5, pid = $6, label = $7,

@@ -234,7 +234,7 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 // held by the returned writer, in one transaction.
 func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, data []byte, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	id := snap.ID
-	w := s.newWriter(id, 1, opts)
+	w := s.newWriter(id, 1)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
 			(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)

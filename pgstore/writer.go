@@ -46,7 +46,7 @@ type writer struct {
 
 var _ sessionstore.Writer = (*writer)(nil)
 
-func (s *Store) newWriter(id session.SessionID, gen uint64, opts sessionstore.AcquireOptions) *writer {
+func (s *Store) newWriter(id session.SessionID, gen uint64) *writer {
 	return &writer{
 		s: s, id: id, gen: gen, nonce: newNonce(),
 		report: sessionstore.RecoveryReport{Generation: gen},
