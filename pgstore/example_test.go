@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"time"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -27,18 +27,21 @@ func Example() {
 	}
 	defer store.Close()
 
-	s := sessiontest.New(string(sessionstore.NewID()))
-	snap, err := sessnap.Of(s)
+	s, err := session.New(session.Config{
+		ID: sessionstore.NewID(), CreatedAt: time.Now(), Kind: session.KindPrimary,
+		EnvironmentRef: session.EnvironmentRef{Provider: "k8s", ID: "agent-7", Revision: "1"},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
+	snap, _ := sessnap.Of(s)
 	w, err := store.Create(ctx, snap, sessionstore.AcquireOptions{Label: "agent"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer w.Release(ctx) // or the lease expires LeaseTTL after the last heartbeat
 
-	_ = s.AppendMessage(session.TextMessage(session.RoleUser, "hello", sessiontest.Epoch))
+	_ = s.AppendMessage(session.TextMessage(session.RoleUser, "hello", time.Now()))
 	next, _ := sessnap.Of(s)
 	rev, err := w.Append(ctx, w.Revision(), next)
 	if err != nil {
