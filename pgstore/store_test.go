@@ -362,3 +362,29 @@ func TestImportCopiesVerbatim(t *testing.T) {
 	_, err = other.Load(ctx, "c")
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 }
+
+// A session whose latest record a newer schema wrote is read, but not
+// appended to: this program would drop the fields it does not know.
+func TestSchemaTooNewRefusesAppend(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, pgstore.Options{})
+	payload, err := sessnap.Marshal(snapOf(t, "n", "from the future"))
+	require.NoError(t, err)
+	line := record.Encode(record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion + 1, Rev: 1, Gen: 3,
+		Time: time.Now().UTC(), Kind: record.KindFull}, payload)
+	_, err = s.Import(ctx, "n", func(yield func([]byte, error) bool) { yield(line, nil) })
+	require.NoError(t, err)
+
+	rec, err := s.Load(ctx, "n")
+	require.NoError(t, err)
+	require.Equal(t, sessnap.SchemaVersion+1, rec.SchemaVersion)
+	w, err := s.Acquire(ctx, "n", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), w.Generation(), "above the imported records' generation")
+	_, err = w.Append(ctx, 1, snapOf(t, "n", "older program"))
+	require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
+	rec, err = s.Load(ctx, "n")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), rec.Revision)
+	require.NoError(t, w.Release(ctx))
+}
