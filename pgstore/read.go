@@ -24,13 +24,15 @@ const recordsPath = "pgstore_records"
 // (framing, checksum, the revision its row claims, generations and times
 // never going back). A full record's payload is the snapshot. A kind this
 // program does not know is corruption: it cannot rebuild the snapshot, and
-// guessing would hand the caller a wrong one. Materializing another kind
-// (deltas) is one more case in next, with prev the previous payload.
+// guessing would hand the caller a wrong one. Another kind (a delta on the
+// previous revision) is one more case in materialize, with m.payload the
+// previous revision's snapshot; Load already reads from the last full
+// record at or below the revision it wants (chainSQL).
 type materializer struct {
 	id       session.SessionID
 	maxBytes int
 	prev     record.Meta
-	payload  []byte // the previous record's materialized payload
+	payload  []byte // the previous record's materialized snapshot
 }
 
 func (m *materializer) corrupt(rev uint64, err error) error {
@@ -40,18 +42,23 @@ func (m *materializer) corrupt(rev uint64, err error) error {
 // next checks line, the record stored as revision rev, and returns it as
 // a Record.
 func (m *materializer) next(rev uint64, line []byte) (sessionstore.Record, error) {
+	rec, _, err := m.nextPayload(rev, line)
+	return rec, err
+}
+
+// nextPayload is next that also returns the revision's snapshot encoding
+// (the stored payload of a full record, verbatim).
+func (m *materializer) nextPayload(rev uint64, line []byte) (sessionstore.Record, []byte, error) {
 	meta, payload, err := m.parse(rev, line)
 	if err != nil {
-		return sessionstore.Record{}, err
+		return sessionstore.Record{}, nil, err
 	}
-	switch meta.Kind {
-	case record.KindFull:
-	default:
-		return sessionstore.Record{}, m.corrupt(rev, fmt.Errorf("record kind %q is unknown to this program", meta.Kind))
+	if payload, err = m.materialize(meta, payload); err != nil {
+		return sessionstore.Record{}, nil, m.corrupt(rev, err)
 	}
 	snap, err := sessnap.Unmarshal(payload)
 	if err != nil {
-		return sessionstore.Record{}, m.corrupt(rev, err)
+		return sessionstore.Record{}, nil, m.corrupt(rev, err)
 	}
 	m.prev, m.payload = meta, payload
 	return sessionstore.Record{
@@ -61,7 +68,17 @@ func (m *materializer) next(rev uint64, line []byte) (sessionstore.Record, error
 		Time:          meta.Time,
 		SchemaVersion: meta.Schema,
 		Snapshot:      snap,
-	}, nil
+	}, payload, nil
+}
+
+// materialize returns the snapshot encoding of a record of meta's kind
+// with payload.
+func (m *materializer) materialize(meta record.Meta, payload []byte) ([]byte, error) {
+	switch meta.Kind {
+	case record.KindFull:
+		return payload, nil
+	}
+	return nil, fmt.Errorf("record kind %q is unknown to this program", meta.Kind)
 }
 
 // parse checks one stored line and its place in the sequence.
@@ -117,8 +134,15 @@ const chainSQL = `SELECT rev, line FROM pgstore_records
 
 // load reads revision rev (0: the latest).
 func (s *Store) load(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
+	rec, _, err := s.loadPayload(ctx, id, rev)
+	return rec, err
+}
+
+// loadPayload reads revision rev (0: the latest) and its snapshot
+// encoding.
+func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, []byte, error) {
 	if err := s.readyID(ctx, id); err != nil {
-		return sessionstore.Record{}, err
+		return sessionstore.Record{}, nil, err
 	}
 	target := int64(math.MaxInt64)
 	if rev > 0 {
@@ -126,29 +150,30 @@ func (s *Store) load(ctx context.Context, id session.SessionID, rev uint64) (ses
 	}
 	rows, err := s.pool.Query(ctx, chainSQL, string(id), target)
 	if err != nil {
-		return sessionstore.Record{}, wrapErr("load", id, err)
+		return sessionstore.Record{}, nil, wrapErr("load", id, err)
 	}
 	m := materializer{id: id, maxBytes: s.opts.MaxRecordBytes}
 	var rec sessionstore.Record
+	var payload []byte
 	var got bool
 	var r int64
 	var line []byte
 	_, err = pgx.ForEachRow(rows, []any{&r, &line}, func() error {
 		var err error
-		rec, err = m.next(uint64(r), line)
+		rec, payload, err = m.nextPayload(uint64(r), line)
 		got = true
 		return err
 	})
 	if err != nil {
-		return sessionstore.Record{}, wrapErr("load", id, err)
+		return sessionstore.Record{}, nil, wrapErr("load", id, err)
 	}
 	if !got {
-		return sessionstore.Record{}, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
+		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 	}
 	if rev > 0 && rec.Revision != rev {
-		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, rec.Revision)
+		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, rec.Revision)
 	}
-	return rec, nil
+	return rec, payload, nil
 }
 
 // historyPage is how many records History reads per query: it holds no

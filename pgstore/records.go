@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -125,21 +124,11 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 // from either store.
 func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, latestOnly bool) error {
 	if latestOnly {
-		rec, err := s.Load(ctx, id)
+		// The stored snapshot, indented (not a re-encoding of the decoded
+		// snapshot, which would drop a newer schema's unknown keys).
+		_, payload, err := s.loadPayload(ctx, id, 0)
 		if err != nil {
 			return err
-		}
-		// Indent the stored payload (not a re-encoding of the decoded
-		// snapshot, which would drop a newer schema's unknown keys).
-		var line []byte
-		err = s.pool.QueryRow(ctx, `SELECT line FROM pgstore_records WHERE session_id = $1 AND rev = $2`,
-			string(id), int64(rec.Revision)).Scan(&line)
-		if err != nil {
-			return wrapErr("export", id, err)
-		}
-		_, payload, err := record.Parse(line[:len(line)-1], s.opts.MaxRecordBytes)
-		if err != nil {
-			return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Revision: rec.Revision, Err: err}
 		}
 		var out bytes.Buffer
 		if err := json.Indent(&out, payload, "", "  "); err != nil {
@@ -154,11 +143,10 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		if err != nil {
 			return err
 		}
-		rec, err := l.m.next(l.rev, l.line)
+		rec, payload, err := l.m.nextPayload(l.rev, l.line)
 		if err != nil {
 			return err
 		}
-		_, payload, _ := record.Parse(l.line[:len(l.line)-1], s.opts.MaxRecordBytes) // checked by next
 		buf = appendExportLine(buf[:0], rec, payload)
 		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("pgstore: export %s: %w", id, err)
