@@ -314,7 +314,9 @@ func TestProcStoppedHolderWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 
-	const ttl = time.Second
+	// Heartbeats every second: a race-enabled helper on a loaded machine
+	// keeps its lease until it is stopped.
+	const ttl = 3 * time.Second
 	a := startProc(t, procModeAppend, dsn, "paused", "a", ttl)
 	ready := a.next()
 	genA := fieldUint(t, ready, "gen")
