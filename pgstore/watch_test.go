@@ -47,6 +47,23 @@ func TestWatchSurvivesLostConnection(t *testing.T) {
 	require.NoError(t, err)
 	converge(map[session.SessionID]uint64{"a": 1})
 
+	// Bursts of notifications do not cost a reconnection: the watch keeps
+	// its connection between them.
+	watchPID := func() int {
+		t.Helper()
+		var pid int
+		require.NoError(t, admin.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1`, pgstore.WatchApplicationName).Scan(&pid))
+		return pid
+	}
+	pid := watchPID()
+	for range 5 {
+		_, err = a.Append(ctx, a.Revision(), snapOf(t, "a", "burst"))
+		require.NoError(t, err)
+		converge(map[session.SessionID]uint64{"a": a.Revision()})
+	}
+	require.Equal(t, pid, watchPID())
+
 	for round := range 3 {
 		var killed int
 		require.NoError(t, admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
