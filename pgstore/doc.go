@@ -61,6 +61,15 @@
 // server's clock decides) but record times come from the writer's clock,
 // kept from going backwards along a session.
 //
+// # Tools
+//
+// Records yields a session's stored lines (checked, not decoded); Import
+// creates a session from lines copied verbatim, in one transaction;
+// Export writes the same bytes as jsonlstore's Export of the same records;
+// Verify checks every record and summary; ExpireLease ends a stuck lease.
+// `sessions migrate` and the `sessions` commands given a postgres:// store
+// are built on them.
+//
 // # Summaries and watch
 //
 // Every create, append and delete updates the session's summary row and
