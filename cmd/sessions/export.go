@@ -30,6 +30,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	if _, ok := c.pgDSN(); ok {
+		return c.pgExport(ctx, id, *latest)
+	}
 	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
 		bw := bufio.NewWriterSize(stdout, 64<<10)
 		err := st.Export(ctx, id, bw, *latest)

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -40,7 +40,7 @@ func cmdLease(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
 		ls, err := st.Lease(ctx, id)
 		if err != nil {
 			return c.fail(err)

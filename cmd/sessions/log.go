@@ -32,6 +32,9 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	if _, ok := c.pgDSN(); ok {
+		return c.pgLog(ctx, id, *asJSON)
+	}
 	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
 		enc := json.NewEncoder(stdout)
 		var rows [][]string

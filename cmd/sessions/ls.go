@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -100,7 +100,7 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
 		page, err := st.List(ctx, q)
 		if err != nil {
 			return c.fail(err)

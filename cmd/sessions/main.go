@@ -43,6 +43,7 @@ func init() {
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},
 		{name: "backup", usage: "DEST [ID...] [--json]", summary: "a consistent, verified copy of sessions into the store at DEST", run: cmdBackup},
 		{name: "export", usage: "ID [--latest]", summary: "every revision as JSON Lines (or the latest snapshot)", run: cmdExport},
+		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
 	} {
@@ -127,7 +128,9 @@ Commands:
 	}
 	fmt.Fprint(w, `
 The store is --dir DIR (before or after the command), else $SESSIONSTORE_DIR,
-else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore.
+else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore. A
+postgres:// URL in its place names a PostgreSQL store (ls, show, log, lease,
+verify, export, rm).
 
 Run 'sessions COMMAND --help' (or 'sessions help COMMAND') for a command's flags.
 `)

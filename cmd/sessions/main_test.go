@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/clitest"
+	"github.com/sessionstore/sessionstore/internal/pgtest"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -29,7 +30,9 @@ const fixtureRoot = "../../testdata/jsonlstore"
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	clitest.Main(m, &binDir, ".", "../compact")
+	// PostgreSQL (for the migrate and DSN tests) starts on first use and
+	// stops after the tests.
+	os.Exit(pgtest.Run(func() int { return clitest.RunTests(m, &binDir, ".", "../compact") }))
 }
 
 // result is what one run of a command printed and returned.

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/jsonlstore"
 )
 
 const rmDoc = `
@@ -31,7 +30,7 @@ func cmdRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *wait < 0 {
 		return c.usageError("--wait must not be negative")
 	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
 		opts := sessionstore.AcquireOptions{Label: "sessions-rm"}
 		var w sessionstore.Writer
 		if *wait == 0 {

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -26,7 +25,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
 		var rec sessionstore.Record
 		if *rev == 0 {
 			rec, err = st.Load(ctx, id)

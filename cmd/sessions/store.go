@@ -26,6 +26,9 @@ func storeDir(flagDir string) (string, error) {
 // openStore opens the command's store. Only commands that write (demo)
 // create a missing store; the others say there is none.
 func (c *cli) openStore(create bool) (*jsonlstore.Store, error) {
+	if _, ok := c.pgDSN(); ok {
+		return nil, c.needDir()
+	}
 	dir, err := storeDir(c.dir)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	if _, ok := c.pgDSN(); ok {
+		return c.pgVerify(ctx, ids, *asJSON, *quiet)
+	}
 	st, err := c.openStore(false)
 	if err != nil {
 		c.fail(err)

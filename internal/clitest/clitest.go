@@ -45,15 +45,20 @@ func Build(pkgDirs ...string) (string, error) {
 // temporary directory, stores its path in *binDir, runs the tests with
 // leak checks (leaktest.Run), removes the directory and exits.
 func Main(m *testing.M, binDir *string, pkgDirs ...string) {
+	os.Exit(RunTests(m, binDir, pkgDirs...))
+}
+
+// RunTests is Main without the exit: it returns the exit code.
+func RunTests(m *testing.M, binDir *string, pkgDirs ...string) int {
 	dir, err := Build(pkgDirs...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
 	*binDir = dir
 	code := leaktest.Run(m)
 	_ = os.RemoveAll(dir) // best effort: a temp dir; the tests decided the exit code
-	os.Exit(code)
+	return code
 }
 
 // Result is what one run of a command printed and returned.

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/pgstore"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// The demo store goes to PostgreSQL and back: every session's log.jsonl
+// in the copy is byte for byte the original's, and the commands that read
+// a store say the same of the database as of the directory.
+func TestMigrateDemoRoundTrip(t *testing.T) {
+	orig := t.TempDir()
+	r := sessions(t, nil, "--dir", orig, "demo", "--delay", "10ms")
+	require.Equal(t, exitOK, r.Code, r.String())
+	dsn := pgtest.NewDatabase(t) // empty: migrate applies the schema
+
+	r = sessions(t, nil, "migrate", "--from", orig, "--to", dsn)
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "sessions migrated from "+orig)
+	require.Contains(t, r.Stdout, "both sides match byte for byte")
+
+	back := filepath.Join(t.TempDir(), "back")
+	r = sessions(t, nil, "migrate", "--from", dsn, "--to", back, "--json")
+	require.Equal(t, exitOK, r.Code, r.String())
+	var rep migrateReport
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep))
+
+	entries, err := os.ReadDir(orig)
+	require.NoError(t, err)
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name()[0] != '.' {
+			ids = append(ids, e.Name())
+		}
+	}
+	require.Len(t, rep.Sessions, len(ids))
+	require.Len(t, ids, 3, "the demo's sessions")
+	for i, id := range ids {
+		require.Equal(t, id, string(rep.Sessions[i].ID))
+		want, err := os.ReadFile(filepath.Join(orig, id, "log.jsonl"))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(back, id, "log.jsonl"))
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "session %s: log.jsonl after the round trip", id)
+
+		// export: the same bytes from the three stores.
+		e1 := sessions(t, nil, "--dir", orig, "export", id)
+		e2 := sessions(t, nil, "--dir", dsn, "export", id)
+		e3 := sessions(t, nil, "--dir", back, "export", id)
+		require.Equal(t, exitOK, e2.Code, e2.String())
+		require.Equal(t, e1.Stdout, e2.Stdout)
+		require.Equal(t, e1.Stdout, e3.Stdout)
+		for _, cmd := range [][]string{{"show", id}, {"show", id, "--rev", "1"}, {"export", id, "--latest"}} {
+			a := sessions(t, nil, append([]string{"--dir", orig}, cmd...)...)
+			b := sessions(t, nil, append([]string{"--dir", dsn}, cmd...)...)
+			require.Equal(t, exitOK, b.Code, b.String())
+			require.Equal(t, a.Stdout, b.Stdout, "%v", cmd)
+		}
+		r = sessions(t, nil, "--dir", dsn, "log", id)
+		require.Equal(t, exitOK, r.Code, r.String())
+		require.Contains(t, r.Stdout, "REV")
+		r = sessions(t, nil, "--dir", dsn, "lease", id)
+		require.Equal(t, exitOK, r.Code, r.String())
+		require.Contains(t, r.Stdout, "free")
+	}
+
+	// ls: the same sessions, revisions and states.
+	list := func(store string) []summary.Summary {
+		r := sessions(t, nil, "--dir", store, "ls", "--json", "--order", "id_asc")
+		require.Equal(t, exitOK, r.Code, r.String())
+		var p summary.Page
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &p))
+		for i := range p.Items {
+			p.Items[i].Lease, p.Items[i].Sizes = summary.LeaseStatus{}, summary.Sizes{}
+		}
+		return p.Items
+	}
+	require.Equal(t, list(orig), list(dsn))
+	require.Equal(t, list(orig), list(back))
+
+	for _, store := range []string{dsn, back} {
+		r = sessions(t, nil, "--dir", store, "verify")
+		require.Equal(t, exitOK, r.Code, r.String())
+		require.Contains(t, r.Stdout, "3 sessions verified: all sound")
+	}
+
+	// Nothing is overwritten.
+	r = sessions(t, nil, "migrate", "--from", orig, "--to", dsn)
+	require.Equal(t, exitFail, r.Code, r.String())
+	require.Contains(t, r.Stderr, "already exists")
+
+	// rm works on the database; file-only commands say what they need.
+	r = sessions(t, nil, "--dir", dsn, "rm", ids[0])
+	require.Equal(t, exitOK, r.Code, r.String())
+	r = sessions(t, []string{"SESSIONSTORE_DIR=" + dsn}, "ls", "--json")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.NotContains(t, r.Stdout, ids[0])
+	for _, cmd := range []string{"du", "repair"} {
+		args := []string{"--dir", dsn, cmd}
+		if cmd == "repair" {
+			args = append(args, ids[1])
+		}
+		r = sessions(t, nil, args...)
+		require.NotEqual(t, exitOK, r.Code, r.String())
+		require.Contains(t, r.Stderr, "works on a directory store", cmd)
+	}
+}
+
+func TestMigrateSchemaOnly(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	r := sessions(t, nil, "ls", "--dir", dsn)
+	require.Equal(t, exitFail, r.Code, r.String())
+	require.Contains(t, r.Stderr, "sessions migrate --schema")
+	r = sessions(t, nil, "migrate", "--schema", "--to", dsn)
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, fmt.Sprintf("version 0 → %d", pgstore.SchemaVersion()))
+	r = sessions(t, nil, "migrate", "--schema", "--to", dsn)
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "(0 migrations applied)")
+	r = sessions(t, nil, "ls", "--dir", dsn)
+	require.Equal(t, exitOK, r.Code, r.String())
+}

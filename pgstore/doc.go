@@ -1,0 +1,81 @@
+// Package pgstore is the PostgreSQL adapter of the sessionstore contract,
+// for agents on several machines that share one store. It passes the same
+// conformance suite (storetest) as the file store, through
+// github.com/jackc/pgx/v5.
+//
+// # Usage
+//
+//	if _, err := pgstore.Migrate(ctx, dsn); err != nil { … } // once, by a deploy step or `sessions migrate --schema`
+//	store, err := pgstore.Open(ctx, "postgres://agent@db.internal/sessions", pgstore.Options{})
+//	defer store.Close()
+//
+//	w, err := store.Create(ctx, snap, sessionstore.AcquireOptions{Label: "agent"})
+//	rev, err := w.Append(ctx, 1, next) // revision 2, committed when it returns
+//	err = w.Release(ctx)
+//
+// # Schema
+//
+// The schema is a sequence of SQL migrations embedded in the package
+// (migrations/NNNN_name.sql), applied by Migrate, each in its own
+// transaction, and recorded in pgstore_schema. Open refuses a database
+// that is not at SchemaVersion: ErrSchemaOutdated (run Migrate), or
+// ErrSchemaNewer (a newer program migrated it; this one neither reads nor
+// writes it).
+//
+//	pgstore_sessions   one row per session: its existence and its lease
+//	                   (generation, state, expires_at, holder identity)
+//	pgstore_records    (session_id, rev) → the record line, verbatim,
+//	                   plus gen, time, kind, schema as indexed columns
+//	pgstore_summaries  one row per session: the projection of its latest
+//	                   record (summary.Summary JSON) and the columns List
+//	                   filters and orders on
+//
+// Each record is stored as the exact bytes of its line in the file
+// format (FORMAT.md, package internal/record), newline included, so that a
+// session copies between a directory store and a database byte for byte
+// (`sessions migrate`) and every reader checks the same checksum. Not
+// jsonb, which reorders keys and drops duplicates, and not rebuilt from
+// columns: timestamptz keeps microseconds, the format nanoseconds. A
+// record of a kind this program does not know is reported as a
+// *sessionstore.CorruptionError naming its revision.
+//
+// # Leases
+//
+// No kernel lock spans machines, so a lease is a row with a time to live
+// on the database server's clock. Acquiring increments the generation and
+// sets a random nonce in one transaction under the row's lock. The holder
+// heartbeats by itself (a goroutine per writer, every
+// Options.HeartbeatInterval, stopped by Release, Delete or Close); an
+// append also extends the lease. A holder that stops heartbeating for
+// LeaseTTL (crashed, partitioned, paused) loses the lease: readers see it
+// stale and the next Acquire takes it over. Fencing: every append,
+// heartbeat and delete locks the session row and checks generation,
+// nonce and expiry in the transaction that writes, so a holder whose lease
+// expired writes nothing and gets sessionstore.ErrLeaseLost, even if it
+// wakes up before anyone took over.
+//
+// What is not guaranteed: a holder learns that it lost its lease only when
+// it next touches the database, so work it does between appends (calling
+// a model, running a tool) may overlap its successor's; only the records
+// are fenced. Clock skew between machines does not matter for expiry (the
+// server's clock decides) but record times come from the writer's clock,
+// kept from going backwards along a session.
+//
+// # Tools
+//
+// Records yields a session's stored lines (checked, not decoded); Import
+// creates a session from lines copied verbatim, in one transaction;
+// Export writes the same bytes as jsonlstore's Export of the same records;
+// Verify checks every record and summary; ExpireLease ends a stuck lease.
+// `sessions migrate` and the `sessions` commands given a postgres:// store
+// are built on them.
+//
+// # Summaries and watch
+//
+// Every create, append and delete updates the session's summary row and
+// sends NOTIFY pgstore_changes with the session ID, in its transaction.
+// List is one indexed query per page with package summary's keyset
+// cursors. Watch listens on a dedicated connection, coalesces bursts,
+// reads the changed summaries back, and reconnects and reloads everything
+// when the connection breaks, so a watcher converges to the current state.
+package pgstore

@@ -1,0 +1,36 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/pgstore"
+)
+
+// newDSN returns the DSN of a fresh, migrated database.
+func newDSN(t *testing.T) string {
+	t.Helper()
+	return pgtest.NewDatabaseFrom(t, "pgstore", func(ctx context.Context, dsn string) error {
+		_, err := pgstore.Migrate(ctx, dsn)
+		return err
+	})
+}
+
+// mustOpen opens a store on a fresh, migrated database, closed when t
+// ends.
+func mustOpen(t *testing.T, opts pgstore.Options) *pgstore.Store {
+	t.Helper()
+	return openDSN(t, newDSN(t), opts)
+}
+
+// openDSN opens a store on dsn, closed when t ends.
+func openDSN(t *testing.T, dsn string, opts pgstore.Options) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), dsn, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}

@@ -1,0 +1,122 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// changesChannel is the NOTIFY channel of every create, append and
+// delete; the payload is the session ID. Watch listens on it.
+const changesChannel = "pgstore_changes"
+
+// latest is what a session's summary row says of its latest record: what
+// an append checks against.
+type latest struct {
+	rev      uint64
+	schema   int
+	time     time.Time
+	logBytes int64
+}
+
+// latestOf reads the summary row of id (inside the caller's transaction,
+// whose lock on the session row keeps it current).
+func latestOf(ctx context.Context, tx pgx.Tx, id session.SessionID) (latest, error) {
+	var l latest
+	var rev, secs, logBytes int64
+	var nsecs int32
+	err := tx.QueryRow(ctx, `SELECT revision, schema, updated_s, updated_ns, log_bytes
+		FROM pgstore_summaries WHERE session_id = $1`, string(id)).Scan(&rev, &l.schema, &secs, &nsecs, &logBytes)
+	if err != nil {
+		return l, err
+	}
+	l.rev, l.time, l.logBytes = uint64(rev), time.Unix(secs, int64(nsecs)).UTC(), logBytes
+	return l, nil
+}
+
+// appendTx writes data as revision prev.rev+1 of id by generation gen:
+// the record line, the summary row and the change notification, all in
+// tx, so a reader sees all of them or none. The record's time is the
+// store's clock, never earlier than the previous record's.
+func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, id session.SessionID, gen uint64, snap *sessnap.Snapshot, data []byte, prev latest) (uint64, error) {
+	t := s.now()
+	if t.Before(prev.time) {
+		t = prev.time // the clock stepped back (or another machine's runs behind)
+	}
+	m := record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: prev.rev + 1, Gen: gen, Time: t, Kind: record.KindFull}
+	line := record.Encode(m, data)
+	if err := insertRecord(ctx, tx, id, m, line); err != nil {
+		return 0, err
+	}
+	sum := summary.Project(snap, m.Rev, gen, t)
+	sum.Sizes.LogBytes = prev.logBytes + int64(len(line))
+	if err := putSummary(ctx, tx, &sum, m.Schema); err != nil {
+		return 0, err
+	}
+	return m.Rev, nil
+}
+
+// insertRecord stores one record line verbatim with its envelope columns.
+func insertRecord(ctx context.Context, tx pgx.Tx, id session.SessionID, m record.Meta, line []byte) error {
+	_, err := tx.Exec(ctx, `INSERT INTO pgstore_records (session_id, rev, gen, time, kind, schema, line)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		string(id), int64(m.Rev), int64(m.Gen), m.Time, m.Kind, m.Schema, line)
+	return err
+}
+
+// putSummary replaces the summary row of sum.ID and notifies watchers (at
+// commit: NOTIFY is transactional).
+func putSummary(ctx context.Context, tx pgx.Tx, sum *summary.Summary, schema int) error {
+	sum.Lease = summary.LeaseStatus{} // computed when read, never stored
+	doc, err := json.Marshal(sum)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO pgstore_summaries
+		(session_id, revision, generation, schema, state, kind, parent_id, created_s, created_ns, updated_s, updated_ns, log_bytes, doc)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (session_id) DO UPDATE SET
+			revision = excluded.revision, generation = excluded.generation, schema = excluded.schema,
+			state = excluded.state, kind = excluded.kind, parent_id = excluded.parent_id,
+			created_s = excluded.created_s, created_ns = excluded.created_ns,
+			updated_s = excluded.updated_s, updated_ns = excluded.updated_ns,
+			log_bytes = excluded.log_bytes, doc = excluded.doc`,
+		string(sum.ID), int64(sum.Revision), int64(sum.Generation), schema, string(sum.State), string(sum.Kind),
+		string(sum.ParentID), sum.CreatedAt.Unix(), int32(sum.CreatedAt.Nanosecond()),
+		sum.UpdatedAt.Unix(), int32(sum.UpdatedAt.Nanosecond()), sum.Sizes.LogBytes, doc)
+	if err != nil {
+		return err
+	}
+	return notify(ctx, tx, sum.ID)
+}
+
+func notify(ctx context.Context, tx pgx.Tx, id session.SessionID) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, changesChannel, string(id))
+	return err
+}
+
+// wrapErr adds the operation and session to an error, leaving errors that
+// already say so (the contract's sentinels, wrapped with the session)
+// as they are.
+func wrapErr(op string, id session.SessionID, err error) error {
+	for _, known := range []error{
+		sessionstore.ErrExists, sessionstore.ErrNotFound, sessionstore.ErrConflict,
+		sessionstore.ErrLeaseLost, sessionstore.ErrLeaseHeld, sessionstore.ErrSchemaTooNew,
+		sessionstore.ErrClosed, sessionstore.ErrCorrupt, sessionstore.ErrWriterFailed,
+	} {
+		if errors.Is(err, known) {
+			return err
+		}
+	}
+	return fmt.Errorf("pgstore: %s session %s: %w", op, id, err)
+}

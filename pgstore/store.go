@@ -1,0 +1,268 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+var _ sessionstore.Store = (*Store)(nil)
+
+// WatchApplicationName is the application_name of Watch's dedicated
+// connections (unless the DSN sets one), so that they can be told apart
+// in pg_stat_activity.
+const WatchApplicationName = "pgstore-watch"
+
+// Defaults of Options.
+const (
+	DefaultLeaseTTL    = 30 * time.Second
+	DefaultAcquirePoll = 250 * time.Millisecond
+)
+
+// Options tune a Store. The zero value works.
+type Options struct {
+	// MaxRecordBytes caps one encoded snapshot; 0 means
+	// sessionstore.DefaultMaxRecordBytes.
+	MaxRecordBytes int
+	// LeaseTTL is how long a lease lives without a heartbeat (or an
+	// append, which also proves the holder alive); 0 means
+	// DefaultLeaseTTL. A holder paused for longer loses its lease.
+	LeaseTTL time.Duration
+	// HeartbeatInterval is how often a writer heartbeats by itself when
+	// its AcquireOptions name no interval; 0 means LeaseTTL/3.
+	HeartbeatInterval time.Duration
+	// AcquirePoll bounds how long a waiting Acquire sleeps between looks at
+	// a lease held by another process (a release in this process wakes it
+	// at once); 0 means DefaultAcquirePoll.
+	AcquirePoll time.Duration
+	// Now is the clock for record times; nil means time.Now. Lease expiry
+	// uses the database server's clock, the one clock every machine
+	// shares.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxRecordBytes <= 0 {
+		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = o.LeaseTTL / 3
+	}
+	if o.AcquirePoll <= 0 {
+		o.AcquirePoll = DefaultAcquirePoll
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Store is the PostgreSQL adapter of sessionstore.Store. It is safe for
+// concurrent use by many goroutines, and by many processes on many
+// machines sharing one database.
+type Store struct {
+	opts Options
+	pool *pgxpool.Pool
+	// listenCfg configures the dedicated connections of Watch: LISTEN
+	// needs a connection of its own, outside the pool.
+	listenCfg *pgx.ConnConfig
+	host      string
+	pid       int
+
+	// life is cancelled by Close: it ends heartbeats and watches.
+	life   context.Context
+	cancel context.CancelFunc
+	bg     sync.WaitGroup // heartbeat and watch goroutines
+
+	mu     sync.Mutex
+	closed bool
+	// freed is closed (and replaced) whenever a writer of this store
+	// releases or deletes, and by Close, to wake waiting Acquires at once.
+	freed chan struct{}
+}
+
+// Open connects to the database dsn names (a postgres:// URL or a
+// key=value string, as libpq takes) and checks its schema: a database not
+// migrated to SchemaVersion is refused with ErrSchemaOutdated (run
+// Migrate), one migrated by a newer program with ErrSchemaNewer.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse DSN: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	host, _ := os.Hostname() // "" if unknown: identity is for people only
+	life, cancel := context.WithCancel(context.Background())
+	listenCfg := cfg.ConnConfig.Copy()
+	if listenCfg.RuntimeParams["application_name"] == "" {
+		// Names the watch connections in pg_stat_activity.
+		listenCfg.RuntimeParams["application_name"] = WatchApplicationName
+	}
+	return &Store{
+		opts:      opts.withDefaults(),
+		pool:      pool,
+		listenCfg: listenCfg,
+		host:      host,
+		pid:       os.Getpid(),
+		life:      life,
+		cancel:    cancel,
+		freed:     make(chan struct{}),
+	}, nil
+}
+
+func (s *Store) now() time.Time { return s.opts.Now().UTC() }
+
+// ready reports ErrClosed or ctx's error.
+func (s *Store) ready(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return sessionstore.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// readyID validates id, then reports ErrClosed or ctx's error.
+func (s *Store) readyID(ctx context.Context, id session.SessionID) error {
+	if err := sessionstore.ValidateID(id); err != nil {
+		return err
+	}
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("pgstore: session %s: %w", id, err)
+	}
+	return nil
+}
+
+// wakeWaiters wakes every Acquire of this store waiting for a lease.
+func (s *Store) wakeWaiters() {
+	s.mu.Lock()
+	close(s.freed)
+	s.freed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *Store) freedChan() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.freed
+}
+
+// Close ends every watch and heartbeat, wakes every waiting Acquire and
+// closes the connections; afterwards every method of the store and of its
+// writers returns ErrClosed. Leases still held by its writers are not
+// released: they expire after LeaseTTL, and the next holder sees them
+// stale. Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.freed)
+	s.mu.Unlock()
+	s.cancel()
+	s.bg.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// Create implements sessionstore.Store.
+func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	if err := s.readyID(ctx, snap.ID); err != nil {
+		return nil, err
+	}
+	data, err := sessionstore.EncodeSnapshot(snap.ID, snap, s.opts.MaxRecordBytes)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, &snap, data, opts)
+}
+
+// Fork implements sessionstore.Store.
+func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	if err := sessionstore.ValidateID(from); err != nil {
+		return nil, err
+	}
+	if newID == "" {
+		newID = sessionstore.NewID()
+	}
+	if err := s.readyID(ctx, newID); err != nil {
+		return nil, err
+	}
+	var src sessionstore.Record
+	var err error
+	if rev == 0 {
+		src, err = s.Load(ctx, from)
+	} else {
+		src, err = s.LoadRevision(ctx, from, rev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	data, err := sessionstore.EncodeSnapshot(newID, snap, s.opts.MaxRecordBytes)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, &snap, data, opts)
+}
+
+// create stores revision 1 of a new session, its summary and its lease,
+// held by the returned writer, in one transaction.
+func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, data []byte, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	id := snap.ID
+	w := s.newWriter(id, 1)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
+			(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)
+			VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp())
+			ON CONFLICT (id) DO NOTHING`,
+			string(id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, opts.Label)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
+		}
+		_, err = s.appendTx(ctx, tx, id, 1, snap, data, latest{})
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr("create", id, err)
+	}
+	w.rev.Store(1)
+	s.startWriter(w, opts)
+	return w, nil
+}
+
+// newNonce returns a random identity for one acquisition: a writer fences
+// on its generation and its nonce, so that a session deleted and created
+// again (its generations restart) never admits an old writer.
+func newNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}

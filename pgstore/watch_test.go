@@ -1,0 +1,88 @@
+package pgstore_test
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/pgstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// A watch whose connection is killed reconnects, listens again and
+// reloads: it converges to the current state, changes made while it was
+// disconnected (notifications it never got) included.
+func TestWatchSurvivesLostConnection(t *testing.T) {
+	ctx := t.Context()
+	dsn := newDSN(t)
+	s := openDSN(t, dsn, pgstore.Options{})
+	admin := rawConn(t, dsn)
+	ch, err := s.Watch(ctx)
+	require.NoError(t, err)
+
+	view := map[session.SessionID]uint64{}
+	converge := func(want map[session.SessionID]uint64) {
+		t.Helper()
+		timer := time.NewTimer(20 * time.Second)
+		defer timer.Stop()
+		for !maps.Equal(view, want) {
+			select {
+			case c, ok := <-ch:
+				require.True(t, ok, "the watch ended")
+				if c.Deleted {
+					delete(view, c.ID)
+				} else {
+					view[c.ID] = c.Summary.Revision
+				}
+			case <-timer.C:
+				t.Fatalf("no convergence: view %v, want %v", view, want)
+			}
+		}
+	}
+	a, err := s.Create(ctx, snapOf(t, "a", "one"), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	converge(map[session.SessionID]uint64{"a": 1})
+
+	// Bursts of notifications do not cost a reconnection: the watch keeps
+	// its connection between them.
+	watchPID := func() int {
+		t.Helper()
+		var pid int
+		require.NoError(t, admin.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1`, pgstore.WatchApplicationName).Scan(&pid))
+		return pid
+	}
+	pid := watchPID()
+	for range 5 {
+		_, err = a.Append(ctx, a.Revision(), snapOf(t, "a", "burst"))
+		require.NoError(t, err)
+		converge(map[session.SessionID]uint64{"a": a.Revision()})
+	}
+	require.Equal(t, pid, watchPID())
+
+	for round := range 3 {
+		var killed int
+		require.NoError(t, admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1`, pgstore.WatchApplicationName).Scan(&killed))
+		require.Equal(t, 1, killed, "round %d: the watch's connection", round)
+		// Changes while the watch is (probably) disconnected.
+		_, err = a.Append(ctx, a.Revision(), snapOf(t, "a", "more"))
+		require.NoError(t, err)
+		b, err := s.Create(ctx, snapOf(t, "b", "one"), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		converge(map[session.SessionID]uint64{"a": a.Revision(), "b": 1})
+		require.NoError(t, b.Delete(ctx))
+		converge(map[session.SessionID]uint64{"a": a.Revision()})
+	}
+	require.NoError(t, a.Release(ctx))
+	require.NoError(t, s.Close())
+	for range ch {
+		// Drain until Close closes the channel.
+	}
+	_, err = s.List(ctx, summary.Query{})
+	require.ErrorIs(t, err, sessionstore.ErrClosed)
+}
