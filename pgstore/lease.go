@@ -55,8 +55,12 @@ func scanLease(row pgx.Row) (leaseRow, error) {
 	var pid int32
 	err := row.Scan(&gen, &l.state, &l.nonce, &l.host, &pid, &l.label, &l.acquiredAt, &l.heartbeatAt,
 		&l.expired, &remaining, &age)
-	l.gen, l.pid = uint64(gen), int(pid)
+	if err != nil {
+		return l, err
+	}
+	l.pid = int(pid)
 	l.remaining, l.age = time.Duration(remaining)*time.Microsecond, time.Duration(age)*time.Microsecond
+	l.gen, err = fromBigint("generation", gen)
 	return l, err
 }
 
@@ -177,17 +181,25 @@ func (s *Store) tryTake(ctx context.Context, id session.SessionID, opts sessions
 		// every generation in the records.
 		nw := s.newWriter(id, l.gen+1)
 		nw.report.Previous = l.status()
+		gen, err := toBigint("generation", nw.gen)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `UPDATE pgstore_sessions SET generation = $2, lease_state = 'held',
 			expires_at = clock_timestamp() + $3 * interval '1 microsecond', nonce = $4, host = $5, pid = $6, label = $7,
 			acquired_at = clock_timestamp(), heartbeat_at = clock_timestamp() WHERE id = $1`,
-			string(id), int64(nw.gen), s.opts.LeaseTTL.Microseconds(), nw.nonce, s.host, s.pid, opts.Label); err != nil {
+			string(id), gen, s.opts.LeaseTTL.Microseconds(), nw.nonce, s.host, s.pid, opts.Label); err != nil {
 			return err
 		}
 		var rev int64
 		if err := tx.QueryRow(ctx, `SELECT revision FROM pgstore_summaries WHERE session_id = $1`, string(id)).Scan(&rev); err != nil {
 			return err
 		}
-		nw.rev.Store(uint64(rev))
+		r, err := fromBigint("revision", rev)
+		if err != nil {
+			return err
+		}
+		nw.rev.Store(r)
 		w = nw
 		return nil
 	})

@@ -71,13 +71,13 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	}
 	if !q.UpdatedSince.IsZero() {
 		where = append(where, fmt.Sprintf("(s.updated_s, s.updated_ns) >= (%s, %s)",
-			arg(q.UpdatedSince.Unix()), arg(int32(q.UpdatedSince.Nanosecond()))))
+			arg(q.UpdatedSince.Unix()), arg(int32(q.UpdatedSince.Nanosecond())))) //nolint:gosec // G115: nanoseconds are < 1e9
 	}
 	o := orderSQL[q.Order]
 	if resume {
 		key := []string{arg(string(after.ID))}
 		if len(o.cols) == 3 {
-			key = []string{arg(after.Time.Unix()), arg(int32(after.Time.Nanosecond())), key[0]}
+			key = []string{arg(after.Time.Unix()), arg(int32(after.Time.Nanosecond())), key[0]} //nolint:gosec // G115: nanoseconds are < 1e9
 		}
 		cmp := ">"
 		if o.desc {
@@ -133,8 +133,12 @@ func scanSummary(row pgx.Row) (summary.Summary, error) {
 		&l.expired, &remaining, &age); err != nil {
 		return summary.Summary{}, err
 	}
-	l.gen, l.pid = uint64(gen), int(pid)
+	l.pid = int(pid)
 	l.remaining, l.age = time.Duration(remaining)*time.Microsecond, time.Duration(age)*time.Microsecond
+	var err error
+	if l.gen, err = fromBigint("generation", gen); err != nil {
+		return summary.Summary{}, err
+	}
 	sum, err := decodeSummary(doc)
 	if err != nil {
 		return sum, err

@@ -40,8 +40,9 @@ func latestOf(ctx context.Context, tx pgx.Tx, id session.SessionID) (latest, err
 	if err != nil {
 		return l, err
 	}
-	l.rev, l.time, l.logBytes = uint64(rev), time.Unix(secs, int64(nsecs)).UTC(), logBytes
-	return l, nil
+	l.time, l.logBytes = time.Unix(secs, int64(nsecs)).UTC(), logBytes
+	l.rev, err = fromBigint("revision", rev)
+	return l, err
 }
 
 // appendTx writes data as revision prev.rev+1 of id by generation gen:
@@ -68,9 +69,17 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, id session.SessionID, g
 
 // insertRecord stores one record line verbatim with its envelope columns.
 func insertRecord(ctx context.Context, tx pgx.Tx, id session.SessionID, m record.Meta, line []byte) error {
-	_, err := tx.Exec(ctx, `INSERT INTO pgstore_records (session_id, rev, gen, time, kind, schema, line)
+	rev, err := toBigint("revision", m.Rev)
+	if err != nil {
+		return err
+	}
+	gen, err := toBigint("generation", m.Gen)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO pgstore_records (session_id, rev, gen, time, kind, schema, line)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		string(id), int64(m.Rev), int64(m.Gen), m.Time, m.Kind, m.Schema, line)
+		string(id), rev, gen, m.Time, m.Kind, m.Schema, line)
 	return err
 }
 
@@ -78,6 +87,14 @@ func insertRecord(ctx context.Context, tx pgx.Tx, id session.SessionID, m record
 // commit: NOTIFY is transactional).
 func putSummary(ctx context.Context, tx pgx.Tx, sum *summary.Summary, schema int) error {
 	sum.Lease = summary.LeaseStatus{} // computed when read, never stored
+	rev, err := toBigint("revision", sum.Revision)
+	if err != nil {
+		return err
+	}
+	gen, err := toBigint("generation", sum.Generation)
+	if err != nil {
+		return err
+	}
 	doc, err := json.Marshal(sum)
 	if err != nil {
 		return err
@@ -91,9 +108,9 @@ func putSummary(ctx context.Context, tx pgx.Tx, sum *summary.Summary, schema int
 			created_s = excluded.created_s, created_ns = excluded.created_ns,
 			updated_s = excluded.updated_s, updated_ns = excluded.updated_ns,
 			log_bytes = excluded.log_bytes, doc = excluded.doc`,
-		string(sum.ID), int64(sum.Revision), int64(sum.Generation), schema, string(sum.State), string(sum.Kind),
-		string(sum.ParentID), sum.CreatedAt.Unix(), int32(sum.CreatedAt.Nanosecond()),
-		sum.UpdatedAt.Unix(), int32(sum.UpdatedAt.Nanosecond()), sum.Sizes.LogBytes, doc)
+		string(sum.ID), rev, gen, schema, string(sum.State), string(sum.Kind),
+		string(sum.ParentID), sum.CreatedAt.Unix(), int32(sum.CreatedAt.Nanosecond()), //nolint:gosec // G115: nanoseconds are < 1e9
+		sum.UpdatedAt.Unix(), int32(sum.UpdatedAt.Nanosecond()), sum.Sizes.LogBytes, doc) //nolint:gosec // G115: nanoseconds are < 1e9
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func Migrate(ctx context.Context, dsn string) (MigrateReport, error) {
 	if err != nil {
 		return MigrateReport{}, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }() // each migration committed (or not) in its own transaction: closing changes nothing
 	return migrate(ctx, conn)
 }
 

@@ -159,8 +159,11 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 	var r int64
 	var line []byte
 	_, err = pgx.ForEachRow(rows, []any{&r, &line}, func() error {
-		var err error
-		rec, payload, err = m.nextPayload(uint64(r), line)
+		rev, err := fromBigint("revision", r)
+		if err != nil {
+			return err
+		}
+		rec, payload, err = m.nextPayload(rev, line)
 		got = true
 		return err
 	})
@@ -233,11 +236,15 @@ func (s *Store) lines(ctx context.Context, id session.SessionID) iter.Seq2[store
 				WHERE session_id = $1 AND rev >= $2 AND rev <= $3 ORDER BY rev LIMIT $4`,
 				string(id), next, latest, historyPage)
 			var page []storedLine
+			var last int64 // the page's last revision, as stored
 			if err == nil {
-				var r int64
 				var line []byte
-				_, err = pgx.ForEachRow(rows, []any{&r, &line}, func() error {
-					page = append(page, storedLine{rev: uint64(r), line: line, m: m})
+				_, err = pgx.ForEachRow(rows, []any{&last, &line}, func() error {
+					rev, err := fromBigint("revision", last)
+					if err != nil {
+						return err
+					}
+					page = append(page, storedLine{rev: rev, line: line, m: m})
 					return nil
 				})
 			}
@@ -255,7 +262,7 @@ func (s *Store) lines(ctx context.Context, id session.SessionID) iter.Seq2[store
 					return
 				}
 			}
-			next = int64(page[len(page)-1].rev) + 1
+			next = last + 1
 		}
 	}
 }

@@ -78,11 +78,13 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		}
 		var last sessionstore.Record
 		var logBytes int64
+		var rev uint64 // of the line at hand: n+1
 		for line, err := range lines {
 			if err != nil {
 				return err
 			}
-			rec, err := m.next(uint64(n+1), line)
+			rev++
+			rec, err := m.next(rev, line)
 			if err != nil {
 				return err
 			}
@@ -103,7 +105,11 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		if err := putSummary(ctx, tx, &sum, last.SchemaVersion); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE pgstore_sessions SET generation = $2 WHERE id = $1`, string(id), int64(last.Generation))
+		gen, err := toBigint("generation", last.Generation)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE pgstore_sessions SET generation = $2 WHERE id = $1`, string(id), gen)
 		return err
 	})
 	if err != nil {

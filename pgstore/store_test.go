@@ -391,3 +391,39 @@ func TestSchemaTooNewRefusesAppend(t *testing.T) {
 	require.Equal(t, uint64(1), rec.Revision)
 	require.NoError(t, w.Release(ctx))
 }
+
+// Generations stop at 2^53-1, the record format's bound (a line with a
+// larger gen does not parse): a lease at the bound is refused, not issued
+// past it, and records written at the bound read back.
+func TestGenerationBound(t *testing.T) {
+	ctx := t.Context()
+	dsn := newDSN(t)
+	s := openDSN(t, dsn, pgstore.Options{})
+	w, err := s.Create(ctx, snapOf(t, "g", "one"), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	conn := rawConn(t, dsn)
+	_, err = conn.Exec(ctx, `UPDATE pgstore_sessions SET generation = $1 WHERE id = 'g'`, int64(sessnap.MaxSafeInteger-1))
+	require.NoError(t, err)
+
+	w, err = s.Acquire(ctx, "g", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.Equal(t, uint64(sessnap.MaxSafeInteger), w.Generation())
+	_, err = w.Append(ctx, 1, snapOf(t, "g", "two"))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	rec, err := s.Load(ctx, "g")
+	require.NoError(t, err)
+	require.Equal(t, uint64(sessnap.MaxSafeInteger), rec.Generation)
+	require.Equal(t, "two", rec.Snapshot.Title)
+
+	_, err = s.TryAcquire(ctx, "g", sessionstore.AcquireOptions{})
+	require.ErrorContains(t, err, "generation 9007199254740992 is above 2^53-1")
+	var gen int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT generation FROM pgstore_sessions WHERE id = 'g'`).Scan(&gen))
+	require.Equal(t, int64(sessnap.MaxSafeInteger), gen, "nothing written")
+	l, err := s.Lease(ctx, "g")
+	require.NoError(t, err)
+	require.Equal(t, summary.LeaseFree, l.State)
+	require.Equal(t, uint64(sessnap.MaxSafeInteger), l.Generation)
+}

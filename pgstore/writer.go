@@ -222,9 +222,13 @@ func (w *writer) Heartbeat(ctx context.Context) error {
 	if err := w.usableLocked(ctx); err != nil {
 		return err
 	}
+	gen, err := toBigint("generation", w.gen)
+	if err != nil {
+		return wrapErr("heartbeat", w.id, err)
+	}
 	tag, err := w.s.pool.Exec(ctx, extendSQL+` AND generation = $3 AND nonce = $4
 		AND lease_state = 'held' AND expires_at > clock_timestamp()`,
-		string(w.id), w.s.opts.LeaseTTL.Microseconds(), int64(w.gen), w.nonce)
+		string(w.id), w.s.opts.LeaseTTL.Microseconds(), gen, w.nonce)
 	if err != nil {
 		return wrapErr("heartbeat", w.id, err)
 	}
@@ -289,11 +293,15 @@ func (w *writer) Release(ctx context.Context) error {
 	if err := w.s.ready(context.Background()); err != nil {
 		return fmt.Errorf("%w: session %s: store closed", sessionstore.ErrClosed, w.id)
 	}
+	gen, err := toBigint("generation", w.gen)
+	if err != nil {
+		return wrapErr("release lease of", w.id, err)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	_, err := w.s.pool.Exec(ctx, `UPDATE pgstore_sessions SET lease_state = 'free', expires_at = NULL
+	_, err = w.s.pool.Exec(ctx, `UPDATE pgstore_sessions SET lease_state = 'free', expires_at = NULL
 		WHERE id = $1 AND generation = $2 AND nonce = $3 AND lease_state = 'held' AND expires_at > clock_timestamp()`,
-		string(w.id), int64(w.gen), w.nonce)
+		string(w.id), gen, w.nonce)
 	if err != nil {
 		return wrapErr("release lease of", w.id, err)
 	}

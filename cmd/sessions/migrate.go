@@ -289,11 +289,10 @@ func (s *side) lines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte
 	}
 	return func(yield func([]byte, error) bool) {
 		pr, pw := io.Pipe()
-		done := make(chan error, 1)
+		done := make(chan struct{})
 		go func() {
-			err := s.js.Export(ctx, id, pw, false)
-			pw.CloseWithError(err)
-			done <- err
+			defer close(done)
+			pw.CloseWithError(s.js.Export(ctx, id, pw, false)) // the reader gets the export's error from the pipe
 		}()
 		defer func() {
 			pr.CloseWithError(errors.New("stopped")) // unblocks the exporter if we stop early
@@ -349,7 +348,7 @@ func (s *side) storedLines(ctx context.Context, id session.SessionID) iter.Seq2[
 			yield(nil, err)
 			return
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read-only
 		br := bufio.NewReaderSize(f, 1<<20)
 		for {
 			l, err := br.ReadBytes('\n')
@@ -398,7 +397,7 @@ func writeDirSession(ctx context.Context, root string, id session.SessionID, lin
 	if err != nil {
 		return 0, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // only the root handle: the files below it are synced and closed on their own
 	fsys := vfs.OS(r)
 	if _, err := fsys.Lstat(string(id)); err == nil {
 		return 0, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
@@ -421,31 +420,31 @@ func writeDirSession(ctx context.Context, root string, id session.SessionID, lin
 	var lastGen uint64
 	for line, lerr := range lines {
 		if lerr != nil {
-			f.Close()
+			_ = f.Close()
 			return 0, lerr
 		}
 		if len(line) == 0 || line[len(line)-1] != '\n' {
-			f.Close()
+			_ = f.Close()
 			return 0, fmt.Errorf("record %d: a line without its newline", n+1)
 		}
 		m, _, perr := record.Parse(line[:len(line)-1], len(line))
 		if perr != nil {
-			f.Close()
+			_ = f.Close()
 			return 0, fmt.Errorf("record %d: %w", n+1, perr)
 		}
 		if _, err := f.Write(line); err != nil {
-			f.Close()
+			_ = f.Close()
 			return 0, err
 		}
 		lastGen = m.Gen
 		n++
 	}
 	if n == 0 {
-		f.Close()
+		_ = f.Close()
 		return 0, errors.New("no records")
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return 0, err
 	}
 	if err := f.Close(); err != nil {

@@ -72,7 +72,7 @@ func (c *cli) withAnyStore(ctx context.Context, fn func(st sessionstore.Store) i
 	if err != nil {
 		return c.fail(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // always nil: it stops the store's goroutines and closes the pool
 	return fn(st)
 }
 
@@ -83,7 +83,7 @@ func (c *cli) pgLog(ctx context.Context, id session.SessionID, asJSON bool) int 
 	if err != nil {
 		return c.fail(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // always nil: it stops the store's goroutines and closes the pool
 	var rows [][]string
 	var rerr error
 	bw := bufio.NewWriter(c.stdout)
@@ -135,7 +135,7 @@ func (c *cli) pgVerify(ctx context.Context, ids []session.SessionID, asJSON, qui
 		c.fail(err)
 		return exitUsage
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // always nil: it stops the store's goroutines and closes the pool
 	found, err := st.Verify(ctx, ids...)
 	if err != nil {
 		c.fail(err)
@@ -174,7 +174,7 @@ func (c *cli) pgExport(ctx context.Context, id session.SessionID, latest bool) i
 	if err != nil {
 		return c.fail(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // always nil: it stops the store's goroutines and closes the pool
 	bw := bufio.NewWriterSize(c.stdout, 64<<10)
 	err = st.Export(ctx, id, bw, latest)
 	if ferr := bw.Flush(); err == nil {
