@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -163,7 +164,14 @@ func TestCompactKilled(t *testing.T) {
 		oldFirst, err := ccLogFirstOf(st.fs, id)
 		require.NoError(t, err)
 		keep := 3 + rng.IntN(5)
-		newFirst := latest - uint64(keep) + 1
+		// The cut goes back to the full record of the first kept
+		// revision's chain.
+		log, err := os.ReadFile(filepath.Join(dir, logPath(id)))
+		require.NoError(t, err)
+		newFirst := chainStart(log, latest-uint64(keep)+1)
+		if kinds := kindsOf(log); round == 0 {
+			require.Positive(t, kinds[KindDelta], "the workload writes deltas: %v", kinds)
+		}
 
 		c := startCompactChild(t, "compact", append(procEnv(dir, id, seed), compactKeepEnv+"="+strconv.Itoa(keep))...)
 		procFields(t, c.next(t), "ready")

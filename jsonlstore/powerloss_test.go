@@ -551,8 +551,12 @@ func (c *plChecker) history(ctx context.Context, st *Store, crashed *vfs.Sim, i 
 	if uint64(len(recs)) != h.n {
 		return h, plViolate("history", "%s: History has %d revisions, the log %d valid records before its tail", id, h.n, len(recs))
 	}
-	for _, r := range recs {
-		if err := c.checkPayload(i, r.Rev, r.Payload); err != nil {
+	snaps, err := rebuildAll(recs)
+	if err != nil {
+		return h, plViolate("payload", "%s: %w", id, err)
+	}
+	for k, r := range recs {
+		if err := c.checkPayload(i, r.Rev, snaps[k]); err != nil {
 			return h, err
 		}
 		h.maxGen = max(h.maxGen, r.Gen)
