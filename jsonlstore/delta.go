@@ -206,7 +206,10 @@ func (m *snapshots) next(r *rawRecord, file string) ([]byte, error) {
 		m.prev = nil
 		return &sessionstore.CorruptionError{ID: m.id, Path: file, Offset: r.Offset, Revision: r.Rev, Err: err}
 	}
-	if m.prev == nil || m.rev+1 != r.Rev {
+	switch {
+	case r.Rev == 1:
+		return nil, corrupt(errors.New("revision 1 is a delta (it has no base; it must be a full record)"))
+	case m.prev == nil || m.rev+1 != r.Rev:
 		return nil, corrupt(fmt.Errorf("revision %d is a delta and its base, revision %d, is missing or unreadable", r.Rev, r.Rev-1))
 	}
 	out, err := record.Apply(m.prev, r.Payload, m.max)

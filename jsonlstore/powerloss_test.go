@@ -264,6 +264,12 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 		}
 	}
 	require.Equal(t, uint64(plTornAt-1), ack.rev[plA], "50 appends to A")
+	// The crashes meet both record kinds (with deltas on, the default).
+	logA, err := sim.ReadFile(logPath(plIDs[plA]))
+	require.NoError(t, err)
+	kinds := kindsOf(logA)
+	require.Positive(t, kinds[KindDelta], "%v", kinds)
+	require.Greater(t, kinds[KindFull], 1, "%v", kinds)
 
 	// A torn append: the write stops after plTornBytes bytes. The writer
 	// fails, now and on a retry with the right expected revision, and
