@@ -80,7 +80,7 @@ func (c *chainState) advance(kind string, payload []byte, lineLen int) {
 func (s *Store) chainOf(id session.SessionID, v *view, last *rawRecord) (*rawRecord, []*rawRecord, error) {
 	deltas := []*rawRecord{last}
 	held := int(last.LineLen)
-	bs := backScanner{f: v.f}
+	bs := &v.back
 	cur := last
 	for {
 		if cur.Offset == 0 {
@@ -97,9 +97,9 @@ func (s *Store) chainOf(id session.SessionID, v *view, last *rawRecord) (*rawRec
 			return nil, nil, s.newAnomaly(v, id, start, cur.Rev-1, nil,
 				fmt.Errorf("base of the delta of revision %d: %w", cur.Rev, errTooLong))
 		}
-		line := make([]byte, n)
-		if _, err := v.f.ReadAt(line, start); err != nil {
-			return nil, nil, readErr(err)
+		line, err := bs.readAt(start, n)
+		if err != nil {
+			return nil, nil, err
 		}
 		r, err := parseLine(line, v.maxPayload)
 		if err != nil {
