@@ -131,13 +131,13 @@ func BenchmarkLoadLatest(b *testing.B) {
 				m := meta{Version: record.VersionOf(KindFull), Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: KindFull}
 				var line []byte
 				if c.delta {
-					line = chain.deltaLine(m, payload, sessionstore.DefaultMaxRecordBytes)
+					line = chain.DeltaLine(m, payload, sessionstore.DefaultMaxRecordBytes)
 				}
 				kind := KindDelta
 				if line == nil {
 					line, kind = encodeRecord(m, payload), KindFull
 				}
-				chain.advance(kind, payload, len(line))
+				chain.Advance(kind, payload, len(line))
 				log = append(log, line...)
 			}
 			if err := os.Mkdir(filepath.Join(root, id), 0o700); err != nil {

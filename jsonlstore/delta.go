@@ -17,60 +17,17 @@ import (
 // bytes (the full record's payload and the lines of its deltas, the new
 // one included) would exceed one and a half times the new snapshot, when
 // the deltas' lines would exceed the record cap, or after maxChainDeltas
-// deltas. So loading the latest revision reads at most about one and a
+// deltas (record.Chain). So loading the latest revision reads at most about one and a
 // half snapshots, whatever the length of the history; readers refuse (as
 // corruption) a chain whose deltas exceed the record cap, so a hostile log
 // cannot make them hold more than about three times the cap.
 
-const (
-	// maxChainDeltas bounds the deltas a writer writes after a full record.
-	maxChainDeltas = 1000
-	// chainBudgetNum/chainBudgetDen is the bound on a chain's bytes, as a
-	// fraction of the newest snapshot's size.
-	chainBudgetNum, chainBudgetDen = 3, 2
-)
+// maxChainDeltas bounds the deltas a writer writes after a full record.
+const maxChainDeltas = record.MaxChainDeltas
 
-// chainState is what a writer knows of its session's latest chain.
-type chainState struct {
-	snap   []byte // the latest revision's snapshot; nil: unknown, write a full record next
-	full   int    // payload bytes of the chain's full record
-	deltas int    // line bytes of the chain's deltas
-	n      int    // number of deltas
-}
-
-// reset starts a chain at a full record holding snap.
-func (c *chainState) reset(snap []byte) { *c = chainState{snap: snap, full: len(snap)} }
-
-// deltaLine returns the line of a delta record for payload, the encoded
-// snapshot of revision m.Rev, when the chain policy allows one; else nil.
-// record.Diff checks that the delta applied to the previous snapshot gives
-// payload byte for byte, and refuses when it would not be smaller.
-func (c *chainState) deltaLine(m meta, payload []byte, maxRecord int) []byte {
-	if c.snap == nil || c.n >= maxChainDeltas {
-		return nil
-	}
-	d, ok := record.Diff(c.snap, payload)
-	if !ok {
-		return nil
-	}
-	m.Kind, m.Version = KindDelta, record.VersionOf(KindDelta)
-	line := encodeRecord(m, d)
-	if c.full+c.deltas+len(line) > len(payload)*chainBudgetNum/chainBudgetDen || c.deltas+len(line) > maxRecord {
-		return nil
-	}
-	return line
-}
-
-// advance records an appended record.
-func (c *chainState) advance(kind string, payload []byte, lineLen int) {
-	if kind != KindDelta {
-		c.reset(payload)
-		return
-	}
-	c.snap = payload
-	c.deltas += lineLen
-	c.n++
-}
+// chainState is what a writer knows of its session's latest chain: the
+// chain policy, shared with other adapters of the format.
+type chainState = record.Chain
 
 // chainOf returns the chain that ends at last, a delta record of v: the
 // full record it starts at and the deltas after it, in order, read

@@ -124,7 +124,7 @@ func (s *Store) recoverLogChain(id session.SessionID, report *sessionstore.Recov
 func (s *Store) chainAfterRecovery(id session.SessionID, v *view, last *rawRecord, chain *chainState) {
 	switch last.Kind {
 	case KindFull:
-		chain.reset(last.Payload)
+		chain.Start(last.Payload)
 		return
 	case KindDelta:
 	default:
@@ -140,12 +140,11 @@ func (s *Store) chainAfterRecovery(id session.SessionID, v *view, last *rawRecor
 		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision does not rebuild; the next revision is written in full", "session", id, "err", err)
 		return
 	}
-	chain.reset(full.Payload)
-	chain.snap = snap
+	held := 0
 	for _, d := range deltas {
-		chain.deltas += int(d.LineLen)
+		held += int(d.LineLen)
 	}
-	chain.n = len(deltas)
+	chain.Resume(snap, len(full.Payload), len(deltas), held)
 }
 
 // saveForensic copies n bytes of v from off into a new file under the

@@ -263,7 +263,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
 		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
 	}
-	w.chain.reset(payload)
+	w.chain.Start(payload)
 	if snap, err := sessnap.Unmarshal(payload); err == nil {
 		w.writeSummary(&rec, &snap)
 	}

@@ -117,7 +117,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// before it is written.
 	var line []byte
 	if !w.s.opts.FullRecordsOnly {
-		line = w.chain.deltaLine(rec.meta, payload, w.s.opts.MaxRecordBytes)
+		line = w.chain.DeltaLine(rec.meta, payload, w.s.opts.MaxRecordBytes)
 	}
 	if line != nil {
 		rec.Kind, rec.Version = KindDelta, record.VersionOf(KindDelta)
@@ -142,7 +142,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
 	w.lastOffset, w.size = rec.Offset, rec.End()
-	w.chain.advance(rec.Kind, payload, len(line))
+	w.chain.Advance(rec.Kind, payload, len(line))
 	w.writeSummary(&rec, &snap)
 	return rec.Rev, nil
 }
