@@ -13,8 +13,8 @@ import (
 func TestChainPolicy(t *testing.T) {
 	m := Meta{Version: Version1, Schema: 1, Gen: 1, Time: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), Kind: KindFull}
 	tests := []struct {
-		name       string
-		snaps      [][]byte
+		name  string
+		snaps [][]byte
 		// bounds on the deltas among the len(snaps)-1 revisions after
 		// the first
 		minDeltas, maxDeltas int
