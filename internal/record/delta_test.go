@@ -60,6 +60,12 @@ func TestDiffApply(t *testing.T) {
 			next:      `{"id":"a","title":"a rather long title, so that the delta is smaller"}`,
 			wantDelta: `{"snap_len":#,"snap_crc":"%"}`,
 		},
+		{
+			name:      "escaped quotes and backslashes in strings",
+			prev:      `{"id":"a\\\"}\\","t":"x\\","title":"a rather long title, so that the delta is smaller"}`,
+			next:      `{"id":"a\\\"}\\","t":"y\"","title":"a rather long title, so that the delta is smaller"}`,
+			wantDelta: `{"snap_len":#,"snap_crc":"%","set":{"t":"y\""}}`,
+		},
 		{name: "not smaller", prev: `{"a":1}`, next: `{"a":2}`},
 		{name: "next not compact", prev: `{"id":"a","title":"a rather long title, so that the delta is smaller"}`, next: `{"id":"a", "title":"a rather long title, so that the delta is smaller"}`},
 		{name: "duplicate key", prev: `{"id":"a","title":"a rather long title, so that the delta is smaller"}`, next: `{"id":"a","id":"b","title":"a rather long title, so that the delta is smaller"}`},

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -25,14 +26,24 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the offset after the string starting at b[i] ('"').
+// It jumps from quote to quote (a fast search: strings are most of a
+// snapshot's bytes); a quote preceded by an odd number of backslashes is
+// escaped.
 func skipString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1, nil
+	for i++; i < len(b); {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			break
 		}
+		q := i + j
+		k := q
+		for k > i && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q + 1, nil
+		}
+		i = q + 1
 	}
 	return 0, fmt.Errorf("%w: unterminated string", errSyntax)
 }
