@@ -36,7 +36,8 @@ bench:
 fuzz:
 	@set -e; for spec in \
 		./sessnap:FuzzUnmarshal ./sessnap:FuzzRoundTrip ./session:FuzzNormalizeLastError \
-		./jsonlstore:FuzzParseLine ./fslease:FuzzParseRecord; do \
+		./jsonlstore:FuzzParseLine ./fslease:FuzzParseRecord \
+		./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply; do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
