@@ -186,7 +186,8 @@ type chainAcc struct {
 	deltas []*rawRecord
 	held   int
 	rev    uint64
-	why    error // why the chain is broken
+	why    error  // why the chain is broken
+	buf    []byte // the full record's payload
 }
 
 // add takes r (copying its payload).
@@ -194,7 +195,12 @@ func (a *chainAcc) add(r *rawRecord) {
 	defer func() { a.rev = r.Rev }()
 	switch r.Kind {
 	case KindFull:
-		a.full, a.deltas, a.held, a.why = copyRecord(r), a.deltas[:0], 0, nil
+		// Reuse the buffer: a forward scan meets many full records and
+		// keeps one.
+		a.buf = append(a.buf[:0], r.Payload...)
+		full := *r
+		full.Payload = a.buf
+		a.full, a.deltas, a.held, a.why = &full, a.deltas[:0], 0, nil
 		return
 	case KindDelta:
 	default:
