@@ -74,28 +74,76 @@ func (d *doc) size() int {
 	return n
 }
 
-func (d *doc) appendTo(b []byte) []byte {
-	b = append(b, '{')
+// pieces calls fn with the serialized object's bytes, piece by piece, in
+// order, until fn returns false.
+func (d *doc) pieces(fn func(p []byte) bool) {
+	if !fn([]byte{'{'}) {
+		return
+	}
 	for i, m := range d.members {
-		if i > 0 {
-			b = append(b, ',')
+		if i > 0 && !fn([]byte{','}) {
+			return
 		}
-		b = append(b, m.key...)
-		b = append(b, ':')
+		if !fn(m.key) || !fn([]byte{':'}) {
+			return
+		}
 		if len(m.app) == 0 {
-			b = append(b, m.val...)
+			if !fn(m.val) {
+				return
+			}
 			continue
 		}
-		b = append(b, m.val[:len(m.val)-1]...)
-		for i, a := range m.app {
-			if i > 0 || !emptyArray(m.val) {
-				b = append(b, ',')
-			}
-			b = append(b, a...)
+		if !fn(m.val[:len(m.val)-1]) {
+			return
 		}
-		b = append(b, ']')
+		for i, a := range m.app {
+			if (i > 0 || !emptyArray(m.val)) && !fn([]byte{','}) {
+				return
+			}
+			if !fn(a) {
+				return
+			}
+		}
+		if !fn([]byte{']'}) {
+			return
+		}
 	}
-	return append(b, '}')
+	fn([]byte{'}'})
+}
+
+func (d *doc) appendTo(b []byte) []byte {
+	d.pieces(func(p []byte) bool {
+		b = append(b, p...)
+		return true
+	})
+	return b
+}
+
+// equal reports whether the serialized object is exactly b, without
+// building it.
+func (d *doc) equal(b []byte) bool {
+	ok := true
+	d.pieces(func(p []byte) bool {
+		if len(p) > len(b) || !bytes.Equal(p, b[:len(p)]) {
+			ok = false
+			return false
+		}
+		b = b[len(p):]
+		return true
+	})
+	return ok && len(b) == 0
+}
+
+// clone returns a copy of d that apply can change without changing d.
+func (d *doc) clone() *doc {
+	c := &doc{members: make([]*member, len(d.members)), index: make(map[string]*member, len(d.members))}
+	for i, m := range d.members {
+		cm := *m
+		cm.app = append([][]byte(nil), m.app...)
+		c.members[i] = &cm
+		c.index[string(cm.key)] = &cm
+	}
+	return c
 }
 
 func newDoc(obj []byte) (*doc, error) {
@@ -383,7 +431,14 @@ func Diff(prev, next []byte) (delta []byte, ok bool) {
 	if len(b) >= len(next) {
 		return nil, false
 	}
-	if got, err := Apply(prev, b, len(next)); err != nil || !bytes.Equal(got, next) {
+	// Check that the delta, as a reader parses and applies it, rebuilds
+	// next byte for byte (which also makes its snap_crc right), comparing
+	// piece by piece rather than building a copy of next.
+	ops, err := parseDelta(b)
+	if err != nil {
+		return nil, false
+	}
+	if q := p.clone(); q.apply(ops, len(next)) != nil || !q.equal(next) {
 		return nil, false
 	}
 	return b, true
