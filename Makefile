@@ -65,7 +65,8 @@ FUZZ_TARGETS = \
 	./sessnap:FuzzUnmarshal ./sessnap:FuzzRoundTrip \
 	./session:FuzzNormalizeLastError \
 	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive \
-	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile
+	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile \
+	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/soak.sh fuzz

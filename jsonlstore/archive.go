@@ -145,6 +145,11 @@ func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l 
 	// a longer stream): an archive bomb stops here.
 	counted := &countingReader{r: io.TeeReader(io.LimitReader(dec, seg.Bytes+1), h)}
 	err = scanLines(counted, -1, s.opts.MaxRecordBytes+envelopeMax, s.opts.MaxRecordBytes, fn)
+	if errors.Is(err, errViewChanged) {
+		// scanLines says so of a stream that ends inside a zstd frame; an
+		// open segment never changes under its reader.
+		return fmt.Errorf("segment %s ends early: truncated or damaged", seg.File)
+	}
 	if err != nil {
 		return err
 	}

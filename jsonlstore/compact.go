@@ -258,9 +258,10 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 }
 
 // planCompaction reads v, whose latest revision is latest, forwards until
-// the first revision p keeps, calling trim for each record before it (its
-// payload aliases the scan buffer). It checks every record and the
-// sequence on the way.
+// the first revision p keeps — or, when that is a delta record, the full
+// record its chain starts at — calling trim for each record before it
+// (without its payload: trim reads the line from v). It checks every
+// record and the sequence on the way.
 func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *rawRecord) error) (compactPlan, error) {
 	pl := compactPlan{latest: latest, cut: -1}
 	// The cut: keep a revision if either rule keeps it. KeepLast gives a
@@ -285,6 +286,27 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		return r.Rev >= latest || (cutByCount > 0 && r.Rev >= cutByCount) || (!since.IsZero() && !r.Time.Before(since))
 	}
 	seg := &pl.seg
+	// The first kept record must be a full record: a delta needs its base
+	// in the log. Records since the last full one wait in pending until
+	// the next full record shows that nothing kept needs them; when the
+	// cut lands on a delta, they are kept with it.
+	var pending []rawRecord
+	trimPending := func() error {
+		for i := range pending {
+			r := &pending[i]
+			if seg.First == 0 {
+				seg.First = r.Rev
+			}
+			seg.Last = r.Rev
+			seg.Records++
+			seg.Bytes += r.LineLen
+			if err := trim(r); err != nil {
+				return err
+			}
+		}
+		pending = pending[:0]
+		return nil
+	}
 	var prev uint64
 	err := v.scan(func(l *line) error {
 		if err := ctx.Err(); err != nil {
@@ -298,17 +320,20 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 			return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: r.Offset, Revision: r.Rev, Err: errors.New("revision sequence broken")}
 		}
 		prev = r.Rev
+		if r.Kind != KindDelta {
+			if err := trimPending(); err != nil {
+				return err
+			}
+		}
 		if keep(r) {
 			pl.cut, pl.firstKept = r.Offset, r.Rev
+			if len(pending) > 0 {
+				pl.cut, pl.firstKept = pending[0].Offset, pending[0].Rev
+			}
 			return errStop
 		}
-		if seg.First == 0 {
-			seg.First = r.Rev
-		}
-		seg.Last = r.Rev
-		seg.Records++
-		seg.Bytes += r.LineLen
-		return trim(r)
+		pending = append(pending, rawRecord{meta: r.meta, Offset: r.Offset, LineLen: r.LineLen})
+		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
 		return pl, err
@@ -384,7 +409,7 @@ func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
 	if err != nil || last == nil {
 		return
 	}
-	rec, err := decodeRecord(w.id, v, last)
+	rec, err := w.s.decodeLast(w.id, v, last)
 	if err != nil {
 		return
 	}

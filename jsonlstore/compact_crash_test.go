@@ -35,17 +35,24 @@ import (
 //	create, append to 24;
 //	C1  the holder compacts (KeepLast 12): the first segment, 1-12;
 //	    append to 40;
-//	C2  the holder compacts, and the log's rename fails: an error, the
-//	    writer still usable, a listed segment (13-30) overlapping the log;
+//	C2  the holder compacts (KeepLast 10: revision 31, a delta, so the cut
+//	    goes back to its full record, 30), and the log's rename fails: an
+//	    error, the writer still usable, a listed segment (13-29)
+//	    overlapping the log;
 //	    append to 50;
-//	C3  the holder compacts (KeepLast 15), reclaiming C2's segment: 13-35;
+//	C3  the holder compacts (KeepLast 15: 36, a delta; cut at 34),
+//	    reclaiming C2's segment: 13-33;
 //	    append to 55, release;
 //	C4  standalone (Store.Compact), the manifest's write fails: an unlisted
-//	    segment file (36-50);
+//	    segment file (34-49; KeepLast 5 keeps 51, a delta, from 50);
 //	    a new holder appends to 60;
-//	C5  standalone (KeepLast 4), reclaiming C4's file: 36-56;
-//	C6  standalone, the new log's fsync fails: a listed overlapping 57-58;
+//	C5  standalone (KeepLast 4), reclaiming C4's file: 34-56;
+//	C6  standalone, the new log's fsync fails: a listed overlapping 57-59;
 //	C7  standalone with nothing to trim (KeepLast 10): it only reclaims.
+//
+// The snapshots (plSnapshot) make the writer write full records at the
+// revisions ending in 0, 3, 4 and 7 and deltas at the others; the
+// workload checks that it does.
 //
 // Each snapshot is crashed with nothing pending surviving, with everything
 // surviving, and with seeds of the unkind model, and ccCheck judges
@@ -195,6 +202,15 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	require.NoError(t, err)
 	ack.rev = 1
 	appendTo(w, 24)
+	log, err := sim.ReadFile(logPath(ccID))
+	require.NoError(t, err)
+	for rev, kind := range revisionKinds(log) {
+		want := KindDelta
+		if rev == 1 || slices.Contains([]uint64{0, 3, 4, 7}, rev%10) {
+			want = KindFull
+		}
+		require.Equal(t, want, kind, "revision %d", rev)
+	}
 
 	rep, err := compact("C1 holder", 13, writerCompact(w, CompactPolicy{KeepLast: 12}))
 	require.NoError(t, err)
@@ -202,25 +218,25 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	appendTo(w, 40)
 
 	// C2: the rename of the new log fails. Nothing was replaced: the
-	// writer is not poisoned, and the segment it published (13-30) is
+	// writer is not poisoned, and the segment it published (13-29) is
 	// listed but overlaps the log.
 	faulty.Inject(vfs.Fault{Op: vfs.OpRename, Match: func(n string) bool { return n == logPath(ccID) }})
-	_, err = compact("C2 holder, log rename fails", 31, writerCompact(w, CompactPolicy{KeepLast: 10}))
+	_, err = compact("C2 holder, log rename fails", 30, writerCompact(w, CompactPolicy{KeepLast: 10}))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, sessionstore.ErrWriterFailed)
 	step = "after C2"
 	appendTo(w, 50)
 
-	rep, err = compact("C3 holder, reclaims C2's segment", 36, writerCompact(w, CompactPolicy{KeepLast: 15}))
+	rep, err = compact("C3 holder, reclaims C2's segment", 34, writerCompact(w, CompactPolicy{KeepLast: 15}))
 	require.NoError(t, err)
-	require.Equal(t, []string{segPath(13, 30)}, rep.Reclaimed)
+	require.Equal(t, []string{segPath(13, 29)}, rep.Reclaimed)
 	step = "after C3"
 	appendTo(w, 55)
 	require.NoError(t, w.Release(ctx))
 
-	// C4: the manifest cannot be written: an unlisted segment (36-50).
+	// C4: the manifest cannot be written: an unlisted segment (34-49).
 	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+manifestFile) }})
-	_, err = compact("C4 standalone, manifest fails", 51, standalone(CompactPolicy{KeepLast: 5}))
+	_, err = compact("C4 standalone, manifest fails", 50, standalone(CompactPolicy{KeepLast: 5}))
 	require.Error(t, err)
 	step = "after C4"
 	w, err = st.Acquire(ctx, ccID, sessionstore.AcquireOptions{Label: "cc"})
@@ -230,17 +246,17 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 
 	rep, err = compact("C5 standalone, reclaims C4's file", 57, standalone(CompactPolicy{KeepLast: 4}))
 	require.NoError(t, err)
-	require.Equal(t, []string{segPath(36, 50)}, rep.Reclaimed)
+	require.Equal(t, []string{segPath(34, 49)}, rep.Reclaimed)
 
-	// C6: the new log's fsync fails: a listed segment (57-58) overlapping
+	// C6: the new log's fsync fails: a listed segment (57-59) overlapping
 	// the log. C7 trims nothing and reclaims it.
 	faulty.Inject(vfs.Fault{Op: vfs.OpSync, Match: func(n string) bool { return strings.Contains(n, "/."+LogFile+".compact-") }})
-	_, err = compact("C6 standalone, new log's fsync fails", 59, standalone(CompactPolicy{KeepLast: 2}))
+	_, err = compact("C6 standalone, new log's fsync fails", 60, standalone(CompactPolicy{KeepLast: 1}))
 	require.Error(t, err)
 	rep, err = compact("C7 standalone, reclaim only", 57, standalone(CompactPolicy{KeepLast: 10}))
 	require.NoError(t, err)
 	require.Equal(t, "nothing to trim", rep.Skipped)
-	require.Equal(t, []string{segPath(57, 58)}, rep.Reclaimed)
+	require.Equal(t, []string{segPath(57, 59)}, rep.Reclaimed)
 
 	step = "end"
 	run.points = append(run.points, ccPoint{sim: sim.Snapshot(), ack: ack, step: step, syncs: faulty.Calls(vfs.OpAnySync)})
@@ -378,11 +394,17 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 	if got, err := w.Append(ctx, latest, plSnapshot(ccID, next, ccVariantChecker)); err != nil || got != next {
 		return ccViolate("append", "new holder's append of %d: %d, %v", next, got, err)
 	}
+	// KeepLast 2 keeps next-1, and its chain from its full record.
+	log, err := crashed.ReadFile(logPath(ccID))
+	if err != nil {
+		return ccViolate("recompact", "%w", err)
+	}
+	wantFirst := chainStart(log, next-1)
 	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 2})
 	if err != nil {
 		return ccViolate("recompact", "%w", err)
 	}
-	if rep.Skipped != "" || rep.FirstKept != next-1 {
+	if (rep.Skipped != "") != (wantFirst == first) || rep.FirstKept != wantFirst {
 		return ccViolate("recompact", "compaction after the crash: %+v", rep)
 	}
 	slices.Sort(rep.Reclaimed)
@@ -503,7 +525,7 @@ func ccDecoded(id session.SessionID, rev uint64, variant int) sessnap.Snapshot {
 // it): the edges of every segment the workload makes, where the log may
 // start, and the latest.
 func ccSampled(rev, latest uint64) bool {
-	return rev == latest || slices.Contains([]uint64{1, 12, 13, 35, 36, 56, 57}, rev)
+	return rev == latest || slices.Contains([]uint64{1, 12, 13, 33, 34, 56, 57}, rev)
 }
 
 // ccLogFirst reads the revision of the log's first record.
@@ -784,10 +806,10 @@ func ccMutate(t *testing.T, k int, what string, baseFired, seeds int) mutResult 
 // TestCompactFaults faults every I/O call a compaction makes, in turn —
 // by the holder (Compactor) and standalone (Store.Compact, whose lease
 // acquisition, recovery and release are included) — on a session whose
-// log starts at revision 11 (an earlier compaction archived 1-10): the
+// log starts at revision 13 (an earlier compaction archived 1-12): the
 // compaction either succeeds, or fails and leaves the old state (the log
-// still starts at 11), or, failing after the log's rename, the new one
-// (36). An error before the rename leaves the holder's writer usable (it
+// still starts at 13), or, failing after the log's rename, the new one
+// (37; both are full records). An error before the rename leaves the holder's writer usable (it
 // appends); one after poisons it. Whatever happened, readers see every
 // revision, and so does the state after a crash; the next holder
 // recovers, appends and compacts, reclaiming every leftover. Read calls
@@ -795,7 +817,7 @@ func ccMutate(t *testing.T, k int, what string, baseFired, seeds int) mutResult 
 // sweep faults the first, middle and last of them.
 func TestCompactFaults(t *testing.T) {
 	ctx := context.Background()
-	const acked, oldFirst, newFirst = 40, 11, 36
+	const acked, oldFirst, newFirst = 40, 13, 37
 	policy := CompactPolicy{KeepLast: acked - newFirst + 1}
 	base := vfs.NewSim()
 	{
@@ -806,7 +828,7 @@ func TestCompactFaults(t *testing.T) {
 			_, err := w.Append(ctx, rev-1, plSnapshot(ccID, rev, 0))
 			require.NoError(t, err)
 			if rev == 30 {
-				_, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 20})
+				_, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 18})
 				require.NoError(t, err)
 			}
 		}

@@ -81,9 +81,15 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	before, err := os.ReadFile(logFile)
 	require.NoError(t, err)
 
+	// The workload writes deltas; a cut goes back to the full record of
+	// the first kept revision's chain.
+	require.Positive(t, kindsOf(before)[KindDelta])
+	first := chainStart(before, 91)
+	require.Less(t, first, uint64(91), "KeepLast 10 lands on a delta")
+
 	dry, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 10, DryRun: true})
 	require.NoError(t, err)
-	require.Equal(t, int64(90), dry.RevisionsTrimmed)
+	require.Equal(t, int64(first-1), dry.RevisionsTrimmed)
 	after, err := os.ReadFile(logFile)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "a dry run changes nothing")
@@ -92,13 +98,14 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 
 	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 10})
 	require.NoError(t, err)
-	require.Equal(t, int64(90), rep.RevisionsTrimmed)
-	require.Equal(t, uint64(91), rep.FirstKept)
+	require.Equal(t, int64(first-1), rep.RevisionsTrimmed)
+	require.Equal(t, first, rep.FirstKept)
 	require.Positive(t, rep.ArchiveBytes)
 	require.Less(t, rep.LogBytesAfter, rep.LogBytesBefore)
 	after, err = os.ReadFile(logFile)
 	require.NoError(t, err)
 	require.Equal(t, string(before[len(before)-len(after):]), string(after), "kept records are copied byte for byte")
+	require.Equal(t, KindFull, revisionKinds(after)[first], "the log starts with a full record")
 	checkAllRevisions(t, st, "cmp", want)
 
 	// The holder keeps appending after compacting its own session.
@@ -109,9 +116,12 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	require.Equal(t, uint64(101), rev)
 	want[101] = want[100]
 	// A second compaction adds a second segment.
+	log, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	second := chainStart(log, 101)
 	rep, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1})
 	require.NoError(t, err)
-	require.Equal(t, int64(10), rep.RevisionsTrimmed)
+	require.Equal(t, int64(second-first), rep.RevisionsTrimmed)
 	checkAllRevisions(t, st, "cmp", want)
 	m, err := readManifest(st.fs, "cmp")
 	require.NoError(t, err)
@@ -133,8 +143,10 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Skipped)
 	require.NoError(t, w3.Release(ctx))
+	log, err = os.ReadFile(logFile)
+	require.NoError(t, err)
 	rep, err = st.Compact(ctx, "cmp", CompactPolicy{KeepLast: 1}, 0)
 	require.NoError(t, err)
-	require.Empty(t, rep.Skipped)
-	require.Equal(t, int64(1), rep.RevisionsTrimmed)
+	require.Equal(t, int64(chainStart(log, 102)-second), rep.RevisionsTrimmed)
+	require.Equal(t, KindFull, revisionKinds(log)[rep.FirstKept])
 }

@@ -1,6 +1,7 @@
 package jsonlstore_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,10 +18,20 @@ import (
 // Supersede replaces the session's lock file, as a restored or tampered
 // directory would: the holder's fencing check then fails (its lock is on
 // the old file) and the next acquirer finds an unreleased record: stale.
+//
+// It runs with delta records (the default) and with full records only.
 func TestConformance(t *testing.T) {
+	for _, opts := range []jsonlstore.Options{{}, {FullRecordsOnly: true}} {
+		t.Run(fmt.Sprintf("full-records-only=%v", opts.FullRecordsOnly), func(t *testing.T) {
+			conformance(t, opts)
+		})
+	}
+}
+
+func conformance(t *testing.T, opts jsonlstore.Options) {
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T) sessionstore.Store {
-			st, err := jsonlstore.Open(t.TempDir(), jsonlstore.Options{})
+			st, err := jsonlstore.Open(t.TempDir(), opts)
 			require.NoError(t, err)
 			return st
 		},

@@ -132,6 +132,13 @@ func TestCopyLiveStore(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, summary.LeaseFree, lease.State, "writer %d released", i)
 	}
+	kinds := map[string]int{}
+	for _, id := range ids {
+		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(logPath(id)))) {
+			kinds[k] += n
+		}
+	}
+	require.Positive(t, kinds[KindDelta], "the copies caught delta records: %v", kinds)
 	t.Logf("%d copies of a store with %d live writers in %s; %d copies of a log ended with a torn write; "+
 		"cp complained of %d vanished temporary files; final revisions %v",
 		copyCopies, copyWriters, elapsed.Round(time.Millisecond), tails, cpNoise, lastAcks())

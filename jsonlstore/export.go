@@ -32,8 +32,9 @@ type ExportLine struct {
 //
 //	{"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z","schema":1,"snapshot":{…}}
 //
-// where snapshot is the stored sessnap payload byte for byte (see
-// ExportLine). Records are checked as History checks them and every
+// where snapshot is the sessnap snapshot byte for byte as the writer
+// encoded it (see ExportLine): a full record's payload, or what a delta
+// record rebuilds. Records are checked as History checks them and every
 // payload must decode; at the first corrupt record Export stops and
 // returns a *sessionstore.CorruptionError, after writing the revisions
 // before it. An uncommitted tail is not part of the history and is not
@@ -52,14 +53,23 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	var yielded uint64 // lines already written survive a retry of the read
 	var buf []byte
 	return s.read(ctx, id, func(v *view) error {
+		snaps := snapshots{id: id, max: v.maxPayload}
+		at := s.placesOf(id, v)
 		return s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
+			// Every snapshot is rebuilt, also those already written (a
+			// retry reads from the start): a delta needs its base.
+			file, _ := at.file(r.Rev)
+			snap, err := snaps.next(r, file)
+			if err != nil {
+				return false, err
+			}
 			if r.Rev <= yielded {
 				return true, nil
 			}
-			if _, err := decodeRecord(id, v, r); err != nil {
+			if _, err := decodeRecord(id, v, r, snap); err != nil {
 				return false, err
 			}
-			buf = appendExportLine(buf[:0], r)
+			buf = appendExportLine(buf[:0], r, snap)
 			if _, err := w.Write(buf); err != nil {
 				return false, fmt.Errorf("jsonlstore: export %s: %w", id, err)
 			}
@@ -69,7 +79,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	})
 }
 
-func appendExportLine(b []byte, r *rawRecord) []byte {
+func appendExportLine(b []byte, r *rawRecord, snap []byte) []byte {
 	b = append(b, `{"revision":`...)
 	b = strconv.AppendUint(b, r.Rev, 10)
 	b = append(b, `,"generation":`...)
@@ -79,7 +89,7 @@ func appendExportLine(b []byte, r *rawRecord) []byte {
 	b = append(b, `","schema":`...)
 	b = strconv.AppendInt(b, int64(r.Schema), 10)
 	b = append(b, `,"snapshot":`...)
-	b = append(b, r.Payload...)
+	b = append(b, snap...)
 	return append(b, "}\n"...)
 }
 
@@ -91,10 +101,14 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if err != nil {
 			return err
 		}
-		if _, err := decodeRecord(id, v, last); err != nil {
+		snap, err := s.snapshotOf(id, v, last)
+		if err != nil {
 			return err
 		}
-		if err := json.Indent(&out, last.Payload, "", "  "); err != nil {
+		if _, err := decodeRecord(id, v, last, snap); err != nil {
+			return err
+		}
+		if err := json.Indent(&out, snap, "", "  "); err != nil {
 			return fmt.Errorf("jsonlstore: export %s: %w", id, err)
 		}
 		out.WriteByte('\n')

@@ -13,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/jsonlstore (allowed only before the format freeze in CHANGELOG.md)")
+var update = flag.Bool("update", false, "write the fixtures of testdata/jsonlstore that do not exist yet (committed ones are frozen and never rewritten)")
 
 const fixtureRoot = "../testdata/jsonlstore"
 
@@ -33,13 +34,55 @@ func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]
 		}
 		payload, err := sessnap.Encode(s)
 		require.NoError(t, err)
-		m := meta{Version: RecordVersion, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		// Format 1: the frozen fixtures' records (full records are still
+		// written as format 1).
+		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
 		lines = append(lines, encodeRecord(m, payload))
 	}
 	return lines
 }
 
 func gen1(int) uint64 { return 1 }
+
+// fixtureDeltaRecords returns n lines of a session called id, revision r
+// adding one message as in fixtureRecords, written as kinds[r-1] says:
+// 'f' a format 1 full record, 'F' a format 2 full record, 'd' a delta.
+func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
+	s := sessiontest.New(id)
+	var lines [][]byte
+	var prev []byte
+	for r := 1; r <= len(kinds); r++ {
+		if r > 1 {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, fmt.Sprintf("message %d", r), sessiontest.Epoch)))
+		}
+		payload, err := sessnap.Encode(s)
+		require.NoError(t, err)
+		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		body := payload
+		switch kinds[r-1] {
+		case 'F':
+			m.Version = record.Version2
+		case 'd':
+			d, ok := record.Diff(prev, payload)
+			require.True(t, ok, "revision %d", r)
+			m.Version, m.Kind, body = record.Version2, KindDelta, d
+		}
+		lines = append(lines, encodeRecord(m, body))
+		prev = payload
+	}
+	return lines
+}
+
+// spoilDelta returns a delta line whose checksum is valid but whose delta
+// does not rebuild its snapshot (a text it appends is altered).
+func spoilDelta(t testing.TB, l []byte) []byte {
+	r, err := parseLine(l[:len(l)-1], 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, KindDelta, r.Kind)
+	bad := bytes.Replace(bytes.Clone(r.Payload), []byte("message"), []byte("massage"), 1)
+	require.NotEqual(t, r.Payload, bad)
+	return encodeRecord(r.meta, bad)
+}
 
 func flipByte(line []byte, at int) []byte {
 	c := bytes.Clone(line)
@@ -102,6 +145,26 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	m := last.meta
 	m.Schema = 99
 	out["newer-schema"] = cat(cat(b[:4]...), encodeRecord(m, payload))
+
+	// Format 2: delta records.
+	out["deltas"] = cat(fixtureDeltaRecords(t, "deltas", "fdddfdd")...)
+	out["v1-then-v2"] = cat(fixtureDeltaRecords(t, "v1-then-v2", "fffddFd")...)
+	b = fixtureDeltaRecords(t, "delta-bad-middle", "fdddf")
+	out["delta-bad-middle"] = cat(b[0], b[1], spoilDelta(t, b[2]), b[3], b[4])
+	b = fixtureDeltaRecords(t, "delta-bad-last", "fdd")
+	out["delta-bad-last"] = cat(b[0], b[1], spoilDelta(t, b[2]))
+	b = fixtureDeltaRecords(t, "delta-base-damaged", "fdd")
+	out["delta-base-damaged"] = cat(b[0], flipByte(b[1], len(b[1])/2), b[2])
+	b = fixtureDeltaRecords(t, "delta-first-record", "fdd")
+	// The log starts with a delta: revision 1 has no base.
+	var renum [][]byte
+	for i, l := range b[1:] {
+		r, err := parseLine(l[:len(l)-1], 1<<20)
+		require.NoError(t, err)
+		r.Rev = uint64(i + 1)
+		renum = append(renum, encodeRecord(r.meta, r.Payload))
+	}
+	out["delta-first-record"] = cat(renum...)
 	return out
 }
 
@@ -116,9 +179,11 @@ type fixtureWant struct {
 func TestFixtures(t *testing.T) {
 	cases := fixtureCases(t)
 	if *update {
-		require.NoError(t, os.RemoveAll(fixtureRoot))
 		for name, log := range cases {
 			dir := filepath.Join(fixtureRoot, name)
+			if _, err := os.Stat(dir); err == nil {
+				continue // frozen: a fixture once committed is never rewritten
+			}
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, LogFile), log, 0o644))
 		}
@@ -150,6 +215,15 @@ func TestFixtures(t *testing.T) {
 		"crc-fail-claims-old-revision": {latest: 5, history: 5, historyErrAt: -1, acquire: "corrupt"},
 		"two-damaged-lines-tail":       {latest: 5, history: 5, historyErrAt: -1, acquire: "corrupt"},
 		"newer-schema":                 {latest: 5, history: 5, historyErrAt: -1, acquire: "ok", appendErr: sessionstore.ErrSchemaTooNew},
+		// Format 2. A delta that does not rebuild its snapshot, or whose
+		// base cannot be read, is corruption at the delta (or at the
+		// damaged base), never a tail; a holder then writes in full.
+		"deltas":             {latest: 7, history: 7, historyErrAt: -1, acquire: "ok"},
+		"v1-then-v2":         {latest: 7, history: 7, historyErrAt: -1, acquire: "ok"},
+		"delta-bad-middle":   {latest: 5, history: 2, historyErrAt: lineLen("delta-bad-middle", 2), acquire: "ok"},
+		"delta-bad-last":     {latest: 0, history: 2, historyErrAt: lineLen("delta-bad-last", 2), acquire: "ok"},
+		"delta-base-damaged": {latest: 0, history: 1, historyErrAt: lineLen("delta-base-damaged", 1), acquire: "ok"},
+		"delta-first-record": {latest: 0, history: 0, historyErrAt: 0, acquire: "ok"},
 	}
 	entries, err := os.ReadDir(fixtureRoot)
 	require.NoError(t, err)
@@ -159,9 +233,7 @@ func TestFixtures(t *testing.T) {
 			ctx := context.Background()
 			data, err := os.ReadFile(filepath.Join(fixtureRoot, name, LogFile))
 			require.NoError(t, err)
-			if !*update {
-				require.Equal(t, cases[name], data, "the generator no longer produces the committed fixture; fixtures are frozen: add a new one")
-			}
+			require.Equal(t, cases[name], data, "the generator no longer produces the committed fixture; fixtures are frozen: add a new one")
 			root := t.TempDir()
 			require.NoError(t, os.Mkdir(filepath.Join(root, name), 0o700))
 			logFile := filepath.Join(root, name, LogFile)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -53,6 +54,7 @@ func TestKillDuringAppend(t *testing.T) {
 
 	start := time.Now()
 	var total killStats
+	kinds := map[string]int{}
 	for epoch := 1; rounds > 0; epoch++ {
 		n := min(rounds, killEpochRounds)
 		rounds -= n
@@ -60,8 +62,12 @@ func TestKillDuringAppend(t *testing.T) {
 		s := killEpoch(t, st, dir, id, seed, rng, n)
 		t.Logf("%s: %s", id, s)
 		total.add(s)
+		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(logPath(id)))) {
+			kinds[k] += n
+		}
 	}
-	t.Logf("all sessions, %s: %s", time.Since(start).Round(time.Millisecond), total)
+	t.Logf("all sessions, %s: %s; records by kind %v", time.Since(start).Round(time.Millisecond), total, kinds)
+	require.Positive(t, kinds[KindDelta], "the helpers wrote delta records")
 	if total.rounds >= killRounds {
 		require.Positive(t, total.tails, "no kill landed in the middle of a write: make the large revisions larger")
 	}
@@ -252,23 +258,47 @@ func killCheckTail(t *testing.T, dir string, rep sessionstore.RecoveryReport, id
 	require.Len(t, tail, int(rep.TailBytes), "forensic file size")
 	require.NotContains(t, string(tail), "\n", "a torn append leaves no newline")
 
-	head := fmt.Sprintf(`{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, RecordVersion, sessnap.SchemaVersion, last+1, gen)
-	if len(tail) <= len(head) {
-		require.Equal(t, head[:len(tail)], string(tail), "tail is not the start of revision %d", last+1)
-		return
-	}
-	require.True(t, bytes.HasPrefix(tail, []byte(head)), "tail is not the start of revision %d: %.80q", last+1, tail)
-	rest := tail[len(head):]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 {
-		return // torn inside the time stamp
-	}
+	// The torn line was a full record (format 1) or a delta (format 2)
+	// against revision last, whichever the writer's chain policy chose.
 	payload, err := sessnap.Encode(procSession(id, seed, last+1))
 	require.NoError(t, err)
-	want := fmt.Appendf(nil, `,"kind":"%s","len":%d,"snap":%s`, KindFull, len(payload), payload)
-	got := rest[q+1:]
-	n := min(len(got), len(want))
-	require.True(t, bytes.Equal(want[:n], got[:n]), "tail of %d bytes is not a prefix of revision %d's line", len(tail), last+1)
+	type candidate struct{ head, rest []byte }
+	cands := []candidate{{
+		fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, record.VersionOf(KindFull), sessnap.SchemaVersion, last+1, gen),
+		fmt.Appendf(nil, `,"kind":"%s","len":%d,"snap":%s`, KindFull, len(payload), payload),
+	}}
+	if last >= 1 {
+		prev, err := sessnap.Encode(procSession(id, seed, last))
+		require.NoError(t, err)
+		if d, ok := record.Diff(prev, payload); ok {
+			cands = append(cands, candidate{
+				fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, record.VersionOf(KindDelta), sessnap.SchemaVersion, last+1, gen),
+				fmt.Appendf(nil, `,"kind":"%s","len":%d,"delta":%s`, KindDelta, len(d), d),
+			})
+		}
+	}
+	matches := func(c candidate) bool {
+		if len(tail) <= len(c.head) {
+			return bytes.Equal(c.head[:len(tail)], tail)
+		}
+		if !bytes.HasPrefix(tail, c.head) {
+			return false
+		}
+		rest := tail[len(c.head):]
+		q := bytes.IndexByte(rest, '"')
+		if q < 0 {
+			return true // torn inside the time stamp
+		}
+		got := rest[q+1:]
+		n := min(len(got), len(c.rest))
+		return bytes.Equal(c.rest[:n], got[:n])
+	}
+	for _, c := range cands {
+		if matches(c) {
+			return
+		}
+	}
+	t.Fatalf("tail of %d bytes is not a prefix of revision %d's line: %.80q", len(tail), last+1, tail)
 }
 
 // killAimAtLargeWrite lets the helper append until the next revision it

@@ -50,7 +50,7 @@ func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Su
 		if err != nil {
 			return err
 		}
-		rec, err := decodeRecord(id, v, last)
+		rec, err := s.decodeLast(id, v, last)
 		if err != nil {
 			return err
 		}

@@ -264,6 +264,12 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 		}
 	}
 	require.Equal(t, uint64(plTornAt-1), ack.rev[plA], "50 appends to A")
+	// The crashes meet both record kinds (with deltas on, the default).
+	logA, err := sim.ReadFile(logPath(plIDs[plA]))
+	require.NoError(t, err)
+	kinds := kindsOf(logA)
+	require.Positive(t, kinds[KindDelta], "%v", kinds)
+	require.Greater(t, kinds[KindFull], 1, "%v", kinds)
 
 	// A torn append: the write stops after plTornBytes bytes. The writer
 	// fails, now and on a retry with the right expected revision, and
@@ -551,8 +557,12 @@ func (c *plChecker) history(ctx context.Context, st *Store, crashed *vfs.Sim, i 
 	if uint64(len(recs)) != h.n {
 		return h, plViolate("history", "%s: History has %d revisions, the log %d valid records before its tail", id, h.n, len(recs))
 	}
-	for _, r := range recs {
-		if err := c.checkPayload(i, r.Rev, r.Payload); err != nil {
+	snaps, err := rebuildAll(recs)
+	if err != nil {
+		return h, plViolate("payload", "%s: %w", id, err)
+	}
+	for k, r := range recs {
+		if err := c.checkPayload(i, r.Rev, snaps[k]); err != nil {
 			return h, err
 		}
 		h.maxGen = max(h.maxGen, r.Gen)

@@ -85,22 +85,32 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 	}
 }
 
-// decodeRecord turns a verified raw record into a contract Record.
-func decodeRecord(id session.SessionID, v *view, r *rawRecord) (sessionstore.Record, error) {
-	if r.Kind != KindFull {
-		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision %d has record kind %q",
-			sessionstore.ErrSchemaTooNew, id, r.Rev, r.Kind)
+// decodeRecord turns a verified raw record, whose snapshot (its payload,
+// or for a delta the snapshot it rebuilds) is snap, into a contract Record.
+func decodeRecord(id session.SessionID, v *view, r *rawRecord, snap []byte) (sessionstore.Record, error) {
+	if r.Kind != KindFull && r.Kind != KindDelta {
+		return sessionstore.Record{}, unknownKind(id, r)
 	}
-	snap, err := sessnap.Unmarshal(r.Payload)
+	decoded, err := sessnap.Unmarshal(snap)
 	if err != nil {
 		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: r.Offset, Revision: r.Rev,
 			Err: fmt.Errorf("payload is not a snapshot: %w", err)}
 	}
-	if snap.ID != id {
+	if decoded.ID != id {
 		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("payload belongs to session %q", snap.ID)}
+			Err: fmt.Errorf("payload belongs to session %q", decoded.ID)}
 	}
-	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: snap}, nil
+	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
+}
+
+// decodeLast decodes r, the last record of v, rebuilding its chain when it
+// is a delta.
+func (s *Store) decodeLast(id session.SessionID, v *view, r *rawRecord) (sessionstore.Record, error) {
+	snap, err := s.snapshotOf(id, v, r)
+	if err != nil {
+		return sessionstore.Record{}, err
+	}
+	return decodeRecord(id, v, r, snap)
 }
 
 // lastOf reads the latest valid record of v, checking that no other
@@ -121,7 +131,8 @@ func (s *Store) lastOf(id session.SessionID, v *view) (*rawRecord, error) {
 }
 
 // Load returns the latest revision, read from the end of the log: its cost
-// is one record, whatever the length of the history.
+// is one record, or for a delta its chain (bounded by the snapshot's size,
+// see delta.go), whatever the length of the history.
 func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Record, error) {
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
@@ -129,7 +140,7 @@ func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Re
 		if err != nil {
 			return err
 		}
-		rec, err = decodeRecord(id, v, last)
+		rec, err = s.decodeLast(id, v, last)
 		return err
 	})
 	return rec, err
@@ -147,7 +158,21 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 			return fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Rev)
 		}
 		if rev == last.Rev {
-			rec, err = decodeRecord(id, v, last)
+			rec, err = s.decodeLast(id, v, last)
+			return err
+		}
+		// Read forwards to rev, collecting the chain that ends there.
+		acc := chainAcc{max: v.maxPayload}
+		found := func(r *rawRecord, file string) error {
+			acc.add(r)
+			snap, bad, err := acc.snapshot()
+			if err != nil {
+				if bad == nil {
+					bad = r
+				}
+				return &sessionstore.CorruptionError{ID: id, Path: file, Offset: bad.Offset, Revision: bad.Rev, Err: err}
+			}
+			rec, err = decodeRecord(id, v, r, snap)
 			return err
 		}
 		var bad *anomaly
@@ -155,13 +180,12 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 		if first, err := firstRevOf(v); err == nil && rev < first {
 			err := s.scanArchived(id, first, func(r *rawRecord) error {
 				if r.Rev != rev {
+					acc.add(r)
 					return nil
 				}
-				found, err := decodeRecord(id, v, r)
-				if err != nil {
+				if err := found(r, archiveDir(id)); err != nil {
 					return callerErr{err}
 				}
-				rec = found
 				return errStop
 			})
 			var ce callerErr
@@ -183,13 +207,12 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 				return nil
 			}
 			if l.Rec.Rev != rev {
+				acc.add(l.Rec)
 				return nil
 			}
-			r, err := decodeRecord(id, v, copyRecord(l.Rec))
-			if err != nil {
+			if err := found(l.Rec, v.name); err != nil {
 				return err
 			}
-			rec = r
 			return errFound
 		})
 		switch {
@@ -237,8 +260,15 @@ var errStop = errors.New("stop")
 // scanHistory reads v forwards, checking the sequence rules, and calls
 // yield for each record.
 func (s *Store) scanHistory(ctx context.Context, id session.SessionID, v *view, yield func(sessionstore.Record) bool) error {
+	snaps := snapshots{id: id, max: v.maxPayload}
+	at := s.placesOf(id, v)
 	return s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
-		rec, err := decodeRecord(id, v, r)
+		file, _ := at.file(r.Rev)
+		snap, err := snaps.next(r, file)
+		if err != nil {
+			return false, err
+		}
+		rec, err := decodeRecord(id, v, r, snap)
 		if err != nil {
 			return false, err
 		}

@@ -30,6 +30,9 @@ type view struct {
 	maxLine int
 	// maxPayload is the payload cap passed to parseLine.
 	maxPayload int
+	// back caches the last chunk a backward read met: the chain of a delta
+	// usually lies in the chunk that held the last record.
+	back backScanner
 }
 
 func openView(fsys vfs.FS, name string, maxPayload int) (*view, error) {
@@ -50,6 +53,7 @@ func openView(fsys vfs.FS, name string, maxPayload int) (*view, error) {
 	return &view{
 		f: f, name: name, id: vfs.IdentityOf(fi), size: fi.Size(),
 		maxLine: maxPayload + envelopeMax, maxPayload: maxPayload,
+		back: backScanner{f: f},
 	}, nil
 }
 
@@ -73,7 +77,11 @@ type tail struct {
 // the view: its cost is the size of that record plus the tail, not the
 // length of the history. last is nil when no line of the log is valid.
 func (v *view) last() (*rawRecord, tail, error) {
-	bs := backScanner{f: v.f}
+	// Read afresh: the tail may have changed since an earlier call. What
+	// is cached afterwards lies before the last valid record or in the
+	// tail; chainOf reads only committed records before it.
+	v.back = backScanner{f: v.f}
+	bs := &v.back
 	t := tail{Start: v.size}
 	nl, err := bs.prevNL(v.size)
 	if err != nil {
@@ -90,9 +98,9 @@ func (v *view) last() (*rawRecord, tail, error) {
 		}
 		start := prev + 1
 		if n := lineEnd - start; n <= int64(v.maxLine) {
-			line := make([]byte, n)
-			if _, err := v.f.ReadAt(line, start); err != nil {
-				return nil, t, readErr(err)
+			line, err := bs.readAt(start, n)
+			if err != nil {
+				return nil, t, err
 			}
 			rec, perr := parseLine(line, v.maxPayload)
 			if perr == nil {
@@ -144,6 +152,21 @@ func (s *backScanner) prevNL(before int64) (int64, error) {
 		pos = s.lo - 1
 	}
 	return -1, nil
+}
+
+// readAt returns n bytes of the file at off: from the cached chunk when it
+// holds them (a backward walk over short lines reads each chunk once),
+// else read. The result is a fresh copy either way.
+func (s *backScanner) readAt(off, n int64) ([]byte, error) {
+	b := make([]byte, n)
+	if s.buf != nil && off >= s.lo && off+n <= s.lo+int64(len(s.buf)) {
+		copy(b, s.buf[off-s.lo:])
+		return b, nil
+	}
+	if _, err := s.f.ReadAt(b, off); err != nil {
+		return nil, readErr(err)
+	}
+	return b, nil
 }
 
 // readErr turns a short read of bytes the view believed present (the tail

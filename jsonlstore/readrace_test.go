@@ -171,6 +171,8 @@ func TestReadersRaceHolder(t *testing.T) {
 	hist, err := procCheckHistory(t.Context(), st, id, seed, 0)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, hist.Latest, hs.maxAck)
+	kinds := logKinds(t, logFile)
+	require.Positive(t, kinds[KindDelta], "the readers raced delta records too: %v", kinds)
 	lease, err := st.Lease(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, summary.LeaseFree, lease.State)

@@ -10,12 +10,18 @@ import (
 // (FORMAT.md): a positional envelope, the snapshot verbatim, a CRC-32C.
 // These are jsonlstore's names for that codec.
 
-// RecordVersion is the record format version ("v").
+// RecordVersion is the newest record format version ("v") the store
+// reads. It writes full records as format 1 and deltas as format 2
+// (record.VersionOf).
 const RecordVersion = record.Version
 
 // Record kinds.
 const (
+	// KindFull records hold a whole snapshot.
 	KindFull = record.KindFull
+	// KindDelta records hold a delta against the previous revision's
+	// snapshot (delta.go).
+	KindDelta = record.KindDelta
 )
 
 // envelopeMax bounds the envelope bytes around a payload.

@@ -16,7 +16,8 @@ type RecordInfo struct {
 	Time       time.Time `json:"time"`
 	// Schema is the sessnap schema version of the writer.
 	Schema int `json:"schema"`
-	// Kind is the record kind (KindFull).
+	// Kind is the record kind: KindFull, or KindDelta for a record that
+	// stores what changed since the previous revision.
 	Kind string `json:"kind"`
 	// File is the file holding the record, relative to the store root, and
 	// Offset the record's byte offset in it. For an archived record
@@ -26,7 +27,8 @@ type RecordInfo struct {
 	Offset   int64  `json:"offset"`
 	Archived bool   `json:"archived,omitempty"`
 	// Bytes is the size of the record's line, newline included, and
-	// PayloadBytes the size of its payload (the snapshot).
+	// PayloadBytes the size of its payload as stored (the snapshot, or
+	// for a delta record the delta).
 	Bytes        int64 `json:"bytes"`
 	PayloadBytes int   `json:"payload_bytes"`
 }

@@ -66,8 +66,15 @@ func (s *Store) classifyTail(id session.SessionID, v *view, last *rawRecord, t t
 }
 
 // recoverLog analyses the log under the lease and removes an uncommitted
-// tail. It returns the last valid record (payload copied).
-func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (*rawRecord, error) {
+// tail. It returns the last valid record (payload copied) and the state of
+// its delta chain.
+func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (*rawRecord, chainState, error) {
+	var chain chainState
+	last, err := s.recoverLogChain(id, report, &chain)
+	return last, chain, err
+}
+
+func (s *Store) recoverLogChain(id session.SessionID, report *sessionstore.RecoveryReport, chain *chainState) (*rawRecord, error) {
 	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
@@ -81,6 +88,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		return nil, err
 	}
 	last = copyRecord(last)
+	s.chainAfterRecovery(id, v, last, chain)
 	if t.Bytes == 0 {
 		return last, nil
 	}
@@ -106,6 +114,37 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	report.TailOffset, report.TailBytes, report.ForensicFile = t.Start, t.Bytes, forensic
 	s.opts.Logger.Info("jsonlstore: removed uncommitted tail", "session", id, "offset", t.Start, "bytes", t.Bytes, "forensic", forensic)
 	return last, nil
+}
+
+// chainAfterRecovery sets chain to the state of the chain that ends at
+// last, the log's last valid record. When that chain cannot be read (a
+// damaged base, a newer kind), the next append is a full record: the
+// writer never builds a delta on a snapshot it could not rebuild, and
+// readers report the damage.
+func (s *Store) chainAfterRecovery(id session.SessionID, v *view, last *rawRecord, chain *chainState) {
+	switch last.Kind {
+	case KindFull:
+		chain.Start(last.Payload)
+		return
+	case KindDelta:
+	default:
+		return
+	}
+	full, deltas, err := s.chainOf(id, v, last)
+	if err != nil {
+		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision unreadable; the next revision is written in full", "session", id, "err", err)
+		return
+	}
+	snap, _, err := rebuild(full.Payload, deltas, v.maxPayload)
+	if err != nil {
+		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision does not rebuild; the next revision is written in full", "session", id, "err", err)
+		return
+	}
+	held := 0
+	for _, d := range deltas {
+		held += int(d.LineLen)
+	}
+	chain.Resume(snap, len(full.Payload), len(deltas), held)
 }
 
 // saveForensic copies n bytes of v from off into a new file under the
@@ -203,7 +242,7 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 	if err := s.checkNoSymlinks(id); err != nil {
 		return nil, err
 	}
-	last, err := s.recoverLog(id, &report)
+	last, chain, err := s.recoverLog(id, &report)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +275,7 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 	return &writer{
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: last.Rev, lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
-		report: report,
+		report: report, chain: chain,
 	}, nil
 }
 

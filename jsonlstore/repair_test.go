@@ -42,6 +42,12 @@ func TestRepairFixtures(t *testing.T) {
 		"crc-fail-claims-old-revision": {found: 5, plainFail: true, kept: 5},
 		"two-damaged-lines-tail":       {found: 5, plainFail: true, kept: 5},
 		"newer-schema":                 {found: -1, kept: 5},
+		"deltas":                       {found: -1, kept: 7},
+		"v1-then-v2":                   {found: -1, kept: 7},
+		"delta-bad-middle":             {found: 2, plainFail: true, kept: 2},
+		"delta-bad-last":               {found: 2, plainFail: true, kept: 2},
+		"delta-base-damaged":           {found: 1, plainFail: true, kept: 1},
+		"delta-first-record":           {found: 0, plainFail: true, cutFail: true},
 	}
 	names := toolFixtureNames(t)
 	require.Len(t, names, len(tests))

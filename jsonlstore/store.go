@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -39,6 +40,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// FullRecordsOnly makes writers write every revision as a full
+	// record. By default a revision that changes part of the snapshot is
+	// written as a delta against the previous one when that is smaller
+	// (FORMAT.md), which keeps a growing session's log near the size of
+	// its last snapshot instead of the sum of all of them. A log written
+	// with FullRecordsOnly is a format 1 log, readable by programs that
+	// predate deltas.
+	FullRecordsOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -209,7 +218,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
 	}
 	now := s.opts.Now().UTC()
-	line := encodeRecord(meta{Version: RecordVersion, Schema: sessnap.SchemaVersion, Rev: 1, Gen: lease.Generation(), Time: now, Kind: KindFull}, payload)
+	line := encodeRecord(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: lease.Generation(), Time: now, Kind: KindFull}, payload)
 	f, err := s.fs.OpenFile(tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm)
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
@@ -265,6 +274,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
 		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
 	}
+	w.chain.Start(payload)
 	if snap, err := sessnap.Unmarshal(payload); err == nil {
 		w.writeSummary(&rec, &snap)
 	}

@@ -88,7 +88,9 @@ func findingOf(ce *sessionstore.CorruptionError) Finding {
 // included: each record's checksum and framing, the archive manifest and
 // segment checksums, the sequence rules (revisions from 1 by exactly 1,
 // generations and times never decreasing) exactly as History checks them,
-// that each payload decodes and restores to a Session, that the bytes
+// that each delta record applies to the previous revision's snapshot and
+// rebuilds exactly the snapshot it names, that each snapshot decodes and
+// restores to a Session, that the bytes
 // after the last record are an uncommitted tail and not damage, and that a
 // summary.json written for the log on disk agrees with it.
 //
@@ -206,16 +208,24 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID) (verifi
 func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog) error {
 	var lastSnap sessnap.Snapshot
 	at := s.placesOf(id, v)
+	snaps := snapshots{id: id, max: v.maxPayload}
 	err := s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
 		file, _ := at.file(r.Rev)
-		if r.Kind != KindFull {
+		if r.Kind != KindFull && r.Kind != KindDelta {
 			// A kind this program does not know (a newer writer's): it can
 			// be neither decoded nor checked, and nor can what it affects.
 			c.unknownKind = &Finding{File: file, Offset: r.Offset, Revision: r.Rev,
 				Message: fmt.Sprintf("record kind %q is unknown to this program (written by a newer version?): it and the records after it were not checked", r.Kind)}
 			return false, nil
 		}
-		rec, err := decodeRecord(id, v, r)
+		// A delta must apply to the previous snapshot and rebuild exactly
+		// the bytes its checksum names; the result is then checked as a
+		// full record's payload is.
+		snap, err := snaps.next(r, file)
+		if err != nil {
+			return false, err
+		}
+		rec, err := decodeRecord(id, v, r, snap)
 		var ce *sessionstore.CorruptionError
 		if errors.As(err, &ce) {
 			ce.Path = file // decodeRecord names the log; archived records are elsewhere

@@ -45,6 +45,12 @@ func TestVerifyFixtures(t *testing.T) {
 		"crc-fail-claims-old-revision": {problemLine: 5, records: 5},
 		"two-damaged-lines-tail":       {problemLine: 5, records: 5},
 		"newer-schema":                 {problemLine: -1, records: 5, note: "schema 99"},
+		"deltas":                       {problemLine: -1, records: 7},
+		"v1-then-v2":                   {problemLine: -1, records: 7},
+		"delta-bad-middle":             {problemLine: 2, records: 2},
+		"delta-bad-last":               {problemLine: 2, records: 2},
+		"delta-base-damaged":           {problemLine: 1, records: 1},
+		"delta-first-record":           {problemLine: 0, records: 0},
 	}
 	names := toolFixtureNames(t)
 	require.Len(t, names, len(tests), "every fixture has a row")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -30,6 +31,7 @@ type writer struct {
 	lastSchema int
 	size       int64 // log size after the last append
 	lastOffset int64 // offset of the last record
+	chain      chainState
 	failed     error // set by the first I/O error; poisons the writer
 	lost       error // set when fencing fails; every later call returns it
 	closed     bool
@@ -105,12 +107,23 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, err
 	}
 	rec := rawRecord{meta: meta{
-		Version: RecordVersion, Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
+		Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
 		// A record's time is never earlier than the previous record's, so
 		// a clock stepping back cannot reorder history.
 		Time: later(w.s.opts.Now().UTC(), w.lastTime), Kind: KindFull,
 	}}
-	line := encodeRecord(rec.meta, payload)
+	// A delta when the chain policy allows one (delta.go), else the whole
+	// snapshot. The delta is checked to rebuild payload byte for byte
+	// before it is written.
+	var line []byte
+	if !w.s.opts.FullRecordsOnly {
+		line = w.chain.DeltaLine(rec.meta, payload, w.s.opts.MaxRecordBytes)
+	}
+	if line != nil {
+		rec.Kind, rec.Version = KindDelta, record.VersionOf(KindDelta)
+	} else {
+		line = encodeRecord(rec.meta, payload)
+	}
 	if err := writeAll(w.log, line); err != nil {
 		w.failed = err
 		return 0, fmt.Errorf("%w: session %s: append: %w", sessionstore.ErrWriterFailed, w.id, err)
@@ -129,6 +142,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
 	w.lastOffset, w.size = rec.Offset, rec.End()
+	w.chain.Advance(rec.Kind, payload, len(line))
 	w.writeSummary(&rec, &snap)
 	return rec.Rev, nil
 }

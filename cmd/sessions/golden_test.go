@@ -130,6 +130,20 @@ func TestGoldenVerify(t *testing.T) {
 	golden(t, "verify_bitflip_json.golden", r.String())
 }
 
+// TestGoldenDeltas: log, verify and export of logs with delta records.
+func TestGoldenDeltas(t *testing.T) {
+	root := fixtureStore(t, format2Fixtures...)
+	r := sessions(t, nil, "--dir", root, "log", "v1-then-v2")
+	require.Equal(t, exitOK, r.Code)
+	golden(t, "log_v1-then-v2.golden", r.String())
+	r = sessions(t, nil, "--dir", root, "verify")
+	require.Equal(t, exitFail, r.Code)
+	golden(t, "verify_deltas.golden", r.String())
+	r = sessions(t, nil, "--dir", root, "export", "deltas", "--latest")
+	require.Equal(t, exitOK, r.Code)
+	golden(t, "export_deltas_latest.golden", r.String())
+}
+
 func TestGoldenDu(t *testing.T) {
 	root := fixtureStore(t, "clean", "nul-tail", "bitflip-middle")
 	r := sessions(t, nil, "--dir", root, "du", "--bytes")

@@ -20,23 +20,59 @@ import (
 //	rev     revision, from 1, +1 per record
 //	gen     lease generation of the writer; never decreases
 //	time    UTC, RFC 3339 with nanoseconds; never earlier than the previous
-//	kind    "full": the payload is a whole snapshot
+//	kind    "full": the payload is a whole snapshot; "delta" (format 2)
 //	len     payload length in bytes
-//	snap    the payload
+//	snap    the payload ("delta" for a delta record)
 //	crc     CRC-32C (Castagnoli) of every byte of the line before `,"crc":"`,
 //	        as 8 lower-case hex digits
 //
 // The parser is positional and strict: any deviation (a different key
 // order, spaces, CRLF, a BOM) makes the line invalid. That strictness is
 // what lets a reader tell a committed record from a torn one.
+//
+// Format 2 adds the kind "delta" (delta.go), whose payload key is "delta"
+// instead of "snap":
+//
+//	{"v":2,"schema":1,"rev":13,"gen":3,"time":"…","kind":"delta","len":321,"delta":{…},"crc":"…"}\n
+//
+// A writer writes each record with the lowest version that holds it: full
+// records as format 1 (so a log without deltas is byte for byte a format 1
+// log, readable by every program), deltas as format 2. Readers accept both.
 
-// Version is the record format version ("v").
-const Version = 1
+// Format versions ("v").
+const (
+	// Version1 is the original format: full records only.
+	Version1 = 1
+	// Version2 adds delta records.
+	Version2 = 2
+	// Version is the newest format this package reads.
+	Version = Version2
+)
 
 // Record kinds.
 const (
+	// KindFull: the payload ("snap") is a whole snapshot.
 	KindFull = "full"
+	// KindDelta: the payload ("delta") turns the previous revision's
+	// snapshot into this one's (format 2 only).
+	KindDelta = "delta"
 )
+
+// VersionOf returns the format version a record of kind is written with.
+func VersionOf(kind string) int {
+	if kind == KindDelta {
+		return Version2
+	}
+	return Version1
+}
+
+// payloadKey returns the envelope key before a record's payload.
+func payloadKey(kind string) string {
+	if kind == KindDelta {
+		return `,"delta":`
+	}
+	return `,"snap":`
+}
 
 // EnvelopeMax bounds the bytes a line holds around its payload, newline
 // included: a reader's line cap is the payload cap plus EnvelopeMax.
@@ -77,7 +113,7 @@ func Encode(m Meta, payload []byte) []byte {
 	b = append(b, m.Kind...)
 	b = append(b, `","len":`...)
 	b = strconv.AppendInt(b, int64(len(payload)), 10)
-	b = append(b, `,"snap":`...)
+	b = append(b, payloadKey(m.Kind)...)
 	b = append(b, payload...)
 	b = AppendCRC(b)
 	return append(b, '\n')
@@ -106,7 +142,7 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 	ts := p.stringField(`,"time":"`)
 	m.Kind = string(p.stringField(`,"kind":"`))
 	n := p.uintField(`,"len":`, 1<<53-1)
-	p.literal(`,"snap":`)
+	p.literal(payloadKey(m.Kind))
 	if p.err != nil {
 		return m, nil, p.err
 	}
@@ -116,8 +152,11 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 	if uint64(len(p.b)-p.i) != n {
 		return m, nil, fmt.Errorf("%w: payload is %d bytes, envelope says %d", ErrFraming, len(p.b)-p.i, n)
 	}
-	if m.Version != Version {
+	switch {
+	case m.Version != Version1 && m.Version != Version2:
 		return m, nil, fmt.Errorf("%w: record version %d", ErrFraming, m.Version)
+	case m.Kind == KindDelta && m.Version < Version2:
+		return m, nil, fmt.Errorf("%w: kind %q in a version %d record", ErrFraming, m.Kind, m.Version)
 	}
 	if m.Rev == 0 {
 		return m, nil, fmt.Errorf("%w: revision 0", ErrFraming)
