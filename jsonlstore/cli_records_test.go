@@ -60,3 +60,47 @@ func TestRecords(t *testing.T) {
 	}
 	require.Equal(t, 1, n)
 }
+
+// TestRecordLines: the lines RecordLines yields are the stored bytes —
+// for full and delta records, and for archived revisions after a
+// compaction — and a damaged record ends them with the corruption error.
+func TestRecordLines(t *testing.T) {
+	ctx := context.Background()
+	st, _ := toolStore(t, Options{}, "clean", "deltas", "v1-then-v2", "crc-fail-last-line", "bitflip-middle")
+	lines := func(id session.SessionID) ([]byte, error) {
+		var all []byte
+		for line, err := range st.RecordLines(ctx, id) {
+			if err != nil {
+				return all, err
+			}
+			all = append(all, line...)
+		}
+		return all, nil
+	}
+	for _, name := range []string{"clean", "deltas", "v1-then-v2"} {
+		got, err := lines(session.SessionID(name))
+		require.NoError(t, err, name)
+		require.Equal(t, string(toolFixture(t, name)), string(got), name)
+	}
+	// An uncommitted tail is not a record.
+	got, err := lines("crc-fail-last-line")
+	require.NoError(t, err)
+	data := toolFixture(t, "crc-fail-last-line")
+	require.Equal(t, string(data[:toolLineOffset(data, 5)]), string(got))
+	// A damaged record followed by valid ones ends the sequence.
+	got, err = lines("bitflip-middle")
+	var ce *sessionstore.CorruptionError
+	require.ErrorAs(t, err, &ce)
+	data = toolFixture(t, "bitflip-middle")
+	require.Equal(t, string(data[:toolLineOffset(data, 2)]), string(got))
+
+	// After a compaction, archived revisions come first, byte for byte.
+	before, err := lines("deltas")
+	require.NoError(t, err)
+	rep, err := st.Compact(ctx, "deltas", CompactPolicy{KeepLast: 1}, 0)
+	require.NoError(t, err)
+	require.Positive(t, rep.RevisionsTrimmed)
+	after, err := lines("deltas")
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after))
+}

@@ -64,6 +64,36 @@ func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[Rec
 	}
 }
 
+// RecordLines yields every record line of session id in order, archived
+// revisions first, each with its newline, exactly as stored (a copy the
+// caller may keep), with the checks of Records. It is how a session is
+// copied verbatim into another store of the same record format.
+func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		var yielded uint64 // records already yielded survive a retry of the read
+		stopped := false
+		err := s.read(ctx, id, func(v *view) error {
+			return s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
+				if r.Rev <= yielded {
+					return true, nil
+				}
+				yielded = r.Rev
+				// The format has one layout per record (the parser is
+				// positional and strict), so encoding the parsed envelope
+				// and payload again gives the stored bytes.
+				if !yield(encodeRecord(r.meta, r.Payload), nil) {
+					stopped = true
+					return false, nil
+				}
+				return true, nil
+			})
+		})
+		if err != nil && !stopped {
+			yield(nil, err)
+		}
+	}
+}
+
 // places says where scanRecords found a record of one view: in the log,
 // or, for a revision below the log's first, in an archive segment.
 type places struct {

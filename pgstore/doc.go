@@ -35,9 +35,12 @@
 // session copies between a directory store and a database byte for byte
 // (`sessions migrate`) and every reader checks the same checksum. Not
 // jsonb, which reorders keys and drops duplicates, and not rebuilt from
-// columns: timestamptz keeps microseconds, the format nanoseconds. A
-// record of a kind this program does not know is reported as a
-// *sessionstore.CorruptionError naming its revision.
+// columns: timestamptz keeps microseconds, the format nanoseconds. The
+// store writes full records; it reads delta records (format 2) too, as a
+// file store writes them and migrate copies them: Load applies the deltas
+// after the latest full record in one pass, so its cost stays bounded by
+// the snapshot's size. A record of a kind this program does not know is
+// reported as a *sessionstore.CorruptionError naming its revision.
 //
 // # Leases
 //

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,12 +23,12 @@ const recordsPath = "pgstore_records"
 // materializer turns a session's record lines, in revision order, into
 // records. Each line is checked as a reader of the file format checks it
 // (framing, checksum, the revision its row claims, generations and times
-// never going back). A full record's payload is the snapshot. A kind this
-// program does not know is corruption: it cannot rebuild the snapshot, and
-// guessing would hand the caller a wrong one. Another kind (a delta on the
-// previous revision) is one more case in materialize, with m.payload the
-// previous revision's snapshot; Load already reads from the last full
-// record at or below the revision it wants (chainSQL).
+// never going back). A full record's payload is the snapshot; a delta
+// record's applies to the previous revision's snapshot (record.Apply). A
+// kind this program does not know is corruption: it cannot rebuild the
+// snapshot, and guessing would hand the caller a wrong one. Load reads from
+// the last full record at or below the revision it wants (chainSQL) and
+// applies the chain's deltas in one pass (loadPayload).
 type materializer struct {
 	id       session.SessionID
 	maxBytes int
@@ -56,11 +57,20 @@ func (m *materializer) nextPayload(rev uint64, line []byte) (sessionstore.Record
 	if payload, err = m.materialize(meta, payload); err != nil {
 		return sessionstore.Record{}, nil, m.corrupt(rev, err)
 	}
-	snap, err := sessnap.Unmarshal(payload)
+	rec, err := m.record(meta, payload)
 	if err != nil {
-		return sessionstore.Record{}, nil, m.corrupt(rev, err)
+		return sessionstore.Record{}, nil, err
 	}
 	m.prev, m.payload = meta, payload
+	return rec, payload, nil
+}
+
+// record decodes the snapshot encoding payload of the record meta.
+func (m *materializer) record(meta record.Meta, payload []byte) (sessionstore.Record, error) {
+	snap, err := sessnap.Unmarshal(payload)
+	if err != nil {
+		return sessionstore.Record{}, m.corrupt(meta.Rev, err)
+	}
 	return sessionstore.Record{
 		ID:            m.id,
 		Revision:      meta.Rev,
@@ -68,7 +78,7 @@ func (m *materializer) nextPayload(rev uint64, line []byte) (sessionstore.Record
 		Time:          meta.Time,
 		SchemaVersion: meta.Schema,
 		Snapshot:      snap,
-	}, payload, nil
+	}, nil
 }
 
 // materialize returns the snapshot encoding of a record of meta's kind
@@ -77,6 +87,11 @@ func (m *materializer) materialize(meta record.Meta, payload []byte) ([]byte, er
 	switch meta.Kind {
 	case record.KindFull:
 		return payload, nil
+	case record.KindDelta:
+		if m.payload == nil {
+			return nil, errors.New("a delta record without the revision it applies to")
+		}
+		return record.Apply(m.payload, payload, m.maxBytes)
 	}
 	return nil, fmt.Errorf("record kind %q is unknown to this program", meta.Kind)
 }
@@ -153,25 +168,58 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 		return sessionstore.Record{}, nil, wrapErr("load", id, err)
 	}
 	m := materializer{id: id, maxBytes: s.opts.MaxRecordBytes}
-	var rec sessionstore.Record
-	var payload []byte
-	var got bool
-	var r int64
-	var line []byte
+	var (
+		full       []byte   // the chain's full record's payload
+		deltas     [][]byte // the payloads of the deltas after it
+		deltaBytes int      // their lines' bytes
+		last       record.Meta
+		got        bool
+		r          int64
+		line       []byte
+	)
 	_, err = pgx.ForEachRow(rows, []any{&r, &line}, func() error {
 		rev, err := fromBigint("revision", r)
 		if err != nil {
 			return err
 		}
-		rec, payload, err = m.nextPayload(rev, line)
-		got = true
-		return err
+		meta, payload, err := m.parse(rev, line)
+		if err != nil {
+			return err
+		}
+		switch meta.Kind {
+		case record.KindFull:
+			full, deltas, deltaBytes = bytes.Clone(payload), nil, 0
+		case record.KindDelta:
+			// A writer keeps a chain's delta lines within the record cap
+			// (record.Chain); a longer chain is damage, and is refused
+			// before it costs more than the cap.
+			deltaBytes += len(line)
+			switch {
+			case full == nil:
+				return m.corrupt(rev, errors.New("a delta record without the full record it builds on"))
+			case deltaBytes > m.maxBytes:
+				return m.corrupt(rev, fmt.Errorf("the delta records after the last full one exceed the record cap (%d bytes)", m.maxBytes))
+			}
+			deltas = append(deltas, bytes.Clone(payload))
+		default:
+			return m.corrupt(rev, fmt.Errorf("record kind %q is unknown to this program", meta.Kind))
+		}
+		m.prev, last, got = meta, meta, true
+		return nil
 	})
 	if err != nil {
 		return sessionstore.Record{}, nil, wrapErr("load", id, err)
 	}
 	if !got {
 		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
+	}
+	payload, err := record.ApplyChain(full, deltas, m.maxBytes)
+	if err != nil {
+		return sessionstore.Record{}, nil, wrapErr("load", id, m.corrupt(last.Rev, err))
+	}
+	rec, err := m.record(last, payload)
+	if err != nil {
+		return sessionstore.Record{}, nil, wrapErr("load", id, err)
 	}
 	if rev > 0 && rec.Revision != rev {
 		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, rec.Revision)

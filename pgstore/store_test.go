@@ -90,11 +90,11 @@ func TestUnknownRecordKindIsCorruption(t *testing.T) {
 	first, err := s.Load(ctx, "k")
 	require.NoError(t, err)
 
-	// Revision 2 of kind "delta", written as a newer program would.
+	// Revision 2 of a kind this program does not know, as a newer one might write.
 	conn := rawConn(t, dsn)
-	m := record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: 2, Gen: w.Generation(), Time: first.Time.Add(time.Second), Kind: "delta"}
+	m := record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: 2, Gen: w.Generation(), Time: first.Time.Add(time.Second), Kind: "patch"}
 	line := record.Encode(m, []byte(`{"ops":[]}`))
-	_, err = conn.Exec(ctx, `INSERT INTO pgstore_records (session_id, rev, gen, time, kind, schema, line) VALUES ('k', 2, $1, $2, 'delta', $3, $4)`,
+	_, err = conn.Exec(ctx, `INSERT INTO pgstore_records (session_id, rev, gen, time, kind, schema, line) VALUES ('k', 2, $1, $2, 'patch', $3, $4)`,
 		int64(m.Gen), m.Time, m.Schema, line)
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `UPDATE pgstore_summaries SET revision = 2 WHERE session_id = 'k'`)
@@ -106,7 +106,7 @@ func TestUnknownRecordKindIsCorruption(t *testing.T) {
 		require.True(t, errors.As(err, &ce), "%s: want a *CorruptionError, got %v", what, err)
 		require.ErrorIs(t, err, sessionstore.ErrCorrupt)
 		require.Equal(t, uint64(2), ce.Revision, what)
-		require.Contains(t, err.Error(), `"delta"`, what)
+		require.Contains(t, err.Error(), `"patch"`, what)
 	}
 	_, err = s.Load(ctx, "k")
 	requireCorrupt(err, "Load")

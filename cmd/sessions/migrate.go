@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,9 +44,9 @@ agents open the store). A session that already exists at the destination is
 an error: nothing is overwritten. Copied sessions start with a free lease,
 and their next holder gets a generation above every one in their records.
 
-From a directory, records are read as export reads them (every checksum
-checked) and framed again, which gives the original line byte for byte;
-into a directory, each session is written as the file store creates one
+From a directory, record lines are read as every reader reads them (each
+checksum checked, archives included) and copied as they are stored; into a
+directory, each session is written as the file store creates one
 (a temporary directory, fsynced, renamed into place). Copy a store no agent
 is writing: a session that changes during its copy fails verification.`
 
@@ -287,47 +286,7 @@ func (s *side) lines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte
 	if s.pg != nil {
 		return s.storedLines(ctx, id)
 	}
-	return func(yield func([]byte, error) bool) {
-		pr, pw := io.Pipe()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			pw.CloseWithError(s.js.Export(ctx, id, pw, false)) // the reader gets the export's error from the pipe
-		}()
-		defer func() {
-			pr.CloseWithError(errors.New("stopped")) // unblocks the exporter if we stop early
-			<-done
-		}()
-		br := bufio.NewReaderSize(pr, 1<<20)
-		for {
-			l, err := br.ReadBytes('\n')
-			if len(l) == 0 && errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			line, err := reframe(l)
-			if !yield(line, err) || err != nil {
-				return
-			}
-		}
-	}
-}
-
-// reframe turns one line of jsonlstore's export back into the record line
-// it was exported from. The file format's lines are canonical (one layout,
-// checked strictly by every reader) and export carries every field of the
-// envelope and the payload verbatim, so framing them again gives the
-// original bytes. Format version 1 has one record kind, full.
-func reframe(exportLine []byte) ([]byte, error) {
-	var e jsonlstore.ExportLine
-	if err := json.Unmarshal(exportLine, &e); err != nil {
-		return nil, fmt.Errorf("read export: %w", err)
-	}
-	return record.Encode(record.Meta{Version: record.Version, Schema: e.Schema, Rev: e.Revision, Gen: e.Generation,
-		Time: e.Time, Kind: record.KindFull}, e.Snapshot), nil
+	return s.js.RecordLines(ctx, id)
 }
 
 // storedLines yields the lines as the store holds them: the database's
