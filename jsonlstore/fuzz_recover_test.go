@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -103,6 +104,28 @@ func validLines(data []byte, maxPayload int) (recs []rawRecord, lastEnd int64) {
 	}
 }
 
+// validSnapshots returns the snapshot each of valid (validLines) holds:
+// a full record's payload, or a delta applied to the snapshot of the
+// valid line just before it when that line is the previous revision; nil
+// when a delta has no such base or does not apply.
+func validSnapshots(valid []rawRecord) [][]byte {
+	snaps := make([][]byte, len(valid))
+	for i, r := range valid {
+		switch r.Kind {
+		case KindFull:
+			snaps[i] = r.Payload
+		case KindDelta:
+			if i == 0 || snaps[i-1] == nil || valid[i-1].Rev+1 != r.Rev {
+				continue
+			}
+			if snap, err := record.Apply(snaps[i-1], r.Payload, fuzzMaxRecord); err == nil {
+				snaps[i] = snap
+			}
+		}
+	}
+	return snaps
+}
+
 // FuzzTailRecovery's seeds (every fixture, each with a set of damages)
 // run in every `go test`; `make fuzz` explores from them.
 func FuzzTailRecovery(f *testing.F) {
@@ -144,15 +167,16 @@ func checkRecovery(t *testing.T, name string, orig, data []byte, dmg int) {
 	defer st.Close()
 
 	valid, lastEnd := validLines(data, fuzzMaxRecord)
+	snaps := validSnapshots(valid)
 	written := func(rec sessionstore.Record) {
 		t.Helper()
 		got, err := sessnap.Marshal(rec.Snapshot)
 		require.NoError(t, err, "a loaded snapshot re-encodes")
-		for _, r := range valid {
-			if r.Rev != rec.Revision || r.Gen != rec.Generation || !r.Time.Equal(rec.Time) {
+		for i, r := range valid {
+			if r.Rev != rec.Revision || r.Gen != rec.Generation || !r.Time.Equal(rec.Time) || snaps[i] == nil {
 				continue
 			}
-			snap, err := sessnap.Unmarshal(r.Payload)
+			snap, err := sessnap.Unmarshal(snaps[i])
 			if err != nil {
 				continue
 			}
