@@ -20,7 +20,8 @@
 // not be traversable by it). The server listens on 127.0.0.1 on a free
 // port, with its socket in that directory, and runs without fsync: the
 // tests check the store's logic, not the disk. Main stops it and removes
-// the directory.
+// the directory. StartWith(Options{Durable: true}) starts one with fsync
+// and synchronous commit on, for measurements (the bench harness).
 package pgtest
 
 import (
@@ -62,9 +63,10 @@ type Server struct {
 	// databases.
 	DSN string
 
-	dir  string // the throwaway cluster's directory; "" for PGSTORE_TEST_DSN
-	cred *syscall.Credential
-	bin  string
+	dir     string // the throwaway cluster's directory; "" for PGSTORE_TEST_DSN
+	cred    *syscall.Credential
+	bin     string
+	durable bool
 
 	mu        sync.Mutex
 	templates map[string]*template
@@ -230,9 +232,24 @@ func (s *Server) exec(ctx context.Context, sql string) error {
 	return err
 }
 
+// Options choose how Start's throwaway cluster runs. The zero value is
+// what tests use.
+type Options struct {
+	// Durable runs the cluster as a production server would: fsync,
+	// synchronous_commit and full_page_writes on (initdb syncs its files
+	// too), so that a commit returns once its WAL is on disk. Without it
+	// the cluster runs with all three off, which is quicker for tests and
+	// wrong for measuring.
+	Durable bool
+}
+
 // Start returns the server PGSTORE_TEST_DSN names, or starts a throwaway
-// cluster.
-func Start() (*Server, error) {
+// cluster (non-durable: see Options).
+func Start() (*Server, error) { return StartWith(Options{}) }
+
+// StartWith is Start with options for the throwaway cluster; they do not
+// apply to the server PGSTORE_TEST_DSN names, which runs as it was set up.
+func StartWith(opts Options) (*Server, error) {
 	if dsn := os.Getenv(DSNEnv); dsn != "" {
 		return &Server{DSN: dsn}, nil
 	}
@@ -240,7 +257,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin}
+	s := &Server{bin: bin, durable: opts.Durable}
 	var owner *user.User
 	if os.Geteuid() == 0 {
 		// PostgreSQL refuses to run as root.
@@ -336,18 +353,26 @@ func (s *Server) run(name string, args ...string) error {
 }
 
 func (s *Server) initdb() error {
-	return s.run("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	args := []string{"-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"}
+	if !s.durable {
+		args = append(args, "--no-sync")
+	}
+	return s.run("initdb", args...)
 }
 
 func (s *Server) start(port int) error {
+	syncing := "off"
+	if s.durable {
+		syncing = "on"
+	}
 	opts := strings.Join([]string{
 		"-c listen_addresses=127.0.0.1",
 		"-c port=" + strconv.Itoa(port),
 		"-c unix_socket_directories=" + s.dir,
 		"-c max_connections=300",
-		"-c fsync=off",
-		"-c synchronous_commit=off",
-		"-c full_page_writes=off",
+		"-c fsync=" + syncing,
+		"-c synchronous_commit=" + syncing,
+		"-c full_page_writes=" + syncing,
 		"-c shared_buffers=32MB",
 	}, " ")
 	logFile := filepath.Join(s.dir, "server.log")
