@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -71,6 +72,20 @@ func runChild(mode string, args []string) error {
 	case "list-jsonl": // DIR
 		start := time.Now()
 		st, err := jsonlstore.Open(arg(0), jsonlstore.Options{})
+		if err != nil {
+			return err
+		}
+		page, err := st.List(ctx, summary.Query{})
+		d := time.Since(start)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		result("ns=%d items=%d first=%s", d.Nanoseconds(), len(page.Items), firstID(page))
+		return nil
+	case "list-pg": // DSN
+		start := time.Now()
+		st, err := pgstore.Open(ctx, arg(0), pgstore.Options{})
 		if err != nil {
 			return err
 		}

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -17,6 +21,10 @@ import (
 type config struct {
 	quick bool
 	dir   string
+	// out receives notes printed outside the tables (the pgstore server).
+	out      io.Writer
+	cleanups *cleanups
+	pg       pgServer
 	// Counts, set by -quick or the defaults.
 	w1Ops       map[int]int // snapshot size → appends per system
 	w2Revs      int
@@ -71,6 +79,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated workloads to run (W1, prealloc, W2, W3, W4, W5); all when empty")
 	dir := flag.String("dir", "", "working directory (default: a new directory under $TMPDIR); it must be on the file system to measure")
 	out := flag.String("out", "", "also write the tables to this file")
+	pg := flag.Bool("pg", true, "add pgstore rows (W1, W3, W4), on a throwaway PostgreSQL cluster this run starts")
 	child := flag.String("child", "", "internal: run as a child process in this mode")
 	flag.Parse()
 
@@ -81,17 +90,37 @@ func main() {
 		}
 		return
 	}
-	if err := run(*quick, *only, *dir, *out); err != nil {
+	if err := run(*quick, *pg, *only, *dir, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "sessbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(quick bool, only, dir, out string) error {
+func run(quick, pg bool, only, dir, out string) (err error) {
 	c := fullConfig()
 	if quick {
 		c = quickConfig()
 	}
+	c.pg.off = !pg
+	// What the run leaves behind (its directory, the PostgreSQL cluster)
+	// is removed at the end, on error, and on SIGINT or SIGTERM.
+	cl := &cleanups{}
+	c.cleanups = cl
+	defer func() { err = errors.Join(err, cl.run()) }()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "sessbench: %v: cleaning up\n", sig)
+		if err := cl.run(); err != nil {
+			fmt.Fprintln(os.Stderr, "sessbench:", err)
+		}
+		os.Exit(130)
+	}()
 	var chosen []workload
 	for _, name := range strings.Split(only, ",") {
 		name = strings.TrimSpace(name)
@@ -108,29 +137,22 @@ func run(quick bool, only, dir, out string) error {
 		chosen = workloads
 	}
 
-	if dir == "" {
-		d, err := os.MkdirTemp("", "sessbench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else {
+	if dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		d, err := os.MkdirTemp(dir, "sessbench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
 	}
+	dir, err = os.MkdirTemp(dir, "sessbench-")
+	if err != nil {
+		return err
+	}
+	cl.add(func() error { return os.RemoveAll(dir) })
 	c.dir = dir
 
 	r := &report{}
 	var buf bytes.Buffer
 	w := io.MultiWriter(os.Stdout, &buf)
+	c.out = w
 	mode := "full"
 	if quick {
 		mode = "quick (-quick: small counts, figures are rough)"
@@ -161,6 +183,33 @@ func run(quick bool, only, dir, out string) error {
 		return os.WriteFile(out, buf.Bytes(), 0o644)
 	}
 	return nil
+}
+
+// cleanups are run once, last added first, by whichever comes first: the
+// end of the run or a signal.
+type cleanups struct {
+	mu   sync.Mutex
+	fns  []func() error
+	once sync.Once
+	err  error
+}
+
+func (c *cleanups) add(fn func() error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fns = append(c.fns, fn)
+}
+
+func (c *cleanups) run() error {
+	c.once.Do(func() {
+		c.mu.Lock()
+		fns := slices.Clone(c.fns)
+		c.mu.Unlock()
+		for i := len(fns) - 1; i >= 0; i-- {
+			c.err = errors.Join(c.err, fns[i]())
+		}
+	})
+	return c.err
 }
 
 func names(ws []workload) []string {

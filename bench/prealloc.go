@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/sessionstore/sessionstore/jsonlstore"
 )
 
 // runPrealloc is the append-at-the-disk's-limit study (issue 8, item 4):
@@ -71,13 +73,14 @@ func runPreallocSize(ctx context.Context, c *config, r *report, size int) error 
 }
 
 // storeLine returns the line jsonlstore writes for an append of a
-// snapshot of about size bytes.
+// snapshot of about size bytes: a full record (FullRecordsOnly), since the
+// same snapshot appended again would otherwise be a delta of a few bytes.
 func storeLine(ctx context.Context, dir string, size int) ([]byte, error) {
 	snap, err := snapshotOfSize("line", size, 0)
 	if err != nil {
 		return nil, err
 	}
-	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snap)
+	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snap, jsonlstore.Options{FullRecordsOnly: true})
 	if err != nil {
 		return nil, err
 	}

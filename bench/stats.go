@@ -207,3 +207,11 @@ func fmtRatio(v float64) string {
 	}
 	return fmt.Sprintf("%.2f×", v)
 }
+
+// fmtX formats a large ratio: one decimal below 10, none above.
+func fmtX(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.1f×", v)
+	}
+	return fmt.Sprintf("%.0f×", v)
+}

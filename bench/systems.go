@@ -28,7 +28,8 @@ import (
 
 // jsonlSystem is the project: everything Writer.Append does (encoding,
 // checks, the write, fdatasync, the summary refresh), through the public
-// API with default Options.
+// API with default Options (delta records on) unless a workload compares
+// other Options.
 type jsonlSystem struct {
 	st  *jsonlstore.Store
 	w   sessionstore.Writer
@@ -37,10 +38,10 @@ type jsonlSystem struct {
 	off int64 // how much of the log tail has returned
 }
 
-// newJSONL opens a store under dir and creates snap.ID with snap as
-// revision 1 (not timed).
-func newJSONL(ctx context.Context, dir string, snap sessnap.Snapshot) (*jsonlSystem, error) {
-	st, err := jsonlstore.Open(dir, jsonlstore.Options{})
+// newJSONL opens a store under dir with opts and creates snap.ID with snap
+// as revision 1 (not timed).
+func newJSONL(ctx context.Context, dir string, snap sessnap.Snapshot, opts jsonlstore.Options) (*jsonlSystem, error) {
+	st, err := jsonlstore.Open(dir, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore"
@@ -12,6 +13,9 @@ import (
 )
 
 var w1Sizes = []int{1 << 10, 16 << 10, 256 << 10}
+
+// w1PG is the pgstore row's place in W1's tables: after bbolt.
+const w1PG = 4
 
 // runW1 is W1: durable appends of 1, 16 and 256 KiB snapshots, the same
 // snapshot again and again, one operation per system per round.
@@ -44,7 +48,7 @@ func runW1Size(ctx context.Context, c *config, r *report, size int) error {
 	if err != nil {
 		return err
 	}
-	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snaps[0])
+	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snaps[0], jsonlstore.Options{})
 	if err != nil {
 		return err
 	}
@@ -126,12 +130,49 @@ func runW1Size(ctx context.Context, c *config, r *report, size int) error {
 		},
 	}
 	after := []func() error{func() (err error) { line, err = js.tail(); return err }, nil, nil, nil, nil, nil}
+
+	// pgstore, after bbolt, when a PostgreSQL server runs.
+	var pg *pgDB
+	if srv := c.pg.get(ctx, c.out, c.cleanups); srv != nil {
+		if pg, err = newPGDB(ctx, srv); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		defer pg.close(ctx)
+		pw, err := pg.create(ctx, snaps[0])
+		if err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		defer pw.release(ctx)
+		if err := pw.append(ctx, snaps[1]); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		var pn int
+		names = slices.Insert(names, w1PG, "pgstore (PostgreSQL, loopback)")
+		ops = slices.Insert(ops, w1PG, func() error { sn := snaps[pn%2]; pn++; return pw.append(ctx, sn) })
+		after = slices.Insert(after, w1PG, nil)
+	}
+	var wal0 int64
+	if pg != nil {
+		if wal0, err = pg.walBytes(ctx); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+	}
 	s, err := interleaveAfter(ops, after, c.w1Ops[size], int64(len(payload)))
 	if err != nil {
 		return err
 	}
+	if pg != nil {
+		wal1, err := pg.walBytes(ctx)
+		if err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		s[w1PG].written = wal1 - wal0
+	}
 	t := rateTable(fmt.Sprintf("W1 durable append, %d KiB snapshot", size>>10), names, s, names[1], names[2])
 	t.note("snapshot %s encoded; the store's line %s (the raw baseline writes the store's last line); MB/s counts the snapshot's bytes; consecutive appends alternate between two such snapshots with different messages", fmtBytes(int64(len(payload))), fmtBytes(int64(len(line))))
+	if pg != nil {
+		t.note("pgstore: one transaction per append (fence, record, summary, NOTIFY) sent over TCP on loopback, committed with the WAL fsynced (fsync=on, synchronous_commit=on); its written/op is the WAL the server generated (pg_current_wal_insert_lsn), not this process's writes; pgstore writes full records")
+	}
 	r.add(t)
 	key := fmt.Sprintf("W1/%dKiB/", size>>10)
 	r.set(key+"jsonl÷raw", s[0].opsPerSec()/s[1].opsPerSec())

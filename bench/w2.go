@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -17,15 +18,16 @@ const w2Message = 2 << 10
 // runW2 is W2, a growing conversation: c.w2Revs revisions, each adding one
 // message of about 2 KiB plus the usage and tool-call counters an agent's
 // turn changes. Every system stores every revision durably; jsonlstore
-// goes first in each round (the raw baseline then writes exactly the
-// bytes it appended), the others in rotating order.
+// with default Options (delta records) goes first in each round (the raw
+// baseline then writes exactly the bytes it appended), the others —
+// jsonlstore with FullRecordsOnly among them — in rotating order.
 func runW2(ctx context.Context, c *config, r *report) error {
 	dir := filepath.Join(c.dir, "w2")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	dirs := []string{"jsonl", "raw", "full", "sqlite-revs", "sqlite-events", "bbolt"} // one per system, in row order
+	dirs := []string{"jsonl", "jsonl-full", "raw", "full", "sqlite-revs", "sqlite-events", "bbolt"} // one per system, in row order
 	for _, d := range dirs {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
 			return err
@@ -37,7 +39,9 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	if err != nil {
 		return err
 	}
-	js, err := newJSONL(ctx, sub("jsonl"), first)
+	// The store twice: with default Options (delta records) and with
+	// FullRecordsOnly, the store as it was before deltas.
+	js, err := newJSONL(ctx, sub("jsonl"), first, jsonlstore.Options{})
 	if err != nil {
 		return err
 	}
@@ -45,6 +49,16 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	defer func() {
 		if jsOpen {
 			js.close()
+		}
+	}()
+	jf, err := newJSONL(ctx, sub("jsonl-full"), first, jsonlstore.Options{FullRecordsOnly: true})
+	if err != nil {
+		return err
+	}
+	jfOpen := true
+	defer func() {
+		if jfOpen {
+			jf.close()
 		}
 	}()
 	raw, err := newRaw(filepath.Join(sub("raw"), "raw.log"))
@@ -77,6 +91,9 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	if err != nil {
 		return err
 	}
+	if _, err := jf.tail(); err != nil {
+		return err
+	}
 	if err := raw.append(line); err != nil {
 		return err
 	}
@@ -93,23 +110,35 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		}
 	}
 
-	names := []string{"jsonlstore", "raw O_APPEND+fdatasync (the store's bytes)", "full snapshot per revision (encode, O_APPEND+fdatasync)",
+	const (
+		rowJSONL = iota
+		rowFullRecords
+		rowRaw
+		rowFull
+		rowSQLiteRevs
+		rowSQLiteEvents
+		rowBbolt
+	)
+	names := []string{"jsonlstore (default Options: delta records)", "jsonlstore FullRecordsOnly",
+		"raw O_APPEND+fdatasync (the delta store's bytes)", "(ref) full snapshot per revision (encode, O_APPEND+fdatasync)",
 		"SQLite (row per revision)", "SQLite (row per message + session row)", "bbolt (value per revision)"}
 	s := make([]*sample, len(names))
 	for i := range s {
 		s[i] = &sample{}
 	}
-	var appended [3]int64 // bytes appended by jsonl, raw, full
+	var appended [4]int64 // bytes appended by jsonl, jsonl-full, raw, full
 	var m ioMeter
 	var snap sessnap.Snapshot
+	// others[k] is row k+1.
 	others := []func() error{
+		func() error { return jf.append(ctx, snap) },
 		func() error { return raw.append(line) },
 		func() error {
 			b, err := fullLine(snap)
 			if err != nil {
 				return err
 			}
-			appended[2] += int64(len(b))
+			appended[rowFull] += int64(len(b))
 			return full.append(b)
 		},
 		func() error { return sr.append(snap) },
@@ -121,17 +150,24 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		if snap, err = conv.next(); err != nil {
 			return err
 		}
-		if err := m.timed(s[0], 1, func() error { return js.append(ctx, snap) }); err != nil {
+		if err := m.timed(s[rowJSONL], 1, func() error { return js.append(ctx, snap) }); err != nil {
 			return fmt.Errorf("jsonlstore, revision %d: %w", round+2, err)
 		}
 		if line, err = js.tail(); err != nil {
 			return err
 		}
-		appended[0] += int64(len(line))
-		appended[1] += int64(len(line))
+		appended[rowJSONL] += int64(len(line))
+		appended[rowRaw] += int64(len(line))
 		for _, k := range rotate(len(others), round) {
 			if err := m.timed(s[k+1], 1, others[k]); err != nil {
 				return fmt.Errorf("%s, revision %d: %w", names[k+1], round+2, err)
+			}
+			if k+1 == rowFullRecords {
+				b, err := jf.tail()
+				if err != nil {
+					return err
+				}
+				appended[rowFullRecords] += int64(len(b))
 			}
 		}
 	}
@@ -142,11 +178,8 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	}
 	// Sizes on disk once every system is closed (SQLite checkpoints its
 	// WAL into the database then).
-	jsOpen = false
-	if err := js.close(); err != nil {
-		return err
-	}
-	for _, cl := range []func() error{raw.close, full.close, sr.close, se.close, bb.close} {
+	jsOpen, jfOpen = false, false
+	for _, cl := range []func() error{js.close, jf.close, raw.close, full.close, sr.close, se.close, bb.close} {
 		if err := cl(); err != nil {
 			return err
 		}
@@ -154,7 +187,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 
 	t := &table{
 		title: fmt.Sprintf("W2 growing conversation, %d revisions of +%s", c.w2Revs, fmtBytes(w2Message)),
-		cols:  []string{"system", "revisions/s", "total time", "p50", "p99", "appended", "written", "written ÷ final snapshot", "dirtied", "on disk", "× raw", "× SQLite (per message)", "× full snapshots"},
+		cols:  []string{"system", "revisions/s", "total time", "p50", "p99", "appended", "written", "written ÷ final snapshot", "dirtied", "on disk", "× raw", "× SQLite (per message)", "× FullRecordsOnly"},
 	}
 	for i, n := range names {
 		app := "—"
@@ -168,18 +201,22 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		written, ratio, dirtied := "—", "—", "—"
 		if s[i].ioKnown {
 			written = fmtBytes(s[i].written)
-			ratio = fmt.Sprintf("%.0f×", float64(s[i].written)/float64(len(final)))
+			ratio = fmtX(float64(s[i].written) / float64(len(final)))
 			dirtied = fmtBytes(s[i].dirtied)
 		}
 		t.add(n, fmtNum(s[i].opsPerSec()), fmtDur(s[i].total()), fmtDur(s[i].pct(50)), fmtDur(s[i].pct(99)), app, written, ratio, dirtied, fmtBytes(size),
-			fmtRatio(s[i].opsPerSec()/s[1].opsPerSec()), fmtRatio(s[i].opsPerSec()/s[4].opsPerSec()), fmtRatio(s[i].opsPerSec()/s[2].opsPerSec()))
+			fmtRatio(s[i].opsPerSec()/s[rowRaw].opsPerSec()), fmtRatio(s[i].opsPerSec()/s[rowSQLiteEvents].opsPerSec()), fmtRatio(s[i].opsPerSec()/s[rowFullRecords].opsPerSec()))
 	}
 	t.note("revision 1 is written outside the measurement; the table covers revisions 2–%d; the final snapshot is %s; the whole workload took %s", c.w2Revs, fmtBytes(int64(len(final))), elapsed.Round(time.Millisecond))
-	t.note("appended: bytes added to the log (jsonlstore, raw, full); written: bytes passed to write(2)/pwrite(2) (wchar), summary.json, SQLite's WAL and checkpoints, bbolt's pages and meta included; dirtied: page cache dirtied (write_bytes, an upper bound: see the header)")
+	t.note("the delta store goes first in every round (the raw row then appends the bytes it just appended), the others in rotating order; the (ref) full-snapshot row is the encoding and durable append of the whole snapshot, without the store's checks and summary")
+	t.note("appended: bytes added to the log (the two stores, raw, full); written: bytes passed to write(2)/pwrite(2) (wchar), summary.json, SQLite's WAL and checkpoints, bbolt's pages and meta included; dirtied: page cache dirtied (write_bytes, an upper bound: see the header)")
 	r.add(t)
-	r.set("W2/appended", float64(appended[0]))
+	r.set("W2/appended", float64(appended[rowJSONL]))
+	r.set("W2/written", float64(s[rowJSONL].written))
+	r.set("W2/appended-full", float64(appended[rowFullRecords]))
 	r.set("W2/final", float64(len(final)))
-	r.set("W2/full÷jsonl", s[0].opsPerSec()/s[2].opsPerSec())
+	r.set("W2/fullrecords÷jsonl", s[rowJSONL].opsPerSec()/s[rowFullRecords].opsPerSec())
+	r.set("W2/fullsnap÷jsonl", s[rowJSONL].opsPerSec()/s[rowFull].opsPerSec())
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -31,7 +32,7 @@ func runW3(ctx context.Context, c *config, r *report) error {
 	jsDir := filepath.Join(dir, "jsonl")
 	for _, id := range []session.SessionID{one, many} {
 		snap.ID = id
-		js, err := newJSONL(ctx, jsDir, snap)
+		js, err := newJSONL(ctx, jsDir, snap, jsonlstore.Options{})
 		if err != nil {
 			return err
 		}
@@ -88,11 +89,46 @@ func runW3(ctx context.Context, c *config, r *report) error {
 		rev, _, err := bb.load(id)
 		return rev, err
 	}
-	var rows []row
-	for _, sys := range []struct {
+	type system struct {
 		name string
 		load func(session.SessionID) (uint64, error)
-	}{{"jsonlstore Load", loadJSONL}, {"SQLite ORDER BY rev DESC LIMIT 1", loadSQLite}, {"bbolt cursor Last", loadBbolt}} {
+	}
+	systems := []system{{"jsonlstore Load", loadJSONL}, {"SQLite ORDER BY rev DESC LIMIT 1", loadSQLite}, {"bbolt cursor Last", loadBbolt}}
+
+	// pgstore, when a PostgreSQL server runs: the histories written
+	// through Create and Append, as jsonlstore's.
+	var pgBuild time.Duration
+	if srv := c.pg.get(ctx, c.out, c.cleanups); srv != nil {
+		pg, err := newPGDB(ctx, srv)
+		if err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		defer pg.close(ctx)
+		build := time.Now()
+		for _, id := range []session.SessionID{one, many} {
+			snap.ID = id
+			pw, err := pg.create(ctx, snap)
+			if err != nil {
+				return fmt.Errorf("pgstore: %w", err)
+			}
+			for range revs[id] - 1 {
+				if err := pw.append(ctx, snap); err != nil {
+					pw.release(ctx)
+					return fmt.Errorf("pgstore: %w", err)
+				}
+			}
+			if err := pw.release(ctx); err != nil {
+				return fmt.Errorf("pgstore: %w", err)
+			}
+		}
+		pgBuild = time.Since(build)
+		systems = append(systems, system{"pgstore Load", func(id session.SessionID) (uint64, error) {
+			rec, err := pg.st.Load(ctx, id)
+			return rec.Revision, err
+		}})
+	}
+	var rows []row
+	for _, sys := range systems {
 		for _, id := range []session.SessionID{one, many} {
 			name := fmt.Sprintf("%s, %d revisions", sys.name, revs[id])
 			if revs[id] == 1 {
@@ -124,7 +160,10 @@ func runW3(ctx context.Context, c *config, r *report) error {
 		t.add(rw.name, fmt.Sprint(len(s[i].lat)), fmtNum(s[i].opsPerSec()), fmtDur(s[i].pct(50)), fmtDur(s[i].pct(99)),
 			fmtRatio(float64(s[i].pct(50))/float64(s[base].pct(50))), fmtRatio(s[i].opsPerSec()/s[2+i%2].opsPerSec()))
 	}
-	t.note("every load decodes the snapshot (sessnap), as jsonlstore's Load does; the jsonlstore history of %d revisions took %s to write through Append", c.w3Revs, jsBuild.Round(time.Millisecond))
+	t.note("every load decodes the snapshot (sessnap), as jsonlstore's Load does; the jsonlstore history of %d revisions took %s to write through Append (default Options: the repeated revisions are delta records, with a full record whenever the deltas since the last one would make loading costlier than about 1.5 snapshots)", c.w3Revs, jsBuild.Round(time.Millisecond))
+	if pgBuild > 0 {
+		t.note("pgstore: one query per Load over TCP on loopback (the latest full record and any deltas after it; pgstore writes full records, so one row here); its history of %d revisions took %s to write through Append", c.w3Revs, pgBuild.Round(time.Millisecond))
+	}
 	r.add(t)
 	r.set("W3/revs", float64(c.w3Revs))
 	r.set("W3/many÷one", float64(s[1].pct(50))/float64(s[0].pct(50)))

@@ -40,8 +40,28 @@ func runW4(ctx context.Context, c *config, r *report) error {
 		return err
 	}
 
-	// Fresh processes, the three kinds taking turns.
+	// pgstore, when a PostgreSQL server runs: the same sessions, created
+	// through its Create.
+	var pg *pgDB
+	var pgBuild time.Duration
+	if srv := c.pg.get(ctx, c.out, c.cleanups); srv != nil {
+		var err error
+		if pg, err = newPGDB(ctx, srv); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		defer pg.close(ctx)
+		build := time.Now()
+		if err := w4Build(ctx, pg.st, c.w4Sessions); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		pgBuild = time.Since(build)
+	}
+
+	// Fresh processes, the kinds taking turns.
 	kinds := []struct{ mode, arg string }{{"list-jsonl", jsDir}, {"list-sqlite", dbPath}, {"noop", ""}, {"scan-floor", jsDir}}
+	if pg != nil {
+		kinds = append(kinds, struct{ mode, arg string }{"list-pg", pg.dsn})
+	}
 	inChild := make([]*sample, len(kinds))
 	wall := make([]*sample, len(kinds))
 	for i := range kinds {
@@ -92,7 +112,7 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	if err != nil {
 		return err
 	}
-	live, err := interleave([]func() error{
+	liveOps := []func() error{
 		func() error {
 			page, err := st.List(ctx, summary.Query{})
 			if err == nil && len(page.Items) != summary.DefaultLimit {
@@ -115,7 +135,17 @@ func runW4(ctx context.Context, c *config, r *report) error {
 			}
 			return nil
 		},
-	}, c.w4Live, 0)
+	}
+	if pg != nil {
+		liveOps = append(liveOps, func() error {
+			page, err := pg.st.List(ctx, summary.Query{})
+			if err == nil && len(page.Items) != summary.DefaultLimit {
+				err = fmt.Errorf("pgstore List: %d items", len(page.Items))
+			}
+			return err
+		})
+	}
+	live, err := interleave(liveOps, c.w4Live, 0)
 	if err != nil {
 		return err
 	}
@@ -138,11 +168,21 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	row("SQLite, fresh process, exec to exit", wall[1], wall[1])
 	row("(ref) empty child process, exec to exit", wall[2], nil)
 	row("(ref) scan floor in a child: readdir, read every summary.json, lstat every log", inChild[3], inChild[1])
+	if pg != nil {
+		row("pgstore, fresh process: Open + List", inChild[4], inChild[1])
+		row("pgstore, fresh process, exec to exit", wall[4], wall[1])
+	}
 	row("jsonlstore, live index (List, watcher running)", live[0], live[1])
 	row("SQLite, open connection (query)", live[1], live[1])
 	row("(ref) lease status of one page: 50 × fslease.Inspect", live[2], live[1])
+	if pg != nil {
+		row("pgstore, open store (List: one query)", live[3], live[1])
+	}
 	t.note("sessions have one 2 KiB revision each, created through jsonlstore's Create (%s for all); the watcher reported all of them %s after Watch returned", jsBuild.Round(time.Millisecond), converged.Round(time.Millisecond))
 	t.note("every listing decodes its 50 summaries; jsonlstore's List also computes each item's lease status")
+	if pg != nil {
+		t.note("pgstore: the same sessions created through its Create (%s for all, 8 at a time); List is one keyset query on an index over TCP on loopback, lease status read from the session rows; a fresh process's Open connects and checks the schema", pgBuild.Round(time.Millisecond))
+	}
 	r.add(t)
 	r.set("W4/sessions", float64(c.w4Sessions))
 	r.set("W4/fresh-ms", float64(inChild[0].pct(50))/1e6)
@@ -158,6 +198,11 @@ func w4BuildJSONL(ctx context.Context, dir string, n int) error {
 		return err
 	}
 	defer st.Close()
+	return w4Build(ctx, st, n)
+}
+
+// w4Build creates n sessions through st's Create, 8 at a time.
+func w4Build(ctx context.Context, st sessionstore.Store, n int) error {
 	snap, err := snapshotOfSize("w4", 2<<10, 0)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
 )
 
 // w5Epoch is how many revisions a W5 conversation grows before it starts
@@ -35,6 +36,12 @@ func runW5(ctx context.Context, c *config, r *report) error {
 		return err
 	}
 	jsBuild := time.Since(build)
+	// KeepLast 1 cuts at the last full record (a delta needs the records
+	// before it): compaction trims the revisions before that one.
+	lastFull, fulls, err := w5LastFull(ctx, root, id)
+	if err != nil {
+		return err
+	}
 	sessDir := filepath.Join(root, id)
 	logFile := filepath.Join(sessDir, jsonlstore.LogFile)
 	fi, err := os.Stat(logFile)
@@ -69,8 +76,8 @@ func runW5(ctx context.Context, c *config, r *report) error {
 				if err != nil {
 					return err
 				}
-				if res.fields["trimmed"] != strconv.Itoa(revs-1) {
-					return fmt.Errorf("compaction trimmed %s revisions, want %d", res.fields["trimmed"], revs-1)
+				if res.fields["trimmed"] != strconv.FormatUint(lastFull-1, 10) {
+					return fmt.Errorf("compaction trimmed %s revisions, want %d", res.fields["trimmed"], lastFull-1)
 				}
 				archive, _ = strconv.ParseInt(res.fields["archive"], 10, 64)
 				compact.add(res.ns(), size)
@@ -112,7 +119,7 @@ func runW5(ctx context.Context, c *config, r *report) error {
 	t.add("jsonlstore Compact (child process)", fmt.Sprint(len(compact.lat)), fmtNum(compact.mbPerSec()), fmtDur(compact.pct(50)), fmtBytes(rss), fmtRatio(compact.mbPerSec()/raw.mbPerSec()))
 	t.add("floor: read + zstd the log (child process)", fmt.Sprint(len(raw.lat)), fmtNum(raw.mbPerSec()), fmtDur(raw.pct(50)), fmtBytes(rawRSS), "1.00×")
 	t.add("empty child process", fmt.Sprint(len(noop.lat)), "—", fmtDur(noop.pct(50)), fmtBytes(noopRSS), "—")
-	t.note("the log was written through Append in %s; the archive segment is %s; Compact's time is measured inside the child (lease, recovery, archive, verification, new log), peak RSS is the child's VmHWM", jsBuild.Round(time.Millisecond), fmtBytes(archive))
+	t.note("the log was written through Append (default Options: %d full records, the other %d revisions delta records) in %s; compaction trims the %d revisions before the last full record; the archive segment is %s; Compact's time is measured inside the child (lease, recovery, archive, verification, new log), peak RSS is the child's VmHWM", fulls, revs-fulls, jsBuild.Round(time.Millisecond), lastFull-1, fmtBytes(archive))
 	t.note("SQLite has no equivalent step here: deleting old rows and VACUUM rewrites the database; not measured")
 	r.add(t)
 	r.set("W5/MiB", float64(size)/(1<<20))
@@ -131,7 +138,7 @@ func w5BuildLog(ctx context.Context, root, id string, size int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	js, err := newJSONL(ctx, root, snap)
+	js, err := newJSONL(ctx, root, snap, jsonlstore.Options{})
 	if err != nil {
 		return 0, err
 	}
@@ -155,4 +162,26 @@ func w5BuildLog(ctx context.Context, root, id string, size int64) (int, error) {
 		written += int64(len(b))
 	}
 	return revs, js.close()
+}
+
+// w5LastFull returns the revision of the last full record of session id's
+// log and how many full records it holds.
+func w5LastFull(ctx context.Context, root, id string) (last uint64, fulls int, err error) {
+	st, err := openJSONLReader(root)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer st.Close()
+	for info, err := range st.Records(ctx, session.SessionID(id)) {
+		if err != nil {
+			return 0, 0, err
+		}
+		if info.Kind == jsonlstore.KindFull {
+			last, fulls = info.Revision, fulls+1
+		}
+	}
+	if last == 0 {
+		return 0, 0, fmt.Errorf("%s: no full record", id)
+	}
+	return last, fulls, nil
 }
