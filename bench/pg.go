@@ -43,7 +43,7 @@ func (p *pgServer) get(ctx context.Context, out io.Writer, cl *cleanups) *pgtest
 	if p.off {
 		p.err = errors.New("-pg=false")
 	} else {
-		fmt.Fprintln(os.Stderr, "sessbench: starting a PostgreSQL cluster for the pgstore rows …")
+		fmt.Fprintln(os.Stderr, "sessbench: starting PostgreSQL for the pgstore rows …")
 		p.srv, p.err = pgtest.StartWith(pgtest.Options{Durable: true})
 		if p.err == nil {
 			srv := p.srv
@@ -54,9 +54,10 @@ func (p *pgServer) get(ctx context.Context, out io.Writer, cl *cleanups) *pgtest
 		}
 	}
 	if p.srv == nil {
-		msg := strings.TrimSpace(p.err.Error())
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i] + " …"
+		// One line: pgx's and pg_ctl's errors span several.
+		msg := strings.Join(strings.Fields(p.err.Error()), " ")
+		if len(msg) > 400 {
+			msg = msg[:400] + " …"
 		}
 		fmt.Fprintf(out, "- **pgstore rows skipped: %s**\n\n", msg)
 		fmt.Fprintf(os.Stderr, "sessbench: pgstore rows skipped: %v\n", p.err)
