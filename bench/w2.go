@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -27,7 +29,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	dirs := []string{"jsonl", "jsonl-full", "raw", "full", "sqlite-revs", "sqlite-events", "bbolt"} // one per system, in row order
+	dirs := []string{"jsonl", "jsonl-full", "raw", "full", "sqlite-revs", "sqlite-events", "bbolt", "enc", "diff"} // one per row, in row order
 	for _, d := range dirs {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
 			return err
@@ -118,10 +120,13 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		rowSQLiteRevs
 		rowSQLiteEvents
 		rowBbolt
+		rowEncode
+		rowDiff
 	)
 	names := []string{"jsonlstore (default Options: delta records)", "jsonlstore FullRecordsOnly",
 		"raw O_APPEND+fdatasync (the delta store's bytes)", "(ref) full snapshot per revision (encode, O_APPEND+fdatasync)",
-		"SQLite (row per revision)", "SQLite (row per message + session row)", "bbolt (value per revision)"}
+		"SQLite (row per revision)", "SQLite (row per message + session row)", "bbolt (value per revision)",
+		"(ref) encoding alone, no I/O", "(ref) encoding + record.Diff against the previous revision, no I/O"}
 	s := make([]*sample, len(names))
 	for i := range s {
 		s[i] = &sample{}
@@ -129,6 +134,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	var appended [4]int64 // bytes appended by jsonl, jsonl-full, raw, full
 	var m ioMeter
 	var snap sessnap.Snapshot
+	prevEnc := mustEncode(first) // the diff row's previous revision
 	// others[k] is row k+1.
 	others := []func() error{
 		func() error { return jf.append(ctx, snap) },
@@ -144,6 +150,18 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		func() error { return sr.append(snap) },
 		func() error { return se.append(snap) },
 		func() error { return bb.append(snap) },
+		func() error { _, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0); return err },
+		func() error {
+			b, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+			if err != nil {
+				return err
+			}
+			if _, ok := record.Diff(prevEnc, b); !ok {
+				return errors.New("record.Diff found no delta")
+			}
+			prevEnc = b
+			return nil
+		},
 	}
 	start := time.Now()
 	for round := range c.w2Revs - 1 {
@@ -201,7 +219,9 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		written, ratio, dirtied := "—", "—", "—"
 		if s[i].ioKnown {
 			written = fmtBytes(s[i].written)
-			ratio = fmtX(float64(s[i].written) / float64(len(final)))
+			if s[i].written > 0 {
+				ratio = fmtX(float64(s[i].written) / float64(len(final)))
+			}
 			dirtied = fmtBytes(s[i].dirtied)
 		}
 		t.add(n, fmtNum(s[i].opsPerSec()), fmtDur(s[i].total()), fmtDur(s[i].pct(50)), fmtDur(s[i].pct(99)), app, written, ratio, dirtied, fmtBytes(size),
@@ -209,6 +229,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	}
 	t.note("revision 1 is written outside the measurement; the table covers revisions 2–%d; the final snapshot is %s; the whole workload took %s", c.w2Revs, fmtBytes(int64(len(final))), elapsed.Round(time.Millisecond))
 	t.note("the delta store goes first in every round (the raw row then appends the bytes it just appended), the others in rotating order; the (ref) full-snapshot row is the encoding and durable append of the whole snapshot, without the store's checks and summary")
+	t.note("the (ref) encoding rows are CPU only: EncodeSnapshot of the revision, and that plus record.Diff against the previous revision's encoding (what the delta store computes before writing; Diff also checks that the delta rebuilds the revision)")
 	t.note("appended: bytes added to the log (the two stores, raw, full); written: bytes passed to write(2)/pwrite(2) (wchar), summary.json, SQLite's WAL and checkpoints, bbolt's pages and meta included; dirtied: page cache dirtied (write_bytes, an upper bound: see the header)")
 	r.add(t)
 	r.set("W2/appended", float64(appended[rowJSONL]))
@@ -217,6 +238,8 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	r.set("W2/final", float64(len(final)))
 	r.set("W2/fullrecords÷jsonl", s[rowJSONL].opsPerSec()/s[rowFullRecords].opsPerSec())
 	r.set("W2/fullsnap÷jsonl", s[rowJSONL].opsPerSec()/s[rowFull].opsPerSec())
+	r.set("W2/jsonl-ms", float64(s[rowJSONL].pct(50))/1e6)
+	r.set("W2/diff-ms", float64(s[rowDiff].pct(50))/1e6)
 	return nil
 }
 
