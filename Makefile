@@ -46,8 +46,9 @@ demo:
 	$(GO) run ./cmd/sessions demo
 
 ## bench: the comparison harness (bench/, its own module): every workload against
-## jsonlstore, raw append, SQLite and bbolt in one run; BENCH_FLAGS adds flags
-## (e.g. BENCH_FLAGS='-only W1,W3 -out /tmp/bench.md')
+## jsonlstore, raw append, SQLite, bbolt and pgstore (a throwaway PostgreSQL
+## cluster, when one starts) in one run; BENCH_FLAGS adds flags
+## (e.g. BENCH_FLAGS='-only W1,W3 -out /tmp/bench.md', '-pg=false')
 bench:
 	cd bench && $(GO) run . $(BENCH_FLAGS)
 
