@@ -47,14 +47,20 @@ func classifyOpenErr(path string, err error) error {
 // checkRegular returns ErrNotRegular unless f, opened from path, is a
 // regular file.
 func checkRegular(f *os.File, path string) error {
+	_, err := statRegular(f, path)
+	return err
+}
+
+// statRegular is checkRegular that also returns the file's FileInfo.
+func statRegular(f *os.File, path string) (fs.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("stat %s: %w", path, err)
+		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
 	}
-	return nil
+	return fi, nil
 }
 
 // writeRecordFile replaces dir/lease.json with rec atomically: write a
