@@ -44,14 +44,8 @@ func classifyOpenErr(path string, err error) error {
 	return err
 }
 
-// checkRegular returns ErrNotRegular unless f, opened from path, is a
-// regular file.
-func checkRegular(f *os.File, path string) error {
-	_, err := statRegular(f, path)
-	return err
-}
-
-// statRegular is checkRegular that also returns the file's FileInfo.
+// statRegular returns f's FileInfo, or ErrNotRegular unless f, opened from
+// path, is a regular file.
 func statRegular(f *os.File, path string) (fs.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
