@@ -217,6 +217,15 @@ func EncodeSnapshot(id session.SessionID, snap sessnap.Snapshot, maxBytes int) (
 // DecodeSnapshot decodes a stored payload (for adapters).
 func DecodeSnapshot(b []byte) (sessnap.Snapshot, error) { return sessnap.Unmarshal(b) }
 
+// LoadAt loads revision rev of session id from s, or its latest revision
+// when rev is 0 (as Fork's rev means), for adapters.
+func LoadAt(ctx context.Context, s Store, id session.SessionID, rev uint64) (Record, error) {
+	if rev == 0 {
+		return s.Load(ctx, id)
+	}
+	return s.LoadRevision(ctx, id, rev)
+}
+
 // ForkSnapshot returns the revision-1 snapshot of a fork of src into
 // newID: a copy with the ID replaced and the relationship naming src as
 // parent and src's root (or src) as root.

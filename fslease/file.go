@@ -44,17 +44,17 @@ func classifyOpenErr(path string, err error) error {
 	return err
 }
 
-// checkRegular returns ErrNotRegular unless f, opened from path, is a
-// regular file.
-func checkRegular(f *os.File, path string) error {
+// statRegular returns f's FileInfo, or ErrNotRegular unless f, opened from
+// path, is a regular file.
+func statRegular(f *os.File, path string) (fs.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("stat %s: %w", path, err)
+		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
 	}
-	return nil
+	return fi, nil
 }
 
 // writeRecordFile replaces dir/lease.json with rec atomically: write a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -90,6 +91,11 @@ type Lease struct {
 	fl     *flock.Flock
 	rec    Record
 	closed bool
+	// checked is the FileInfo of the lease.json that the last check read
+	// and found to be this lease's; nil: read it again. The file is only
+	// ever replaced whole (a rename), so an Lstat of the same file with
+	// the same size and modification time shows it unchanged.
+	checked fs.FileInfo
 
 	errMu sync.Mutex
 	hbErr error
@@ -293,7 +299,15 @@ func (l *Lease) checkLocked() error {
 	case !same:
 		return lost("lock file replaced or removed", nil)
 	}
-	ld, err := loadRecord(filepath.Join(l.dir, RecordFile))
+	recordPath := filepath.Join(l.dir, RecordFile)
+	if l.checked != nil {
+		if cur, err := os.Lstat(recordPath); err == nil && cur.Mode().IsRegular() && os.SameFile(cur, l.checked) &&
+			cur.Size() == l.checked.Size() && cur.ModTime().Equal(l.checked.ModTime()) {
+			return nil
+		}
+		l.checked = nil
+	}
+	ld, err := loadRecord(recordPath)
 	switch {
 	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotRegular):
 		return lost("lease record replaced", err)
@@ -309,6 +323,7 @@ func (l *Lease) checkLocked() error {
 	case ld.rec.Released:
 		return lost("lease record marked released", nil)
 	}
+	l.checked = ld.stat
 	return nil
 }
 

@@ -199,10 +199,11 @@ func parseGeneration(raw json.RawMessage) (uint64, bool) {
 
 // loaded is what loadRecord found in lease.json.
 type loaded struct {
-	exists bool   // the file exists
-	rec    Record // valid when exists and err == nil
-	err    error  // why the existing file is unreadable (ErrCorruptRecord, ErrFutureVersion)
-	floor  uint64 // highest generation the file evidences, 0 if none
+	exists bool        // the file exists
+	rec    Record      // valid when exists and err == nil
+	err    error       // why the existing file is unreadable (ErrCorruptRecord, ErrFutureVersion)
+	floor  uint64      // highest generation the file evidences, 0 if none
+	stat   fs.FileInfo // of the file read, when it exists
 }
 
 // loadRecord reads lease.json without following a symlink and without
@@ -218,14 +219,15 @@ func loadRecord(path string) (loaded, error) {
 		return loaded{}, err
 	}
 	defer func() { _ = f.Close() }() // read-only
-	if err := checkRegular(f, path); err != nil {
+	fi, err := statRegular(f, path)
+	if err != nil {
 		return loaded{}, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxRecordSize+1))
 	if err != nil {
 		return loaded{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	ld := loaded{exists: true}
+	ld := loaded{exists: true, stat: fi}
 	ld.rec, ld.err = parseRecord(data)
 	if ld.err == nil {
 		ld.floor = ld.rec.Generation

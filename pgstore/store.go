@@ -212,13 +212,7 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err
 	}
-	var src sessionstore.Record
-	var err error
-	if rev == 0 {
-		src, err = s.Load(ctx, from)
-	} else {
-		src, err = s.LoadRevision(ctx, from, rev)
-	}
+	src, err := sessionstore.LoadAt(ctx, s, from, rev)
 	if err != nil {
 		return nil, err
 	}
