@@ -170,7 +170,7 @@ func runW1Size(ctx context.Context, c *config, r *report, size int) error {
 		s[w1PG].written = wal1 - wal0
 	}
 	t := rateTable(fmt.Sprintf("W1 durable append, %d KiB snapshot", size>>10), names, s, names[1], names[2])
-	t.note("snapshot %s encoded; consecutive appends alternate between two such snapshots with different messages, so the store (default Options) writes delta records replacing the message list: %s per append on average (the raw baseline writes the store's last line); MB/s counts the snapshot's bytes", fmtBytes(int64(len(payload))), fmtBytes(lineBytes/int64(max(1, len(s[0].lat)))))
+	t.note("snapshot %s encoded; consecutive appends alternate between two such snapshots with different messages, so the store (default Options) computes a delta replacing the message list and writes it where it is smaller than the full record: %s per append on average (the raw baseline writes the store's last line); MB/s counts the snapshot's bytes", fmtBytes(int64(len(payload))), fmtBytes(lineBytes/int64(max(1, len(s[0].lat)))))
 	if pg != nil {
 		t.note("pgstore: one transaction per append (fence, record, summary, NOTIFY) sent over TCP on loopback, committed with the WAL fsynced (fsync=on, synchronous_commit=on); its written/op is the WAL the server generated (pg_current_wal_insert_lsn), not this process's writes; pgstore writes full records")
 	}
