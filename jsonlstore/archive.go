@@ -126,20 +126,29 @@ func newSegmentDecoder(r io.Reader) (*zstd.Decoder, error) {
 		zstd.WithDecoderMaxMemory(archiveDecoderMemory), zstd.WithDecoderMaxWindow(archiveWindow))
 }
 
+// openSegment opens the segment file name and its capped decoder, and
+// returns a function that closes both.
+func (s *Store) openSegment(name string) (*zstd.Decoder, func(), error) {
+	f, err := s.fs.OpenFile(name, osRDONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	dec, err := newSegmentDecoder(f)
+	if err != nil {
+		_ = f.Close() // read-only
+		return nil, nil, err
+	}
+	return dec, func() { dec.Close(); _ = f.Close() }, nil // read-only
+}
+
 // scanSegment decompresses one segment and calls fn for each line, then
 // checks the segment's size and checksum against the manifest.
 func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l *line) error) error {
-	name := archiveDir(id) + "/" + seg.File
-	f, err := s.fs.OpenFile(name, osRDONLY, 0)
+	dec, closeSeg, err := s.openSegment(archiveDir(id) + "/" + seg.File)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = f.Close() }() // read-only
-	dec, err := newSegmentDecoder(f)
-	if err != nil {
-		return err
-	}
-	defer dec.Close()
+	defer closeSeg()
 	h := crc32.New(record.Castagnoli)
 	// Never read more than the manifest promises (plus one byte to notice
 	// a longer stream): an archive bomb stops here.

@@ -590,16 +590,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // by one (parsing them again would prove nothing more, and cost a quarter
 // of the compaction).
 func (s *Store) verifySegmentFile(name string, seg archiveSegment) error {
-	f, err := s.fs.OpenFile(name, osRDONLY, 0)
+	dec, closeSeg, err := s.openSegment(name)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = f.Close() }() // read-only
-	dec, err := newSegmentDecoder(f)
-	if err != nil {
-		return err
-	}
-	defer dec.Close()
+	defer closeSeg()
 	h := crc32.New(record.Castagnoli)
 	n, err := io.Copy(h, io.LimitReader(dec, seg.Bytes+1))
 	switch {

@@ -56,26 +56,16 @@ func (u *SessionDU) add(v SessionDU) {
 // skipped), I/O errors.
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DUReport, error) {
 	var rep DUReport
-	if s.closed.Load() {
-		return rep, sessionstore.ErrClosed
-	}
-	all := len(ids) == 0
-	if all {
-		var err error
-		if ids, err = s.sessionIDs(); err != nil {
-			return rep, err
-		}
-	}
-	for _, id := range ids {
+	all, err := s.forSessions(ids, func(id session.SessionID) error {
 		u, err := s.sessionDU(ctx, id)
-		if err != nil {
-			if all && errors.Is(err, sessionstore.ErrNotFound) {
-				continue
-			}
-			return rep, err
+		if err == nil {
+			rep.Sessions = append(rep.Sessions, u)
+			rep.Total.add(u)
 		}
-		rep.Sessions = append(rep.Sessions, u)
-		rep.Total.add(u)
+		return err
+	})
+	if err != nil {
+		return rep, err
 	}
 	if all {
 		entries, err := s.fs.ReadDir(".")

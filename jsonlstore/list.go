@@ -30,6 +30,30 @@ func (s *Store) sessionIDs() ([]session.SessionID, error) {
 	return ids, nil
 }
 
+// forSessions calls fn for each of ids in order or, when ids is empty,
+// for every session (sessionIDs), skipping one deleted meanwhile (fn
+// returned ErrNotFound). It reports whether it listed all sessions.
+func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionID) error) (all bool, err error) {
+	if s.closed.Load() {
+		return false, sessionstore.ErrClosed
+	}
+	all = len(ids) == 0
+	if all {
+		if ids, err = s.sessionIDs(); err != nil {
+			return all, err
+		}
+	}
+	for _, id := range ids {
+		if err := fn(id); err != nil {
+			if all && errors.Is(err, sessionstore.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			return all, err
+		}
+	}
+	return all, nil
+}
+
 // summaryOf returns session id's summary without its lease status: from
 // summary.json when it was written for exactly the log on disk (same file
 // identity and size, and the record it names still carries its revision),

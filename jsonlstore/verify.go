@@ -105,27 +105,14 @@ func findingOf(ce *sessionstore.CorruptionError) Finding {
 // errors.
 func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyReport, error) {
 	var rep VerifyReport
-	if s.closed.Load() {
-		return rep, sessionstore.ErrClosed
-	}
-	all := len(ids) == 0
-	if all {
-		var err error
-		if ids, err = s.sessionIDs(); err != nil {
-			return rep, err
-		}
-	}
-	for _, id := range ids {
+	_, err := s.forSessions(ids, func(id session.SessionID) error {
 		sr, err := s.verifySession(ctx, id)
-		if err != nil {
-			if all && errors.Is(err, sessionstore.ErrNotFound) {
-				continue // deleted meanwhile
-			}
-			return rep, err
+		if err == nil {
+			rep.Sessions = append(rep.Sessions, sr)
 		}
-		rep.Sessions = append(rep.Sessions, sr)
-	}
-	return rep, nil
+		return err
+	})
+	return rep, err
 }
 
 // verifySession checks one session: its records (log and archives), then
