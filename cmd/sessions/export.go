@@ -22,13 +22,9 @@ it.`
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("export", exportDoc, stdout, stderr)
 	latest := c.fs.Bool("latest", false, "write only the latest snapshot, as indented JSON")
-	pos, code, ok := c.parse(args, 1, 1)
+	id, code, ok := c.parseID(args)
 	if !ok {
 		return code
-	}
-	id, err := sessionID(pos[0])
-	if err != nil {
-		return c.usageError("%v", err)
 	}
 	if _, ok := c.pgDSN(); ok {
 		return c.pgExport(ctx, id, *latest)

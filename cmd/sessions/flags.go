@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/sessionstore/sessionstore/session"
 )
 
 // cli is what every subcommand starts with: its flag set (with the common
@@ -70,6 +72,20 @@ func (c *cli) parse(args []string, minPos, maxPos int) ([]string, int, bool) {
 }
 
 // usageError prints a usage error and returns exitUsage.
+// parseID parses the flags of a command that takes exactly one session
+// ID and validates it; when ok is false the command returns code.
+func (c *cli) parseID(args []string) (session.SessionID, int, bool) {
+	pos, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return "", code, false
+	}
+	id, err := sessionID(pos[0])
+	if err != nil {
+		return "", c.usageError("%v", err), false
+	}
+	return id, exitOK, true
+}
+
 func (c *cli) usageError(format string, args ...any) int {
 	fmt.Fprintf(c.stderr, "sessions %s: %s\n", c.name, fmt.Sprintf(format, args...))
 	fmt.Fprintf(c.stderr, "Run 'sessions %s --help' for usage.\n", c.name)

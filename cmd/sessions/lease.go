@@ -32,13 +32,9 @@ type leaseReport struct {
 func cmdLease(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("lease", leaseDoc, stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print the lease status as JSON")
-	pos, code, ok := c.parse(args, 1, 1)
+	id, code, ok := c.parseID(args)
 	if !ok {
 		return code
-	}
-	id, err := sessionID(pos[0])
-	if err != nil {
-		return c.usageError("%v", err)
 	}
 	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
 		ls, err := st.Lease(ctx, id)

@@ -24,13 +24,9 @@ const logTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("log", logDoc, stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print one JSON object per revision (JSON Lines)")
-	pos, code, ok := c.parse(args, 1, 1)
+	id, code, ok := c.parseID(args)
 	if !ok {
 		return code
-	}
-	id, err := sessionID(pos[0])
-	if err != nil {
-		return c.usageError("%v", err)
 	}
 	if _, ok := c.pgDSN(); ok {
 		return c.pgLog(ctx, id, *asJSON)

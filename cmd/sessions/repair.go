@@ -35,13 +35,9 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	truncate := c.fs.Bool("truncate-at-corruption", false, "cut the log at its first bad record (the removed bytes are kept in forensic/)")
 	wait := c.fs.Duration("wait", 0, "wait up to `duration` for a held lease (default: fail at once)")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	pos, code, ok := c.parse(args, 1, 1)
+	id, code, ok := c.parseID(args)
 	if !ok {
 		return code
-	}
-	id, err := sessionID(pos[0])
-	if err != nil {
-		return c.usageError("%v", err)
 	}
 	if *wait < 0 {
 		return c.usageError("--wait must not be negative")

@@ -19,13 +19,9 @@ renamed away, then removed).`
 func cmdRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("rm", rmDoc, stdout, stderr)
 	wait := c.fs.Duration("wait", 0, "wait up to `duration` for a held lease (default: refuse at once)")
-	pos, code, ok := c.parse(args, 1, 1)
+	id, code, ok := c.parseID(args)
 	if !ok {
 		return code
-	}
-	id, err := sessionID(pos[0])
-	if err != nil {
-		return c.usageError("%v", err)
 	}
 	if *wait < 0 {
 		return c.usageError("--wait must not be negative")
@@ -33,6 +29,7 @@ func cmdRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
 		opts := sessionstore.AcquireOptions{Label: "sessions-rm"}
 		var w sessionstore.Writer
+		var err error
 		if *wait == 0 {
 			w, err = st.TryAcquire(ctx, id, opts)
 		} else {

@@ -17,21 +17,12 @@ revision, or revision N with --rev.`
 func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("show", showDoc, stdout, stderr)
 	rev := c.fs.Uint64("rev", 0, "print revision `N` instead of the latest")
-	pos, code, ok := c.parse(args, 1, 1)
+	id, code, ok := c.parseID(args)
 	if !ok {
 		return code
 	}
-	id, err := sessionID(pos[0])
-	if err != nil {
-		return c.usageError("%v", err)
-	}
 	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
-		var rec sessionstore.Record
-		if *rev == 0 {
-			rec, err = st.Load(ctx, id)
-		} else {
-			rec, err = st.LoadRevision(ctx, id, *rev)
-		}
+		rec, err := sessionstore.LoadAt(ctx, st, id, *rev)
 		if err != nil {
 			return c.fail(err)
 		}
