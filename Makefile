@@ -11,7 +11,7 @@ BENCHTIME ?= 2s
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)/golangci-lint
 
-.PHONY: all test fmt-check vet test-race lint lint-install demo bench bench-quick bench-go soak fuzz mutate-sync
+.PHONY: seeds all test fmt-check vet test-race lint lint-install demo bench bench-quick bench-go soak fuzz mutate-sync
 
 all: test
 
@@ -71,6 +71,11 @@ FUZZ_TARGETS = \
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/soak.sh fuzz
+
+## seeds: every seed-taking process test over SOAK_SEEDS seeds (default 500);
+## make test runs each with one fixed seed, JSONLSTORE_SEED=N replays seed N
+seeds:
+	GO=$(GO) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/soak.sh seeds
 
 ## mutate-sync: disable each sync call in turn; some power-loss test must notice
 mutate-sync:

@@ -7,6 +7,9 @@
 #   scripts/soak.sh        the soak: kill, contention, power loss,
 #                          compaction crash and kill runs, then every fuzz target
 #   scripts/soak.sh fuzz   every fuzz target only
+#   scripts/soak.sh seeds  every seed-taking process test over SOAK_SEEDS
+#                          seeds (JSONLSTORE_SEED=1..N; make test runs each
+#                          with one fixed seed)
 #
 # Counts and times come from the environment (the Makefile passes them):
 #   FUZZ_TARGETS   "pkg:FuzzName ..." — the one list of fuzz targets; a Fuzz
@@ -89,7 +92,33 @@ fuzz_all() {
 	done
 }
 
+# seeds_all runs each seed-taking process test once per seed, from one
+# race-enabled test binary; a failing seed is printed with the command that
+# replays it.
+SEED_TESTS="TestHistoryDuringCompaction TestCopyLiveStore TestKillDuringAppend TestReadersRaceHolder TestCompactKilled"
+seeds_all() {
+	local bin="$logs/jsonlstore.test" n=${SOAK_SEEDS:-500} t
+	"$GO" test -c -race -o "$bin" ./jsonlstore/ || { names+=("build jsonlstore.test") statuses+=(FAIL) times+=(0); return; }
+	for t in $SEED_TESTS; do
+		step "$t over $n seeds" -- bash -c '
+			bin=$1 t=$2 n=$3 failed=0
+			cd jsonlstore
+			for seed in $(seq 1 "$n"); do
+				if ! out=$(JSONLSTORE_SEED=$seed "$bin" -test.run "^$t\$" -test.count=1 2>&1); then
+					echo "$out" | tail -n 30
+					echo "--- FAIL seed $seed: JSONLSTORE_SEED=$seed go test -run ^$t\$ ./jsonlstore/"
+					failed=1
+				fi
+			done
+			[ $failed = 0 ] && echo "ok $t: $n seeds"
+			exit $failed' _ "$bin" "$t" "$n"
+	done
+}
+
 case "${1:-soak}" in
+seeds)
+	seeds_all
+	;;
 fuzz)
 	fuzz_all
 	;;
@@ -109,7 +138,7 @@ soak)
 	fuzz_all
 	;;
 *)
-	echo "usage: $0 [soak|fuzz]" >&2
+	echo "usage: $0 [soak|fuzz|seeds]" >&2
 	exit 2
 	;;
 esac
