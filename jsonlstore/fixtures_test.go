@@ -37,7 +37,7 @@ func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]
 		// Format 1: the frozen fixtures' records (full records are still
 		// written as format 1).
 		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
-		lines = append(lines, encodeRecord(m, payload))
+		lines = append(lines, record.Encode(m, payload))
 	}
 	return lines
 }
@@ -67,7 +67,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 			require.True(t, ok, "revision %d", r)
 			m.Version, m.Kind, body = record.Version2, KindDelta, d
 		}
-		lines = append(lines, encodeRecord(m, body))
+		lines = append(lines, record.Encode(m, body))
 		prev = payload
 	}
 	return lines
@@ -81,7 +81,7 @@ func spoilDelta(t testing.TB, l []byte) []byte {
 	require.Equal(t, KindDelta, r.Kind)
 	bad := bytes.Replace(bytes.Clone(r.Payload), []byte("message"), []byte("massage"), 1)
 	require.NotEqual(t, r.Payload, bad)
-	return encodeRecord(r.meta, bad)
+	return record.Encode(r.Meta, bad)
 }
 
 func flipByte(line []byte, at int) []byte {
@@ -142,9 +142,9 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	last, err := parseLine(b[4][:len(b[4])-1], 1<<20)
 	require.NoError(t, err)
 	payload := append(bytes.TrimSuffix(bytes.Clone(last.Payload), []byte("}")), []byte(`,"future_field":{"x":1}}`)...)
-	m := last.meta
+	m := last.Meta
 	m.Schema = 99
-	out["newer-schema"] = cat(cat(b[:4]...), encodeRecord(m, payload))
+	out["newer-schema"] = cat(cat(b[:4]...), record.Encode(m, payload))
 
 	// Format 2: delta records.
 	out["deltas"] = cat(fixtureDeltaRecords(t, "deltas", "fdddfdd")...)
@@ -162,7 +162,7 @@ func fixtureCases(t testing.TB) map[string][]byte {
 		r, err := parseLine(l[:len(l)-1], 1<<20)
 		require.NoError(t, err)
 		r.Rev = uint64(i + 1)
-		renum = append(renum, encodeRecord(r.meta, r.Payload))
+		renum = append(renum, record.Encode(r.Meta, r.Payload))
 	}
 	out["delta-first-record"] = cat(renum...)
 	return out
@@ -209,9 +209,9 @@ func TestFixtures(t *testing.T) {
 		"bom":                          {latest: 5, history: 0, historyErrAt: 0, acquire: "ok"},
 		"bitflip-middle":               {latest: 5, history: 2, historyErrAt: lineLen("bitflip-middle", 2), acquire: "ok"},
 		"bitflip-revision":             {latest: 5, history: 2, historyErrAt: lineLen("bitflip-revision", 2), acquire: "ok"},
-		"duplicated-revision":          {latest: 5, history: 3, historyErrAt: lineLen("duplicated-revision", 3), acquire: "ok"},
-		"revision-gap":                 {latest: 5, history: 2, historyErrAt: lineLen("revision-gap", 2), acquire: "ok"},
-		"generation-backwards":         {latest: 5, history: 3, historyErrAt: lineLen("generation-backwards", 3), acquire: "ok"},
+		"duplicated-revision":          {latest: 5, history: 3, historyErrAt: lineLen("duplicated-revision", 3), acquire: "corrupt"},
+		"revision-gap":                 {latest: 5, history: 2, historyErrAt: lineLen("revision-gap", 2), acquire: "corrupt"},
+		"generation-backwards":         {latest: 5, history: 3, historyErrAt: lineLen("generation-backwards", 3), acquire: "corrupt"},
 		"crc-fail-claims-old-revision": {latest: 5, history: 5, historyErrAt: -1, acquire: "corrupt"},
 		"two-damaged-lines-tail":       {latest: 5, history: 5, historyErrAt: -1, acquire: "corrupt"},
 		"newer-schema":                 {latest: 5, history: 5, historyErrAt: -1, acquire: "ok", appendErr: sessionstore.ErrSchemaTooNew},
@@ -221,9 +221,9 @@ func TestFixtures(t *testing.T) {
 		"deltas":             {latest: 7, history: 7, historyErrAt: -1, acquire: "ok"},
 		"v1-then-v2":         {latest: 7, history: 7, historyErrAt: -1, acquire: "ok"},
 		"delta-bad-middle":   {latest: 5, history: 2, historyErrAt: lineLen("delta-bad-middle", 2), acquire: "ok"},
-		"delta-bad-last":     {latest: 0, history: 2, historyErrAt: lineLen("delta-bad-last", 2), acquire: "ok"},
-		"delta-base-damaged": {latest: 0, history: 1, historyErrAt: lineLen("delta-base-damaged", 1), acquire: "ok"},
-		"delta-first-record": {latest: 0, history: 0, historyErrAt: 0, acquire: "ok"},
+		"delta-bad-last":     {latest: 0, history: 2, historyErrAt: lineLen("delta-bad-last", 2), acquire: "corrupt"},
+		"delta-base-damaged": {latest: 0, history: 1, historyErrAt: lineLen("delta-base-damaged", 1), acquire: "corrupt"},
+		"delta-first-record": {latest: 0, history: 0, historyErrAt: 0, acquire: "corrupt"},
 	}
 	entries, err := os.ReadDir(fixtureRoot)
 	require.NoError(t, err)

@@ -218,7 +218,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
 	}
 	now := s.opts.Now().UTC()
-	line := encodeRecord(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: lease.Generation(), Time: now, Kind: KindFull}, payload)
+	line := record.Encode(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: lease.Generation(), Time: now, Kind: KindFull}, payload)
 	f, err := s.fs.OpenFile(tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm)
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
@@ -268,7 +268,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
-	rec := rawRecord{meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
+	rec := rawRecord{Meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
 	w := &writer{
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
