@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -36,18 +36,12 @@ type StoredRecord struct {
 // yielded once, last.
 func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[StoredRecord, error] {
 	return func(yield func(StoredRecord, error) bool) {
-		for l, err := range s.lines(ctx, id) {
+		for r, err := range s.records(ctx, id) {
 			if err != nil {
 				yield(StoredRecord{}, err)
 				return
 			}
-			m, _, err := l.m.parse(l.rev, l.line)
-			if err != nil {
-				yield(StoredRecord{}, err)
-				return
-			}
-			l.m.prev = m
-			if !yield(StoredRecord{Revision: m.Rev, Generation: m.Gen, Time: m.Time, Schema: m.Schema, Kind: m.Kind, Line: l.line}, nil) {
+			if !yield(StoredRecord{Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind, Line: r.Line()}, nil) {
 				return
 			}
 		}
@@ -65,7 +59,6 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	if err := s.readyID(ctx, id); err != nil {
 		return 0, err
 	}
-	m := materializer{id: id, maxBytes: s.opts.MaxRecordBytes}
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions (id, generation, lease_state) VALUES ($1, 0, 'free')
@@ -76,26 +69,41 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
+		next, stop := iter.Pull2(lines)
+		defer stop()
+		rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+		rd.Read(record.Source{Path: recordsPath, NextLine: func() ([]byte, error) {
+			line, err, ok := next()
+			if !ok {
+				return nil, io.EOF
+			}
+			return line, err
+		}})
+		snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
 		var last sessionstore.Record
+		var lastRec *record.Rec
 		var logBytes int64
-		var rev uint64 // of the line at hand: n+1
-		for line, err := range lines {
-			if err != nil {
+		for rd.Next() {
+			r := rd.Record()
+			if err := snaps.Add(r); err != nil {
 				return err
 			}
-			rev++
-			rec, err := m.next(rev, line)
-			if err != nil {
-				return err
+			if r.Kind != record.KindGap {
+				if last, err = decode(id, r, snaps.Bytes()); err != nil {
+					return err
+				}
 			}
-			if rec.Snapshot.ID != id {
-				return m.corrupt(rec.Revision, fmt.Errorf("snapshot of session %q", rec.Snapshot.ID))
-			}
-			if err := insertRecord(ctx, tx, id, m.prev, line); err != nil {
+			if err := insertRecord(ctx, tx, id, r.Meta, r.Line()); err != nil {
 				return err
 			}
 			n++
-			last, logBytes = rec, logBytes+int64(len(line))
+			lastRec, logBytes = r.Clone(), logBytes+r.LineLen
+		}
+		if err := rd.Err(); err != nil {
+			return err
+		}
+		if lastRec != nil && lastRec.Kind == record.KindGap {
+			return gapErr(id, lastRec) // a log ends with a readable revision
 		}
 		if n == 0 {
 			return fmt.Errorf("pgstore: import session %s: no records", id)
@@ -145,35 +153,27 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		return err
 	}
 	var buf []byte
-	for l, err := range s.lines(ctx, id) {
+	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	for r, err := range s.records(ctx, id) {
+		if err == nil {
+			err = snaps.Add(r)
+		}
 		if err != nil {
 			return err
 		}
-		rec, payload, err := l.m.nextPayload(l.rev, l.line)
-		if err != nil {
+		if r.Kind == record.KindGap {
+			continue // a gap's revisions have no snapshot to export
+		}
+		payload := snaps.Bytes()
+		if _, err := decode(id, r, payload); err != nil {
 			return err
 		}
-		buf = appendExportLine(buf[:0], rec, payload)
+		buf = record.AppendExportLine(buf[:0], r.Meta, payload)
 		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("pgstore: export %s: %w", id, err)
 		}
 	}
 	return nil
-}
-
-// appendExportLine is jsonlstore's export line for rec.
-func appendExportLine(b []byte, rec sessionstore.Record, payload []byte) []byte {
-	b = append(b, `{"revision":`...)
-	b = strconv.AppendUint(b, rec.Revision, 10)
-	b = append(b, `,"generation":`...)
-	b = strconv.AppendUint(b, rec.Generation, 10)
-	b = append(b, `,"time":"`...)
-	b = rec.Time.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","schema":`...)
-	b = strconv.AppendInt(b, int64(rec.SchemaVersion), 10)
-	b = append(b, `,"snapshot":`...)
-	b = append(b, payload...)
-	return append(b, "}\n"...)
 }
 
 // SessionVerifyReport is what Verify found in one session.
@@ -209,6 +209,9 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) ([]Session
 		r := SessionVerifyReport{ID: id}
 		var err error
 		for rec, herr := range s.History(ctx, id) {
+			if errors.Is(herr, sessionstore.ErrRevisionsMissing) {
+				continue // set aside by a repair (migrated): the rest reads
+			}
 			if err = herr; err != nil {
 				break
 			}

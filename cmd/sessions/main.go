@@ -16,6 +16,7 @@ const (
 	exitOK    = 0 // done; for verify: every record checks out
 	exitFail  = 1 // the command failed; for verify: corruption found
 	exitUsage = 2 // bad usage, or (verify) an error that kept it from checking
+	exitNewer = 3 // verify: records written by a newer version, not checked (nothing corrupt)
 )
 
 // command is one subcommand.
@@ -37,7 +38,7 @@ func init() {
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
 		{name: "watch", usage: "[--state S] [--kind K] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
-		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 1 corrupt, 2 error", run: cmdVerify},
+		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 1 corrupt, 2 error, 3 newer version", run: cmdVerify},
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID [--wait D]", summary: "delete a session (refuses one that is held, unless --wait)", run: cmdRm},
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},

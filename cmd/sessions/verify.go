@@ -19,8 +19,13 @@ the next lease holder removes; files in forensic/) are no failure.
 Verify only reads, takes no lease, and is safe while agents write: a live
 store never produces a false alarm.
 
+A session written (in part) by a newer version of sessionstore is not
+corrupt: its records up to the newer ones are checked, and the rest are
+left to the newer version (this one does not write to such a session).
+
 Exit status: 0 when every record checks out, 1 when anything is corrupt,
-2 on a usage error or an error that kept verify from checking.`
+2 on a usage error or an error that kept verify from checking, 3 when
+nothing is corrupt but some records were written by a newer version.`
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("verify", verifyDoc, stdout, stderr)
@@ -59,8 +64,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	} else {
 		printVerify(stdout, &rep, *quiet)
 	}
-	if !rep.OK() {
+	switch {
+	case !rep.OK():
 		return exitFail
+	case rep.NewerCount() > 0:
+		return exitNewer
 	}
 	return exitOK
 }
@@ -75,8 +83,11 @@ func printVerify(w io.Writer, rep *jsonlstore.VerifyReport, quiet bool) {
 			continue
 		}
 		status := "ok"
-		if !sr.OK() {
+		switch {
+		case !sr.OK():
 			status = "CORRUPT"
+		case sr.Newer != nil:
+			status = "written by a newer version"
 		}
 		fmt.Fprintf(w, "%s: %s (%d sound records", sr.ID, status, sr.Records)
 		if sr.Revision > 0 {
@@ -86,12 +97,19 @@ func printVerify(w io.Writer, rep *jsonlstore.VerifyReport, quiet bool) {
 		for _, p := range sr.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p)
 		}
+		if sr.Newer != nil {
+			fmt.Fprintf(w, "  newer: %s\n", sr.Newer)
+		}
 		for _, n := range sr.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 	}
 	if bad > 0 {
 		fmt.Fprintf(w, "%d sessions verified: %d corrupt; 'sessions repair ID' explains the way out\n", len(rep.Sessions), bad)
+		return
+	}
+	if n := rep.NewerCount(); n > 0 {
+		fmt.Fprintf(w, "%d sessions verified: none corrupt; %d written (in part) by a newer version, checked up to its records\n", len(rep.Sessions), n)
 		return
 	}
 	fmt.Fprintf(w, "%d sessions verified: all sound\n", len(rep.Sessions))

@@ -181,7 +181,7 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 	m.Kind = string(p.stringField(`,"kind":"`))
 	// The checksum is valid, so this line was written whole, on purpose:
 	// a version or kind this program does not know is a newer program's.
-	if m.Version > Version || p.err == nil && !knownKind(m.Kind) {
+	if m.Version > Version || p.err == nil && !KnownKind(m.Kind) {
 		if p.err != nil {
 			m.Rev, _ = PeekRev(line)
 		}
@@ -225,7 +225,16 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 	return m, payload, nil
 }
 
-func knownKind(kind string) bool { return kind == KindFull || kind == KindDelta || kind == KindGap }
+// KnownKind reports whether kind is one this program reads.
+func KnownKind(kind string) bool { return kind == KindFull || kind == KindDelta || kind == KindGap }
+
+// PeekVersion extracts the format version a line's envelope starts with,
+// evidence only (the line is not checked).
+func PeekVersion(line []byte) (int, bool) {
+	p := parser{b: line}
+	v := p.uintField(`{"v":`, 1<<20)
+	return int(v), p.err == nil
+}
 
 // PeekRev extracts the revision a damaged line claims, if its envelope
 // prefix is intact enough to say. It is evidence only, never trusted as a
