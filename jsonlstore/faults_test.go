@@ -575,6 +575,16 @@ func TestFaultRecovery(t *testing.T) {
 				if isNamed {
 					require.Error(t, err, "a failed %s fails Acquire", c.name)
 				}
+				if err != nil {
+					// A forensic copy that failed was removed: what
+					// forensic/ holds is whole copies of the tail.
+					entries, _ := e.inner.ReadDir(sessionDir(id) + "/" + ForensicDir)
+					for _, en := range entries {
+						b, rerr := vfs.ReadFile(e.inner, sessionDir(id)+"/"+ForensicDir+"/"+en.Name(), 1<<30)
+						require.NoError(t, rerr)
+						require.Equal(t, ts.tip, b, "a partial forensic copy %s was left behind", en.Name())
+					}
+				}
 				log := e.readFile(t, logPath(id))
 				switch {
 				case bytes.Equal(log, ts.logTorn):

@@ -20,6 +20,13 @@ type RepairOptions struct {
 	// every removed byte in a forensic file. Without it Repair only
 	// reports corruption.
 	TruncateAtCorruption bool
+	// Salvage rewrites the log keeping every revision that can still be
+	// read: exact copies of lines are dropped, damaged records and the
+	// deltas that cannot be rebuilt without them are set aside into
+	// forensic/, and the revisions they held are recorded in the log as
+	// gap records (salvage.go). Revision numbers never change. It takes
+	// precedence over TruncateAtCorruption.
+	Salvage bool
 	// Wait is how long to wait for a held lease; 0 fails at once with a
 	// *sessionstore.LeaseHeldError.
 	Wait time.Duration
@@ -48,6 +55,9 @@ type RepairReport struct {
 	// to the store root), and a summary.json moved out of the way.
 	BytesRemoved  int64    `json:"bytes_removed"`
 	ForensicFiles []string `json:"forensic_files,omitempty"`
+	// Salvaged says what a salvage kept and set aside (nil when none ran
+	// or nothing needed setting aside).
+	Salvaged *SalvageReport `json:"salvaged,omitempty"`
 	// Records and Revision describe the log as the repair left it: its
 	// number of records and latest revision (records from 1 to Revision
 	// are kept).
@@ -98,8 +108,8 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	}
 	var w *writer
 	var err error
-	if opts.TruncateAtCorruption {
-		w, err = s.acquireForRepair(actx, id, aopts, opts.Wait <= 0, &rep)
+	if opts.TruncateAtCorruption || opts.Salvage {
+		w, err = s.acquireForRepair(actx, id, aopts, opts.Wait <= 0, opts.Salvage, &rep)
 	} else {
 		var sw sessionstore.Writer
 		if sw, err = s.acquire(actx, id, aopts, opts.Wait <= 0); err == nil {
@@ -163,7 +173,7 @@ func (s *Store) repairWaitErr(ctx context.Context, id session.SessionID, wait ti
 // must not touch — and makes the explicit cut (cutAtCorruption). Only then
 // does it hand the lease to openWriter, whose normal recovery finds a log
 // it accepts.
-func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool, rep *RepairReport) (*writer, error) {
+func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try, salvage bool, rep *RepairReport) (*writer, error) {
 	// As in acquire: the new generation must be above every generation in
 	// the log, whatever lease.json says.
 	var minGen uint64
@@ -182,7 +192,11 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 		release()
 		return nil, err
 	}
-	if err := s.cutAtCorruption(ctx, id, rep); err != nil {
+	fix := s.cutAtCorruption
+	if salvage {
+		fix = s.salvageLog
+	}
+	if err := fix(ctx, id, rep); err != nil {
 		release()
 		return nil, err
 	}

@@ -23,6 +23,8 @@ func TestRepairFixtures(t *testing.T) {
 		cutFail   bool // Repair with truncation refuses (nothing sound to keep)
 		kept      uint64
 		tail      bool // normal recovery removes a tail
+		newer     bool // a newer version's records: every repair refuses and changes nothing
+		records   int  // records after the repair, when not kept (a gap record stands for several)
 	}
 	tail := want{found: -1, kept: 5, tail: true}
 	tests := map[string]want{
@@ -48,6 +50,12 @@ func TestRepairFixtures(t *testing.T) {
 		"delta-bad-last":               {found: 2, plainFail: true, kept: 2},
 		"delta-base-damaged":           {found: 1, plainFail: true, kept: 1},
 		"delta-first-record":           {found: 0, plainFail: true, cutFail: true},
+		"newer-format":                 {newer: true},
+		"unknown-kind":                 {newer: true},
+		"unknown-kind-built-on":        {newer: true},
+		"duplicated-tail-deltas":       {found: 16, plainFail: true, kept: 16},
+		"duplicated-tail-full":         {found: 16, plainFail: true, kept: 16},
+		"repaired-gap":                 {found: -1, kept: 7, records: 6},
 	}
 	names := toolFixtureNames(t)
 	require.Len(t, names, len(tests))
@@ -59,6 +67,16 @@ func TestRepairFixtures(t *testing.T) {
 			id := session.SessionID(name)
 			logFile := filepath.Join(root, name, LogFile)
 			data := toolFixture(t, name)
+			if w.newer {
+				for _, opts := range []RepairOptions{{}, {TruncateAtCorruption: true}, {Salvage: true}} {
+					_, err := st.Repair(ctx, id, opts)
+					require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew, "%+v", opts)
+					after, err := os.ReadFile(logFile)
+					require.NoError(t, err)
+					require.Equal(t, data, after, "a newer version's records are never removed")
+				}
+				return
+			}
 
 			// Without truncation: corruption is reported, and nothing but
 			// normal recovery changes.
@@ -98,7 +116,10 @@ func TestRepairFixtures(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, w.kept, rep.Revision)
-			require.Equal(t, int(w.kept), rep.Records)
+			if w.records == 0 {
+				w.records = int(w.kept)
+			}
+			require.Equal(t, w.records, rep.Records)
 			cut := int64(len(before))
 			if w.found >= 0 {
 				require.NotNil(t, rep.Found)

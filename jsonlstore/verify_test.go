@@ -52,6 +52,12 @@ func TestVerifyFixtures(t *testing.T) {
 		"delta-bad-last":               {problemLine: 2, records: 2},
 		"delta-base-damaged":           {problemLine: 1, records: 1},
 		"delta-first-record":           {problemLine: 0, records: 0},
+		"newer-format":                 {problemLine: -1, records: 1},
+		"unknown-kind":                 {problemLine: -1, records: 1},
+		"unknown-kind-built-on":        {problemLine: -1, records: 1},
+		"duplicated-tail-deltas":       {problemLine: 16, records: 16},
+		"duplicated-tail-full":         {problemLine: 16, records: 16},
+		"repaired-gap":                 {problemLine: -1, records: 6, note: "revisions 4 to 5 are missing"},
 	}
 	names := toolFixtureNames(t)
 	require.Len(t, names, len(tests), "every fixture has a row")

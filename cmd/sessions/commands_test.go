@@ -276,8 +276,8 @@ func TestRepairCLI(t *testing.T) {
 	r := sessions(t, nil, "--dir", root, "repair", "bitflip-middle")
 	require.Equal(t, exitFail, r.Code, r.String())
 	require.Contains(t, r.Stdout, "found: bitflip-middle/log.jsonl offset 1158 (revision 3): damaged record followed by valid records: record checksum mismatch")
-	require.Contains(t, r.Stdout, "cut: nothing (not asked to: --truncate-at-corruption)")
-	require.Contains(t, r.Stderr, "'sessions repair bitflip-middle --truncate-at-corruption' cuts the log at offset 1158")
+	require.Contains(t, r.Stdout, "cut: nothing (not asked to: --salvage or --truncate-at-corruption)")
+	require.Contains(t, r.Stderr, "'sessions repair bitflip-middle --salvage' keeps every revision that can be read, '--truncate-at-corruption' cuts the log at offset 1158")
 
 	r = sessions(t, nil, "--dir", root, "repair", "bitflip-middle", "--truncate-at-corruption")
 	require.Equal(t, exitOK, r.Code, r.String())
@@ -417,4 +417,33 @@ func TestLogArchived(t *testing.T) {
 	r = inProcess(t, "--dir", root, "verify")
 	require.Equal(t, exitOK, r.Code, r.String())
 	require.Contains(t, r.Stdout, "compacted: ok (6 sound records, revisions 1-6)")
+}
+
+// TestRepairSalvageCLI: --salvage keeps the revisions after a damaged
+// record and records the missing one; verify then exits 0, noting it, and
+// a newer version's session is never salvaged.
+func TestRepairSalvageCLI(t *testing.T) {
+	root := fixtureStore(t, "bitflip-middle", "duplicated-tail-full", "newer-format")
+	r := sessions(t, nil, "--dir", root, "repair", "bitflip-middle", "--salvage")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "salvaged: kept 4 records, dropped 0 duplicate lines")
+	require.Contains(t, r.Stdout, "missing: revisions 3-3")
+	require.Contains(t, r.Stdout, "kept: bitflip-middle/forensic/repair-1158-")
+	require.Contains(t, r.Stdout, "log: 5 records, revisions 1-5")
+	r = sessions(t, nil, "--dir", root, "verify", "bitflip-middle")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "revisions 3 to 3 are missing: a repair set them aside")
+
+	r = sessions(t, nil, "--dir", root, "repair", "duplicated-tail-full", "--salvage")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, "dropped 3 duplicate lines")
+	require.Contains(t, r.Stdout, "log: 16 records, revisions 1-16")
+
+	r = sessions(t, nil, "--dir", root, "verify", "newer-format")
+	require.Equal(t, exitNewer, r.Code, r.String())
+	require.Contains(t, r.Stdout, "newer-format: written by a newer version")
+	require.NotContains(t, r.Stdout, "CORRUPT")
+	r = sessions(t, nil, "--dir", root, "repair", "newer-format", "--salvage")
+	require.Equal(t, exitFail, r.Code, r.String())
+	require.Contains(t, r.Stderr, "newer version")
 }

@@ -17,12 +17,23 @@ const repairDoc = `
 Takes the session's lease, which runs normal recovery (an uncommitted tail
 left by a dead holder is moved to forensic/ and cut), then checks the whole
 log. Corruption is reported with its file and offset, and nothing else is
-changed — unless --truncate-at-corruption is given: then the log is cut at
-its first bad record, every removed byte is first saved (synced) in a file
-under the session's forensic/ directory, and summary.json is moved there
-too. This also frees a session that Acquire refuses because of a damaged
-tail. Revisions before the bad record are kept; the ones after it are only
-in the forensic file.
+changed, unless a mode says how to repair it:
+
+  --salvage   keep every revision that can still be read. Exact copies of
+              lines (a log appended to itself) are dropped; a damaged record,
+              and the deltas that cannot be rebuilt without it, are set aside;
+              the revisions they held are recorded in the log as missing (a
+              gap record), so readers report them instead of failing. Revision
+              numbers never change. If the last revisions are lost, the last
+              readable one is restored as the next revision.
+  --truncate-at-corruption
+              cut the log at its first bad record; the revisions after it are
+              only in the forensic file.
+
+Either way every removed byte is first saved (synced) in a file under the
+session's forensic/ directory, and summary.json is moved there too. Both
+free a session that Acquire refuses because of damage. Records written by a
+newer version of sessionstore are never removed.
 
 Repair also sweeps leftover temporary and trash directories at the store
 root (interrupted creations and deletions) that are older than a minute and
@@ -33,6 +44,7 @@ Exit status: 0 when the session is sound afterwards, 1 otherwise.`
 func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("repair", repairDoc, stdout, stderr)
 	truncate := c.fs.Bool("truncate-at-corruption", false, "cut the log at its first bad record (the removed bytes are kept in forensic/)")
+	salvage := c.fs.Bool("salvage", false, "keep every readable revision; set aside damaged records and record the gap")
 	wait := c.fs.Duration("wait", 0, "wait up to `duration` for a held lease (default: fail at once)")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	id, code, ok := c.parseID(args)
@@ -43,7 +55,7 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.usageError("--wait must not be negative")
 	}
 	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
-		rep, err := st.Repair(ctx, id, jsonlstore.RepairOptions{TruncateAtCorruption: *truncate, Wait: *wait})
+		rep, err := st.Repair(ctx, id, jsonlstore.RepairOptions{TruncateAtCorruption: *truncate, Salvage: *salvage, Wait: *wait})
 		var he *sessionstore.LeaseHeldError
 		if errors.As(err, &he) {
 			return c.fail(heldError(he, "repair", *wait))
@@ -53,12 +65,13 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				return c.fail(werr)
 			}
 		} else if rep.Generation > 0 || rep.Found != nil {
-			printRepair(stdout, &rep, *truncate)
+			printRepair(stdout, &rep, *truncate || *salvage)
 		}
 		if err != nil {
 			var ce *sessionstore.CorruptionError
-			if errors.As(err, &ce) && !*truncate && rep.Found != nil {
-				fmt.Fprintf(stderr, "sessions repair: %s is corrupt; 'sessions repair %s --truncate-at-corruption' cuts the log at offset %d (the removed bytes are kept in forensic/)\n",
+			if errors.As(err, &ce) && !*truncate && !*salvage && rep.Found != nil {
+				fmt.Fprintf(stderr, "sessions repair: %s is corrupt; 'sessions repair %s --salvage' keeps every revision that can be read, "+
+					"'--truncate-at-corruption' cuts the log at offset %d (removed bytes are kept in forensic/ either way)\n",
 					id, id, rep.Found.Offset)
 				return exitFail
 			}
@@ -68,7 +81,7 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	})
 }
 
-func printRepair(w io.Writer, rep *jsonlstore.RepairReport, truncate bool) {
+func printRepair(w io.Writer, rep *jsonlstore.RepairReport, fixing bool) {
 	fmt.Fprintf(w, "session %s\n", rep.ID)
 	if rep.Generation > 0 {
 		fmt.Fprintf(w, "  lease: generation %d; previous holder %s\n", rep.Generation, previousText(rep.Recovery.Previous))
@@ -81,11 +94,19 @@ func printRepair(w io.Writer, rep *jsonlstore.RepairReport, truncate bool) {
 	} else if rep.Generation > 0 {
 		fmt.Fprintln(w, "  found: no corruption")
 	}
-	switch {
+	switch sv := rep.Salvaged; {
+	case sv != nil:
+		fmt.Fprintf(w, "  salvaged: kept %d records, dropped %d duplicate lines\n", sv.Kept, sv.DuplicatesRemoved)
+		for _, g := range sv.Gaps {
+			fmt.Fprintf(w, "  missing: revisions %d-%d (%s)\n", g.First, g.Last, g.Reason)
+		}
+		if sv.Restored > 0 {
+			fmt.Fprintf(w, "  restored: revision %d holds the last readable revision's snapshot\n", sv.Restored)
+		}
 	case rep.Cut:
 		fmt.Fprintf(w, "  cut: the log at offset %d, removing %d bytes\n", rep.CutOffset, rep.BytesRemoved-rep.Recovery.TailBytes)
-	case rep.Found != nil && !truncate:
-		fmt.Fprintln(w, "  cut: nothing (not asked to: --truncate-at-corruption)")
+	case rep.Found != nil && !fixing:
+		fmt.Fprintln(w, "  cut: nothing (not asked to: --salvage or --truncate-at-corruption)")
 	case rep.Found != nil && strings.HasSuffix(rep.Found.File, "/"+jsonlstore.SummaryFile):
 		fmt.Fprintln(w, "  cut: nothing; the log is sound, summary.json was moved aside")
 	case rep.Found != nil:

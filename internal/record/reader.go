@@ -180,6 +180,10 @@ func (r *Reader) Next() bool {
 		var payload []byte
 		var err error
 		switch {
+		case l.huge:
+			r.err = r.corrupt(l.off, r.nextRev(l), fmt.Errorf(
+				"more than %d bytes without a line end: longer than any record, and more than a torn append can leave", l.n-1))
+			return false
 		case l.tooLong:
 			err = ErrTooLong
 		case !l.complete:
@@ -252,6 +256,13 @@ func (r *Reader) damaged(l *line, err error) bool {
 	}
 	if r.bad == nil {
 		r.bad = &badLine{off: l.off, b: bytes.Clone(l.b), err: err}
+	}
+	if run := l.off + l.n - r.bad.off; run > TailLimit(r.maxPayload) && !r.Salvage {
+		// Damage longer than a torn append: corruption whatever follows,
+		// found without reading the rest.
+		r.err = r.corrupt(r.bad.off, r.nextRev(&line{b: r.bad.b}), fmt.Errorf(
+			"%d bytes of damaged lines: more than a torn append can leave (%d bytes at most): %w", run, TailLimit(r.maxPayload), r.bad.err))
+		return false
 	}
 	if l.complete {
 		if r.tail.Lines == 0 {

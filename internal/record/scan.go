@@ -24,6 +24,10 @@ type line struct {
 	b        []byte // without the newline; nil when too long
 	complete bool   // ended with a newline
 	tooLong  bool
+	// huge is set for a line longer than any tail can be (TailLimit): the
+	// scanner stopped reading it there, and it is corruption wherever it
+	// is, so no read of a log ever costs more than that past the damage.
+	huge bool
 }
 
 // lineFeed is a source of lines one at a time (stored lines: a table's
@@ -77,13 +81,15 @@ type scanner struct {
 	size    int64 // bytes the source must hold; -1: until EOF
 	off     int64
 	maxLine int
+	limit   int64 // TailLimit: the most a damaged run may be
 	acc     []byte
 	l       line
 	err     error
+	stopped bool // a huge line ended the scan
 }
 
 func newScanner(r io.Reader, size int64, maxLine int) *scanner {
-	return &scanner{br: bufio.NewReaderSize(r, ScanChunk), size: size, maxLine: maxLine}
+	return &scanner{br: bufio.NewReaderSize(r, ScanChunk), size: size, maxLine: maxLine, limit: int64(maxLine) + 1 + tailSlack}
 }
 
 func (s *scanner) current() *line { return &s.l }
@@ -92,7 +98,7 @@ func (s *scanner) offset() int64  { return s.off }
 
 // scan reads the next line; false at the source's end or on an error.
 func (s *scanner) scan() bool {
-	if s.err != nil || s.size >= 0 && s.off >= s.size {
+	if s.err != nil || s.stopped || s.size >= 0 && s.off >= s.size {
 		return false
 	}
 	s.acc = s.acc[:0]
@@ -113,6 +119,12 @@ func (s *scanner) scan() bool {
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			break
+		}
+		if n > s.limit {
+			s.l = line{off: s.off, n: n, tooLong: true, huge: true}
+			s.off += n
+			s.stopped = true
+			return true
 		}
 	}
 	if err != nil && err != io.EOF {

@@ -1,0 +1,271 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// salvageHistory returns the revisions History yields (a gap as its first
+// revision, negated) and the error it ends with.
+func salvageHistory(t *testing.T, st *Store, id session.SessionID) ([]int64, error) {
+	t.Helper()
+	var revs []int64
+	for r, err := range st.History(context.Background(), id) {
+		var ge *sessionstore.GapError
+		switch {
+		case errors.As(err, &ge):
+			revs = append(revs, -int64(ge.First))
+		case err != nil:
+			return revs, err
+		default:
+			revs = append(revs, int64(r.Revision))
+		}
+	}
+	return revs, nil
+}
+
+// salvageLines returns the log's lines and the offset of each.
+func salvageLines(t *testing.T, path string) ([][]byte, []int64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	var offs []int64
+	var off int64
+	for _, l := range lines {
+		offs = append(offs, off)
+		off += int64(len(l))
+	}
+	return lines, offs
+}
+
+// TestSalvageKeepsReadableRevisions: a damaged record in the middle of a
+// delta chain costs that revision and the deltas that cannot be rebuilt
+// without it, nothing else. Later revisions stay, numbers unchanged; the
+// log records the gap; readers report it; every removed byte is in
+// forensic/; the session takes appends again; verify calls it sound.
+func TestSalvageKeepsReadableRevisions(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	path := toolSession(t, st, "sv", 40)
+	lines, offs := salvageLines(t, path)
+	// Find a delta with a full record some revisions after it.
+	var k, nextFull int
+	for i := 5; i < len(lines) && nextFull == 0; i++ {
+		r, err := parseLine(lines[i][:len(lines[i])-1], 1<<20)
+		require.NoError(t, err)
+		switch {
+		case k == 0 && r.Kind == KindDelta:
+			k = i
+		case k > 0 && r.Kind == KindFull:
+			nextFull = i
+		}
+	}
+	require.NotZero(t, nextFull, "the chain policy writes a full record within 40 revisions")
+	toolFlip(t, path, offs[k]+int64(len(lines[k])/2))
+	damaged, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	_, err = st.Repair(ctx, "sv", RepairOptions{})
+	var ce *sessionstore.CorruptionError
+	require.ErrorAs(t, err, &ce, "without a mode, repair only reports")
+	rep, err := st.Repair(ctx, "sv", RepairOptions{Salvage: true})
+	require.NoError(t, err)
+	require.NotNil(t, rep.Salvaged)
+	first, last := uint64(k+1), uint64(nextFull) // revisions k+1 .. nextFull (1-based) are lost
+	require.Equal(t, []SalvagedGap{{First: first, Last: last, Reason: rep.Salvaged.Gaps[0].Reason, Forensic: rep.Salvaged.Gaps[0].Forensic}}, rep.Salvaged.Gaps)
+	require.Equal(t, 40-int(last-first+1), rep.Salvaged.Kept)
+	require.Zero(t, rep.Salvaged.Restored)
+	require.Equal(t, uint64(40), rep.Revision)
+
+	// The removed bytes are exactly the damaged record and the deltas on it.
+	kept, err := os.ReadFile(filepath.Join(st.Dir(), rep.Salvaged.Gaps[0].Forensic))
+	require.NoError(t, err)
+	require.Equal(t, damaged[offs[k]:offs[nextFull]], kept)
+
+	// The new log: the old lines before and after, byte for byte, and a
+	// gap record between.
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(after, damaged[:offs[k]]))
+	require.True(t, bytes.HasSuffix(after, damaged[offs[nextFull]:]))
+	gapLine := after[offs[k] : len(after)-len(damaged[offs[nextFull]:])]
+	m, payload, err := record.Parse(gapLine[:len(gapLine)-1], 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, KindGap, m.Kind)
+	require.Equal(t, [2]uint64{first, last}, [2]uint64{m.Rev, m.Through()})
+	g, err := record.ParseGap(payload)
+	require.NoError(t, err)
+	require.Equal(t, rep.Salvaged.Gaps[0].Forensic, g.Forensic)
+
+	revs, err := salvageHistory(t, st, "sv")
+	require.NoError(t, err)
+	var want []int64
+	for r := int64(1); r <= 40; r++ {
+		switch {
+		case r == int64(first):
+			want = append(want, -r)
+		case r > int64(first) && r <= int64(last):
+		default:
+			want = append(want, r)
+		}
+	}
+	require.Equal(t, want, revs)
+	_, err = st.LoadRevision(ctx, "sv", first+1)
+	require.ErrorIs(t, err, sessionstore.ErrRevisionsMissing)
+	rec, err := st.LoadRevision(ctx, "sv", last+1)
+	require.NoError(t, err)
+	require.Equal(t, last+1, rec.Revision)
+
+	vr, err := st.Verify(ctx, "sv")
+	require.NoError(t, err)
+	require.True(t, vr.OK(), "%+v", vr)
+	require.Contains(t, vr.Sessions[0].Notes[0].Message, "a repair set them aside")
+
+	w, err := st.Acquire(ctx, "sv", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	latest, err := st.Load(ctx, "sv")
+	require.NoError(t, err)
+	rev, err := w.Append(ctx, 40, latest.Snapshot)
+	require.NoError(t, err)
+	require.Equal(t, uint64(41), rev)
+	require.NoError(t, w.Release(ctx))
+
+	// Compaction copies the gap like any record.
+	crep, err := st.Compact(ctx, "sv", CompactPolicy{KeepLast: 2}, 0)
+	require.NoError(t, err)
+	require.Empty(t, crep.Skipped)
+	revs, err = salvageHistory(t, st, "sv")
+	require.NoError(t, err)
+	require.Equal(t, append(want, 41), revs)
+}
+
+// TestSalvageDuplicatedTail: the last lines of a log copied again at the
+// end (a bad `cat log >> log`) are copies: salvage drops them and keeps
+// everything else — also a revision an older program appended on top.
+func TestSalvageDuplicatedTail(t *testing.T) {
+	ctx := context.Background()
+	for _, withOnTop := range []bool{false, true} {
+		st := openTestStore(t)
+		path := toolSession(t, st, "dup", 16)
+		clean, err := os.ReadFile(path)
+		require.NoError(t, err)
+		lines, _ := salvageLines(t, path)
+		dup := append(bytes.Clone(clean), bytes.Join(lines[14:], nil)...)
+		want := bytes.Clone(clean)
+		if withOnTop {
+			// Revision 17, a full record, as a program without the
+			// sequence check at takeover appended after the copies.
+			r16, err := parseLine(lines[15][:len(lines[15])-1], 1<<20)
+			require.NoError(t, err)
+			rec, err := st.Load(ctx, "dup")
+			require.NoError(t, err)
+			payload, err := sessionstore.EncodeSnapshot("dup", rec.Snapshot, 0)
+			require.NoError(t, err)
+			m := r16.Meta
+			m.Rev, m.Kind, m.Version, m.Gen = 17, KindFull, record.VersionOf(KindFull), r16.Gen+1
+			l17 := record.Encode(m, payload)
+			dup = append(dup, l17...)
+			want = append(want, l17...)
+		}
+		require.NoError(t, os.WriteFile(path, dup, 0o600))
+		_, err = st.TryAcquire(ctx, "dup", sessionstore.AcquireOptions{})
+		require.ErrorIs(t, err, sessionstore.ErrCorrupt, "a holder never builds on a duplicated tail")
+		require.ErrorContains(t, err, "revision 16", "the duplicate is named")
+
+		rep, err := st.Repair(ctx, "dup", RepairOptions{Salvage: true})
+		require.NoError(t, err)
+		require.Equal(t, 2, rep.Salvaged.DuplicatesRemoved)
+		require.Empty(t, rep.Salvaged.Gaps)
+		after, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, want, after, "the log without the copies")
+		revs, err := salvageHistory(t, st, "dup")
+		require.NoError(t, err)
+		require.Len(t, revs, len(bytes.SplitAfter(bytes.TrimSuffix(want, []byte("\n")), []byte("\n"))))
+	}
+}
+
+// TestSalvageEndsReadable: when the last revisions are lost (the last
+// record damaged while summary.json vouches for it), the log ends with a
+// gap and a full record restoring the last readable revision, so the
+// session goes on; a log a newer program wrote to is never salvaged.
+func TestSalvageEndsReadable(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	path := toolSession(t, st, "end", 6)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	before, err := st.LoadRevision(ctx, "end", 5)
+	require.NoError(t, err)
+	toolFlip(t, path, toolLineOffset(data, 5)+40)
+
+	rep, err := st.Repair(ctx, "end", RepairOptions{Salvage: true})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{6, 6}, []uint64{rep.Salvaged.Gaps[0].First, rep.Salvaged.Gaps[0].Last})
+	require.Equal(t, uint64(7), rep.Salvaged.Restored)
+	rec, err := st.Load(ctx, "end")
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), rec.Revision)
+	require.Equal(t, before.Snapshot, rec.Snapshot, "revision 7 restores revision 5")
+	revs, err := salvageHistory(t, st, "end")
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2, 3, 4, 5, -6, 7}, revs)
+
+	// A newer program's records are never removed.
+	st2, _ := toolStore(t, Options{}, "unknown-kind-built-on")
+	_, err = st2.Repair(ctx, "unknown-kind-built-on", RepairOptions{Salvage: true})
+	require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
+}
+
+// TestSalvageFixtures: every damaged fixture salvages to a log that
+// verifies as sound, keeps every revision it could read, and sets aside
+// only what it could not.
+func TestSalvageFixtures(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range toolFixtureNames(t) {
+		t.Run(name, func(t *testing.T) {
+			st, root := toolStore(t, Options{}, name)
+			id := session.SessionID(name)
+			readable := map[uint64]bool{}
+			for rev := uint64(1); rev <= 30; rev++ {
+				if _, err := st.LoadRevision(ctx, id, rev); err == nil {
+					readable[rev] = true
+				}
+			}
+			rep, err := st.Repair(ctx, id, RepairOptions{Salvage: true})
+			if errors.Is(err, sessionstore.ErrSchemaTooNew) {
+				return // never salvaged
+			}
+			var ce *sessionstore.CorruptionError
+			if errors.As(err, &ce) && len(readable) == 0 {
+				return // nothing readable to keep
+			}
+			require.NoError(t, err)
+			vr, err := st.Verify(ctx, id)
+			require.NoError(t, err)
+			require.True(t, vr.OK(), "%+v", vr.Sessions)
+			for rev := range readable {
+				_, err := st.LoadRevision(ctx, id, rev)
+				require.NoError(t, err, "revision %d was readable before the salvage", rev)
+			}
+			for _, f := range rep.ForensicFiles {
+				_, err := os.Stat(filepath.Join(root, f))
+				require.NoError(t, err)
+			}
+		})
+	}
+}
