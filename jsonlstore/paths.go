@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -34,14 +35,36 @@ func logPath(id session.SessionID) string { return string(id) + "/" + LogFile }
 
 func summaryPath(id session.SessionID) string { return string(id) + "/" + SummaryFile }
 
+// suffixBytes is the number of random bytes in the names of temporary and
+// trash directories (randomSuffix: twice as many lower-case hex digits).
+const suffixBytes = 8
+
 func randomSuffix() string {
-	var b [8]byte
+	var b [suffixBytes]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// isLeftover reports whether a root entry is a leftover of an interrupted
-// creation or deletion.
+// isLeftover reports whether a root entry is named as the store names a
+// session being created or deleted: .tmp-<id>-<suffix> or
+// .trash-<id>-<suffix>, with a valid session ID and a suffix exactly as
+// randomSuffix makes them. Only such entries are ever swept: a store may
+// share its directory with other things (a .trash-2023-photos is not
+// ours).
 func isLeftover(name string) bool {
-	return strings.HasPrefix(name, tmpDirPrefix) || strings.HasPrefix(name, trashPrefix)
+	rest, ok := strings.CutPrefix(name, tmpDirPrefix)
+	if !ok {
+		if rest, ok = strings.CutPrefix(name, trashPrefix); !ok {
+			return false
+		}
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i < 0 {
+		return false
+	}
+	id, suffix := rest[:i], rest[i+1:]
+	if len(suffix) != 2*suffixBytes || strings.Trim(suffix, "0123456789abcdef") != "" {
+		return false
+	}
+	return sessionstore.ValidateID(session.SessionID(id)) == nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +29,9 @@ import (
 func TestPermissionTestsUnprivileged(t *testing.T) {
 	unprivtest.Run(t, unprivtest.Nobody, nil,
 		"TestPermissions", "TestSymlinksRefused", "TestBadInputWritesNothing",
-		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError")
+		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError", "TestUnreadableSessionNeverBlocksTheStore",
+		"TestSummaryNeverWrittenThroughLink", "TestHardLinkedLogRefused", "TestRepairSweepsOnlyOurLeftovers",
+		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing")
 }
 
 // TestUmaskDoesNotLoosenModes: every directory the store creates is 0700
@@ -258,4 +261,65 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 		require.True(t, kinds[name], "%s was checked: %v", name, kinds)
 	}
 	unprivtest.Run(t, unprivtest.Nobody, []string{roleEnv + "=use", storeEnv + "=" + root}, "TestRootLeavesFilesToOwner")
+}
+
+// TestUnreadableSessionNeverBlocksTheStore: a session whose log the user
+// may not read (as one root left behind, 0600 and root's, would be) is
+// reported by List, Watch, Verify and Backup as unreadable, with an error
+// matching fs.ErrPermission and not as corruption, and the other sessions
+// are dealt with as usual. Meaningful only unprivileged: root reads it
+// anyway.
+func TestUnreadableSessionNeverBlocksTheStore(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file; TestPermissionTestsUnprivileged runs this as nobody")
+	}
+	ctx := context.Background()
+	st := openTestStore(t)
+	toolSession(t, st, "a", 2)
+	toolSession(t, st, "locked", 2)
+	toolSession(t, st, "c", 2)
+	logPath := filepath.Join(st.Dir(), "locked", LogFile)
+	require.NoError(t, os.Remove(filepath.Join(st.Dir(), "locked", SummaryFile)))
+	require.NoError(t, os.Chmod(logPath, 0))
+	t.Cleanup(func() { require.NoError(t, os.Chmod(logPath, 0o600)) })
+	isLocked := func(us []summary.Unreadable) {
+		t.Helper()
+		require.Len(t, us, 1, "%+v", us)
+		require.Equal(t, session.SessionID("locked"), us[0].ID)
+		require.ErrorIs(t, us[0].Err, fs.ErrPermission)
+		var ce *sessionstore.CorruptionError
+		require.False(t, errors.As(us[0].Err, &ce), "a permission problem is not corruption: %v", us[0].Err)
+	}
+
+	page, err := st.List(ctx, summary.Query{Order: summary.OrderIDAsc})
+	require.NoError(t, err)
+	require.Equal(t, []session.SessionID{"a", "c"}, idsOf(page.Items))
+	isLocked(page.Unreadable)
+	rep, err := st.Verify(ctx)
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	require.Len(t, rep.Sessions, 2)
+	isLocked(rep.Unreadable)
+	brep, err := st.Backup(ctx, filepath.Join(t.TempDir(), "backup"))
+	require.NoError(t, err)
+	require.Len(t, brep.Sessions, 2)
+	isLocked(brep.Unreadable)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := st.Watch(wctx)
+	require.NoError(t, err)
+	within(t, 10*time.Second, "watch", func() {
+		for c := range ch {
+			if c.ID == "locked" {
+				require.NotNil(t, c.Unreadable)
+				isLocked([]summary.Unreadable{*c.Unreadable})
+				return
+			}
+		}
+	})
+	page, err = st.List(ctx, summary.Query{Order: summary.OrderIDAsc})
+	require.NoError(t, err)
+	require.Equal(t, []session.SessionID{"a", "c"}, idsOf(page.Items))
+	isLocked(page.Unreadable)
 }

@@ -35,7 +35,7 @@ func Inherit(f *os.File, parent fs.FileInfo) error {
 	if !ok || st.Uid != 0 || (!fi.IsDir() && st.Nlink != 1) || (!fi.IsDir() && !fi.Mode().IsRegular()) {
 		return nil
 	}
-	if err := f.Chown(int(dir.Uid), int(dir.Gid)); err != nil { //nolint:gosec // G115: uid_t and gid_t from stat, handed back as Chown takes them
+	if err := f.Chown(int(dir.Uid), int(dir.Gid)); err != nil {
 		return fmt.Errorf("owner: give %s to uid %d: %w", f.Name(), dir.Uid, err)
 	}
 	return nil
