@@ -96,12 +96,15 @@ func TestOneBadSessionNeverBlocksTheStore(t *testing.T) {
 		require.NoError(t, err)
 		r = sessions(t, nil, "--dir", root, "rm", id)
 		require.Equal(t, exitFail, r.Code, r.String())
-		after, err := os.ReadDir(filepath.Join(root, id))
-		require.NoError(t, err)
-		require.Equal(t, len(before), len(after), "rm %s created nothing", id)
 		if id == "c" {
 			require.Contains(t, r.Stderr, "restore c/log.jsonl")
+			r = sessions(t, nil, "--dir", root, "repair", id, "--truncate-at-corruption")
+			require.Equal(t, exitFail, r.Code, r.String())
+			require.Contains(t, r.Stderr, "restore c/log.jsonl", "repair cannot bring the records back, and says so")
 		}
+		after, err := os.ReadDir(filepath.Join(root, id))
+		require.NoError(t, err)
+		require.Equal(t, len(before), len(after), "rm and repair of %s created nothing", id)
 	}
 }
 

@@ -49,7 +49,7 @@ func cmdRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.As(err, &he):
 			return c.fail(heldError(he, "rm", *wait))
 		case errors.Is(err, jsonlstore.ErrNoLog):
-			return c.fail(fmt.Errorf("%w; nothing was changed: restore %s/%s from a backup, or remove the directory yourself", err, id, jsonlstore.LogFile))
+			return c.fail(noLogHint(err, id))
 		case errors.As(err, &ce):
 			return c.fail(fmt.Errorf("%w; 'sessions repair %s --truncate-at-corruption' frees it first", err, id))
 		case err != nil:

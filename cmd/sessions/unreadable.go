@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -27,6 +29,13 @@ func printUnreadable(w io.Writer, us []summary.Unreadable) {
 	for _, u := range us {
 		fmt.Fprintf(w, "%s: UNREADABLE: %s\n", u.ID, oneLine(u.Reason))
 	}
+}
+
+// noLogHint says the way out for session id when its log is missing or
+// unusable (jsonlstore.ErrNoLog): nothing in the store can bring its
+// records back.
+func noLogHint(err error, id session.SessionID) error {
+	return fmt.Errorf("%w; nothing was changed: restore %s/%s from a backup, or remove the directory yourself", err, id, jsonlstore.LogFile)
 }
 
 // oneLine folds the white space of s, newlines included, into single spaces.
