@@ -284,7 +284,7 @@ func (s *Store) sweepSession(id session.SessionID) []string {
 	var swept []string
 	for _, e := range entries {
 		name := e.Name()
-		if len(name) > 0 && name[0] == '.' && len(name) > len(tmpSuffix) && name[len(name)-len(tmpSuffix):] == tmpSuffix {
+		if isSessionTemp(name) {
 			p := sessionDir(id) + "/" + name
 			if s.fs.Remove(p) == nil {
 				swept = append(swept, p)

@@ -101,3 +101,34 @@ func TestBackupInsideStoreRefused(t *testing.T) {
 	require.True(t, rep.OK())
 	require.Len(t, rep.Sessions, 1)
 }
+
+// TestAcquireSweepsOnlyOurTemps: the holder's sweep of a session directory
+// removes the temporary files the store writes there (a compaction's new
+// log, a replacement summary.json) and nothing else.
+func TestAcquireSweepsOnlyOurTemps(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	toolSession(t, st, "sess", 2)
+	cases := map[string]bool{ // name → swept
+		"." + LogFile + ".compact-0123456789abcdef.tmp": true,
+		"." + SummaryFile + "-0123456789abcdef.tmp":     true,
+		".notes.tmp":                                    false,
+		"." + LogFile + ".compact-mine.tmp":             false,
+		"." + SummaryFile + "-0123456789abcdef.tmp.bak": false,
+	}
+	for name := range cases {
+		require.NoError(t, os.WriteFile(filepath.Join(st.Dir(), "sess", name), []byte("x"), 0o600))
+	}
+	w, err := st.Acquire(ctx, "sess", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	var want []string
+	for name, swept := range cases {
+		if swept {
+			want = append(want, "sess/"+name)
+		}
+		_, err := os.Stat(filepath.Join(st.Dir(), "sess", name))
+		require.Equal(t, !swept, err == nil, "%s", name)
+	}
+	require.ElementsMatch(t, want, w.Recovery().Swept)
+}

@@ -63,8 +63,28 @@ func isLeftover(name string) bool {
 		return false
 	}
 	id, suffix := rest[:i], rest[i+1:]
-	if len(suffix) != 2*suffixBytes || strings.Trim(suffix, "0123456789abcdef") != "" {
-		return false
+	return isSuffix(suffix) && sessionstore.ValidateID(session.SessionID(id)) == nil
+}
+
+// isSuffix reports whether s is a suffix as randomSuffix makes them.
+func isSuffix(s string) bool {
+	return len(s) == 2*suffixBytes && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// sessionTemps are the prefixes of the temporary files the store writes
+// in a session directory, each followed by a random suffix and tmpSuffix:
+// a compaction's new log, and a summary.json replacing a hard-linked one.
+var sessionTemps = []string{"." + LogFile + ".compact-", "." + SummaryFile + "-"}
+
+// isSessionTemp reports whether name, in a session directory, is one of
+// the store's temporary files (sessionTemps).
+func isSessionTemp(name string) bool {
+	for _, prefix := range sessionTemps {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			if suffix, ok := strings.CutSuffix(rest, tmpSuffix); ok && isSuffix(suffix) {
+				return true
+			}
+		}
 	}
-	return sessionstore.ValidateID(session.SessionID(id)) == nil
+	return false
 }

@@ -74,7 +74,8 @@ type RepairReport struct {
 // fail. A log with no sound record to keep, damage in the archives, or
 // records of a kind this program does not know are not cut.
 //
-// Repair finally sweeps leftover .tmp-* and .trash-* directories at the
+// Repair finally sweeps leftover temporary and trash directories (named
+// exactly as the store names them: isLeftover) at the
 // store root older than Options.LeftoverAge whose lease nobody holds.
 //
 // Errors: ErrNotFound, ErrInvalidID, ErrClosed, *LeaseHeldError, a
