@@ -31,7 +31,7 @@ func TestPermissionTestsUnprivileged(t *testing.T) {
 		"TestPermissions", "TestSymlinksRefused", "TestBadInputWritesNothing",
 		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError", "TestUnreadableSessionNeverBlocksTheStore",
 		"TestSummaryNeverWrittenThroughLink", "TestHardLinkedLogRefused", "TestRepairSweepsOnlyOurLeftovers",
-		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing")
+		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing", "TestAcquireSweepsOnlyOurTemps")
 }
 
 // TestUmaskDoesNotLoosenModes: every directory the store creates is 0700
