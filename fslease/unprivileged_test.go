@@ -35,15 +35,25 @@ func TestUmaskDoesNotLoosenModes(t *testing.T) {
 		require.NoError(t, l.Heartbeat(ctx))
 		require.NoError(t, l.Release(ctx))
 		syscall.Umask(old)
-		entries, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		require.Len(t, entries, 2)
-		for _, e := range entries {
-			fi, err := e.Info()
-			require.NoError(t, err)
-			require.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "umask %#o: %s", umask, e.Name())
+		for _, fi := range leaseFiles(t, dir) {
+			require.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "umask %#o: %s", umask, fi.Name())
 		}
 	}
+}
+
+// leaseFiles describes the files in dir, which must be the two lease
+// files.
+func leaseFiles(t *testing.T, dir string) []fs.FileInfo {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	out := make([]fs.FileInfo, len(entries))
+	for i, e := range entries {
+		out[i], err = e.Info()
+		require.NoError(t, err)
+	}
+	return out
 }
 
 // TestReadOnlyDirIsAClearError: in a directory the user may not write,
@@ -131,14 +141,9 @@ func TestRootLeavesLeaseFilesToOwner(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, l.Heartbeat(ctx))
 		require.NoError(t, l.Release(ctx))
-		entries, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		require.Len(t, entries, 2)
-		for _, e := range entries {
-			fi, err := e.Info()
-			require.NoError(t, err)
+		for _, fi := range leaseFiles(t, dir) {
 			st := fi.Sys().(*syscall.Stat_t)
-			require.Equal(t, [2]uint32{unprivtest.Nobody, unprivtest.Nobody}, [2]uint32{st.Uid, st.Gid}, "leftover %v: %s", leftover, e.Name())
+			require.Equal(t, [2]uint32{unprivtest.Nobody, unprivtest.Nobody}, [2]uint32{st.Uid, st.Gid}, "leftover %v: %s", leftover, fi.Name())
 		}
 	}
 }
