@@ -98,7 +98,11 @@ type Store interface {
 	// in the session's records. Acquire recovers what a dead holder left
 	// (see RecoveryReport) before returning. Errors: ErrNotFound,
 	// ErrInvalidID, ErrClosed, a *CorruptionError when recovery meets a
-	// corrupt log it must not touch.
+	// corrupt log it must not touch, or when the session's records are
+	// gone or unusable (a file store's session whose log is missing, or is
+	// not a regular file): then nothing is written and no lease is taken.
+	// Adapters may refuse a session they must not write to with errors of
+	// their own (jsonlstore.ErrLinkedLog).
 	Acquire(ctx context.Context, id session.SessionID, opts AcquireOptions) (Writer, error)
 
 	// TryAcquire is Acquire without waiting: if another holder has the
@@ -110,7 +114,8 @@ type Store interface {
 	// not grow with the length of the history. A reader may observe a
 	// revision before it is durable; only the writer's acknowledgment
 	// promises durability. Errors: ErrNotFound, ErrInvalidID, ErrClosed,
-	// *CorruptionError.
+	// *CorruptionError (also for a session whose records are gone, as for
+	// Acquire).
 	Load(ctx context.Context, id session.SessionID) (Record, error)
 
 	// LoadRevision returns revision rev (archived ones included). Errors as
@@ -123,16 +128,20 @@ type Store interface {
 	History(ctx context.Context, id session.SessionID) iter.Seq2[Record, error]
 
 	// List returns one page of summaries matching q, in q's order. Lease
-	// status is computed when read. Errors: summary.ErrBadCursor, an
-	// invalid query, ErrClosed.
+	// status is computed when read. A session that exists but cannot be
+	// read (corrupt, its records gone, a file the caller may not read) is
+	// never left out silently and never fails the listing: every page
+	// reports it in Page.Unreadable, with the reason. Errors:
+	// summary.ErrBadCursor, an invalid query, ErrClosed.
 	List(ctx context.Context, q summary.Query) (summary.Page, error)
 
 	// Watch returns a channel of level-triggered changes: first the current
 	// state of every session, then a Change whenever a session's latest
 	// revision changes or it is deleted. Changes to one session may be
 	// coalesced; each carries that session's latest state, so a watcher
-	// always converges to the current state. The channel is closed when
-	// ctx is done or the store is closed.
+	// always converges to the current state. A session that cannot be read
+	// (as for List) is a Change with Unreadable set. The channel is closed
+	// when ctx is done or the store is closed.
 	Watch(ctx context.Context) (<-chan summary.Change, error)
 
 	// Lease reports the session's lease status for readers: free, held

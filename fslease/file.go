@@ -9,6 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gofrs/flock"
+
+	"github.com/sessionstore/sessionstore/internal/owner"
 )
 
 // tempPrefix starts the name of the temporary file lease.json is written to
@@ -86,6 +90,9 @@ func writeRecordFile(dir string, rec Record, durable bool) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
+	if err = inheritOwner(f, dir); err != nil {
+		return err
+	}
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
@@ -104,6 +111,43 @@ func writeRecordFile(dir string, rec Record, durable bool) (err error) {
 		return syncDir(dir)
 	}
 	return nil
+}
+
+// inheritOwner gives f, just created in dir, to dir's owner when this
+// process runs as root (see package owner): a root process taking a lease
+// in another user's session must not leave files that user cannot read.
+func inheritOwner(f *os.File, dir string) error {
+	if !owner.Active() {
+		return nil
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", dir, err)
+	}
+	return owner.Inherit(f, fi)
+}
+
+// inheritLockOwner does what inheritOwner does for the lock file at path,
+// which the flock handle fl opened (with O_CREATE) and holds: it opens the
+// file again, without following a link, and gives it away only if that is
+// the file fl holds.
+func inheritLockOwner(path string, fl *flock.Flock) error {
+	if !owner.Active() {
+		return nil
+	}
+	f, err := openNoFollow(path, os.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }() // read-only
+	held, err := fl.Stat()
+	if err != nil {
+		return fmt.Errorf("stat lock descriptor %s: %w", path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, held) {
+		return nil // replaced meanwhile: Check reports that to the holder
+	}
+	return inheritOwner(f, filepath.Dir(path))
 }
 
 // syncDir fsyncs a directory so that a rename or creation in it is durable.

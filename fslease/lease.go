@@ -164,6 +164,9 @@ func acquire(ctx context.Context, dir string, opts Options, try bool) (*Lease, e
 // takeOver runs with the exclusive lock held: it reads the previous record,
 // sweeps leftover temporary files, and durably writes the new record.
 func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) {
+	if err := inheritLockOwner(lockPath, fl); err != nil {
+		return nil, err
+	}
 	ld, err := loadRecord(filepath.Join(dir, RecordFile))
 	if err != nil {
 		return nil, err

@@ -35,15 +35,25 @@ func TestUmaskDoesNotLoosenModes(t *testing.T) {
 		require.NoError(t, l.Heartbeat(ctx))
 		require.NoError(t, l.Release(ctx))
 		syscall.Umask(old)
-		entries, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		require.Len(t, entries, 2)
-		for _, e := range entries {
-			fi, err := e.Info()
-			require.NoError(t, err)
-			require.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "umask %#o: %s", umask, e.Name())
+		for _, fi := range leaseFiles(t, dir) {
+			require.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "umask %#o: %s", umask, fi.Name())
 		}
 	}
+}
+
+// leaseFiles describes the files in dir, which must be the two lease
+// files.
+func leaseFiles(t *testing.T, dir string) []fs.FileInfo {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	out := make([]fs.FileInfo, len(entries))
+	for i, e := range entries {
+		out[i], err = e.Info()
+		require.NoError(t, err)
+	}
+	return out
 }
 
 // TestReadOnlyDirIsAClearError: in a directory the user may not write,
@@ -109,4 +119,31 @@ func TestOtherUserCannotTakeLease(t *testing.T) {
 	after, err := os.ReadFile(filepath.Join(dir, fslease.RecordFile))
 	require.NoError(t, err)
 	require.Equal(t, string(before), string(after), "the other user changed nothing")
+}
+
+// TestRootLeavesLeaseFilesToOwner: root taking, heartbeating and releasing
+// a lease in another user's directory leaves lease.lock and lease.json to
+// that user (and a lock file an earlier root run left is given back), so
+// the owner can still take the lease. Needs root.
+func TestRootLeavesLeaseFilesToOwner(t *testing.T) {
+	if !unprivtest.Root() {
+		t.Skipf("needs root (uid %d)", os.Geteuid())
+	}
+	ctx := t.Context()
+	for _, leftover := range []bool{false, true} {
+		dir := filepath.Join(unprivtest.OwnedDir(t, unprivtest.Nobody), "session")
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		require.NoError(t, os.Chown(dir, unprivtest.Nobody, unprivtest.Nobody))
+		if leftover {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, fslease.LockFile), nil, 0o600))
+		}
+		l, err := fslease.Acquire(ctx, dir, fslease.Options{Label: "root"})
+		require.NoError(t, err)
+		require.NoError(t, l.Heartbeat(ctx))
+		require.NoError(t, l.Release(ctx))
+		for _, fi := range leaseFiles(t, dir) {
+			st := fi.Sys().(*syscall.Stat_t)
+			require.Equal(t, [2]uint32{unprivtest.Nobody, unprivtest.Nobody}, [2]uint32{st.Uid, st.Gid}, "leftover %v: %s", leftover, fi.Name())
+		}
+	}
 }

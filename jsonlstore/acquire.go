@@ -42,10 +42,10 @@ type recovered struct {
 func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (recovered, error) {
 	var rc recovered
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return rc, s.missingLog(id)
-	}
 	if err != nil {
+		if lerr := s.logErr(id, err); lerr != nil {
+			return rc, lerr // gone, or damaged (damage.go)
+		}
 		return rc, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
@@ -181,15 +181,9 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	if err := s.exists(id); err != nil {
 		return nil, err
 	}
-	// The new generation must be above every generation in the log, even if
-	// lease.json was lost or is an older copy: read the last record's (the
-	// log's generations never decrease).
-	var minGen uint64
-	if v, err := openView(s.fs, id, s.opts.MaxRecordBytes); err == nil {
-		if last, _, _ := v.back.Last(); last != nil {
-			minGen = last.Gen
-		}
-		_ = v.Close() // read-only
+	minGen, err := s.logFloor(id)
+	if err != nil {
+		return nil, err
 	}
 	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
 	if err != nil {
@@ -223,7 +217,7 @@ func (s *Store) leaseErr(ctx context.Context, id session.SessionID, err error) e
 // openWriter recovers the log under lease and opens it for appending.
 func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, error) {
 	report := sessionstore.RecoveryReport{Generation: lease.Generation(), Previous: previousStatus(lease)}
-	if err := s.checkNoSymlinks(id); err != nil {
+	if err := s.checkWritable(id); err != nil {
 		return nil, err
 	}
 	rc, err := s.recoverLog(id, &report)
@@ -290,7 +284,7 @@ func (s *Store) sweepSession(id session.SessionID) []string {
 	var swept []string
 	for _, e := range entries {
 		name := e.Name()
-		if len(name) > 0 && name[0] == '.' && len(name) > len(tmpSuffix) && name[len(name)-len(tmpSuffix):] == tmpSuffix {
+		if isSessionTemp(name) {
 			p := sessionDir(id) + "/" + name
 			if s.fs.Remove(p) == nil {
 				swept = append(swept, p)

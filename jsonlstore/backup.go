@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // A backup copies each session consistently even while writers append and
@@ -32,7 +33,14 @@ type BackupReport struct {
 	Sessions []SessionBackup   `json:"sessions"`
 	Verify   VerifyReport      `json:"verify"`
 	Skipped  map[string]string `json:"skipped,omitempty"` // id → why (deleted meanwhile)
+	// Unreadable lists the sessions that could not be read, and so were
+	// not copied, with the reason (a damaged or missing log, a file this
+	// user may not read). The others are copied all the same.
+	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
 }
+
+// OK reports whether every session was copied and the copy verifies.
+func (r *BackupReport) OK() bool { return len(r.Unreadable) == 0 && r.Verify.OK() }
 
 // SessionBackup is one session's copy.
 type SessionBackup struct {
@@ -46,15 +54,20 @@ type SessionBackup struct {
 // Backup copies sessions ids (all when none) into the store at dest
 // (created if missing; a session already there is an error), then verifies
 // the copy. The copy is consistent: every revision of a session at the
-// moment its log was opened, from revision 1, each exactly once.
+// moment its log was opened, from revision 1, each exactly once. A session
+// that cannot be read is reported in the report's Unreadable list and the
+// others are copied. A dest that is the store's root or lies inside it is
+// refused (ErrBackupInsideStore) before anything is created.
 func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionID) (BackupReport, error) {
 	rep := BackupReport{Dest: dest}
 	if s.closed.Load() {
 		return rep, sessionstore.ErrClosed
 	}
-	if len(ids) == 0 {
-		var err error
-		if ids, err = s.sessionIDs(); err != nil {
+	if err := s.checkBackupDest(dest); err != nil {
+		return rep, err
+	}
+	for _, id := range ids {
+		if err := sessionstore.ValidateID(id); err != nil {
 			return rep, err
 		}
 	}
@@ -64,26 +77,41 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 	}
 	defer func() { _ = dst.Close() }() // only the root handle: every copy is synced and closed on its own
 	var copied []session.SessionID
-	for _, id := range ids {
+	_, err = s.forSessions(ids, func(id session.SessionID) error {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return err
 		}
-		if err := sessionstore.ValidateID(id); err != nil {
-			return rep, err
-		}
-		sb, err := s.backupSession(id, dst)
-		if errors.Is(err, sessionstore.ErrNotFound) {
+		src, err := s.openBackupSource(id)
+		switch {
+		case errors.Is(err, errNotSession) && len(ids) == 0:
+			return nil // a directory beside the sessions, not one of them
+		case errors.Is(err, sessionstore.ErrNotFound):
 			if rep.Skipped == nil {
 				rep.Skipped = map[string]string{}
 			}
 			rep.Skipped[string(id)] = "deleted while backing up"
-			continue
+			if errors.Is(err, errNotSession) {
+				rep.Skipped[string(id)] = "not a session: it holds no " + LogFile
+			}
+			return nil
+		case err != nil && !endsStoreWide(err):
+			// The source cannot be read: reported, and the others go on.
+			rep.Unreadable = append(rep.Unreadable, summary.UnreadableOf(id, err))
+			return nil
+		case err != nil:
+			return err
 		}
+		defer src.close()
+		sb, err := src.copyInto(dst)
 		if err != nil {
-			return rep, fmt.Errorf("jsonlstore: backup %s: %w", id, err)
+			return fmt.Errorf("jsonlstore: backup %s: %w", id, err) // writing the copy failed: the backup stops
 		}
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
+		return nil
+	}, nil)
+	if err != nil {
+		return rep, err
 	}
 	if len(copied) > 0 {
 		rep.Verify, err = dst.Verify(ctx, copied...)
@@ -94,41 +122,104 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 	return rep, nil
 }
 
-func (s *Store) backupSession(id session.SessionID, dst *Store) (SessionBackup, error) {
-	sb := SessionBackup{ID: id}
-	if err := s.exists(id); err != nil {
-		return sb, err
+// checkBackupDest refuses a destination that is the store's root or lies
+// inside it: the copy would land among the sessions it copies. Every
+// existing ancestor of dest is compared with the root by identity, so a
+// symlink or another path to the root is caught too.
+func (s *Store) checkBackupDest(dest string) error {
+	if s.root == nil {
+		return nil // a simulated file system: nothing on disk to land in
 	}
-	if _, err := dst.fs.Lstat(sessionDir(id)); err == nil {
-		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
+	abs, err := filepath.Abs(dest)
+	if err != nil {
+		return err
+	}
+	root, err := s.root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("jsonlstore: backup: %w", err)
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, root) {
+			return fmt.Errorf("%w: %s is inside %s; choose a directory outside the store", ErrBackupInsideStore, dest, s.dir)
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
+}
+
+// backupSource is what a backup of one session reads, all opened before
+// anything is written: a view of the log (a compaction that replaces the
+// log later does not affect it), its last record, and the archive segments
+// that hold the revisions below the log's first.
+type backupSource struct {
+	id       session.SessionID
+	v        *view
+	last     *rawRecord
+	segs     []archiveSegment
+	segFiles []vfs.File
+}
+
+// openBackupSource opens what a backup of session id reads. Its errors are
+// about the source session alone.
+func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err error) {
+	if err := s.exists(id); err != nil {
+		return nil, err
 	}
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return sb, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
-	}
 	if err != nil {
-		return sb, err
+		if lerr := s.logErr(id, err); lerr != nil {
+			return nil, lerr
+		}
+		return nil, fmt.Errorf("jsonlstore: backup %s: %w", id, err)
 	}
-	defer func() { _ = v.Close() }() // read-only
-	last, _, err := s.latest(id, v)
-	if err != nil {
-		return sb, err
+	src := &backupSource{id: id, v: v}
+	defer func() {
+		if err != nil {
+			src.close()
+		}
+	}()
+	if src.last, _, err = s.latest(id, v); err != nil {
+		return nil, err
 	}
 	first, ok := firstRevOf(v)
 	if !ok {
-		return sb, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log's first record is unreadable")}
+		return nil, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log's first record is unreadable")}
 	}
-	var segs []archiveSegment
 	if first > 1 {
 		m, err := readManifest(s.fs, id)
 		if err != nil {
-			return sb, archiveCorruption(id, manifestFile, 0, err)
+			return nil, archiveCorruption(id, manifestFile, 0, err)
 		}
-		if segs, err = m.archivedBelow(first); err != nil {
-			return sb, archiveCorruption(id, manifestFile, 0, err)
+		if src.segs, err = m.archivedBelow(first); err != nil {
+			return nil, archiveCorruption(id, manifestFile, 0, err)
 		}
 	}
+	for _, seg := range src.segs {
+		f, err := s.fs.OpenFile(archiveDir(id)+"/"+seg.File, osRDONLY, 0)
+		if err != nil {
+			return nil, archiveCorruption(id, seg.File, seg.First, err)
+		}
+		src.segFiles = append(src.segFiles, f)
+	}
+	return src, nil
+}
 
+func (src *backupSource) close() {
+	_ = src.v.Close() // read-only, as the segments below
+	for _, f := range src.segFiles {
+		_ = f.Close()
+	}
+}
+
+// copyInto copies the session into dst: in a temporary directory, synced,
+// then published with RENAME_NOREPLACE.
+func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
+	id := src.id
+	sb := SessionBackup{ID: id}
+	if _, err := dst.fs.Lstat(sessionDir(id)); err == nil {
+		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
+	}
 	tmp := tmpDirPrefix + string(id) + "-" + randomSuffix()
 	if err := dst.fs.Mkdir(tmp, dirPerm); err != nil {
 		return sb, err
@@ -139,27 +230,21 @@ func (s *Store) backupSession(id session.SessionID, dst *Store) (SessionBackup, 
 			_ = dst.fs.RemoveAll(tmp)
 		}
 	}()
-	if err := copyInto(dst.fs, tmp+"/"+LogFile, io.NewSectionReader(v.f, 0, last.End())); err != nil {
+	if err := copyInto(dst.fs, tmp+"/"+LogFile, io.NewSectionReader(src.v.f, 0, src.last.End())); err != nil {
 		return sb, err
 	}
-	sb.LogBytes, sb.Revision, sb.Segments = last.End(), last.Rev, len(segs)
-	if len(segs) > 0 {
+	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
+	if len(src.segs) > 0 {
 		if err := dst.fs.Mkdir(tmp+"/"+ArchiveDir, dirPerm); err != nil {
 			return sb, err
 		}
-		for _, seg := range segs {
-			f, err := s.fs.OpenFile(archiveDir(id)+"/"+seg.File, osRDONLY, 0)
-			if err != nil {
-				return sb, archiveCorruption(id, seg.File, seg.First, err)
-			}
-			err = copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+seg.File, f)
-			_ = f.Close() // read-only; copyInto's error is checked below
-			if err != nil {
+		for i, seg := range src.segs {
+			if err := copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+seg.File, src.segFiles[i]); err != nil {
 				return sb, err
 			}
 			sb.ArchiveBytes += seg.ZstBytes
 		}
-		b, err := frameJSON(manifest{Version: manifestVersion, Segments: segs})
+		b, err := frameJSON(manifest{Version: manifestVersion, Segments: src.segs})
 		if err != nil {
 			return sb, err
 		}

@@ -132,7 +132,7 @@ func (w *writer) Compact(ctx context.Context, p CompactPolicy) (CompactReport, e
 	if err := w.usableLocked(); err != nil {
 		return rep, err
 	}
-	if err := w.fenceLocked(); err != nil {
+	if _, err := w.fenceLocked(); err != nil {
 		return rep, err
 	}
 	return w.s.compactLocked(ctx, w, p, rep)

@@ -32,6 +32,14 @@
 //     with file and offset, and nothing is removed automatically.
 //   - All access inside ROOT goes through os.Root, and no symlink is
 //     followed inside it.
+//   - A session directory without a usable log (missing, or not a regular
+//     file) is corruption (ErrNoLog) and nothing is created in it; a log
+//     with a second hard link is never written to (ErrLinkedLog), and
+//     summary.json is never written through one. Store-wide operations
+//     report a session they cannot read (summary.Page.Unreadable, the
+//     reports' Unreadable lists) and go on with the others.
+//   - Run as root on another user's store, the store gives every file and
+//     directory it creates to that user.
 //
 // Network file systems are not supported: flock and fsync semantics there
 // are not what the store relies on.

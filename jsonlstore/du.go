@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // DUReport is the disk usage of sessions, in bytes (apparent file sizes,
@@ -21,6 +22,9 @@ type DUReport struct {
 	// repair sweeps old ones). Counted only when DiskUsage lists all
 	// sessions, and not part of Total.
 	LeftoverBytes int64 `json:"leftover_bytes,omitempty"`
+	// Unreadable lists the sessions whose directory could not be read,
+	// with the reason; they are not part of Total.
+	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
 }
 
 // SessionDU is the disk usage of one session, by kind of file.
@@ -51,9 +55,10 @@ func (u *SessionDU) add(v SessionDU) {
 // DiskUsage reports the bytes each given session occupies (all sessions,
 // in ID order, when none is given), and their total. It reads directory
 // entries only, takes no lease and modifies nothing; on a live store the
-// figures are a moment's. Errors: ErrClosed, ErrInvalidID, ErrNotFound
-// for a given ID (a session deleted while DiskUsage lists all sessions is
-// skipped), I/O errors.
+// figures are a moment's. A session whose directory cannot be read goes
+// into the report's Unreadable list. Errors: ErrClosed, ErrInvalidID,
+// ErrNotFound for a given ID (a session deleted while DiskUsage lists all
+// sessions is skipped), a root it cannot list.
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DUReport, error) {
 	var rep DUReport
 	all, err := s.forSessions(ids, func(id session.SessionID) error {
@@ -63,7 +68,7 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DURepo
 			rep.Total.add(u)
 		}
 		return err
-	})
+	}, &rep.Unreadable)
 	if err != nil {
 		return rep, err
 	}

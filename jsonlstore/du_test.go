@@ -23,8 +23,8 @@ func TestDU(t *testing.T) {
 	// An archive directory (compaction will write them) and a leftover.
 	require.NoError(t, os.Mkdir(filepath.Join(root, "clean", ArchiveDir), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "clean", ArchiveDir, "1-3.zst"), make([]byte, 100), 0o600))
-	require.NoError(t, os.Mkdir(filepath.Join(root, ".trash-x-1"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(root, ".trash-x-1", LogFile), make([]byte, 7), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(root, ".trash-x-0123456789abcdef"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".trash-x-0123456789abcdef", LogFile), make([]byte, 7), 0o600))
 
 	size := func(parts ...string) int64 {
 		fi, err := os.Stat(filepath.Join(append([]string{root}, parts...)...))

@@ -62,7 +62,9 @@ func cleanFixture(t *testing.T) []byte {
 
 // TestPlantedSpecialFilesRefused: a FIFO (or socket) where a store file
 // belongs would block a reader forever on open; each is refused at once
-// with vfs.ErrNotRegular, by readers, listing, verify and acquire alike.
+// with vfs.ErrNotRegular, by readers, listing, verify and acquire alike;
+// a listing reports a session whose log is one (Page.Unreadable) and goes
+// on.
 func TestPlantedSpecialFilesRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{LogFile, SummaryFile, ArchiveDir + "/" + manifestFile} {
@@ -97,7 +99,17 @@ func TestPlantedSpecialFilesRefused(t *testing.T) {
 				}
 			})
 			within(t, 10*time.Second, "list", func() {
-				_, _ = st.List(ctx, summary.Query{})
+				page, err := st.List(ctx, summary.Query{})
+				require.NoError(t, err, "a planted file never fails a listing")
+				if name == LogFile {
+					require.Empty(t, page.Items)
+					require.Len(t, page.Unreadable, 1, "the session is reported, not left out")
+					require.Equal(t, session.SessionID("clean"), page.Unreadable[0].ID)
+					require.ErrorIs(t, page.Unreadable[0].Err, vfs.ErrNotRegular)
+				} else {
+					require.Len(t, page.Items, 1, "the log alone answers List")
+					require.Empty(t, page.Unreadable)
+				}
 			})
 			within(t, 10*time.Second, "verify", func() {
 				rep, err := st.Verify(ctx, "clean")

@@ -31,9 +31,14 @@ func (s *Store) sessionIDs() ([]session.SessionID, error) {
 }
 
 // forSessions calls fn for each of ids in order or, when ids is empty,
-// for every session (sessionIDs), skipping one deleted meanwhile (fn
-// returned ErrNotFound). It reports whether it listed all sessions.
-func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionID) error) (all bool, err error) {
+// for every session (sessionIDs). It reports whether it listed all
+// sessions. A session deleted meanwhile (fn returned ErrNotFound while
+// all are listed) is skipped. An error of fn that concerns its session
+// alone — anything but a done context, a closed store, or ErrInvalidID or
+// ErrNotFound for a given ID — is added to bad, and the loop goes on: one
+// bad session never stops a store-wide operation. With bad nil, every
+// error but the skipped ones ends the loop (fn reports what it may).
+func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error) {
 	if s.closed.Load() {
 		return false, sessionstore.ErrClosed
 	}
@@ -44,11 +49,15 @@ func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionI
 		}
 	}
 	for _, id := range ids {
-		if err := fn(id); err != nil {
-			if all && errors.Is(err, sessionstore.ErrNotFound) {
-				continue // deleted meanwhile
-			}
+		err := fn(id)
+		switch {
+		case err == nil:
+		case all && errors.Is(err, sessionstore.ErrNotFound):
+			// deleted meanwhile, or not a session
+		case bad == nil, endsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
 			return all, err
+		default:
+			*bad = append(*bad, summary.UnreadableOf(id, err))
 		}
 	}
 	return all, nil

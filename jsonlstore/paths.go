@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -34,14 +35,56 @@ func logPath(id session.SessionID) string { return string(id) + "/" + LogFile }
 
 func summaryPath(id session.SessionID) string { return string(id) + "/" + SummaryFile }
 
+// suffixBytes is the number of random bytes in the names of temporary and
+// trash directories (randomSuffix: twice as many lower-case hex digits).
+const suffixBytes = 8
+
 func randomSuffix() string {
-	var b [8]byte
+	var b [suffixBytes]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// isLeftover reports whether a root entry is a leftover of an interrupted
-// creation or deletion.
+// isLeftover reports whether a root entry is named as the store names a
+// session being created or deleted: .tmp-<id>-<suffix> or
+// .trash-<id>-<suffix>, with a valid session ID and a suffix exactly as
+// randomSuffix makes them. Only such entries are ever swept: a store may
+// share its directory with other things (a .trash-2023-photos is not
+// ours).
 func isLeftover(name string) bool {
-	return strings.HasPrefix(name, tmpDirPrefix) || strings.HasPrefix(name, trashPrefix)
+	rest, ok := strings.CutPrefix(name, tmpDirPrefix)
+	if !ok {
+		if rest, ok = strings.CutPrefix(name, trashPrefix); !ok {
+			return false
+		}
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i < 0 {
+		return false
+	}
+	id, suffix := rest[:i], rest[i+1:]
+	return isSuffix(suffix) && sessionstore.ValidateID(session.SessionID(id)) == nil
+}
+
+// isSuffix reports whether s is a suffix as randomSuffix makes them.
+func isSuffix(s string) bool {
+	return len(s) == 2*suffixBytes && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// sessionTemps are the prefixes of the temporary files the store writes
+// in a session directory, each followed by a random suffix and tmpSuffix:
+// a compaction's new log, and a summary.json replacing a hard-linked one.
+var sessionTemps = []string{"." + LogFile + ".compact-", "." + SummaryFile + "-"}
+
+// isSessionTemp reports whether name, in a session directory, is one of
+// the store's temporary files (sessionTemps).
+func isSessionTemp(name string) bool {
+	for _, prefix := range sessionTemps {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			if suffix, ok := strings.CutSuffix(rest, tmpSuffix); ok && isSuffix(suffix) {
+				return true
+			}
+		}
+	}
+	return false
 }

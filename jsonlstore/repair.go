@@ -84,7 +84,8 @@ type RepairReport struct {
 // fail. A log with no sound record to keep, damage in the archives, or
 // records of a kind this program does not know are not cut.
 //
-// Repair finally sweeps leftover .tmp-* and .trash-* directories at the
+// Repair finally sweeps leftover temporary and trash directories (named
+// exactly as the store names them: isLeftover) at the
 // store root older than Options.LeftoverAge whose lease nobody holds.
 //
 // Errors: ErrNotFound, ErrInvalidID, ErrClosed, *LeaseHeldError, a
@@ -174,21 +175,16 @@ func (s *Store) repairWaitErr(ctx context.Context, id session.SessionID, wait ti
 // does it hand the lease to openWriter, whose normal recovery finds a log
 // it accepts.
 func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try, salvage bool, rep *RepairReport) (*writer, error) {
-	// As in acquire: the new generation must be above every generation in
-	// the log, whatever lease.json says.
-	var minGen uint64
-	if v, err := openView(s.fs, id, s.opts.MaxRecordBytes); err == nil {
-		if last, _, _ := v.back.Last(); last != nil {
-			minGen = last.Gen
-		}
-		_ = v.Close() // read-only
+	minGen, err := s.logFloor(id)
+	if err != nil {
+		return nil, err
 	}
 	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
 	if err != nil {
 		return nil, s.leaseErr(ctx, id, err)
 	}
 	release := func() { _ = lease.Release(context.WithoutCancel(ctx)) }
-	if err := s.checkNoSymlinks(id); err != nil {
+	if err := s.checkWritable(id); err != nil {
 		release()
 		return nil, err
 	}

@@ -296,10 +296,10 @@ func TestRepairSweepsLeftovers(t *testing.T) {
 		require.NoError(t, os.Chtimes(dir, age, age))
 		return dir
 	}
-	mk(".tmp-a-1", old)
-	mk(".trash-b-2", old)
-	mk(".tmp-young-3", time.Now())
-	heldDir := mk(".tmp-held-4", old)
+	mk(".tmp-a-0123456789abcdef", old)
+	mk(".trash-b-0123456789abcdef", old)
+	mk(".tmp-young-0123456789abcdef", time.Now())
+	heldDir := mk(".tmp-held-0123456789abcdef", old)
 	l, err := fslease.Acquire(ctx, heldDir, fslease.Options{Label: "creator"})
 	require.NoError(t, err)
 	defer l.Release(ctx)
@@ -307,8 +307,8 @@ func TestRepairSweepsLeftovers(t *testing.T) {
 
 	rep, err := st.Repair(ctx, "sess", RepairOptions{})
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{".tmp-a-1", ".trash-b-2"}, rep.Swept)
-	for name, exists := range map[string]bool{".tmp-a-1": false, ".trash-b-2": false, ".tmp-young-3": true, ".tmp-held-4": true, "sess": true} {
+	require.ElementsMatch(t, []string{".tmp-a-0123456789abcdef", ".trash-b-0123456789abcdef"}, rep.Swept)
+	for name, exists := range map[string]bool{".tmp-a-0123456789abcdef": false, ".trash-b-0123456789abcdef": false, ".tmp-young-0123456789abcdef": true, ".tmp-held-0123456789abcdef": true, "sess": true} {
 		_, err := os.Stat(filepath.Join(root, name))
 		require.Equal(t, exists, err == nil, name)
 	}

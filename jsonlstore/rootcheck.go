@@ -1,18 +1,10 @@
 package jsonlstore
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 )
-
-// ErrUnsafeRoot is returned by Open for a store root that another local
-// user could change: one writable by its group or by others, or owned by
-// a user other than this process's (or root). Whoever can write the root
-// can rename, replace or plant whole session directories, which the
-// store's per-session checks cannot tell from the owner's own.
-var ErrUnsafeRoot = errors.New("jsonlstore: unsafe store root")
 
 // checkRoot refuses an unsafe root; fi describes the opened root.
 func checkRoot(abs string, fi fs.FileInfo) error {

@@ -40,6 +40,14 @@ import (
 // which measured at about half the raw append rate; an in-place overwrite
 // of an allocated page costs next to nothing, and the checksum makes a
 // torn summary as harmless as a missing one.
+//
+// An in-place write goes wherever the file's other names go, so it is made
+// only to a file with a single link: before each write the holder checks
+// the link count of its open descriptor (an fstat, no I/O), and a
+// summary.json that shares its file with another name (a hard link
+// planted in the directory, or one a backup tool restored) is replaced by
+// a new file, through a temporary file and a rename (not synced), which
+// leaves the other name untouched; later writes go in place again.
 type summaryFile struct {
 	Version    int             `json:"v"`
 	Log        vfs.Identity    `json:"log"`
@@ -107,7 +115,8 @@ type summaryWriter struct {
 }
 
 // write replaces the file's content with sf, padding with spaces over any
-// longer previous content. It does not sync.
+// longer previous content. It does not sync. It never writes through a
+// hard link: a file with more than one link is replaced instead.
 func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 	b, err := encodeSummaryFile(sf)
 	if err != nil {
@@ -118,13 +127,20 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 		if err != nil {
 			return err
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			_ = f.Close()
-			return err
-		}
-		w.f, w.len = f, fi.Size()
+		w.f = f
 	}
+	fi, err := w.f.Stat()
+	if err != nil {
+		w.close()
+		return err
+	}
+	if vfs.Links(fi) > 1 {
+		// Replaced, not written: the new file has one link, and the next
+		// write opens it and goes in place again.
+		w.close()
+		return vfs.WriteFileAtomic(dir, ".", SummaryFile, b, filePerm, false, "-"+randomSuffix())
+	}
+	w.len = fi.Size()
 	if pad := w.len - int64(len(b)); pad > 0 {
 		b = append(b, bytes.Repeat([]byte(" "), int(pad))...)
 	}

@@ -1,6 +1,7 @@
 package jsonlstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/unprivtest"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // Permission and symlink checks prove nothing as root, which CI runs as:
@@ -26,7 +29,9 @@ import (
 func TestPermissionTestsUnprivileged(t *testing.T) {
 	unprivtest.Run(t, unprivtest.Nobody, nil,
 		"TestPermissions", "TestSymlinksRefused", "TestBadInputWritesNothing",
-		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError")
+		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError", "TestUnreadableSessionNeverBlocksTheStore",
+		"TestSummaryNeverWrittenThroughLink", "TestHardLinkedLogRefused", "TestRepairSweepsOnlyOurLeftovers",
+		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing", "TestAcquireSweepsOnlyOurTemps")
 }
 
 // TestUmaskDoesNotLoosenModes: every directory the store creates is 0700
@@ -161,4 +166,160 @@ func TestOtherUserCannotRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint32(unprivtest.Nobody), fi.Sys().(*syscall.Stat_t).Uid, "created by nobody")
 	unprivtest.Run(t, unprivtest.Other, []string{roleEnv + "=read", storeEnv + "=" + store}, "TestOtherUserCannotRead")
+}
+
+// TestRootLeavesFilesToOwner: root working on another user's store —
+// compacting (archive/, segments, manifest, a new log), repairing
+// (forensic/, the cut bytes, summary.json moved aside), recovering a torn
+// tail, appending (summary.json), creating and deleting sessions — leaves
+// every file and directory it creates to the store's owner, who then
+// lists, verifies and drives every session as before. Run as root, it
+// creates the store as nobody, works on it as root, and uses it as nobody
+// again.
+func TestRootLeavesFilesToOwner(t *testing.T) {
+	const (
+		roleEnv  = "JSONLSTORE_OWNER_ROLE"
+		storeEnv = "JSONLSTORE_OWNER_STORE"
+	)
+	ctx := context.Background()
+	ids := []session.SessionID{"compacted", "repaired", "recovered"}
+	switch os.Getenv(roleEnv) {
+	case "create":
+		st, err := Open(os.Getenv(storeEnv), Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		for _, id := range ids {
+			toolSession(t, st, id, 5)
+		}
+		return
+	case "use":
+		st, err := Open(os.Getenv(storeEnv), Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		page, err := st.List(ctx, summary.Query{})
+		require.NoError(t, err)
+		require.Empty(t, page.Unreadable)
+		require.Len(t, page.Items, len(ids)+1)
+		rep, err := st.Verify(ctx)
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "%+v", rep)
+		for _, s := range page.Items {
+			w, err := st.Acquire(ctx, s.ID, sessionstore.AcquireOptions{})
+			require.NoError(t, err, "the owner drives %s", s.ID)
+			_, err = w.Append(ctx, w.Revision(), snapOf(t, sessiontest.New(string(s.ID))))
+			require.NoError(t, err)
+			require.NoError(t, w.Release(ctx))
+		}
+		return
+	}
+	if !unprivtest.Root() {
+		t.Skipf("needs root to act as root and as another user (uid %d)", os.Geteuid())
+	}
+	root := filepath.Join(unprivtest.OwnedDir(t, unprivtest.Nobody), "store")
+	unprivtest.Run(t, unprivtest.Nobody, []string{roleEnv + "=create", storeEnv + "=" + root}, "TestRootLeavesFilesToOwner")
+
+	st, err := Open(root, Options{})
+	require.NoError(t, err, "root opens any user's store")
+	defer st.Close()
+	_, err = st.Compact(ctx, "compacted", CompactPolicy{KeepLast: 1}, 0)
+	require.NoError(t, err)
+	logOf := func(id session.SessionID) string { return filepath.Join(root, string(id), LogFile) }
+	data, err := os.ReadFile(logOf("repaired"))
+	require.NoError(t, err)
+	toolFlip(t, logOf("repaired"), int64(bytes.IndexByte(data, '\n')+20)) // revision 2
+	_, err = st.Repair(ctx, "repaired", RepairOptions{TruncateAtCorruption: true})
+	require.NoError(t, err)
+	f, err := os.OpenFile(logOf("recovered"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"v":1,"sch`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Remove(filepath.Join(root, "recovered", SummaryFile)))
+	w, err := st.Acquire(ctx, "recovered", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, w.Recovery().ForensicFile)
+	_, err = w.Append(ctx, w.Revision(), snapOf(t, sessiontest.New("recovered")))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	toolSession(t, st, "by-root", 2)
+	toolSession(t, st, "deleted", 1)
+	w, err = st.Acquire(ctx, "deleted", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Delete(ctx))
+
+	kinds := map[string]bool{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		fi, err := os.Lstat(p)
+		require.NoError(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		require.Equal(t, [2]uint32{unprivtest.Nobody, unprivtest.Nobody}, [2]uint32{st.Uid, st.Gid}, "owner of %s", p)
+		kinds[filepath.Base(filepath.Dir(p))+"/"+d.Name()] = true
+		return nil
+	}))
+	for _, name := range []string{"compacted/" + ArchiveDir, ArchiveDir + "/" + manifestFile, "repaired/" + ForensicDir, "by-root/" + LogFile, "recovered/" + SummaryFile} {
+		require.True(t, kinds[name], "%s was checked: %v", name, kinds)
+	}
+	unprivtest.Run(t, unprivtest.Nobody, []string{roleEnv + "=use", storeEnv + "=" + root}, "TestRootLeavesFilesToOwner")
+}
+
+// TestUnreadableSessionNeverBlocksTheStore: a session whose log the user
+// may not read (as one root left behind, 0600 and root's, would be) is
+// reported by List, Watch, Verify and Backup as unreadable, with an error
+// matching fs.ErrPermission and not as corruption, and the other sessions
+// are dealt with as usual. Meaningful only unprivileged: root reads it
+// anyway.
+func TestUnreadableSessionNeverBlocksTheStore(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file; TestPermissionTestsUnprivileged runs this as nobody")
+	}
+	ctx := context.Background()
+	st := openTestStore(t)
+	toolSession(t, st, "a", 2)
+	toolSession(t, st, "locked", 2)
+	toolSession(t, st, "c", 2)
+	logPath := filepath.Join(st.Dir(), "locked", LogFile)
+	require.NoError(t, os.Remove(filepath.Join(st.Dir(), "locked", SummaryFile)))
+	require.NoError(t, os.Chmod(logPath, 0))
+	t.Cleanup(func() { require.NoError(t, os.Chmod(logPath, 0o600)) })
+	isLocked := func(us []summary.Unreadable) {
+		t.Helper()
+		require.Len(t, us, 1, "%+v", us)
+		require.Equal(t, session.SessionID("locked"), us[0].ID)
+		require.ErrorIs(t, us[0].Err, fs.ErrPermission)
+		var ce *sessionstore.CorruptionError
+		require.False(t, errors.As(us[0].Err, &ce), "a permission problem is not corruption: %v", us[0].Err)
+	}
+
+	page, err := st.List(ctx, summary.Query{Order: summary.OrderIDAsc})
+	require.NoError(t, err)
+	require.Equal(t, []session.SessionID{"a", "c"}, idsOf(page.Items))
+	isLocked(page.Unreadable)
+	rep, err := st.Verify(ctx)
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	require.Len(t, rep.Sessions, 2)
+	isLocked(rep.Unreadable)
+	brep, err := st.Backup(ctx, filepath.Join(t.TempDir(), "backup"))
+	require.NoError(t, err)
+	require.Len(t, brep.Sessions, 2)
+	isLocked(brep.Unreadable)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := st.Watch(wctx)
+	require.NoError(t, err)
+	within(t, 10*time.Second, "watch", func() {
+		for c := range ch {
+			if c.ID == "locked" {
+				require.NotNil(t, c.Unreadable)
+				isLocked([]summary.Unreadable{*c.Unreadable})
+				return
+			}
+		}
+	})
+	page, err = st.List(ctx, summary.Query{Order: summary.OrderIDAsc})
+	require.NoError(t, err)
+	require.Equal(t, []session.SessionID{"a", "c"}, idsOf(page.Items))
+	isLocked(page.Unreadable)
 }

@@ -20,9 +20,13 @@ import (
 // VerifyReport is what Verify found, session by session.
 type VerifyReport struct {
 	Sessions []SessionVerifyReport `json:"sessions"`
+	// Unreadable lists the sessions Verify could not check (a file it may
+	// not read, an I/O error), with the reason; each counts as a problem.
+	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
 }
 
-// OK reports whether every verified session is sound.
+// OK reports whether every verified session is sound and every session
+// could be checked.
 func (r *VerifyReport) OK() bool { return r.ProblemCount() == 0 }
 
 // NewerCount is the number of sessions written (in part) by a newer
@@ -37,9 +41,10 @@ func (r *VerifyReport) NewerCount() int {
 	return n
 }
 
-// ProblemCount is the number of problems over all sessions.
+// ProblemCount is the number of problems over all sessions, each
+// unreadable session counted as one.
 func (r *VerifyReport) ProblemCount() int {
-	n := 0
+	n := len(r.Unreadable)
 	for i := range r.Sessions {
 		n += len(r.Sessions[i].Problems)
 	}
@@ -110,17 +115,22 @@ func findingOf(ce *sessionstore.CorruptionError) Finding {
 // rebuilds exactly the snapshot it names, that each snapshot decodes and
 // restores to a Session, that the bytes
 // after the last record are an uncommitted tail and not damage, and that a
-// summary.json written for the log on disk agrees with it.
+// summary.json written for the log on disk agrees with it. A session whose
+// log is missing or is not a regular file is a problem; one whose log or
+// summary.json shares its file with another name (a hard link) gets a
+// note.
 //
 // Verify is a reader: it takes no lease, modifies nothing, and is safe on
 // a live store. Like every read it confirms an anomaly on a fresh view of
 // the log before reporting it, so writers appending and new holders
 // recovering while it runs cause no false alarm.
 //
-// Findings go into the report; the error is for what kept Verify from
-// checking: a done context, a closed store, an invalid or unknown ID among
-// ids (a session deleted while Verify lists all sessions is skipped), I/O
-// errors.
+// Findings go into the report. A session Verify cannot check (a
+// permission or I/O error) goes into its Unreadable list, and Verify goes
+// on with the others. The error is for what kept Verify from checking at
+// all: a done context, a closed store, an invalid or unknown ID among ids
+// (a session deleted while Verify lists all sessions is skipped), a root
+// it cannot list.
 func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyReport, error) {
 	var rep VerifyReport
 	_, err := s.forSessions(ids, func(id session.SessionID) error {
@@ -129,7 +139,7 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyRep
 			rep.Sessions = append(rep.Sessions, sr)
 		}
 		return err
-	})
+	}, &rep.Unreadable)
 	return rep, err
 }
 
@@ -145,7 +155,7 @@ func (s *Store) verifySession(ctx context.Context, id session.SessionID) (Sessio
 		return sr, err
 	}
 	for _, part := range []func(context.Context, session.SessionID, *SessionVerifyReport) error{
-		s.verifyLog, s.verifyArchives, s.verifyForensic,
+		s.verifyLog, s.verifyLinks, s.verifyArchives, s.verifyForensic,
 	} {
 		if err := part(ctx, id, &sr); err != nil {
 			return sr, err

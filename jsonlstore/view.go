@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -72,6 +71,9 @@ func openView(fsys vfs.FS, id session.SessionID, maxPayload int) (*view, error) 
 		return nil, err
 	}
 	fi, err := f.Stat()
+	if err == nil {
+		err = kindErr(name, fi) // a directory opens, but is no log
+	}
 	if err != nil {
 		_ = f.Close()
 		return nil, err
@@ -122,11 +124,8 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 		}
 		v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				if xerr := s.exists(id); xerr != nil {
-					return xerr
-				}
-				return s.missingLog(id)
+			if lerr := s.logErr(id, err); lerr != nil {
+				return lerr // gone, not a session, or damaged (damage.go)
 			}
 			return fmt.Errorf("jsonlstore: read %s: %w", id, err)
 		}
@@ -148,11 +147,6 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 		}
 		return err
 	}
-}
-
-// missingLog is the error for a session directory without a log.
-func (s *Store) missingLog(id session.SessionID) error {
-	return fmt.Errorf("%w: session %s has no log", sessionstore.ErrNotFound, id)
 }
 
 // evidence is what summary.json, when written for the very log file v

@@ -3,6 +3,7 @@ package jsonlstore
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -402,24 +403,21 @@ func (w *watcher) track(id session.SessionID) *tracked {
 
 // refresh brings the index up to date with session id on disk: it
 // recomputes the summary if the log changed since it was last computed,
-// and forgets the session if its directory is gone.
+// marks the session unreadable if it cannot be read (damage.go), and
+// forgets it if its directory is gone or holds no session.
 func (w *watcher) refresh(id session.SessionID) {
 	t := w.sessions[id]
-	fi, err := w.s.fs.Lstat(logPath(id))
-	if err != nil || !fi.Mode().IsRegular() {
-		if w.s.exists(id) != nil {
-			w.forget(id)
-		} else if t != nil {
-			// A directory without a readable log lists nothing; look
-			// again when something changes.
-			t.log = logState{}
-			w.drop(id)
-		}
+	fi, ferr := w.s.statLog(id)
+	if errors.Is(ferr, sessionstore.ErrNotFound) {
+		w.forget(id)
 		return
 	}
-	st := logState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if t != nil && t.log == st {
-		return
+	var st logState // zero for a log that is not there: recomputed at every look
+	if ferr == nil {
+		st = logState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+		if t != nil && t.log == st {
+			return
+		}
 	}
 	dfi, err := w.s.fs.Lstat(sessionDir(id))
 	if err != nil || !dfi.IsDir() {
@@ -438,30 +436,43 @@ func (w *watcher) refresh(id session.SessionID) {
 	// Watch before reading: a change after this point sends an event, one
 	// before it is in what summaryOf reads.
 	w.watchSession(id, t)
+	if ferr != nil {
+		t.log = logState{}
+		w.unreadable(id, ferr)
+		return
+	}
 	t.computed = time.Now()
 	if w.onRecompute != nil {
 		w.onRecompute(id)
 	}
 	sum, err := w.s.summaryOf(context.Background(), id)
-	var ce *sessionstore.CorruptionError
 	switch {
 	case err == nil:
 		t.log = st
 		w.put(sum)
 	case errors.Is(err, sessionstore.ErrNotFound):
 		w.forget(id)
-	case errors.As(err, &ce):
-		// Listed nowhere, like List does; looked at again when the log
-		// changes.
-		w.s.opts.Logger.Warn("jsonlstore: watcher skips a corrupt session", "session", id, "err", err)
-		t.log = st
-		w.drop(id)
-	default:
-		// Transient (closing, a log changing too fast): the next poll or
-		// event tries again.
-		w.s.opts.Logger.Debug("jsonlstore: watcher could not summarise a session", "session", id, "err", err)
+	case endsStoreWide(err):
+		// Closing: nothing to report.
 		t.log = logState{}
+	default:
+		// Reported, as List does (corruption, a newer program's records,
+		// a permission error), and looked at again when the log changes —
+		// or, for a permission error, at every poll: a chmod changes
+		// nothing that logState records.
+		t.log = st
+		if errors.Is(err, fs.ErrPermission) {
+			t.log = logState{}
+		}
+		w.unreadable(id, err)
 	}
+}
+
+// unreadable marks session id unreadable because of err: it leaves the
+// listing (without a deletion event) and is reported by List and Watch.
+func (w *watcher) unreadable(id session.SessionID, err error) {
+	w.dropSum(id)
+	w.ix.PutUnreadable(summary.UnreadableOf(id, err))
 }
 
 // put publishes sum. The index ignores a lower revision than the one it
@@ -488,6 +499,12 @@ func (w *watcher) put(sum summary.Summary) {
 
 // drop removes session id's summary, keeping what the watcher tracks.
 func (w *watcher) drop(id session.SessionID) {
+	w.dropSum(id)
+	w.ix.Delete(id)
+}
+
+// dropSum removes session id's summary from what List reads.
+func (w *watcher) dropSum(id session.SessionID) {
 	w.mu.Lock()
 	i, ok := w.slot[id]
 	if ok {
@@ -499,9 +516,6 @@ func (w *watcher) drop(id session.SessionID) {
 		delete(w.slot, id)
 	}
 	w.mu.Unlock()
-	if ok {
-		w.ix.Delete(id)
-	}
 }
 
 // forget removes session id altogether: its directory is gone.

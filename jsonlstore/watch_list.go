@@ -66,8 +66,9 @@ type scanned struct {
 	// sum is the full summary when checked, else only the fields that
 	// filters and orders read (summaryKeys.ranked).
 	sum     summary.Summary
-	listed  bool // false: gone, corrupt
-	checked bool // sum was checked as summaryOf checks it
+	listed  bool  // false: gone, or unreadable
+	bad     error // why it is unreadable (a damaged log, a permission error); nil otherwise
+	checked bool  // sum was checked as summaryOf checks it
 }
 
 // listScan answers q by reading every session's summary from disk.
@@ -109,10 +110,10 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 			}
 			sum, err := s.summaryOf(ctx, c.id)
 			if err != nil {
-				if skip, err := s.skippable(c.id, err); !skip {
+				if endsStoreWide(err) {
 					return summary.Page{}, err
 				}
-				c.listed, changed = false, true
+				c.listed, c.bad, changed = false, unlistedErr(err), true
 				continue
 			}
 			if !sameRank(&c.sum, &sum) {
@@ -127,6 +128,11 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 		page := summary.Page{Items: make([]summary.Summary, len(entries)), Next: next}
 		for j, i := range entries {
 			page.Items[j] = all[i].sum
+		}
+		for i := range all { // in ID order, as sessionIDs lists them
+			if all[i].bad != nil {
+				page.Unreadable = append(page.Unreadable, summary.UnreadableOf(all[i].id, all[i].bad))
+			}
 		}
 		s.fillLeases(ctx, page.Items)
 		return page, nil
@@ -152,26 +158,24 @@ func (s *Store) scanSession(ctx context.Context, id session.SessionID) (scanned,
 	}
 	sum, err := s.summaryOf(ctx, id)
 	if err != nil {
-		if skip, err := s.skippable(id, err); !skip {
+		if endsStoreWide(err) {
 			return scanned{}, err
 		}
-		return scanned{id: id}, nil
+		return scanned{id: id, bad: unlistedErr(err)}, nil
 	}
 	return scanned{id: id, sum: sum, listed: true, checked: true}, nil
 }
 
-// skippable reports whether a listing leaves out a session whose summary
-// failed with err: deleted meanwhile, or corrupt (logged).
-func (s *Store) skippable(id session.SessionID, err error) (bool, error) {
+// unlistedErr returns why a listing cannot list a session whose summary
+// failed with err, for Page.Unreadable: nil for ErrNotFound (deleted
+// meanwhile, or not a session), which a listing leaves out silently;
+// err itself for anything else (damage, a permission error), which it
+// reports.
+func unlistedErr(err error) error {
 	if errors.Is(err, sessionstore.ErrNotFound) {
-		return true, nil
+		return nil
 	}
-	var ce *sessionstore.CorruptionError
-	if errors.As(err, &ce) {
-		s.opts.Logger.Warn("jsonlstore: listing skips a corrupt session", "session", id, "err", err)
-		return true, nil
-	}
-	return false, err
+	return err
 }
 
 // sameRank reports whether a and b filter and order alike.

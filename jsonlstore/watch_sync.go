@@ -133,5 +133,5 @@ func (w *watcher) page(q summary.Query) (summary.Page, error) {
 		items[j] = w.sums[i]
 	}
 	w.mu.RUnlock()
-	return summary.Page{Items: items, Next: next}, nil
+	return summary.Page{Items: items, Next: next, Unreadable: w.ix.Unreadable()}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -64,18 +65,19 @@ func (w *writer) usableLocked() error {
 
 // fenceLocked checks, before a write, that the lease is still this
 // holder's and that the descriptor still refers to the session's log file
-// (not one replaced or moved away under it).
-func (w *writer) fenceLocked() error {
+// (not one replaced or moved away under it). It returns what it found at
+// the log's name.
+func (w *writer) fenceLocked() (fs.FileInfo, error) {
 	if err := w.lease.Check(); err != nil {
 		w.lost = fmt.Errorf("%w: session %s: %w", sessionstore.ErrLeaseLost, w.id, err)
-		return w.lost
+		return nil, w.lost
 	}
 	fi, err := w.dir.Lstat(LogFile)
 	if err != nil || vfs.IdentityOf(fi) != w.logID {
 		w.lost = fmt.Errorf("%w: session %s: log file replaced or removed", sessionstore.ErrLeaseLost, w.id)
-		return w.lost
+		return nil, w.lost
 	}
-	return nil
+	return fi, nil
 }
 
 // Append writes snap as revision expected+1 with one write to the
@@ -103,7 +105,14 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	if err != nil {
 		return 0, err
 	}
-	if err := w.fenceLocked(); err != nil {
+	fi, err := w.fenceLocked()
+	if err != nil {
+		return 0, err
+	}
+	// A hard link made since Acquire: writing would change the other name
+	// too. Nothing is written, and the writer stays usable once the log
+	// has a file of its own again.
+	if err := linkErr(w.id, fi); err != nil {
 		return 0, err
 	}
 	rec := rawRecord{Meta: meta{
@@ -183,7 +192,7 @@ func (w *writer) Heartbeat(ctx context.Context) error {
 	if err := w.usableLocked(); err != nil && !errors.Is(err, sessionstore.ErrWriterFailed) {
 		return err
 	}
-	if err := w.fenceLocked(); err != nil {
+	if _, err := w.fenceLocked(); err != nil {
 		return err
 	}
 	if err := w.lease.Heartbeat(ctx); err != nil {
@@ -226,7 +235,7 @@ func (w *writer) Delete(ctx context.Context) error {
 	if err := w.usableLocked(); err != nil && !errors.Is(err, sessionstore.ErrWriterFailed) {
 		return err
 	}
-	if err := w.fenceLocked(); err != nil {
+	if _, err := w.fenceLocked(); err != nil {
 		return err
 	}
 	s := w.s

@@ -29,6 +29,12 @@ type Harness struct {
 	// ErrLeaseLost, and the next acquirer must see the previous lease as
 	// stale. Required.
 	Supersede func(t *testing.T, s sessionstore.Store, id session.SessionID)
+
+	// Damage makes session id's records unreadable, as damage outside the
+	// store's control would (a file store's log deleted). Optional: an
+	// adapter whose records cannot be damaged that way leaves it nil, and
+	// the checks that need it skip.
+	Damage func(t *testing.T, s sessionstore.Store, id session.SessionID)
 }
 
 // check is one contract check: a named subtest run on a fresh store.
@@ -49,6 +55,7 @@ func checks() []check {
 	all = append(all, watchChecks...)
 	all = append(all, inputChecks...)
 	all = append(all, lifecycleChecks...)
+	all = append(all, damageChecks...)
 	return all
 }
 
@@ -207,6 +214,7 @@ func (f *fixture) listAll(q summary.Query) []summary.Summary {
 	for range 100_000 {
 		p, err := f.s.List(f.ctx, q)
 		require.NoError(f.t, err, "List")
+		require.Empty(f.t, p.Unreadable, "List reports unreadable sessions in a store where every session reads")
 		all = append(all, p.Items...)
 		if p.Next == "" {
 			return all

@@ -17,7 +17,9 @@
 //	sub := ix.Subscribe(ctx) // the current state first, then changes
 //	defer sub.Close()
 //	for c := range sub.C() {
-//		// c.Deleted, or c.Summary is c.ID's latest summary
+//		// c.Deleted, c.Unreadable (it exists but cannot be read), or
+//		// c.Summary is c.ID's latest summary
+//		mirror.Apply(c) // another Index that follows this one
 //	}
 //
 // Paging with a cursor returns every session not modified during the

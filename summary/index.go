@@ -11,14 +11,15 @@ import (
 
 // Index is an in-memory set of summaries, one per session ID, that answers
 // queries (filter, order, keyset paging) and feeds subscribers. It knows
-// nothing about where summaries come from: an adapter feeds it with Put and
-// Delete. It is safe for concurrent use.
+// nothing about where summaries come from: an adapter feeds it with Put,
+// PutUnreadable and Delete. It is safe for concurrent use.
 //
 // Query sorts the matching set per call (O(n log n)); that is cheap for the
 // tens of thousands of sessions one machine holds, and keeps Put O(1).
 type Index struct {
 	mu     sync.RWMutex
 	items  map[session.SessionID]Summary
+	bad    map[session.SessionID]Unreadable // sessions that exist but cannot be read; never in items
 	subs   map[*Subscription]struct{}
 	closed bool
 }
@@ -27,6 +28,7 @@ type Index struct {
 func NewIndex() *Index {
 	return &Index{
 		items: make(map[session.SessionID]Summary),
+		bad:   make(map[session.SessionID]Unreadable),
 		subs:  make(map[*Subscription]struct{}),
 	}
 }
@@ -35,7 +37,7 @@ func NewIndex() *Index {
 // Revision is lower than the stored one is stale (a late writer of an
 // older view) and is ignored; an equal revision replaces (lease or size
 // refresh). Subscribers are notified of every accepted Put. Put never
-// blocks on a subscriber.
+// blocks on a subscriber. A session marked unreadable reads again.
 func (ix *Index) Put(s Summary) {
 	s = clone(s)
 	ix.mu.Lock()
@@ -43,21 +45,74 @@ func (ix *Index) Put(s Summary) {
 	if old, ok := ix.items[s.ID]; ok && s.Revision < old.Revision {
 		return
 	}
+	delete(ix.bad, s.ID)
 	ix.items[s.ID] = s
 	ix.notifyLocked(Change{ID: s.ID, Summary: s})
 }
 
-// Delete removes the summary of id and notifies subscribers. It reports
-// whether there was one.
+// PutUnreadable records that session u.ID exists but cannot be read: its
+// summary, if any, is removed, queries report it in Page.Unreadable, and
+// subscribers get a Change with Unreadable set — unless it was already
+// unreadable for the same reason. A later Put or Delete ends it.
+func (ix *Index) PutUnreadable(u Unreadable) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old, ok := ix.bad[u.ID]; ok && old.Reason == u.Reason {
+		return
+	}
+	delete(ix.items, u.ID)
+	ix.bad[u.ID] = u
+	ix.notifyLocked(Change{ID: u.ID, Unreadable: &u})
+}
+
+// Delete removes the summary of id (or its unreadable mark) and notifies
+// subscribers. It reports whether there was one.
 func (ix *Index) Delete(id session.SessionID) bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if _, ok := ix.items[id]; !ok {
+	_, had := ix.items[id]
+	_, bad := ix.bad[id]
+	if !had && !bad {
 		return false
 	}
 	delete(ix.items, id)
+	delete(ix.bad, id)
 	ix.notifyLocked(Change{ID: id, Deleted: true})
 	return true
+}
+
+// Apply applies a Change from a subscription (of this index or another):
+// Delete, PutUnreadable or Put, as the change says.
+func (ix *Index) Apply(c Change) {
+	switch {
+	case c.Deleted:
+		ix.Delete(c.ID)
+	case c.Unreadable != nil:
+		u := *c.Unreadable
+		u.ID = c.ID
+		ix.PutUnreadable(u)
+	default:
+		ix.Put(c.Summary)
+	}
+}
+
+// Unreadable returns the sessions marked unreadable, in ID order.
+func (ix *Index) Unreadable() []Unreadable {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.unreadableLocked()
+}
+
+func (ix *Index) unreadableLocked() []Unreadable {
+	if len(ix.bad) == 0 {
+		return nil
+	}
+	out := make([]Unreadable, 0, len(ix.bad))
+	for _, u := range ix.bad {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b Unreadable) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Get returns the summary stored for id.
@@ -71,7 +126,7 @@ func (ix *Index) Get(id session.SessionID) (Summary, bool) {
 	return clone(s), true
 }
 
-// Len returns the number of summaries.
+// Len returns the number of summaries (unreadable sessions not counted).
 func (ix *Index) Len() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -99,6 +154,7 @@ func (ix *Index) Query(q Query) (Page, error) {
 	}
 	var matched []entry
 	ix.mu.RLock()
+	bad := ix.unreadableLocked()
 	for id := range ix.items {
 		s := ix.items[id]
 		if !q.Match(&s) {
@@ -113,7 +169,7 @@ func (ix *Index) Query(q Query) (Page, error) {
 	ix.mu.RUnlock()
 
 	slices.SortFunc(matched, func(a, b entry) int { return Compare(q.Order, a.key, b.key) })
-	page := Page{Items: make([]Summary, 0, min(len(matched), q.Limit))}
+	page := Page{Items: make([]Summary, 0, min(len(matched), q.Limit)), Unreadable: bad}
 	for _, e := range matched[:min(len(matched), q.Limit)] {
 		page.Items = append(page.Items, clone(e.s))
 	}
@@ -151,12 +207,19 @@ func (ix *Index) Subscribe(ctx context.Context) *Subscription {
 	// The initial state is queued under the same lock that registers the
 	// subscription, so no Put can fall between the two. IDs go in ID order
 	// so that the first deliveries are deterministic.
-	ids := make([]session.SessionID, 0, len(ix.items))
+	ids := make([]session.SessionID, 0, len(ix.items)+len(ix.bad))
 	for id := range ix.items {
+		ids = append(ids, id)
+	}
+	for id := range ix.bad {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b session.SessionID) int { return cmp.Compare(a, b) })
 	for _, id := range ids {
+		if u, ok := ix.bad[id]; ok {
+			sub.pushLocked(Change{ID: id, Unreadable: &u})
+			continue
+		}
 		sub.pushLocked(Change{ID: id, Summary: ix.items[id]})
 	}
 	ix.subs[sub] = struct{}{}
@@ -290,6 +353,10 @@ func (s *Subscription) run(ctx context.Context) {
 		// Deliver a private copy: the receiver may keep and mutate it.
 		c := p.c
 		c.Summary = clone(c.Summary)
+		if c.Unreadable != nil {
+			u := *c.Unreadable
+			c.Unreadable = &u
+		}
 		select {
 		case s.ch <- c:
 			s.sent(p)

@@ -3,6 +3,7 @@ package summary_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -711,4 +712,79 @@ func TestPutDoesNotBlockOnSubscriber(t *testing.T) {
 		}
 		require.Equal(t, 10_000, n)
 	})
+}
+
+// TestIndexUnreadable: a session marked unreadable leaves the listing and
+// is reported on every page, whatever the query; subscribers are told
+// (once per reason), a new subscriber first; a Put makes it read again
+// and a Delete forgets it. Apply replays a subscription into another
+// index.
+func TestIndexUnreadable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ix := summary.NewIndex()
+		ix.Put(sum("a", 1))
+		ix.Put(sum("b", 3))
+		ix.Put(sum("c", 1))
+		cause := errors.New("log.jsonl is missing")
+		ix.PutUnreadable(summary.UnreadableOf("b", cause))
+		ix.PutUnreadable(summary.UnreadableOf("z", cause)) // never had a summary
+
+		page, err := ix.Query(summary.Query{Order: summary.OrderIDAsc, Limit: 1})
+		require.NoError(t, err)
+		require.Equal(t, []session.SessionID{"a"}, idsOf(page.Items))
+		require.Equal(t, []session.SessionID{"b", "z"}, unreadableIDs(page.Unreadable))
+		require.ErrorIs(t, page.Unreadable[0].Err, cause)
+		require.Equal(t, cause.Error(), page.Unreadable[0].Reason)
+		page, err = ix.Query(summary.Query{Order: summary.OrderIDAsc, Limit: 1, Cursor: page.Next})
+		require.NoError(t, err)
+		require.Equal(t, []session.SessionID{"c"}, idsOf(page.Items))
+		require.Equal(t, []session.SessionID{"b", "z"}, unreadableIDs(page.Unreadable), "every page reports them")
+		require.Equal(t, 2, ix.Len())
+		_, ok := ix.Get("b")
+		require.False(t, ok)
+
+		sub := ix.Subscribe(t.Context())
+		defer sub.Close()
+		mirror := summary.NewIndex()
+		for _, want := range []session.SessionID{"a", "b", "c", "z"} {
+			c := recv(t, sub)
+			require.Equal(t, want, c.ID)
+			require.Equal(t, want == "b" || want == "z", c.Unreadable != nil, "%+v", c)
+			mirror.Apply(c)
+		}
+		requireQuiet(t, sub)
+		require.Equal(t, ix.Unreadable(), mirror.Unreadable())
+
+		ix.PutUnreadable(summary.UnreadableOf("b", cause)) // the same again: no event
+		requireQuiet(t, sub)
+		ix.PutUnreadable(summary.UnreadableOf("a", errors.New("permission denied")))
+		c := recv(t, sub)
+		require.Equal(t, session.SessionID("a"), c.ID)
+		require.Equal(t, "permission denied", c.Unreadable.Reason)
+		require.Zero(t, c.Summary)
+
+		ix.Put(sum("b", 1)) // reads again, at whatever revision
+		c = recv(t, sub)
+		require.Equal(t, summary.Change{ID: "b", Summary: sum("b", 1)}, c)
+		require.True(t, ix.Delete("z"))
+		require.Equal(t, summary.Change{ID: "z", Deleted: true}, recv(t, sub))
+		require.False(t, ix.Delete("z"))
+		require.Equal(t, []session.SessionID{"a"}, unreadableIDs(ix.Unreadable()))
+	})
+}
+
+func idsOf(items []summary.Summary) []session.SessionID {
+	out := make([]session.SessionID, len(items))
+	for i := range items {
+		out[i] = items[i].ID
+	}
+	return out
+}
+
+func unreadableIDs(us []summary.Unreadable) []session.SessionID {
+	out := make([]session.SessionID, len(us))
+	for i := range us {
+		out[i] = us[i].ID
+	}
+	return out
 }

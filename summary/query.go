@@ -63,6 +63,32 @@ type Page struct {
 	// Paging with it returns every session not modified during the paging
 	// exactly once.
 	Next string `json:"next,omitempty"`
+	// Unreadable lists, in ID order, the sessions that exist but that the
+	// store could not read when it made the page (a damaged or missing
+	// log, a file the caller may not read). They have no summary, so they
+	// match no filter and have no place in any order: every page of a
+	// listing repeats them, whatever its query. Empty when every session
+	// reads.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
+}
+
+// Unreadable is a session that exists but could not be read: the store
+// cannot say what it holds, and reports it rather than leave it out.
+type Unreadable struct {
+	ID session.SessionID `json:"id"`
+	// Reason says what is wrong, for people.
+	Reason string `json:"reason"`
+	// Err is the error reading the session met, for errors.Is and
+	// errors.As (a *sessionstore.CorruptionError for damage, an error
+	// matching fs.ErrPermission for a file the caller may not read); nil
+	// when the value was decoded from JSON.
+	Err error `json:"-"`
+}
+
+// UnreadableOf describes session id, which could not be read because of
+// err.
+func UnreadableOf(id session.SessionID, err error) Unreadable {
+	return Unreadable{ID: id, Reason: err.Error(), Err: err}
 }
 
 // Normalize validates q and fills in defaults.

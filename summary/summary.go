@@ -122,12 +122,17 @@ func Project(snap *sessnap.Snapshot, revision, generation uint64, updatedAt time
 }
 
 // Change is a level-triggered change event: the current state of one
-// session (its latest summary) or its deletion. Changes may be coalesced: a
-// watcher sees the latest state of each changed session, not every
-// revision, and never counts events per append.
+// session (its latest summary, or that it cannot be read) or its deletion.
+// Changes may be coalesced: a watcher sees the latest state of each
+// changed session, not every revision, and never counts events per append.
 type Change struct {
 	ID      session.SessionID `json:"id"`
 	Deleted bool              `json:"deleted,omitempty"`
-	// Summary is the session's latest summary; zero when Deleted.
+	// Unreadable, when set, says that the session exists but cannot be
+	// read (see Page.Unreadable); Summary is zero then. A later Change
+	// with a summary means that it reads again.
+	Unreadable *Unreadable `json:"unreadable,omitempty"`
+	// Summary is the session's latest summary; zero when Deleted or
+	// Unreadable.
 	Summary Summary `json:"summary,omitzero"`
 }

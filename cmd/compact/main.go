@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,7 +39,9 @@ const usageText = `Usage: compact [--keep-last N] [--keep-since D] [--wait D] [-
 Trim old revisions of sessions (all of them when no ID is given) into zstd
 archives. A revision is kept when any rule keeps it; the latest always is.
 Trimmed revisions stay readable. At least one of --keep-last and
---keep-since is required.
+--keep-since is required. A session that cannot be read (a damaged or
+missing log, a file this user may not read) is reported as failed, and the
+others are compacted.
 
 Flags:
   --keep-last N    keep each session's last N revisions
@@ -97,6 +101,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, s := range work {
 		if ctx.Err() != nil {
 			out.add(result{CompactReport: jsonlstore.CompactReport{ID: s.id}, Error: "not attempted: " + ctx.Err().Error()})
+			continue
+		}
+		if s.unreadable != "" {
+			// Reported as a failure, and the others go on.
+			out.add(result{CompactReport: jsonlstore.CompactReport{ID: s.id}, Error: "cannot be read: " + s.unreadable})
 			continue
 		}
 		bar.start(s)
@@ -235,14 +244,17 @@ func fail(stderr io.Writer, err error) int {
 	return exitFail
 }
 
-// target is a session to compact and the size of its log (for progress).
+// target is a session to compact and the size of its log (for progress),
+// or one the listing could not read, and why.
 type target struct {
-	id       session.SessionID
-	logBytes int64
+	id         session.SessionID
+	logBytes   int64
+	unreadable string
 }
 
 // sessions returns the sessions to compact: ids, or every session of the
-// store, with their log sizes as the listing knows them.
+// store (in ID order, those the listing could not read included), with
+// their log sizes as the listing knows them.
 func sessions(ctx context.Context, st *jsonlstore.Store, ids []session.SessionID) ([]target, error) {
 	sizes := map[session.SessionID]int64{}
 	var all []target
@@ -254,19 +266,24 @@ func sessions(ctx context.Context, st *jsonlstore.Store, ids []session.SessionID
 		}
 		for _, s := range page.Items {
 			sizes[s.ID] = s.Sizes.LogBytes
-			all = append(all, target{s.ID, s.Sizes.LogBytes})
+			all = append(all, target{id: s.ID, logBytes: s.Sizes.LogBytes})
 		}
 		if page.Next == "" {
+			// Every page lists the unreadable sessions: take the last's.
+			for _, u := range page.Unreadable {
+				all = append(all, target{id: u.ID, unreadable: u.Reason})
+			}
 			break
 		}
 		q.Cursor = page.Next
 	}
 	if len(ids) == 0 {
+		slices.SortFunc(all, func(a, b target) int { return cmp.Compare(a.id, b.id) })
 		return all, nil
 	}
 	var out []target
 	for _, id := range ids {
-		out = append(out, target{id, sizes[id]})
+		out = append(out, target{id: id, logBytes: sizes[id]})
 	}
 	return out, nil
 }

@@ -17,13 +17,16 @@ verifies the copy. Each session's copy is consistent even while agents
 append and compactions run: its log and its archives agree, and it holds
 every revision from 1 up to the moment its log was opened, each exactly
 once. Lease, summary and forensic files are not copied; the copy's first
-lease holder starts above every generation in its log.
+lease holder starts above every generation in its log. A session that cannot
+be read (a damaged or missing log, a file this user may not read) is not
+copied: it is reported, and the others are. DEST must lie outside the store.
 
 When no compaction can run, 'cp -r' of the store is enough (see README);
 'backup' is the way that is always safe.
 
 Exit status: 0 when every session was copied and the copy verifies, 1 when
-the copy failed or does not verify, 2 on a usage error.`
+the copy failed, a session could not be read, or the copy does not verify,
+2 on a usage error.`
 
 func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("backup", backupDoc, stdout, stderr)
@@ -55,7 +58,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		} else {
 			printBackup(stdout, &rep)
 		}
-		if !rep.Verify.OK() {
+		if !rep.OK() {
 			return exitFail
 		}
 		return exitOK
@@ -76,8 +79,12 @@ func printBackup(w io.Writer, rep *jsonlstore.BackupReport) {
 	for _, id := range slices.Sorted(maps.Keys(rep.Skipped)) {
 		fmt.Fprintf(w, "%s: skipped, %s\n", id, rep.Skipped[id])
 	}
+	printUnreadable(w, rep.Unreadable)
 	fmt.Fprintf(w, "%d sessions copied to %s (log %s, archives %s)\n",
 		len(rep.Sessions), rep.Dest, humanBytes(logBytes), humanBytes(archiveBytes))
+	if n := len(rep.Unreadable); n > 0 {
+		fmt.Fprintf(w, "%d sessions could not be read and were NOT copied\n", n)
+	}
 	if !rep.Verify.OK() {
 		fmt.Fprintln(w, "the copy does NOT verify:")
 		printVerify(w, &rep.Verify, true)

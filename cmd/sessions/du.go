@@ -32,6 +32,7 @@ func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return c.fail(err)
 		}
+		c.warnUnreadable(rep.Unreadable)
 		if *asJSON {
 			if rep.Sessions == nil {
 				rep.Sessions = []jsonlstore.SessionDU{}

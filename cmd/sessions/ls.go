@@ -19,9 +19,10 @@ the session).
 
 Filters repeat or take comma-separated values (--state running,awaiting).
 A listing is paged: when more sessions match, the cursor for the next page
-is printed on stderr (in the "next" field with --json). A corrupt session is
-left out of the listing, with a warning on stderr; 'sessions verify' says
-more.`
+is printed on stderr (in the "next" field with --json). A session that
+cannot be read (a damaged or missing log, a file this user may not read) has
+no row: a warning on stderr names it and says why (with --json, it is also
+in the "unreadable" field), on every page; 'sessions verify' says more.`
 
 // queryFlags are the filter and paging flags of ls and watch.
 type queryFlags struct {
@@ -105,6 +106,7 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return c.fail(err)
 		}
+		c.warnUnreadable(page.Unreadable)
 		if *asJSON {
 			if page.Items == nil {
 				page.Items = []summary.Summary{}

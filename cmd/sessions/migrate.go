@@ -25,6 +25,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 const migrateUsage = "--from DIR|DSN --to DSN|DIR [ID...] [--json]  |  --schema --to DSN"
@@ -43,6 +44,8 @@ A PostgreSQL destination is migrated to this program's schema first; with
 agents open the store). A session that already exists at the destination is
 an error: nothing is overwritten. Copied sessions start with a free lease,
 and their next holder gets a generation above every one in their records.
+A session that fails to copy (a damaged log, a file this user may not read)
+is reported and the others are copied; the exit status is then 1.
 
 From a directory, record lines are read as every reader reads them (each
 checksum checked, archives included) and copied as they are stored; into a
@@ -56,6 +59,8 @@ type migrateReport struct {
 	To       string                 `json:"to"`
 	Schema   *pgstore.MigrateReport `json:"schema,omitempty"`
 	Sessions []migratedSession      `json:"sessions"`
+	// Failed lists the sessions that could not be copied, and why.
+	Failed []summary.Unreadable `json:"failed,omitempty"`
 }
 
 type migratedSession struct {
@@ -150,24 +155,39 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return c.fail(err)
 		}
 	}
+	all := len(pos) == 0
 	for _, id := range ids {
+		if ctx.Err() != nil {
+			return c.fail(fmt.Errorf("%w (%d sessions copied)", ctx.Err(), len(rep.Sessions)))
+		}
 		m, err := migrateSession(ctx, src, dst, id)
-		if err != nil {
-			if *asJSON {
-				_ = writeJSON(stdout, rep)
-			}
-			return c.fail(fmt.Errorf("session %s: %w (%d sessions copied before it)", id, err, len(rep.Sessions)))
+		switch {
+		case all && errors.Is(err, sessionstore.ErrNotFound):
+			continue // deleted meanwhile, or a directory that holds no session
+		case err != nil:
+			// Reported, and the others go on.
+			rep.Failed = append(rep.Failed, summary.UnreadableOf(id, err))
+			c.fail(fmt.Errorf("session %s: %w", id, err))
+			continue
 		}
 		rep.Sessions = append(rep.Sessions, m)
 		if !*asJSON {
 			fmt.Fprintf(stdout, "%s: %d records copied, verified (sha256 %s)\n", id, m.Records, m.Digest[:16])
 		}
 	}
+	code = exitOK
+	if len(rep.Failed) > 0 {
+		code = exitFail
+	}
 	if *asJSON {
 		if err := writeJSON(stdout, rep); err != nil {
 			return c.fail(err)
 		}
-		return exitOK
+		return code
+	}
+	if code != exitOK {
+		fmt.Fprintf(stdout, "%d sessions migrated from %s to %s; %d could NOT be copied (see above)\n", len(rep.Sessions), rep.From, rep.To, len(rep.Failed))
+		return code
 	}
 	fmt.Fprintf(stdout, "%d sessions migrated from %s to %s; both sides match byte for byte\n", len(rep.Sessions), rep.From, rep.To)
 	return exitOK

@@ -60,6 +60,9 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if errors.As(err, &he) {
 			return c.fail(heldError(he, "repair", *wait))
 		}
+		if errors.Is(err, jsonlstore.ErrNoLog) && !*asJSON {
+			return c.fail(noLogHint(err, id)) // nothing to cut: the report would only say so
+		}
 		if *asJSON {
 			if werr := writeJSON(stdout, rep); werr != nil {
 				return c.fail(werr)
@@ -69,6 +72,9 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		if err != nil {
 			var ce *sessionstore.CorruptionError
+			if errors.Is(err, jsonlstore.ErrNoLog) {
+				return c.fail(noLogHint(err, id))
+			}
 			if errors.As(err, &ce) && !*truncate && !*salvage && rep.Found != nil {
 				fmt.Fprintf(stderr, "sessions repair: %s is corrupt; 'sessions repair %s --salvage' keeps every revision that can be read, "+
 					"'--truncate-at-corruption' cuts the log at offset %d (removed bytes are kept in forensic/ either way)\n",

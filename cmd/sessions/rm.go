@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore"
 )
 
 const rmDoc = `
@@ -47,6 +48,8 @@ func cmdRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch {
 		case errors.As(err, &he):
 			return c.fail(heldError(he, "rm", *wait))
+		case errors.Is(err, jsonlstore.ErrNoLog):
+			return c.fail(noLogHint(err, id))
 		case errors.As(err, &ce):
 			return c.fail(fmt.Errorf("%w; 'sessions repair %s --truncate-at-corruption' frees it first", err, id))
 		case err != nil:

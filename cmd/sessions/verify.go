@@ -12,8 +12,11 @@ const verifyDoc = `
 Checks every record of the given sessions (all sessions when none is given):
 checksum and framing, the revision, generation and time sequence, that each
 snapshot decodes and restores, that the bytes after the last record are only
-an uncommitted tail, and that summary.json agrees with the log. Each problem
-is printed with its file and byte offset. Notes (an uncommitted tail, which
+an uncommitted tail, and that summary.json agrees with the log. A session
+whose log is missing, or is not a regular file, is corrupt; one that cannot
+be read at all (a file this user may not read) is reported as unreadable,
+and verify goes on with the others. Each problem is printed with its file
+and byte offset. Notes (an uncommitted tail, which
 the next lease holder removes; files in forensic/) are no failure.
 
 Verify only reads, takes no lease, and is safe while agents write: a live
@@ -23,9 +26,10 @@ A session written (in part) by a newer version of sessionstore is not
 corrupt: its records up to the newer ones are checked, and the rest are
 left to the newer version (this one does not write to such a session).
 
-Exit status: 0 when every record checks out, 1 when anything is corrupt,
-2 on a usage error or an error that kept verify from checking, 3 when
-nothing is corrupt but some records were written by a newer version.`
+Exit status: 0 when every record checks out, 1 when anything is corrupt or
+a session cannot be read, 2 on a usage error or an error that kept verify
+from checking at all, 3 when nothing is corrupt but some records were
+written by a newer version.`
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("verify", verifyDoc, stdout, stderr)
@@ -74,7 +78,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func printVerify(w io.Writer, rep *jsonlstore.VerifyReport, quiet bool) {
-	bad := 0
+	bad := len(rep.Unreadable)
+	printUnreadable(w, rep.Unreadable)
 	for i := range rep.Sessions {
 		sr := &rep.Sessions[i]
 		if !sr.OK() {
@@ -103,6 +108,10 @@ func printVerify(w io.Writer, rep *jsonlstore.VerifyReport, quiet bool) {
 		for _, n := range sr.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
+	}
+	if n := len(rep.Unreadable); n > 0 {
+		fmt.Fprintf(w, "%d sessions verified: %d corrupt; %d could not be read\n", len(rep.Sessions), bad-n, n)
+		return
 	}
 	if bad > 0 {
 		fmt.Fprintf(w, "%d sessions verified: %d corrupt; 'sessions repair ID' explains the way out\n", len(rep.Sessions), bad)

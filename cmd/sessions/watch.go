@@ -68,6 +68,9 @@ func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if err := writeSummaries(&buf, page.Items, tf); err != nil {
 				return err
 			}
+			for _, u := range page.Unreadable {
+				fmt.Fprintf(&buf, "warning: %s\n", unreadableText(u))
+			}
 			if !tty {
 				buf.WriteByte('\n')
 			}
@@ -85,11 +88,7 @@ func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				if !ok {
 					return exitOK
 				}
-				if ch.Deleted {
-					ix.Delete(ch.ID)
-				} else {
-					ix.Put(ch.Summary)
-				}
+				ix.Apply(ch)
 				if !dirty {
 					dirty = true
 					timer.Reset(watchRefresh)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/sessionstore/sessionstore/internal/owner"
 )
 
 // osFS is the real file system, confined to an *os.Root.
@@ -79,14 +81,49 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
 		}
 	}
+	if flag&os.O_CREATE != 0 {
+		if err := o.inheritOwner(f, name); err != nil {
+			_ = f.Close() // the error is what matters; the caller removes what it created
+			return nil, err
+		}
+	}
 	return &osFile{File: f, name: name}, nil
+}
+
+// inheritOwner gives f, created as name, to the owner of its directory
+// when this process runs as root (see package owner): root repairing or
+// compacting another user's store must not leave files that user cannot
+// read.
+func (o *osFS) inheritOwner(f *os.File, name string) error {
+	if !owner.Active() {
+		return nil
+	}
+	dir, err := o.root.Lstat(parent(name))
+	if err != nil {
+		return err
+	}
+	return owner.Inherit(f, dir)
 }
 
 func (o *osFS) Mkdir(name string, perm fs.FileMode) error {
 	if _, err := o.checkPath(parent(name)); err != nil {
 		return err
 	}
-	return o.root.Mkdir(name, perm)
+	if err := o.root.Mkdir(name, perm); err != nil {
+		return err
+	}
+	if !owner.Active() {
+		return nil
+	}
+	d, err := o.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	err = o.inheritOwner(d, name)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // The operations below act on the final component itself (never through

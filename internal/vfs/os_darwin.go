@@ -29,3 +29,6 @@ func dataSync(f *os.File) error { return fullSync(f) }
 func statDev(s *syscall.Stat_t) uint64 {
 	return uint64(s.Dev) //nolint:gosec // G115: an identity compared for equality, not arithmetic
 }
+
+// statLinks is the hard link count of s (a uint16 on macOS).
+func statLinks(s *syscall.Stat_t) uint64 { return uint64(s.Nlink) }

@@ -26,3 +26,6 @@ func dataSync(f *os.File) error {
 
 // statDev is the device number of s (a uint64 on Linux).
 func statDev(s *syscall.Stat_t) uint64 { return s.Dev }
+
+// statLinks is the hard link count of s (a uint64 on Linux).
+func statLinks(s *syscall.Stat_t) uint64 { return s.Nlink }

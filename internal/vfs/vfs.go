@@ -96,6 +96,15 @@ func IdentityOf(fi fs.FileInfo) Identity {
 	return Identity{}
 }
 
+// Links returns the number of hard links to the file fi describes, or 1
+// when its FileInfo does not say (the simulation has no hard links).
+func Links(fi fs.FileInfo) uint64 {
+	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return statLinks(s)
+	}
+	return 1
+}
+
 // ReadFile reads a whole file, refusing one larger than limit bytes.
 func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	f, err := fsys.OpenFile(name, syscall.O_RDONLY, 0)

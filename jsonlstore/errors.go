@@ -1,0 +1,36 @@
+package jsonlstore
+
+import "errors"
+
+// Sentinel errors of the file store, besides the contract's (package
+// sessionstore). Callers classify with errors.Is.
+var (
+	// ErrUnsafeRoot is returned by Open for a store root that another local
+	// user could change: one writable by its group or by others, or owned by
+	// a user other than this process's (or root). Whoever can write the root
+	// can rename, replace or plant whole session directories, which the
+	// store's per-session checks cannot tell from the owner's own.
+	ErrUnsafeRoot = errors.New("jsonlstore: unsafe store root")
+
+	// ErrNoLog is wrapped by the *sessionstore.CorruptionError of a
+	// session directory without a usable log: log.jsonl is missing while
+	// the session's other files are there (its records are gone), or it is
+	// not a regular file (a symlink, FIFO, socket, device or directory).
+	// Reads, Acquire and Repair fail with it, create nothing in the
+	// directory, and store-wide operations report the session and go on.
+	// Nothing in the store can bring the records back: restore log.jsonl
+	// from a backup, or remove the directory.
+	ErrNoLog = errors.New("jsonlstore: no usable log")
+
+	// ErrLinkedLog reports a session whose log.jsonl has more than one hard
+	// link. Appending to it, and truncating a torn tail, would change every
+	// file that shares it, so no holder writes to it: Acquire (and Append,
+	// should a link appear later) refuses, and nothing is written. Readers
+	// read it as usual. Copying the log over itself (cp, then mv) breaks
+	// the link.
+	ErrLinkedLog = errors.New("jsonlstore: log has more than one hard link")
+
+	// ErrBackupInsideStore reports a Backup destination that is the store's
+	// root or lies inside it: the copy would become part of what it copies.
+	ErrBackupInsideStore = errors.New("jsonlstore: backup destination inside the store")
+)
