@@ -1,29 +1,17 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"time"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
 // ExportLine is one line of Export's output, for programs that read it
 // back (the JSON keys are the contract).
-type ExportLine struct {
-	Revision   uint64    `json:"revision"`
-	Generation uint64    `json:"generation"`
-	Time       time.Time `json:"time"`
-	// Schema is the sessnap schema version of the record's writer.
-	Schema int `json:"schema"`
-	// Snapshot is the sessnap snapshot exactly as stored (a newer writer's
-	// unknown keys included).
-	Snapshot json.RawMessage `json:"snapshot"`
-}
+type ExportLine = sessionstore.ExportLine
 
 // Export writes session id to w.
 //
@@ -80,23 +68,12 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 }
 
 func appendExportLine(b []byte, r *rawRecord, snap []byte) []byte {
-	b = append(b, `{"revision":`...)
-	b = strconv.AppendUint(b, r.Rev, 10)
-	b = append(b, `,"generation":`...)
-	b = strconv.AppendUint(b, r.Gen, 10)
-	b = append(b, `,"time":"`...)
-	b = r.Time.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","schema":`...)
-	b = strconv.AppendInt(b, int64(r.Schema), 10)
-	b = append(b, `,"snapshot":`...)
-	b = append(b, snap...)
-	return append(b, "}\n"...)
+	return sessionstore.AppendExportLine(b, r.Rev, r.Gen, r.Time, r.Schema, snap)
 }
 
 func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Writer) error {
-	var out bytes.Buffer
+	var out []byte
 	err := s.read(ctx, id, func(v *view) error {
-		out.Reset()
 		last, err := s.lastOf(id, v)
 		if err != nil {
 			return err
@@ -108,16 +85,15 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if _, err := decodeRecord(id, v, last, snap); err != nil {
 			return err
 		}
-		if err := json.Indent(&out, snap, "", "  "); err != nil {
+		if out, err = sessionstore.IndentSnapshot(snap); err != nil {
 			return fmt.Errorf("jsonlstore: export %s: %w", id, err)
 		}
-		out.WriteByte('\n')
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(out.Bytes()); err != nil {
+	if _, err := w.Write(out); err != nil {
 		return fmt.Errorf("jsonlstore: export %s: %w", id, err)
 	}
 	return nil

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,36 +16,50 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// StoredRecord is one record as stored: its envelope and its line,
-// verbatim (the file format's line, newline included).
-type StoredRecord struct {
-	Revision   uint64
-	Generation uint64
-	Time       time.Time
-	Schema     int
-	Kind       string
-	Line       []byte
-}
-
-// Records yields every record of session id as stored, in revision order,
-// each line checked (framing, checksum, sequence) but its payload not
-// decoded: what `sessions log` lists and `sessions migrate` copies. A
-// check that fails ends the sequence with a *sessionstore.CorruptionError,
-// yielded once, last.
-func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[StoredRecord, error] {
-	return func(yield func(StoredRecord, error) bool) {
+// Records yields the metadata of every record of session id as stored,
+// in revision order, each line checked (framing, checksum, sequence) but
+// its payload not decoded: what `sessions log` lists. A check that fails
+// ends the sequence with a *sessionstore.CorruptionError, yielded once,
+// last. File is the records table; Offset is 0.
+func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.RecordInfo, error] {
+	return func(yield func(sessionstore.RecordInfo, error) bool) {
 		for l, err := range s.lines(ctx, id) {
 			if err != nil {
-				yield(StoredRecord{}, err)
+				yield(sessionstore.RecordInfo{}, err)
+				return
+			}
+			m, payload, err := l.m.parse(l.rev, l.line)
+			if err != nil {
+				yield(sessionstore.RecordInfo{}, err)
+				return
+			}
+			l.m.prev = m
+			info := sessionstore.RecordInfo{Revision: m.Rev, Generation: m.Gen, Time: m.Time, Schema: m.Schema, Kind: m.Kind,
+				File: recordsPath, Bytes: int64(len(l.line)), PayloadBytes: len(payload)}
+			if !yield(info, nil) {
+				return
+			}
+		}
+	}
+}
+
+// RecordLines yields every record line of session id in revision order,
+// each with its newline, exactly as stored, with the checks of Records:
+// what Import (here or in jsonlstore) takes to copy a session verbatim.
+func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for l, err := range s.lines(ctx, id) {
+			if err != nil {
+				yield(nil, err)
 				return
 			}
 			m, _, err := l.m.parse(l.rev, l.line)
 			if err != nil {
-				yield(StoredRecord{}, err)
+				yield(nil, err)
 				return
 			}
 			l.m.prev = m
-			if !yield(StoredRecord{Revision: m.Rev, Generation: m.Gen, Time: m.Time, Schema: m.Schema, Kind: m.Kind, Line: l.line}, nil) {
+			if !yield(l.line, nil) {
 				return
 			}
 		}
@@ -136,12 +148,11 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		if err != nil {
 			return err
 		}
-		var out bytes.Buffer
-		if err := json.Indent(&out, payload, "", "  "); err != nil {
+		out, err := sessionstore.IndentSnapshot(payload)
+		if err != nil {
 			return fmt.Errorf("pgstore: export %s: %w", id, err)
 		}
-		out.WriteByte('\n')
-		_, err = w.Write(out.Bytes())
+		_, err = w.Write(out)
 		return err
 	}
 	var buf []byte
@@ -161,32 +172,9 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	return nil
 }
 
-// appendExportLine is jsonlstore's export line for rec.
+// appendExportLine is the export line of rec.
 func appendExportLine(b []byte, rec sessionstore.Record, payload []byte) []byte {
-	b = append(b, `{"revision":`...)
-	b = strconv.AppendUint(b, rec.Revision, 10)
-	b = append(b, `,"generation":`...)
-	b = strconv.AppendUint(b, rec.Generation, 10)
-	b = append(b, `,"time":"`...)
-	b = rec.Time.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","schema":`...)
-	b = strconv.AppendInt(b, int64(rec.SchemaVersion), 10)
-	b = append(b, `,"snapshot":`...)
-	b = append(b, payload...)
-	return append(b, "}\n"...)
-}
-
-// SessionVerifyReport is what Verify found in one session.
-type SessionVerifyReport struct {
-	ID session.SessionID `json:"id"`
-	// Records is the number of records checked and found sound, and
-	// Revision the latest of them.
-	Records  int    `json:"records"`
-	Revision uint64 `json:"revision"`
-	// Problem is the corruption found, if any: the first record that
-	// fails its checks or does not restore, or a summary that disagrees
-	// with the records.
-	Problem *sessionstore.CorruptionError `json:"-"`
+	return sessionstore.AppendExportLine(b, rec.Revision, rec.Generation, rec.Time, rec.SchemaVersion, payload)
 }
 
 // Verify checks every record of the given sessions (all sessions, in ID
@@ -196,17 +184,17 @@ type SessionVerifyReport struct {
 // into the report; the error is for what kept Verify from checking (an
 // unknown session, the database unreachable). It takes no lease and
 // modifies nothing.
-func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) ([]SessionVerifyReport, error) {
+func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
+	var out sessionstore.VerifyReport
 	if len(ids) == 0 {
 		all, err := s.IDs(ctx)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		ids = all
 	}
-	var out []SessionVerifyReport
 	for _, id := range ids {
-		r := SessionVerifyReport{ID: id}
+		r := sessionstore.SessionVerifyReport{ID: id}
 		var err error
 		for rec, herr := range s.History(ctx, id) {
 			if err = herr; err != nil {
@@ -224,11 +212,11 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) ([]Session
 		var ce *sessionstore.CorruptionError
 		switch {
 		case errors.As(err, &ce):
-			r.Problem = ce
+			r.Problems = append(r.Problems, sessionstore.FindingOf(ce))
 		case err != nil:
 			return out, err
 		}
-		out = append(out, r)
+		out.Sessions = append(out.Sessions, r)
 	}
 	return out, nil
 }

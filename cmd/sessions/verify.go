@@ -5,67 +5,58 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/session"
 )
 
 const verifyDoc = `
 Checks every record of the given sessions (all sessions when none is given):
 checksum and framing, the revision, generation and time sequence, that each
 snapshot decodes and restores, that the bytes after the last record are only
-an uncommitted tail, and that summary.json agrees with the log. Each problem
-is printed with its file and byte offset. Notes (an uncommitted tail, which
-the next lease holder removes; files in forensic/) are no failure.
+an uncommitted tail, and that the summary agrees with the records. Each
+problem is printed with its file and byte offset. Notes (an uncommitted
+tail, which the next lease holder removes; files in forensic/) are no
+failure.
 
 Verify only reads, takes no lease, and is safe while agents write: a live
 store never produces a false alarm.
 
-Exit status: 0 when every record checks out, 1 when anything is corrupt,
-2 on a usage error or an error that kept verify from checking.`
+Exit status: 0 when every record checks out, 3 when anything is corrupt,
+1 when an error kept verify from checking (no store, an unknown session),
+2 on a usage error.`
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("verify", verifyDoc, stdout, stderr)
+	c := newSub("verify", verifyDoc, stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	quiet := c.fs.Bool("quiet", false, "print only sessions with problems")
-	pos, code, ok := c.parse(args, 0, -1)
+	names, code, ok := c.parseIDs(args, 0)
 	if !ok {
 		return code
 	}
-	ids, err := sessionIDs(pos)
-	if err != nil {
-		return c.usageError("%v", err)
-	}
-	if _, ok := c.pgDSN(); ok {
-		return c.pgVerify(ctx, ids, *asJSON, *quiet)
-	}
-	st, err := c.openStore(false)
-	if err != nil {
-		c.fail(err)
-		return exitUsage
-	}
-	defer func() { _ = st.Close() }() // read-only use
-	rep, err := st.Verify(ctx, ids...)
-	if err != nil {
-		c.fail(err)
-		return exitUsage
-	}
-	if *asJSON {
-		if rep.Sessions == nil {
-			rep.Sessions = []jsonlstore.SessionVerifyReport{}
+	return c.withSessions(ctx, names, func(st sessionstore.Store, ids []session.SessionID) int {
+		rep, err := sessionstore.Verify(ctx, st, ids...)
+		if err != nil {
+			return c.fail(err)
 		}
-		if err := writeJSON(stdout, rep); err != nil {
-			c.fail(err)
-			return exitUsage
+		if *asJSON {
+			if rep.Sessions == nil {
+				rep.Sessions = []sessionstore.SessionVerifyReport{}
+			}
+			if err := writeJSON(stdout, rep); err != nil {
+				return c.fail(err)
+			}
+		} else {
+			printVerify(stdout, &rep, *quiet, cli.NewPalette(stdout))
 		}
-	} else {
-		printVerify(stdout, &rep, *quiet)
-	}
-	if !rep.OK() {
-		return exitFail
-	}
-	return exitOK
+		if !rep.OK() {
+			return exitCorrupt
+		}
+		return exitOK
+	})
 }
 
-func printVerify(w io.Writer, rep *jsonlstore.VerifyReport, quiet bool) {
+func printVerify(w io.Writer, rep *sessionstore.VerifyReport, quiet bool, p cli.Palette) {
 	bad := 0
 	for i := range rep.Sessions {
 		sr := &rep.Sessions[i]
@@ -74,25 +65,26 @@ func printVerify(w io.Writer, rep *jsonlstore.VerifyReport, quiet bool) {
 		} else if quiet {
 			continue
 		}
-		status := "ok"
+		status := p.Good("ok")
 		if !sr.OK() {
-			status = "CORRUPT"
+			status = p.Bad("CORRUPT")
 		}
-		fmt.Fprintf(w, "%s: %s (%d sound records", sr.ID, status, sr.Records)
+		fmt.Fprintf(w, "%s: %s (%s", cli.Escape(string(sr.ID)), status, cli.Plural(sr.Records, "sound record"))
 		if sr.Revision > 0 {
 			fmt.Fprintf(w, ", revisions 1-%d", sr.Revision)
 		}
 		fmt.Fprintln(w, ")")
-		for _, p := range sr.Problems {
-			fmt.Fprintf(w, "  problem: %s\n", p)
+		for _, f := range sr.Problems {
+			fmt.Fprintf(w, "  problem: %s\n", cli.Escape(f.String()))
 		}
-		for _, n := range sr.Notes {
-			fmt.Fprintf(w, "  note: %s\n", n)
+		for _, f := range sr.Notes {
+			fmt.Fprintf(w, "  note: %s\n", cli.Escape(f.String()))
 		}
 	}
+	verified := cli.Plural(len(rep.Sessions), "session") + " verified"
 	if bad > 0 {
-		fmt.Fprintf(w, "%d sessions verified: %d corrupt; 'sessions repair ID' explains the way out\n", len(rep.Sessions), bad)
+		fmt.Fprintf(w, "%s: %d corrupt; 'sessions repair ID' explains the way out\n", verified, bad)
 		return
 	}
-	fmt.Fprintf(w, "%d sessions verified: all sound\n", len(rep.Sessions))
+	fmt.Fprintf(w, "%s: all sound\n", verified)
 }
