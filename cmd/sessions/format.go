@@ -132,8 +132,9 @@ func paintLease(p cli.Palette) func(string) string {
 }
 
 // writeSummaries prints the session table of ls and watch, within width
-// terminal cells (0: no limit): the title and lease shrink first, then
-// KIND, REV and UPDATED are left out, in that order.
+// terminal cells (0: no limit): the title and lease are cut short first,
+// then KIND, REV and UPDATED are left out, in that order, and only then
+// are title, state and lease cut to their least.
 func writeSummaries(w io.Writer, items []summary.Summary, tf timeFormat, width int, p cli.Palette) error {
 	rows := make([][]string, 0, len(items))
 	for _, s := range items {
@@ -150,12 +151,12 @@ func writeSummaries(w io.Writer, items []summary.Summary, tf timeFormat, width i
 	}
 	t := cli.Table{Columns: []cli.Column{
 		{Header: "ID"},
-		{Header: "TITLE", Max: titleWidth, Min: 10},
-		{Header: "STATE", Paint: paintState(p)},
+		{Header: "TITLE", Max: titleWidth, Want: 16, Min: 8},
+		{Header: "STATE", Min: 7, Paint: paintState(p)},
 		{Header: "KIND", Drop: 3},
 		{Header: "REV", Right: true, Drop: 2},
 		{Header: "UPDATED", Drop: 1},
-		{Header: "LEASE", Min: 5, Paint: paintLease(p)},
+		{Header: "LEASE", Want: 12, Min: 5, Paint: paintLease(p)},
 	}, Rows: rows}
 	return t.Write(w, width)
 }

@@ -13,11 +13,13 @@ type Column struct {
 	// Max caps the column's width in cells (0: none); longer cells are
 	// truncated with "…".
 	Max int
-	// Min, when positive, lets the column shrink down to Min cells when
-	// the table is wider than its limit, its cells truncated with "…".
-	Min int
+	// Want and Min, when positive, let the column shrink when the table
+	// is wider than its limit, its cells truncated with "…": first down
+	// to Want cells (0: not before columns are dropped), then, when
+	// leaving out every droppable column is not enough, down to Min.
+	Want, Min int
 	// Drop, when positive, lets the column be left out when the table is
-	// still too wide after shrinking: the highest Drop goes first.
+	// still too wide after shrinking to Want: the highest Drop goes first.
 	Drop int
 	// Paint, if set, colors a cell (its text as it is printed, already
 	// truncated); padding stays outside the colors.
@@ -32,8 +34,10 @@ type Table struct {
 }
 
 // Write prints t within width terminal cells (0: no limit): when it is
-// wider, the shrinkable columns give up cells first (the widest first),
-// then droppable columns are left out until the rest fits.
+// wider, the shrinkable columns give up cells down to their Want (the
+// widest first), then droppable columns are left out until the rest fits;
+// when even that is not enough, every column is shown again and the
+// shrinkable ones go down to their Min before columns are dropped.
 func (t *Table) Write(w io.Writer, width int) error {
 	n := len(t.Columns)
 	natural := make([]int, n)
@@ -94,9 +98,12 @@ func (t *Table) Write(w io.Writer, width int) error {
 func fit(cols []Column, natural []int, limit int) ([]int, []bool) {
 	widths := append([]int(nil), natural...)
 	shown := make([]bool, len(cols))
-	for i := range shown {
-		shown[i] = true
+	showAll := func() {
+		for i := range shown {
+			shown[i] = true
+		}
 	}
+	showAll()
 	if limit <= 0 {
 		return widths, shown
 	}
@@ -110,33 +117,50 @@ func fit(cols []Column, natural []int, limit int) ([]int, []bool) {
 		}
 		return sum + 2*max(0, k-1)
 	}
-	for {
-		copy(widths, natural)
-		// Shrink the widest shrinkable column, one cell at a time.
-		for total() > limit {
-			best := -1
+	// floor is how far column i may shrink at a level: 0 its Want, 1 its
+	// Min; never below its header.
+	floor := func(i, level int) int {
+		c := cols[i]
+		f := c.Min
+		if level == 0 {
+			f = c.Want
+		}
+		if f <= 0 {
+			return natural[i]
+		}
+		return min(natural[i], max(f, Width(c.Header)))
+	}
+	for level := range 2 {
+		showAll()
+		for {
+			copy(widths, natural)
+			// Shrink the widest shrinkable column, one cell at a time.
+			for total() > limit {
+				best := -1
+				for i := range cols {
+					if shown[i] && widths[i] > floor(i, level) && (best < 0 || widths[i] > widths[best]) {
+						best = i
+					}
+				}
+				if best < 0 {
+					break
+				}
+				widths[best]--
+			}
+			if total() <= limit {
+				return widths, shown
+			}
+			drop := -1
 			for i, c := range cols {
-				if shown[i] && c.Min > 0 && widths[i] > max(c.Min, Width(c.Header)) && (best < 0 || widths[i] > widths[best]) {
-					best = i
+				if shown[i] && c.Drop > 0 && (drop < 0 || c.Drop > cols[drop].Drop) {
+					drop = i
 				}
 			}
-			if best < 0 {
-				break
+			if drop < 0 {
+				break // next level, or as narrow as it gets
 			}
-			widths[best]--
+			shown[drop] = false
 		}
-		if total() <= limit {
-			return widths, shown
-		}
-		drop := -1
-		for i, c := range cols {
-			if shown[i] && c.Drop > 0 && (drop < 0 || c.Drop > cols[drop].Drop) {
-				drop = i
-			}
-		}
-		if drop < 0 {
-			return widths, shown // as narrow as it gets
-		}
-		shown[drop] = false
 	}
+	return widths, shown
 }

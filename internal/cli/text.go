@@ -115,7 +115,7 @@ func Truncate(s string, width int) string {
 		b.WriteString(g.Str())
 		used += w
 	}
-	return b.String() + "…"
+	return strings.TrimRight(b.String(), " ") + "…" // no blank before the mark
 }
 
 // Plural is "1 session", "2 sessions", "0 sessions": n and word, with an
