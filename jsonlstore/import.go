@@ -72,7 +72,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	// Copy the lines, each a single record of the next revision; the
 	// sequence and the payloads are checked below, by the reader.
 	var last []byte
-	var lastGen uint64
+	var rev, lastGen uint64 // rev: of the line at hand, n+1
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
 	for line, err := range lines {
@@ -82,7 +82,8 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		rec, err := s.importLine(id, uint64(n+1), size, line)
+		rev++
+		rec, err := s.importLine(id, rev, size, line)
 		if err != nil {
 			return 0, err
 		}

@@ -153,7 +153,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, s := range rep.Sessions {
 			records += s.Records
 		}
-		say("verify: %d sessions, %d records, all sound", len(rep.Sessions), records)
+		say("verify: %s, %s, all sound", cli.Plural(len(rep.Sessions), "session"), cli.Plural(records, "record"))
 	}
 	fmt.Fprintln(stdout)
 	if code := cmdLs(ctx, []string{"--dir", dir, "--limit", "10"}, stdout, stderr); code != exitOK {

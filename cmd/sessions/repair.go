@@ -110,7 +110,7 @@ func printRepair(w io.Writer, rep *jsonlstore.RepairReport, truncate bool) {
 	}
 	if rep.Generation > 0 {
 		if rep.Revision > 0 {
-			fmt.Fprintf(w, "  log: %d records, revisions 1-%d\n", rep.Records, rep.Revision)
+			fmt.Fprintf(w, "  log: %s, revisions 1-%d\n", cli.Plural(rep.Records, "record"), rep.Revision)
 		} else {
 			fmt.Fprintln(w, "  log: no sound record")
 		}

@@ -237,7 +237,7 @@ func TestStoreIsNotADirectory(t *testing.T) {
 // TestPasswordsNeverPrinted: a DSN's password (in the user information or
 // a password parameter) appears in no message.
 func TestPasswordsNeverPrinted(t *testing.T) {
-	dsn := "postgres://agent:s3cret@127.0.0.1:1/sessions?password=hunter2&connect_timeout=2"
+	dsn := "postgres://agent:s3cret@127.0.0.1:1/sessions?password=hunter2&connect_timeout=2" //nolint:gosec // G101: a made-up password the test looks for in the output
 	for _, args := range [][]string{{"repair", "x"}, {"backup", t.TempDir()}, {"du"}, {"watch"}, {"ls"}, {"verify"}} {
 		r := sessions(t, nil, append([]string{"--dir", dsn}, args...)...)
 		require.Equal(t, exitFail, r.Code, "%v: %s", args, r.String())
