@@ -112,6 +112,11 @@ func TestMigrateDemoRoundTrip(t *testing.T) {
 		return rep.Sessions
 	}
 	require.Equal(t, du(orig), du(dsn))
+	// watch follows the database as it follows a directory.
+	shown := watchOnce(t, dsn)
+	require.Contains(t, shown, "3 sessions")
+	require.Contains(t, shown, ids[2])
+
 	// A prefix in lower case names a session in the database too.
 	r = sessions(t, nil, "--dir", dsn, "lease", strings.ToLower(ids[2][:20]))
 	require.Equal(t, exitOK, r.Code, r.String())
