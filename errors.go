@@ -34,11 +34,18 @@ var (
 	// Every call after the failing one returns it; the next holder recovers.
 	ErrWriterFailed = errors.New("sessionstore: writer failed")
 
-	// ErrSchemaTooNew reports a session whose latest record was written by
-	// a newer program (a higher sessnap schema version): this program may
-	// read it but refuses to append, so it never drops fields it does not
-	// know.
-	ErrSchemaTooNew = errors.New("sessionstore: session written by a newer schema version")
+	// ErrSchemaTooNew reports a session written by a newer program: its
+	// latest record has a higher sessnap schema version, or a record has a
+	// record format version or kind this program does not know (then the
+	// error is a *NewerRecordError that says where). This program reads
+	// what it can and refuses to append, so it never drops or overwrites
+	// what a newer program wrote.
+	ErrSchemaTooNew = errors.New("sessionstore: session written by a newer version")
+
+	// ErrRevisionsMissing reports revisions that a repair set aside
+	// because their records were damaged (a *GapError says which). The
+	// revisions before and after them read as before.
+	ErrRevisionsMissing = errors.New("sessionstore: revisions missing (set aside by a repair)")
 
 	// ErrInvalidID reports a session ID that is not safe as a directory
 	// name (see ValidateID).
@@ -112,3 +119,55 @@ func (e *CorruptionError) Error() string {
 
 // Unwrap returns ErrCorrupt and the underlying cause.
 func (e *CorruptionError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
+
+// NewerRecordError reports a record written by a newer program: its line
+// is whole and its checksum valid, but its record format version or kind is
+// one this program does not know. It is never corruption and never an
+// uncommitted tail: readers stop before it, recovery never cuts it, and
+// writers refuse to append after it.
+type NewerRecordError struct {
+	ID       session.SessionID
+	Path     string // file, relative to the store root where possible
+	Offset   int64  // byte offset of the record in Path
+	Revision uint64 // the revision it claims; 0 when unreadable
+	Version  int    // its record format version
+	Kind     string // its kind, when readable
+}
+
+func (e *NewerRecordError) Error() string {
+	msg := fmt.Sprintf("sessionstore: session %s: %s at offset %d", e.ID, e.Path, e.Offset)
+	if e.Revision > 0 {
+		msg += fmt.Sprintf(" (revision %d)", e.Revision)
+	}
+	return msg + fmt.Sprintf(" was written by a newer version (record format %d, kind %q); this program reads the revisions before it and does not write to the session", e.Version, e.Kind)
+}
+
+// Unwrap returns ErrSchemaTooNew.
+func (e *NewerRecordError) Unwrap() error { return ErrSchemaTooNew }
+
+// GapError reports revisions First to Last that a repair set aside
+// (FORMAT.md, "Repaired logs"): History yields it in their place and goes
+// on, and LoadRevision returns it for any of them.
+type GapError struct {
+	ID          session.SessionID
+	First, Last uint64
+	// Reason says why they are missing; Forensic is the file that holds
+	// their removed bytes, relative to the store root, when known.
+	Reason   string
+	Forensic string
+}
+
+func (e *GapError) Error() string {
+	msg := fmt.Sprintf("sessionstore: session %s: revisions %d to %d are missing (set aside by a repair", e.ID, e.First, e.Last)
+	if e.Forensic != "" {
+		msg += " into " + e.Forensic
+	}
+	msg += ")"
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Unwrap returns ErrRevisionsMissing.
+func (e *GapError) Unwrap() error { return ErrRevisionsMissing }

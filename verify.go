@@ -39,6 +39,18 @@ func (r *VerifyReport) ProblemCount() int {
 	return n
 }
 
+// NewerCount is the number of sessions written (in part) by a newer
+// version, which this program could not check whole.
+func (r *VerifyReport) NewerCount() int {
+	n := 0
+	for i := range r.Sessions {
+		if r.Sessions[i].Newer != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // SessionVerifyReport is what a verification found in one session.
 type SessionVerifyReport struct {
 	ID session.SessionID `json:"id"`
@@ -50,8 +62,14 @@ type SessionVerifyReport struct {
 	// that does not decode or restore, a summary that disagrees with the
 	// records. Any problem makes the session unsound.
 	Problems []Finding `json:"problems,omitempty"`
+	// Newer is where records written by a newer version begin: a record
+	// format version or kind this program does not know. It is not
+	// corruption: the records before it were checked, it and those after
+	// it were not, and this program does not write to the session.
+	Newer *Finding `json:"newer,omitempty"`
 	// Notes are worth knowing but are no failure (an uncommitted tail the
-	// next holder removes, records of a newer schema, …).
+	// next holder removes, snapshots of a newer schema, revisions a repair
+	// set aside, …).
 	Notes []Finding `json:"notes,omitempty"`
 }
 
@@ -91,7 +109,8 @@ func FindingOf(ce *CorruptionError) Finding {
 // Verify checks the given sessions of s (all of them when none is given):
 // with s's own Verify when s is a Verifier, else by reading each session's
 // History, every record of which must read back and restore to a
-// Session. Errors as Verifier's.
+// Session (revisions a repair set aside are skipped; a newer program's
+// records end the check, as Newer). Errors as Verifier's.
 func Verify(ctx context.Context, s Store, ids ...session.SessionID) (VerifyReport, error) {
 	if v, ok := s.(Verifier); ok {
 		return v.Verify(ctx, ids...)
@@ -105,6 +124,9 @@ func Verify(ctx context.Context, s Store, ids ...session.SessionID) (VerifyRepor
 		sr := SessionVerifyReport{ID: id}
 		var err error
 		for rec, herr := range s.History(ctx, id) {
+			if errors.Is(herr, ErrRevisionsMissing) {
+				continue // set aside by a repair: the revisions after them read
+			}
 			if err = herr; err != nil {
 				break
 			}
@@ -115,9 +137,12 @@ func Verify(ctx context.Context, s Store, ids ...session.SessionID) (VerifyRepor
 			sr.Records, sr.Revision = sr.Records+1, rec.Revision
 		}
 		var ce *CorruptionError
+		var ne *NewerRecordError
 		switch {
 		case errors.As(err, &ce):
 			sr.Problems = append(sr.Problems, FindingOf(ce))
+		case errors.As(err, &ne):
+			sr.Newer = &Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: ne.Error()}
 		case err != nil:
 			return rep, err
 		}

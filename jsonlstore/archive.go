@@ -3,7 +3,6 @@ package jsonlstore
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -141,104 +139,10 @@ func (s *Store) openSegment(name string) (*zstd.Decoder, func(), error) {
 	return dec, func() { dec.Close(); _ = f.Close() }, nil // read-only
 }
 
-// scanSegment decompresses one segment and calls fn for each line, then
-// checks the segment's size and checksum against the manifest.
-func (s *Store) scanSegment(id session.SessionID, seg archiveSegment, fn func(l *line) error) error {
-	dec, closeSeg, err := s.openSegment(archiveDir(id) + "/" + seg.File)
-	if err != nil {
-		return err
-	}
-	defer closeSeg()
-	h := crc32.New(record.Castagnoli)
-	// Never read more than the manifest promises (plus one byte to notice
-	// a longer stream): an archive bomb stops here.
-	counted := &countingReader{r: io.TeeReader(io.LimitReader(dec, seg.Bytes+1), h)}
-	err = scanLines(counted, -1, s.opts.MaxRecordBytes+envelopeMax, s.opts.MaxRecordBytes, fn)
-	if errors.Is(err, errViewChanged) {
-		// scanLines says so of a stream that ends inside a zstd frame; an
-		// open segment never changes under its reader.
-		return fmt.Errorf("segment %s ends early: truncated or damaged", seg.File)
-	}
-	if err != nil {
-		return err
-	}
-	if counted.n != seg.Bytes {
-		return fmt.Errorf("segment %s holds %d bytes, manifest says %d", seg.File, counted.n, seg.Bytes)
-	}
-	if got := fmt.Sprintf("%08x", h.Sum32()); got != seg.CRC {
-		return fmt.Errorf("segment %s checksum %s, manifest says %s", seg.File, got, seg.CRC)
-	}
-	return nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // archiveCorruption wraps a problem with an archive as corruption of the
 // session, located at the segment.
 func archiveCorruption(id session.SessionID, file string, rev uint64, err error) error {
 	return &sessionstore.CorruptionError{ID: id, Path: archiveDir(id) + "/" + file, Revision: rev, Err: err}
-}
-
-// scanArchived calls fn for every archived record below the log's first
-// revision, in order, verifying each line and the sequence.
-func (s *Store) scanArchived(id session.SessionID, below uint64, fn func(r *rawRecord) error) error {
-	if below <= 1 {
-		return nil
-	}
-	m, err := readManifest(s.fs, id)
-	if err != nil {
-		return archiveCorruption(id, manifestFile, 0, err)
-	}
-	segs, err := m.archivedBelow(below)
-	if err != nil {
-		return archiveCorruption(id, manifestFile, 0, err)
-	}
-	for _, seg := range segs {
-		next := seg.First
-		err := s.scanSegment(id, seg, func(l *line) error {
-			if l.Rec == nil {
-				return archiveCorruption(id, seg.File, next, fmt.Errorf("line at offset %d: %w", l.Offset, l.Err))
-			}
-			if l.Rec.Rev != next || l.Rec.Rev > seg.Last {
-				return archiveCorruption(id, seg.File, next, fmt.Errorf("revision %d where %d was expected", l.Rec.Rev, next))
-			}
-			next++
-			return fn(l.Rec)
-		})
-		var ce *sessionstore.CorruptionError
-		switch {
-		case errors.As(err, &ce):
-			return err
-		case err != nil && (errors.Is(err, errStop) || isCallerErr(err)):
-			return err
-		case err != nil:
-			return archiveCorruption(id, seg.File, next, err)
-		case next != seg.Last+1:
-			return archiveCorruption(id, seg.File, next, fmt.Errorf("segment ends at revision %d, manifest says %d", next-1, seg.Last))
-		}
-	}
-	return nil
-}
-
-// callerErr marks errors returned by a scan callback, so they pass through
-// scanArchived unchanged.
-type callerErr struct{ err error }
-
-func (e callerErr) Error() string { return e.err.Error() }
-func (e callerErr) Unwrap() error { return e.err }
-
-func isCallerErr(err error) bool {
-	var c callerErr
-	return errors.As(err, &c)
 }
 
 // writeManifest replaces the manifest atomically and durably.

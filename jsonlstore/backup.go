@@ -102,7 +102,7 @@ func (s *Store) backupSession(id session.SessionID, dst *Store) (SessionBackup, 
 	if _, err := dst.fs.Lstat(sessionDir(id)); err == nil {
 		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
 	}
-	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return sb, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 	}
@@ -110,16 +110,13 @@ func (s *Store) backupSession(id session.SessionID, dst *Store) (SessionBackup, 
 		return sb, err
 	}
 	defer func() { _ = v.Close() }() // read-only
-	last, _, err := v.last()
+	last, _, err := s.latest(id, v)
 	if err != nil {
 		return sb, err
 	}
-	if last == nil {
-		return sb, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("log holds no valid record")}
-	}
-	first, err := firstRevOf(v)
-	if err != nil {
-		return sb, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: err}
+	first, ok := firstRevOf(v)
+	if !ok {
+		return sb, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log's first record is unreadable")}
 	}
 	var segs []archiveSegment
 	if first > 1 {

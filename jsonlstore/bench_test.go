@@ -58,7 +58,7 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			line := encodeRecord(meta{Version: RecordVersion, Schema: 1, Rev: 1, Gen: 1, Time: time.Now().UTC(), Kind: KindFull}, payload)
+			line := record.Encode(meta{Version: RecordVersion, Schema: 1, Rev: 1, Gen: 1, Time: time.Now().UTC(), Kind: KindFull}, payload)
 			// The baseline goes through the same platform sync (fdatasync
 			// on Linux, F_FULLFSYNC on macOS) but nothing else.
 			rawRoot, err := os.OpenRoot(dir)
@@ -105,7 +105,7 @@ func BenchmarkAppend(b *testing.B) {
 // 1, 1,000 and 10,000 revisions of the same final snapshot: the cost must
 // not grow with the history (DESIGN: within 2x). With records=delta the
 // log is what a writer with delta records writes (its chain policy,
-// chainState): chains of deltas after full records, so Load reads back to
+// record.Chain): chains of deltas after full records, so Load reads back to
 // the last full record and applies the deltas after it.
 func BenchmarkLoadLatest(b *testing.B) {
 	ctx := context.Background()
@@ -125,7 +125,7 @@ func BenchmarkLoadLatest(b *testing.B) {
 				b.Fatal(err)
 			}
 			var log []byte
-			var chain chainState
+			var chain record.Chain
 			at := sessiontest.Epoch
 			for r := 1; r <= revs; r++ {
 				m := meta{Version: record.VersionOf(KindFull), Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: KindFull}
@@ -135,7 +135,7 @@ func BenchmarkLoadLatest(b *testing.B) {
 				}
 				kind := KindDelta
 				if line == nil {
-					line, kind = encodeRecord(m, payload), KindFull
+					line, kind = record.Encode(m, payload), KindFull
 				}
 				chain.Advance(kind, payload, len(line))
 				log = append(log, line...)

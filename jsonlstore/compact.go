@@ -141,7 +141,7 @@ func (w *writer) Compact(ctx context.Context, p CompactPolicy) (CompactReport, e
 // compactLocked runs under w.mu.
 func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, rep CompactReport) (CompactReport, error) {
 	id := w.id
-	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
 	}
@@ -307,22 +307,15 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		pending = pending[:0]
 		return nil
 	}
-	var prev uint64
-	err := v.scan(func(l *line) error {
+	rd := v.reader(record.Resumed())
+	for rd.Next() {
 		if err := ctx.Err(); err != nil {
-			return err
+			return pl, err
 		}
-		if l.Rec == nil {
-			return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: l.Offset, Err: fmt.Errorf("compaction met a bad record: %w", l.Err)}
-		}
-		r := l.Rec
-		if prev != 0 && r.Rev != prev+1 {
-			return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: r.Offset, Revision: r.Rev, Err: errors.New("revision sequence broken")}
-		}
-		prev = r.Rev
-		if r.Kind != KindDelta {
+		r := rd.Record()
+		if r.Kind == KindFull {
 			if err := trimPending(); err != nil {
-				return err
+				return pl, err
 			}
 		}
 		if keep(r) {
@@ -330,18 +323,17 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 			if len(pending) > 0 {
 				pl.cut, pl.firstKept = pending[0].Offset, pending[0].Rev
 			}
-			return errStop
+			break
 		}
-		pending = append(pending, rawRecord{meta: r.meta, Offset: r.Offset, LineLen: r.LineLen})
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return pl, err
+		pending = append(pending, rawRecord{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen})
+	}
+	if err := rd.Err(); err != nil {
+		return pl, fmt.Errorf("compaction met a bad record: %w", err)
 	}
 	if pl.cut < 0 {
 		// The scan ended before the latest revision: the log is not what
 		// its holder (or Load) said.
-		return pl, errViewChanged
+		return pl, record.ErrShrunk
 	}
 	if seg.Records == 0 {
 		pl.skipped = "nothing to trim"
@@ -405,11 +397,7 @@ type writerOnly struct{ io.Writer }
 // writeSummaryAfterCompaction refreshes summary.json for the new log (its
 // identity changed, so the old summary no longer matches).
 func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
-	last, _, err := v.last()
-	if err != nil || last == nil {
-		return
-	}
-	rec, err := w.s.decodeLast(w.id, v, last)
+	last, rec, err := w.s.loadLatest(w.id, v)
 	if err != nil {
 		return
 	}
@@ -447,8 +435,9 @@ func (s *Store) leftovers(id session.SessionID, v *view, m manifest) (archiveLef
 	if err != nil {
 		return l, err
 	}
-	if l.logFirst, err = firstRevOf(v); err != nil {
-		return l, err
+	var ok bool
+	if l.logFirst, ok = firstRevOf(v); !ok {
+		return l, errors.New("the log's first record is unreadable")
 	}
 	listed := map[string]bool{}
 	for _, seg := range m.Segments {
@@ -541,10 +530,10 @@ func (sw *segmentWriter) write(r *rawRecord, v *view) error {
 	}
 	b := sw.buf[:r.LineLen]
 	if _, err := v.f.ReadAt(b, r.Offset); err != nil {
-		return readErr(err)
+		return record.ErrShrunk // the view promised these bytes
 	}
 	if b[len(b)-1] != '\n' {
-		return errViewChanged
+		return record.ErrShrunk
 	}
 	sw.hash = crc32.Update(sw.hash, record.Castagnoli, b)
 	_, err := sw.zw.Write(b)
@@ -653,7 +642,7 @@ func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p Compa
 	}
 	base := rep
 	err := s.read(ctx, id, func(v *view) error {
-		last, err := s.lastOf(id, v)
+		last, _, err := s.latest(id, v)
 		if err != nil {
 			return err
 		}

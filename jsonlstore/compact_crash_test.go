@@ -532,14 +532,14 @@ func ccSampled(rev, latest uint64) bool {
 func ccLogFirst(fsys vfs.FS) (uint64, error) { return ccLogFirstOf(fsys, ccID) }
 
 func ccLogFirstOf(fsys vfs.FS, id session.SessionID) (uint64, error) {
-	v, err := openView(fsys, logPath(id), sessionstore.DefaultMaxRecordBytes)
+	v, err := openView(fsys, id, sessionstore.DefaultMaxRecordBytes)
 	if err != nil {
 		return 0, ccViolate("log", "%w", err)
 	}
 	defer v.Close()
-	first, err := firstRevOf(v)
-	if err != nil {
-		return 0, ccViolate("log", "%w", err)
+	first, ok := firstRevOf(v)
+	if !ok {
+		return 0, ccViolate("log", "the first record is unreadable")
 	}
 	return first, nil
 }

@@ -130,7 +130,7 @@ func checkChains(t *testing.T, log []byte) {
 		deltas++
 		require.Less(t, len(r.Payload), len(snaps[i]), "revision %d: a delta is smaller than its snapshot", r.Rev)
 		require.LessOrEqual(t, chain, len(snaps[i])*3/2, "revision %d: chain of %d bytes for a snapshot of %d", r.Rev, chain, len(snaps[i]))
-		require.LessOrEqual(t, deltas, maxChainDeltas)
+		require.LessOrEqual(t, deltas, record.MaxChainDeltas)
 	}
 }
 
@@ -160,7 +160,7 @@ func TestDeltaChainBeyondCap(t *testing.T) {
 		return st
 	}
 	line := func(rev int, kind string, payload []byte) []byte {
-		return encodeRecord(meta{Version: record.VersionOf(kind), Schema: 1, Rev: uint64(rev), Gen: 1, Time: at, Kind: kind}, payload)
+		return record.Encode(meta{Version: record.VersionOf(kind), Schema: 1, Rev: uint64(rev), Gen: 1, Time: at, Kind: kind}, payload)
 	}
 
 	t.Run("chain longer than the cap", func(t *testing.T) {

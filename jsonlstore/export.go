@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -41,40 +42,37 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	var yielded uint64 // lines already written survive a retry of the read
 	var buf []byte
 	return s.read(ctx, id, func(v *view) error {
-		snaps := snapshots{id: id, max: v.maxPayload}
-		at := s.placesOf(id, v)
-		return s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
+		h := s.scanHistory(id, v)
+		defer h.Close()
+		snaps := record.NewSnapshots(id, v.maxPayload)
+		for h.Next() {
 			// Every snapshot is rebuilt, also those already written (a
 			// retry reads from the start): a delta needs its base.
-			file, _ := at.file(r.Rev)
-			snap, err := snaps.next(r, file)
-			if err != nil {
-				return false, err
+			r := h.Record()
+			if err := snaps.Add(r); err != nil {
+				return err
 			}
-			if r.Rev <= yielded {
-				return true, nil
+			if r.Through() <= yielded || r.Kind == KindGap {
+				continue // a gap's revisions have no snapshot to export
 			}
-			if _, err := decodeRecord(id, v, r, snap); err != nil {
-				return false, err
+			snap := snaps.Bytes()
+			if _, err := decodeRecord(id, r, snap); err != nil {
+				return err
 			}
-			buf = appendExportLine(buf[:0], r, snap)
+			buf = record.AppendExportLine(buf[:0], r.Meta, snap)
 			if _, err := w.Write(buf); err != nil {
-				return false, fmt.Errorf("jsonlstore: export %s: %w", id, err)
+				return fmt.Errorf("jsonlstore: export %s: %w", id, err)
 			}
-			yielded = r.Rev
-			return true, nil
-		})
+			yielded = r.Through()
+		}
+		return h.Err()
 	})
-}
-
-func appendExportLine(b []byte, r *rawRecord, snap []byte) []byte {
-	return sessionstore.AppendExportLine(b, r.Rev, r.Gen, r.Time, r.Schema, snap)
 }
 
 func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Writer) error {
 	var out []byte
 	err := s.read(ctx, id, func(v *view) error {
-		last, err := s.lastOf(id, v)
+		last, _, err := s.latest(id, v)
 		if err != nil {
 			return err
 		}
@@ -82,7 +80,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if err != nil {
 			return err
 		}
-		if _, err := decodeRecord(id, v, last, snap); err != nil {
+		if _, err := decodeRecord(id, last, snap); err != nil {
 			return err
 		}
 		if out, err = sessionstore.IndentSnapshot(snap); err != nil {

@@ -3,10 +3,13 @@ package jsonlstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +40,7 @@ func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]
 		// Format 1: the frozen fixtures' records (full records are still
 		// written as format 1).
 		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
-		lines = append(lines, encodeRecord(m, payload))
+		lines = append(lines, record.Encode(m, payload))
 	}
 	return lines
 }
@@ -67,7 +70,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 			require.True(t, ok, "revision %d", r)
 			m.Version, m.Kind, body = record.Version2, KindDelta, d
 		}
-		lines = append(lines, encodeRecord(m, body))
+		lines = append(lines, record.Encode(m, body))
 		prev = payload
 	}
 	return lines
@@ -81,7 +84,7 @@ func spoilDelta(t testing.TB, l []byte) []byte {
 	require.Equal(t, KindDelta, r.Kind)
 	bad := bytes.Replace(bytes.Clone(r.Payload), []byte("message"), []byte("massage"), 1)
 	require.NotEqual(t, r.Payload, bad)
-	return encodeRecord(r.meta, bad)
+	return record.Encode(r.Meta, bad)
 }
 
 func flipByte(line []byte, at int) []byte {
@@ -142,9 +145,9 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	last, err := parseLine(b[4][:len(b[4])-1], 1<<20)
 	require.NoError(t, err)
 	payload := append(bytes.TrimSuffix(bytes.Clone(last.Payload), []byte("}")), []byte(`,"future_field":{"x":1}}`)...)
-	m := last.meta
+	m := last.Meta
 	m.Schema = 99
-	out["newer-schema"] = cat(cat(b[:4]...), encodeRecord(m, payload))
+	out["newer-schema"] = cat(cat(b[:4]...), record.Encode(m, payload))
 
 	// Format 2: delta records.
 	out["deltas"] = cat(fixtureDeltaRecords(t, "deltas", "fdddfdd")...)
@@ -162,9 +165,175 @@ func fixtureCases(t testing.TB) map[string][]byte {
 		r, err := parseLine(l[:len(l)-1], 1<<20)
 		require.NoError(t, err)
 		r.Rev = uint64(i + 1)
-		renum = append(renum, encodeRecord(r.meta, r.Payload))
+		renum = append(renum, record.Encode(r.Meta, r.Payload))
 	}
 	out["delta-first-record"] = cat(renum...)
+
+	// Written by a newer program (a whole line with a valid checksum):
+	// never a tail, never cut, never built on.
+	b = base("newer-format")
+	newer := meta{Version: record.Version + 1, Schema: sessnap.SchemaVersion, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	out["newer-format"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
+	b = base("unknown-kind")
+	patch := meta{Version: record.Version2, Schema: sessnap.SchemaVersion, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: "patch"}
+	out["unknown-kind"] = cat(b[0], record.Encode(patch, []byte(`{"ops":[]}`)))
+	// What a program without the newer-record checks wrote on top.
+	b = base("unknown-kind-built-on")
+	r3, err := parseLine(b[2][:len(b[2])-1], 1<<20)
+	require.NoError(t, err)
+	r3.Gen, r3.Time = 3, sessiontest.Epoch.Add(2*time.Minute)
+	out["unknown-kind-built-on"] = cat(b[0], record.Encode(patch, []byte(`{"ops":[]}`)), record.Encode(r3.Meta, r3.Payload))
+
+	// The last lines copied again at the end (a bad `cat log >> log`).
+	d := fixtureDeltaRecords(t, "duplicated-tail-deltas", "f"+strings.Repeat("d", 15))
+	out["duplicated-tail-deltas"] = cat(cat(d...), d[14], d[15])
+	b = fixtureRecords(t, "duplicated-tail-full", 16, gen1)
+	out["duplicated-tail-full"] = cat(cat(b...), b[13], b[14], b[15])
+
+	// Format 3: a log a repair left, revisions 4 and 5 set aside.
+	b = fixtureRecords(t, "repaired-gap", 7, gen1)
+	r3, err = parseLine(b[2][:len(b[2])-1], 1<<20)
+	require.NoError(t, err)
+	gap := meta{Version: record.VersionOf(KindGap), Schema: sessnap.SchemaVersion, Rev: 4, Gen: r3.Gen, Time: r3.Time, Kind: KindGap}
+	gapLine := record.Encode(gap, record.EncodeGap(record.Gap{Last: 5,
+		Reason:   "revision 4 failed its checksum; revision 5, a delta, could not be rebuilt without it",
+		Forensic: "repaired-gap/forensic/repair-4-20261201T120000.000000000Z.bin"}))
+	d = fixtureDeltaRecords(t, "repaired-gap", "fffffFd")
+	out["repaired-gap"] = cat(b[0], b[1], b[2], gapLine, b[5], d[6])
+	return out
+}
+
+// format3Fixtures are the fixtures TestFormat3Fixtures checks.
+var format3Fixtures = map[string]bool{"newer-format": true, "unknown-kind": true, "unknown-kind-built-on": true,
+	"duplicated-tail-deltas": true, "duplicated-tail-full": true, "repaired-gap": true}
+
+// format3Want is what the fixtures of newer-record handling, duplicated
+// tails and repaired logs must give.
+type format3Want struct {
+	latest      uint64 // 0: Load fails with wantLoad
+	loadErr     error
+	history     []uint64 // revisions History yields, a gap as its first
+	historyErr  error    // the error History ends with (nil: none)
+	gaps        int      // GapErrors History yields on its way
+	acquireErr  error    // nil: Acquire works and an Append follows
+	verify      string   // "ok", "corrupt", "newer"
+	errContains string   // in Acquire's error
+}
+
+// TestFormat3Fixtures: a newer program's records are read up to, never
+// cut or built on; a log whose end repeats earlier records is refused to
+// a holder; a repaired log reads with its gap reported.
+func TestFormat3Fixtures(t *testing.T) {
+	cases := fixtureCases(t)
+	tests := map[string]format3Want{
+		"newer-format": {loadErr: sessionstore.ErrSchemaTooNew, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
+			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: "written by a newer version"},
+		"unknown-kind": {loadErr: sessionstore.ErrSchemaTooNew, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
+			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: `kind "patch"`},
+		"unknown-kind-built-on": {latest: 3, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
+			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: `kind "patch"`},
+		"duplicated-tail-deltas": {loadErr: sessionstore.ErrCorrupt, history: seq(1, 16), historyErr: sessionstore.ErrCorrupt,
+			acquireErr: sessionstore.ErrCorrupt, verify: "corrupt", errContains: "revision 15 follows revision 16 (a repeated revision)"},
+		"duplicated-tail-full": {latest: 16, history: seq(1, 16), historyErr: sessionstore.ErrCorrupt,
+			acquireErr: sessionstore.ErrCorrupt, verify: "corrupt", errContains: "a repeated revision"},
+		"repaired-gap": {latest: 7, history: []uint64{1, 2, 3, 4, 6, 7}, gaps: 1, verify: "ok"},
+	}
+	for name, want := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join(fixtureRoot, name)
+			data, err := os.ReadFile(filepath.Join(dir, LogFile))
+			require.NoError(t, err, "fixture missing: go test -run TestFixtures -update writes new ones")
+			require.Equal(t, cases[name], data, "the generator no longer produces the committed fixture; fixtures are frozen: add a new one")
+			root := t.TempDir()
+			require.NoError(t, os.Mkdir(filepath.Join(root, name), 0o700))
+			logFile := filepath.Join(root, name, LogFile)
+			require.NoError(t, os.WriteFile(logFile, data, 0o600))
+			st, err := Open(root, Options{})
+			require.NoError(t, err)
+			defer st.Close()
+			id := session.SessionID(name)
+
+			rec, err := st.Load(ctx, id)
+			if want.latest == 0 {
+				require.ErrorIs(t, err, want.loadErr)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, want.latest, rec.Revision)
+			}
+			var revs []uint64
+			var herr error
+			gaps := 0
+			for r, err := range st.History(ctx, id) {
+				var ge *sessionstore.GapError
+				switch {
+				case errors.As(err, &ge):
+					gaps++
+					revs = append(revs, ge.First)
+				case err != nil:
+					herr = err
+				default:
+					revs = append(revs, r.Revision)
+				}
+			}
+			require.Equal(t, want.history, revs)
+			require.Equal(t, want.gaps, gaps)
+			if want.historyErr == nil {
+				require.NoError(t, herr)
+			} else {
+				require.ErrorIs(t, herr, want.historyErr)
+			}
+			if want.historyErr == sessionstore.ErrSchemaTooNew {
+				require.NotErrorIs(t, herr, sessionstore.ErrCorrupt, "a newer program's record is not corruption")
+			}
+
+			vr, err := st.Verify(ctx, id)
+			require.NoError(t, err)
+			sr := vr.Sessions[0]
+			switch want.verify {
+			case "ok":
+				require.True(t, sr.OK(), "%+v", sr)
+				require.Nil(t, sr.Newer)
+			case "corrupt":
+				require.False(t, sr.OK())
+			case "newer":
+				require.True(t, sr.OK(), "a newer version's records are not corruption: %+v", sr)
+				require.NotNil(t, sr.Newer)
+				require.Equal(t, 1, vr.NewerCount())
+			}
+
+			w, err := st.TryAcquire(ctx, id, sessionstore.AcquireOptions{})
+			if want.acquireErr != nil {
+				require.ErrorIs(t, err, want.acquireErr)
+				require.ErrorContains(t, err, want.errContains)
+				after, err := os.ReadFile(logFile)
+				require.NoError(t, err)
+				require.Equal(t, data, after, "nothing is cut or written")
+				_, err = os.Stat(filepath.Join(root, name, ForensicDir))
+				require.ErrorIs(t, err, fs.ErrNotExist, "nothing is set aside")
+				return
+			}
+			require.NoError(t, err)
+			defer w.Release(ctx)
+			latest, err := st.Load(ctx, id)
+			require.NoError(t, err)
+			rev, err := w.Append(ctx, latest.Revision, latest.Snapshot)
+			require.NoError(t, err)
+			require.Equal(t, want.latest+1, rev)
+			_, err = st.LoadRevision(ctx, id, 5)
+			var ge *sessionstore.GapError
+			require.ErrorAs(t, err, &ge)
+			require.Equal(t, [2]uint64{4, 5}, [2]uint64{ge.First, ge.Last})
+			require.ErrorIs(t, err, sessionstore.ErrRevisionsMissing)
+		})
+	}
+}
+
+func seq(from, to uint64) []uint64 {
+	var out []uint64
+	for r := from; r <= to; r++ {
+		out = append(out, r)
+	}
 	return out
 }
 
@@ -209,9 +378,9 @@ func TestFixtures(t *testing.T) {
 		"bom":                          {latest: 5, history: 0, historyErrAt: 0, acquire: "ok"},
 		"bitflip-middle":               {latest: 5, history: 2, historyErrAt: lineLen("bitflip-middle", 2), acquire: "ok"},
 		"bitflip-revision":             {latest: 5, history: 2, historyErrAt: lineLen("bitflip-revision", 2), acquire: "ok"},
-		"duplicated-revision":          {latest: 5, history: 3, historyErrAt: lineLen("duplicated-revision", 3), acquire: "ok"},
-		"revision-gap":                 {latest: 5, history: 2, historyErrAt: lineLen("revision-gap", 2), acquire: "ok"},
-		"generation-backwards":         {latest: 5, history: 3, historyErrAt: lineLen("generation-backwards", 3), acquire: "ok"},
+		"duplicated-revision":          {latest: 5, history: 3, historyErrAt: lineLen("duplicated-revision", 3), acquire: "corrupt"},
+		"revision-gap":                 {latest: 5, history: 2, historyErrAt: lineLen("revision-gap", 2), acquire: "corrupt"},
+		"generation-backwards":         {latest: 5, history: 3, historyErrAt: lineLen("generation-backwards", 3), acquire: "corrupt"},
 		"crc-fail-claims-old-revision": {latest: 5, history: 5, historyErrAt: -1, acquire: "corrupt"},
 		"two-damaged-lines-tail":       {latest: 5, history: 5, historyErrAt: -1, acquire: "corrupt"},
 		"newer-schema":                 {latest: 5, history: 5, historyErrAt: -1, acquire: "ok", appendErr: sessionstore.ErrSchemaTooNew},
@@ -221,13 +390,16 @@ func TestFixtures(t *testing.T) {
 		"deltas":             {latest: 7, history: 7, historyErrAt: -1, acquire: "ok"},
 		"v1-then-v2":         {latest: 7, history: 7, historyErrAt: -1, acquire: "ok"},
 		"delta-bad-middle":   {latest: 5, history: 2, historyErrAt: lineLen("delta-bad-middle", 2), acquire: "ok"},
-		"delta-bad-last":     {latest: 0, history: 2, historyErrAt: lineLen("delta-bad-last", 2), acquire: "ok"},
-		"delta-base-damaged": {latest: 0, history: 1, historyErrAt: lineLen("delta-base-damaged", 1), acquire: "ok"},
-		"delta-first-record": {latest: 0, history: 0, historyErrAt: 0, acquire: "ok"},
+		"delta-bad-last":     {latest: 0, history: 2, historyErrAt: lineLen("delta-bad-last", 2), acquire: "corrupt"},
+		"delta-base-damaged": {latest: 0, history: 1, historyErrAt: lineLen("delta-base-damaged", 1), acquire: "corrupt"},
+		"delta-first-record": {latest: 0, history: 0, historyErrAt: 0, acquire: "corrupt"},
 	}
 	entries, err := os.ReadDir(fixtureRoot)
 	require.NoError(t, err)
-	require.Len(t, entries, len(tests), "every fixture has a row and every row a fixture")
+	require.Len(t, entries, len(tests)+len(format3Fixtures), "every fixture has a row and every row a fixture")
+	for name := range format3Fixtures {
+		delete(cases, name) // TestFormat3Fixtures checks them
+	}
 	for name, want := range tests {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -760,4 +761,11 @@ func (c *procChild) checkStderr(t testing.TB) {
 // procEnv is the environment that points a helper at a session.
 func procEnv(dir string, id session.SessionID, seed uint64) []string {
 	return []string{procDirEnv + "=" + dir, procIDEnv + "=" + string(id), procSeedEnv + "=" + strconv.FormatUint(seed, 10)}
+}
+
+// parseLine parses one line (without its newline) into a record, as the
+// store's readers do.
+func parseLine(line []byte, maxPayload int) (rawRecord, error) {
+	m, payload, err := record.Parse(line, maxPayload)
+	return rawRecord{Meta: m, Payload: payload}, err
 }

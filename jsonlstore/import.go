@@ -2,14 +2,14 @@ package jsonlstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -36,23 +36,25 @@ func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
 // Import creates session id from its record lines, copied verbatim: the
 // lines (each with its newline, as RecordLines yields them) must be
 // revisions 1, 2, … of session id, and each must pass the checks History
-// makes (framing, checksum, sequence, a delta applying to the revision
-// before it, a payload that decodes to a snapshot of session id). It is
-// how a session is copied into this store from another store of the same
-// record format (another directory, or a database: pgstore).
+// makes — the store's own reader (internal/record) checks framing,
+// checksum and the sequence rules, each delta is applied to the revision
+// before it, and each payload must decode to a snapshot of session id. It
+// is how a session is copied into this store from another store of the
+// same record format (another directory, or a database: pgstore).
 //
 // The session is created as Create creates one: its log is written into
-// a temporary directory under its lease and synced, checked by the
-// store's own reader, then the directory is renamed into place without
-// replacing anything and the root is synced; a session that fails a
-// check is never published. It is left with a free lease whose generation
-// is above every generation in the records, and a summary.
+// a temporary directory under its lease and synced, then the directory is
+// renamed into place without replacing anything and the root is synced;
+// a session whose records fail a check is never published. It is left
+// with a free lease whose generation is above every generation in the
+// records, and a summary.
 //
 // Import returns the number of records. Errors: ErrInvalidID, ErrClosed,
 // ErrExists, a *sessionstore.CorruptionError for a line that fails its
-// checks (nothing is created), ErrSchemaTooNew for a record of a kind
-// this program cannot read, lines' own errors, I/O errors. As with
-// Create, on error the session either does not exist or exists whole.
+// checks (nothing is created), a *sessionstore.NewerRecordError for a
+// record of a newer program, a *sessionstore.GapError when the last
+// record is a gap, lines' own errors, I/O errors. As with Create, on error
+// the session either does not exist or exists whole.
 func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error]) (n int, err error) {
 	if err := s.check(ctx, id); err != nil {
 		return 0, err
@@ -69,33 +71,54 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		}
 	}()
 
-	// Copy the lines, each a single record of the next revision; the
-	// sequence and the payloads are checked below, by the reader.
-	var last []byte
-	var rev, lastGen uint64 // rev: of the line at hand, n+1
+	next, stop := iter.Pull2(lines)
+	defer stop()
+	var srcErr error // the source's own error, reported as it is
+	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+	rd.Read(record.Source{Path: logPath(id), NextLine: func() ([]byte, error) {
+		line, err, ok := next()
+		switch {
+		case !ok:
+			return nil, io.EOF
+		case err != nil:
+			srcErr = err
+		}
+		return line, err
+	}})
+	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	var last *rawRecord
+	var latest sessionstore.Record
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
-	for line, err := range lines {
-		if err != nil {
-			return 0, fmt.Errorf("jsonlstore: import %s: %w", id, err)
-		}
+	for rd.Next() {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		rev++
-		rec, err := s.importLine(id, rev, size, line)
-		if err != nil {
+		r := rd.Record()
+		if err := snaps.Add(r); err != nil {
 			return 0, err
 		}
-		if _, err := bw.Write(line); err != nil {
+		if r.Kind != KindGap {
+			if latest, err = decodeRecord(id, r, snaps.Bytes()); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := bw.Write(r.Line()); err != nil {
 			return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
 		}
 		n++
-		size += int64(len(line))
-		last, lastGen = append(last[:0], line...), rec.Gen
+		size += r.LineLen
+		last = r.Clone()
 	}
-	if n == 0 {
+	switch err := rd.Err(); {
+	case srcErr != nil:
+		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, srcErr)
+	case err != nil:
+		return 0, err
+	case last == nil:
 		return 0, fmt.Errorf("jsonlstore: import %s: no records", id)
+	case last.Kind == KindGap:
+		return 0, gapError(id, last) // a log ends with a readable revision
 	}
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
@@ -103,23 +126,19 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	if err != nil {
 		return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
 	}
-	snap, err := s.checkImport(ctx, b)
-	if err != nil {
-		return 0, err
-	}
 
 	// Retake the lease above the records' generations, so that the lease
 	// record tells the truth about the session. (Acquire would give a
 	// higher generation anyway: it reads the log's last one.) Releasing
 	// rewrites lease.json, which makes the directory new again for the
 	// sweep of leftovers in between.
-	if lastGen >= b.lease.Generation() {
+	if last.Gen >= b.lease.Generation() {
 		err = b.lease.Release(context.WithoutCancel(ctx))
 		b.lease = nil
 		if err != nil {
 			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
 		}
-		if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, lastGen)); err != nil {
+		if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, last.Gen)); err != nil {
 			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
 		}
 	}
@@ -127,7 +146,8 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		return 0, err
 	}
 	// Published: from here on the session exists whole, whatever fails.
-	s.writeImportSummary(b, last, size, &snap)
+	last.Offset = size - last.LineLen
+	s.writeImportSummary(b, last, &latest.Snapshot)
 	err = b.lease.Release(context.WithoutCancel(ctx))
 	b.lease = nil
 	_ = b.log.Close() // written and synced above; nothing is written after
@@ -138,70 +158,13 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	return n, nil
 }
 
-// importLine checks that line is one record line of revision rev (it is
-// to start at offset off of the log) and returns its envelope.
-func (s *Store) importLine(id session.SessionID, rev uint64, off int64, line []byte) (rawRecord, error) {
-	corrupt := func(err error) error {
-		return &sessionstore.CorruptionError{ID: id, Path: logPath(id), Offset: off, Revision: rev, Err: err}
-	}
-	if len(line) == 0 || line[len(line)-1] != '\n' {
-		return rawRecord{}, corrupt(errNoNewline)
-	}
-	if bytes.IndexByte(line[:len(line)-1], '\n') >= 0 {
-		return rawRecord{}, corrupt(fmt.Errorf("%w: more than one line", errFraming))
-	}
-	r, err := parseLine(line[:len(line)-1], s.opts.MaxRecordBytes)
-	if err != nil {
-		return rawRecord{}, corrupt(err)
-	}
-	if r.Rev != rev {
-		return rawRecord{}, corrupt(fmt.Errorf("record %d holds revision %d", rev, r.Rev))
-	}
-	return r, nil
-}
-
-// checkImport reads the log b wrote as History reads a log (the sequence
-// rules, deltas, payloads that decode to snapshots of the session) and
-// returns the latest snapshot. A failed check is reported at its revision
-// and offset in the log it would have been.
-func (s *Store) checkImport(ctx context.Context, b *newSession) (sessnap.Snapshot, error) {
-	v, err := openView(s.fs, b.tmp+"/"+LogFile, s.opts.MaxRecordBytes)
-	if err != nil {
-		return sessnap.Snapshot{}, fmt.Errorf("jsonlstore: import %s: %w", b.id, err)
-	}
-	defer func() { _ = v.Close() }() // read-only
-	var latest sessnap.Snapshot
-	err = s.scanHistory(ctx, b.id, v, func(rec sessionstore.Record) bool {
-		latest = rec.Snapshot
-		return true
-	})
-	var a *anomaly
-	if errors.As(err, &a) {
-		ce := *a.ce
-		ce.Path = logPath(b.id)
-		err = &ce
-	}
-	var ce *sessionstore.CorruptionError
-	if errors.As(err, &ce) && ce.Path == v.name {
-		c := *ce
-		c.Path = logPath(b.id)
-		err = &c
-	}
-	return latest, err
-}
-
 // writeImportSummary writes the summary of a published import whose last
-// line is last, in a log of size bytes. The summary is a cache: failing
-// to write it fails nothing.
-func (s *Store) writeImportSummary(b *newSession, last []byte, size int64, snap *sessnap.Snapshot) {
-	r, err := parseLine(last[:len(last)-1], s.opts.MaxRecordBytes)
-	if err != nil {
-		return
-	}
-	r.Offset, r.LineLen = size-int64(len(last)), int64(len(last))
+// record is last. The summary is a cache: failing to write it fails
+// nothing.
+func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap.Snapshot) {
 	fi, err := b.log.Stat()
-	if err != nil {
-		return
+	if err != nil || fi.Size() != last.End() {
+		return // none is better than a wrong one
 	}
 	dir, err := vfs.Sub(s.fs, sessionDir(b.id))
 	if err != nil {
@@ -209,7 +172,8 @@ func (s *Store) writeImportSummary(b *newSession, last []byte, size int64, snap 
 	}
 	var sw summaryWriter
 	defer sw.close()
-	sf := summaryFile{Log: vfs.IdentityOf(fi), LogSize: size, LastOffset: r.Offset, Revision: r.Rev, Summary: projectRecord(&r, snap, size)}
+	sf := summaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),
+		LastOffset: last.Offset, Revision: last.Rev, Summary: projectRecord(last, snap, last.End())}
 	if err := sw.write(dir, sf); err != nil {
 		s.opts.Logger.Warn("jsonlstore: summary not written", "session", b.id, "err", err)
 	}

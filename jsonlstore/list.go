@@ -7,7 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -61,8 +61,7 @@ func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionI
 // length of the history.
 func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Summary, error) {
 	if sf, ok := readSummaryFile(s.fs, id); ok {
-		if fi, err := s.fs.Lstat(logPath(id)); err == nil && fi.Mode().IsRegular() &&
-			vfs.IdentityOf(fi) == sf.Log && fi.Size() == sf.LogSize && s.revisionAt(id, sf.LastOffset) == sf.Revision {
+		if fi, err := s.fs.Lstat(logPath(id)); err == nil && sf.matches(fi) && s.revisionAt(id, sf.LastOffset) == sf.Revision {
 			sum := sf.Summary
 			sum.Sizes.LogBytes = fi.Size()
 			return sum, nil
@@ -70,11 +69,7 @@ func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Su
 	}
 	var sum summary.Summary
 	err := s.read(ctx, id, func(v *view) error {
-		last, err := s.lastOf(id, v)
-		if err != nil {
-			return err
-		}
-		rec, err := s.decodeLast(id, v, last)
+		last, rec, err := s.loadLatest(id, v)
 		if err != nil {
 			return err
 		}
@@ -93,7 +88,7 @@ func (s *Store) revisionAt(id session.SessionID, off int64) uint64 {
 	defer func() { _ = f.Close() }() // read-only
 	var buf [64]byte
 	n, _ := f.ReadAt(buf[:], off)
-	rev, ok := peekRev(buf[:n])
+	rev, ok := record.PeekRev(buf[:n])
 	if !ok {
 		return 0
 	}

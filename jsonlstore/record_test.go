@@ -13,7 +13,7 @@ import (
 var recTime = time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
 
 func testLine(rev uint64, payload string) []byte {
-	return encodeRecord(meta{Version: RecordVersion, Schema: 1, Rev: rev, Gen: 3, Time: recTime, Kind: KindFull}, []byte(payload))
+	return record.Encode(meta{Version: RecordVersion, Schema: 1, Rev: rev, Gen: 3, Time: recTime, Kind: KindFull}, []byte(payload))
 }
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -74,24 +74,24 @@ func TestRecordStrictness(t *testing.T) {
 	t.Run("payload over cap", func(t *testing.T) {
 		big := testLine(1, `{"id":"`+string(bytes.Repeat([]byte("a"), 100))+`"}`)
 		_, err := parseLine(big[:len(big)-1], 50)
-		require.ErrorIs(t, err, errTooLong)
+		require.ErrorIs(t, err, record.ErrTooLong)
 	})
 	t.Run("length mismatch with valid crc", func(t *testing.T) {
 		// Forge a line whose len field lies but whose CRC is right.
 		b := []byte(`{"v":1,"schema":1,"rev":1,"gen":1,"time":"2026-11-29T12:00:00Z","kind":"full","len":3,"snap":{"id":"x"}`)
 		line := record.AppendCRC(bytes.Clone(b))
 		_, err := parseLine(line, 1<<20)
-		require.ErrorIs(t, err, errFraming)
+		require.ErrorIs(t, err, record.ErrFraming)
 	})
 }
 
 func TestPeekRev(t *testing.T) {
 	line := testLine(42, `{"id":"x"}`)
 	line[len(line)-5] ^= 1 // damage the crc, keep the envelope
-	rev, ok := peekRev(line)
+	rev, ok := record.PeekRev(line)
 	require.True(t, ok)
 	require.Equal(t, uint64(42), rev)
-	_, ok = peekRev([]byte("\x00\x00\x00"))
+	_, ok = record.PeekRev([]byte("\x00\x00\x00"))
 	require.False(t, ok)
 }
 
@@ -119,7 +119,7 @@ func FuzzParseLine(f *testing.F) {
 			return
 		}
 		require.LessOrEqual(t, len(r.Payload), 4096)
-		again := encodeRecord(r.meta, r.Payload)
+		again := record.Encode(r.Meta, r.Payload)
 		require.Equal(t, string(data), string(again[:len(again)-1]), "an accepted line re-encodes to itself")
 	})
 }

@@ -21,24 +21,14 @@ type RecordInfo = sessionstore.RecordInfo
 // lease and modifies nothing.
 func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[RecordInfo, error] {
 	return func(yield func(RecordInfo, error) bool) {
-		var yielded uint64 // records already yielded survive a retry of the read
-		stopped := false
-		err := s.read(ctx, id, func(v *view) error {
-			at := s.placesOf(id, v)
-			return s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
-				if r.Rev <= yielded {
-					return true, nil
-				}
-				yielded = r.Rev
-				if !yield(at.info(r), nil) {
-					stopped = true
-					return false, nil
-				}
-				return true, nil
-			})
-		})
-		if err != nil && !stopped {
-			yield(RecordInfo{}, err)
+		for r, err := range s.rawRecords(ctx, id) {
+			if err != nil {
+				yield(RecordInfo{}, err)
+				return
+			}
+			if !yield(r.info(), nil) {
+				return
+			}
 		}
 	}
 }
@@ -49,72 +39,60 @@ func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[Rec
 // copied verbatim into another store of the same record format.
 func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
+		for r, err := range s.rawRecords(ctx, id) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(r.rec.Line(), nil) {
+				return
+			}
+		}
+	}
+}
+
+// placedRecord is a record of a session's history and where it is kept.
+type placedRecord struct {
+	rec      *rawRecord // payload valid until the next one
+	archived bool
+}
+
+func (p placedRecord) info() RecordInfo {
+	r := p.rec
+	return RecordInfo{
+		Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind,
+		File: r.Path, Offset: r.Offset, Archived: p.archived, Bytes: r.LineLen, PayloadBytes: len(r.Payload),
+	}
+}
+
+// rawRecords yields every verified record of session id's history, as
+// History reads it but without rebuilding snapshots, each once even when
+// the read is retried.
+func (s *Store) rawRecords(ctx context.Context, id session.SessionID) iter.Seq2[placedRecord, error] {
+	return func(yield func(placedRecord, error) bool) {
 		var yielded uint64 // records already yielded survive a retry of the read
 		stopped := false
 		err := s.read(ctx, id, func(v *view) error {
-			return s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
-				if r.Rev <= yielded {
-					return true, nil
+			h := s.scanHistory(id, v)
+			defer h.Close()
+			for h.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-				yielded = r.Rev
-				// The format has one layout per record (the parser is
-				// positional and strict), so encoding the parsed envelope
-				// and payload again gives the stored bytes.
-				if !yield(encodeRecord(r.meta, r.Payload), nil) {
+				r := h.Record()
+				if r.Through() <= yielded {
+					continue
+				}
+				yielded = r.Through()
+				if !yield(placedRecord{rec: r, archived: h.Archived()}, nil) {
 					stopped = true
-					return false, nil
+					return nil
 				}
-				return true, nil
-			})
+			}
+			return h.Err()
 		})
 		if err != nil && !stopped {
-			yield(nil, err)
+			yield(placedRecord{}, err)
 		}
-	}
-}
-
-// places says where scanRecords found a record of one view: in the log,
-// or, for a revision below the log's first, in an archive segment.
-type places struct {
-	id       session.SessionID
-	log      string
-	logFirst uint64
-	segs     []archiveSegment
-}
-
-// placesOf reads what places needs: the log's first revision and, when
-// revisions are archived, the manifest's segments below it. It is for
-// naming files only: the scan itself checks the archives.
-func (s *Store) placesOf(id session.SessionID, v *view) places {
-	p := places{id: id, log: v.name, logFirst: 1}
-	if first, err := firstRevOf(v); err == nil {
-		p.logFirst = first
-	}
-	if p.logFirst > 1 {
-		if m, err := readManifest(s.fs, id); err == nil {
-			p.segs, _ = m.archivedBelow(p.logFirst)
-		}
-	}
-	return p
-}
-
-// file returns the file holding revision rev, and whether it is archived.
-func (p places) file(rev uint64) (string, bool) {
-	if rev >= p.logFirst {
-		return p.log, false
-	}
-	for _, seg := range p.segs {
-		if rev >= seg.First && rev <= seg.Last {
-			return archiveDir(p.id) + "/" + seg.File, true
-		}
-	}
-	return archiveDir(p.id), true
-}
-
-func (p places) info(r *rawRecord) RecordInfo {
-	file, archived := p.file(r.Rev)
-	return RecordInfo{
-		Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind,
-		File: file, Offset: r.Offset, Archived: archived, Bytes: r.LineLen, PayloadBytes: len(r.Payload),
 	}
 }

@@ -119,9 +119,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	// proves the cut left a sound log).
 	c, cerr := s.verifyRecords(ctx, id)
 	rep.Records = c.records
-	if c.last != nil {
-		rep.Revision = c.last.Rev
-	}
+	rep.Revision = c.last.Through()
 	rep.Swept = s.repairSweepRoot(ctx)
 	rerr := w.Release(context.WithoutCancel(ctx))
 	var ce *sessionstore.CorruptionError
@@ -134,8 +132,6 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 		return rep, cerr
 	case cerr != nil:
 		return rep, cerr
-	case c.unknownKind != nil:
-		return rep, fmt.Errorf("jsonlstore: repair %s: %s: %s", id, c.unknownKind.File, c.unknownKind.Message)
 	}
 	return rep, rerr
 }
@@ -181,8 +177,8 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 	// As in acquire: the new generation must be above every generation in
 	// the log, whatever lease.json says.
 	var minGen uint64
-	if v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes); err == nil {
-		if last, _, err := v.last(); err == nil && last != nil {
+	if v, err := openView(s.fs, id, s.opts.MaxRecordBytes); err == nil {
+		if last, _, _ := v.back.Last(); last != nil {
 			minGen = last.Gen
 		}
 		_ = v.Close() // read-only
@@ -237,7 +233,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 		return fmt.Errorf("jsonlstore: repair %s: the log holds no sound record to keep, so cutting it would leave nothing; "+
 			"it is left as it is (copy %s aside before deleting the session): %w", id, logPath(id), ce)
 	}
-	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
 	}

@@ -203,7 +203,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		}
 	}()
 	now := s.opts.Now().UTC()
-	line := encodeRecord(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}, payload)
+	line := record.Encode(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}, payload)
 	if err = writeAll(b.log, line); err == nil {
 		err = b.log.Datasync()
 	}
@@ -222,7 +222,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
 	lease, f := b.lease, b.log
-	rec := rawRecord{meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
+	rec := rawRecord{Meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
 	w := &writer{
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),

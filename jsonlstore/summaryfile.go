@@ -2,6 +2,7 @@ package jsonlstore
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"time"
 
@@ -17,14 +18,21 @@ import (
 // syncing, framed like a log record (a CRC-32C of the bytes before
 // `,"crc":"`), padded with spaces to the length of what it replaces:
 //
-//	{"v":1,"log":{"dev":2049,"ino":1234},"log_size":5120,"last_offset":4000,
-//	 "revision":7,"summary":{…},"crc":"0a1b2c3d"}␠␠␠
+//	{"v":2,"log":{"dev":2049,"ino":1234},"log_size":5120,"log_mtime":1764410401123456789,
+//	 "last_offset":4000,"revision":7,"summary":{…},"crc":"0a1b2c3d"}␠␠␠
 //
 // A reader may therefore find it missing, empty, torn (checksum mismatch),
 // or stale after a crash or while it is being written; all of these count
-// as absent. It is trusted only when the log it names is the log on disk
-// (same identity and size) and the record at LastOffset still carries
-// Revision; otherwise readers compute the summary from the log's tail.
+// as absent. It is trusted as a cache only when the log it names is the log
+// on disk — same identity, size and modification time (so a log changed in
+// place behind the store's back, even to the same size, is read again) —
+// and the record at LastOffset still carries Revision; otherwise readers
+// compute the summary from the log's tail.
+//
+// It is also evidence: a summary written for this very log file (same
+// identity, valid checksum, version 1 or 2) proves that Revision was
+// committed at LastOffset, whatever the log's size now. A log whose last
+// valid record is below it lost committed records (record.ClassifyTail).
 //
 // Why in place rather than temp-and-rename: creating and renaming a file
 // per append makes every append's journal commit carry a new inode and
@@ -36,13 +44,16 @@ type summaryFile struct {
 	Version    int             `json:"v"`
 	Log        vfs.Identity    `json:"log"`
 	LogSize    int64           `json:"log_size"`
+	LogMtime   int64           `json:"log_mtime,omitempty"` // nanoseconds since 1970 (version 2)
 	LastOffset int64           `json:"last_offset"`
 	Revision   uint64          `json:"revision"`
 	Summary    summary.Summary `json:"summary"`
 }
 
 const (
-	summaryVersion  = 1
+	// summaryVersion is what writers write. Version 1 lacks log_mtime:
+	// it is evidence, never a trusted cache.
+	summaryVersion  = 2
 	maxSummaryBytes = 256 << 10
 )
 
@@ -52,21 +63,41 @@ func encodeSummaryFile(sf summaryFile) ([]byte, error) {
 	return frameJSON(sf)
 }
 
+// decodeSummaryFile decodes a summary of either version; a cache user
+// checks that Version is summaryVersion.
 func decodeSummaryFile(b []byte, id session.SessionID) (summaryFile, bool) {
 	var sf summaryFile
-	if !unframeJSON(b, &sf) || sf.Version != summaryVersion ||
+	if !unframeJSON(b, &sf) || sf.Version < 1 || sf.Version > summaryVersion ||
 		sf.Summary.ID != id || sf.Revision == 0 || sf.Summary.Revision != sf.Revision {
 		return summaryFile{}, false
 	}
 	return sf, true
 }
 
+// readSummaryFile returns session id's summary.json when it is one this
+// program may use as a cache (the current version); see readSummaryEvidence.
 func readSummaryFile(fsys vfs.FS, id session.SessionID) (summaryFile, bool) {
+	sf, ok := readSummaryEvidence(fsys, id)
+	if !ok || sf.Version != summaryVersion {
+		return summaryFile{}, false
+	}
+	return sf, true
+}
+
+// readSummaryEvidence returns session id's summary.json of any version
+// this program reads, for the evidence it gives of committed revisions.
+func readSummaryEvidence(fsys vfs.FS, id session.SessionID) (summaryFile, bool) {
 	b, err := vfs.ReadFile(fsys, summaryPath(id), maxSummaryBytes)
 	if err != nil {
 		return summaryFile{}, false
 	}
 	return decodeSummaryFile(b, id)
+}
+
+// matches reports whether sf was written for the log file fi describes as
+// it is now: same identity, size and modification time.
+func (sf summaryFile) matches(fi fs.FileInfo) bool {
+	return fi.Mode().IsRegular() && vfs.IdentityOf(fi) == sf.Log && fi.Size() == sf.LogSize && fi.ModTime().UnixNano() == sf.LogMtime
 }
 
 // summaryWriter overwrites one session's summary.json in place.
@@ -113,6 +144,8 @@ func (w *summaryWriter) close() {
 
 // projectRecord computes a session's summary from a record.
 func projectRecord(rec *rawRecord, snap *sessnap.Snapshot, logSize int64) summary.Summary {
+	// (A gap record is never a log's last: repair ends a log with a
+	// readable revision.)
 	s := summary.Project(snap, rec.Rev, rec.Gen, rec.Time)
 	s.Sizes.LogBytes = logSize
 	return s

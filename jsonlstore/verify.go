@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -91,22 +92,20 @@ func (s *Store) verifySession(ctx context.Context, id session.SessionID) (Sessio
 func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *SessionVerifyReport) error {
 	c, err := s.verifyRecords(ctx, id)
 	sr.Records = c.records
-	if c.last != nil {
-		sr.Revision = c.last.Rev
-	}
+	sr.Revision = c.last.Through()
+	sr.Notes = append(sr.Notes, c.notes...)
 	var ce *sessionstore.CorruptionError
+	var ne *sessionstore.NewerRecordError
 	switch {
+	case errors.As(err, &ne):
+		sr.Newer = &Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
+			"written by a newer version (record format %d, kind %q): this record and the ones after it were not checked, and this program will not append to the session", ne.Version, ne.Kind)}
+		return nil
 	case errors.As(err, &ce):
 		sr.Problems = append(sr.Problems, findingOf(ce))
 		return nil
 	case err != nil:
 		return err
-	}
-	if c.unknownKind != nil {
-		sr.Problems = append(sr.Problems, *c.unknownKind)
-	}
-	if c.newerSchema != nil {
-		sr.Notes = append(sr.Notes, *c.newerSchema)
 	}
 	if c.tail.Bytes > 0 && s.verifyTailStill(id, c.logID, c.tail.Start) {
 		sr.Notes = append(sr.Notes, Finding{File: logPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
@@ -118,20 +117,18 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *Session
 // verifiedLog is what verifyRecords found on the last view it read.
 type verifiedLog struct {
 	logID   vfs.Identity
-	records int        // sound records, in sequence from revision 1
-	last    *rawRecord // the last of them (without payload); nil if none
-	tail    tail       // bytes after the last record: an uncommitted tail
-	// unknownKind is a record of a kind this program cannot check (the
-	// check stopped there); newerSchema notes the first record written by
-	// a newer schema.
-	unknownKind *Finding
-	newerSchema *Finding
+	records int         // sound records, in sequence from revision 1
+	last    meta        // the last of them (zero if none)
+	tail    record.Tail // bytes after the last record: an uncommitted tail
+	notes   []Finding   // a newer schema's snapshots, revisions a repair set aside
 }
 
-// verifyRecords reads session id's log forwards and checks everything
+// verifyRecords reads session id's history forwards and checks everything
 // Verify promises about it. It returns the first corruption as a
-// *sessionstore.CorruptionError, confirmed on a fresh view (see read); the
-// verifiedLog describes the records before it.
+// *sessionstore.CorruptionError, confirmed on a fresh view (see read), or
+// where a newer version's records begin (a
+// *sessionstore.NewerRecordError); the verifiedLog describes the records
+// before it.
 func (s *Store) verifyRecords(ctx context.Context, id session.SessionID) (verifiedLog, error) {
 	var c verifiedLog
 	err := s.read(ctx, id, func(v *view) error {
@@ -141,70 +138,71 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID) (verifi
 	return c, err
 }
 
-// verifyView checks one view of the log: the records (scanRecords, then
-// decoding and restoring each), the bytes after them, and summary.json.
+// verifyView checks one view of the log: every record (historyScan), each
+// delta applied to the previous snapshot and checked against the length
+// and checksum it names (record.Snapshots, which keeps the snapshot as
+// pieces: a delta costs what it changes), each snapshot decoded and
+// restored, the bytes after the last record, and summary.json.
 func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog) error {
 	var lastSnap sessnap.Snapshot
-	at := s.placesOf(id, v)
-	snaps := snapshots{id: id, max: v.maxPayload}
-	err := s.scanRecords(ctx, id, v, func(r *rawRecord) (bool, error) {
-		file, _ := at.file(r.Rev)
-		if r.Kind != KindFull && r.Kind != KindDelta {
-			// A kind this program does not know (a newer writer's): it can
-			// be neither decoded nor checked, and nor can what it affects.
-			c.unknownKind = &Finding{File: file, Offset: r.Offset, Revision: r.Rev,
-				Message: fmt.Sprintf("record kind %q is unknown to this program (written by a newer version?): it and the records after it were not checked", r.Kind)}
-			return false, nil
+	var lastRec *rawRecord
+	newerSchema := false
+	h := s.scanHistory(id, v)
+	defer h.Close()
+	snaps := record.NewSnapshots(id, v.maxPayload)
+	for h.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		// A delta must apply to the previous snapshot and rebuild exactly
-		// the bytes its checksum names; the result is then checked as a
-		// full record's payload is.
-		snap, err := snaps.next(r, file)
-		if err != nil {
-			return false, err
+		r := h.Record()
+		if err := snaps.Add(r); err != nil {
+			return err
 		}
-		rec, err := decodeRecord(id, v, r, snap)
-		var ce *sessionstore.CorruptionError
-		if errors.As(err, &ce) {
-			ce.Path = file // decodeRecord names the log; archived records are elsewhere
-			return false, ce
-		}
-		if err != nil {
-			return false, err
-		}
-		if _, err := rec.Session(); err != nil {
-			return false, &sessionstore.CorruptionError{ID: id, Path: file, Offset: r.Offset, Revision: r.Rev,
-				Err: fmt.Errorf("snapshot does not restore: %w", err)}
-		}
-		if r.Schema > sessnap.SchemaVersion && c.newerSchema == nil {
-			c.newerSchema = &Finding{File: file, Offset: r.Offset, Revision: r.Rev,
-				Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)}
+		if r.Kind == KindGap {
+			g, _ := record.ParseGap(r.Payload)
+			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
+				"revisions %d to %d are missing: a repair set them aside (%s)%s", r.Rev, r.Through(), g.Reason, forensicNote(g.Forensic))})
+		} else {
+			rec, err := decodeRecord(id, r, snaps.Bytes())
+			if err != nil {
+				return err
+			}
+			if _, err := rec.Session(); err != nil {
+				return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+					Err: fmt.Errorf("snapshot does not restore: %w", err)}
+			}
+			if r.Schema > sessnap.SchemaVersion && !newerSchema {
+				newerSchema = true
+				c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
+					Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)})
+			}
+			lastSnap = rec.Snapshot
 		}
 		c.records++
-		c.last = &rawRecord{meta: r.meta, Offset: r.Offset, LineLen: r.LineLen}
-		lastSnap = rec.Snapshot
-		return true, nil
-	})
-	if err != nil || c.unknownKind != nil {
+		c.last = r.Meta
+		lastRec = &rawRecord{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen}
+	}
+	if err := h.Err(); err != nil {
 		return err
 	}
-	last, t, err := v.last()
+	// The bytes after the last record: an uncommitted tail, or damage that
+	// recovery refuses to remove (then Acquire fails too).
+	last, t, err := v.back.Last()
 	if err != nil {
 		return err
 	}
-	if t.Bytes > 0 {
-		// Bytes after the last record: an uncommitted tail, or damage
-		// that recovery refuses to remove (then Acquire fails too).
-		if err := s.classifyTail(id, v, last, t); err != nil {
-			var ce *sessionstore.CorruptionError
-			if errors.As(err, &ce) {
-				return &anomaly{ce: ce, id: v.id, bytes: bytes.Clone(t.First)}
-			}
-			return err
-		}
-		c.tail = t
+	if err := record.ClassifyTail(id, v.name, last, t, s.evidence(id, v), v.back.At); err != nil {
+		return err
 	}
-	return s.verifySummaryFile(id, v, c.last, &lastSnap)
+	c.tail = t
+	return s.verifySummaryFile(id, v, lastRec, &lastSnap)
+}
+
+func forensicNote(file string) string {
+	if file == "" {
+		return ""
+	}
+	return "; their bytes are in " + file
 }
 
 // verifySummaryFile compares a summary.json written for exactly the log v
@@ -218,12 +216,8 @@ func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *rawRecord
 		return nil
 	}
 	disagree := func(format string, args ...any) error {
-		b, _ := json.Marshal(sf)
-		return &anomaly{
-			ce: &sessionstore.CorruptionError{ID: id, Path: summaryPath(id), Offset: 0, Revision: sf.Revision,
-				Err: fmt.Errorf("summary.json disagrees with the log: "+format, args...)},
-			id: v.id, bytes: b,
-		}
+		return &sessionstore.CorruptionError{ID: id, Path: summaryPath(id), Offset: 0, Revision: sf.Revision,
+			Err: fmt.Errorf("summary.json disagrees with the log: "+format, args...)}
 	}
 	if sf.LastOffset != last.Offset || sf.Revision != last.Rev {
 		return disagree("it names revision %d at offset %d, the log's last record is revision %d at offset %d",
@@ -290,7 +284,7 @@ func verifyOrAbsent(b json.RawMessage) string {
 // a writer's append has since completed into a record, or that a new
 // holder has removed, was a moment of a live store, not worth a note.
 func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start int64) bool {
-	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return false
 	}
@@ -298,7 +292,7 @@ func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start 
 	if v.id != logID || v.size <= start {
 		return false
 	}
-	last, _, err := v.last()
+	last, _, err := v.back.Last()
 	if err != nil {
 		return false
 	}
@@ -320,7 +314,7 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *Sess
 	if err != nil {
 		return nil // needed by the log: verifyRecords reported it; else unused
 	}
-	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
+	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return nil // the log's problems are verifyLog's
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -187,7 +188,7 @@ func TestVerifyPayloadDoesNotRestore(t *testing.T) {
 	require.NoError(t, err)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	line := encodeRecord(meta{Version: RecordVersion, Schema: sessnap.SchemaVersion, Rev: 3, Gen: 1, Time: time.Now().UTC(), Kind: KindFull}, payload)
+	line := record.Encode(meta{Version: RecordVersion, Schema: sessnap.SchemaVersion, Rev: 3, Gen: 1, Time: time.Now().UTC(), Kind: KindFull}, payload)
 	require.NoError(t, os.WriteFile(path, append(data, line...), 0o600))
 
 	rep, err := st.Verify(ctx, "norestore")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -63,8 +64,8 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 		var last rawRecord
 		for r := 1; r <= revs; r++ {
 			m := meta{Version: RecordVersion, Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: KindFull}
-			line := encodeRecord(m, payload)
-			last = rawRecord{meta: m, Offset: int64(len(log)), LineLen: int64(len(line))}
+			line := record.Encode(m, payload)
+			last = rawRecord{Meta: m, Offset: int64(len(log)), LineLen: int64(len(line))}
 			log = append(log, line...)
 		}
 		dir := filepath.Join(root, string(id))

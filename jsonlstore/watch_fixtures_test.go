@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -169,7 +170,7 @@ func (ss *simStore) record(id session.SessionID, rev uint64) []byte {
 	snap.Title = fmt.Sprintf("%s rev %d", id, rev)
 	payload, err := sessionstore.EncodeSnapshot(id, snap, 0)
 	require.NoError(ss.t, err)
-	return encodeRecord(meta{
+	return record.Encode(meta{
 		Version: RecordVersion, Schema: 1, Rev: rev, Gen: 1,
 		Time: sessiontest.Epoch.Add(time.Duration(rev) * time.Second), Kind: KindFull,
 	}, payload)

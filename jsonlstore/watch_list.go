@@ -146,7 +146,7 @@ func (s *Store) scanSession(ctx context.Context, id session.SessionID) (scanned,
 			fi, err = dir.Lstat(LogFile)
 		}
 		_ = dir.Close() // a directory handle: nothing to flush
-		if ok && err == nil && fi.Mode().IsRegular() && vfs.IdentityOf(fi) == k.Log && fi.Size() == k.LogSize {
+		if ok && err == nil && (summaryFile{Log: k.Log, LogSize: k.LogSize, LogMtime: k.LogMtime}).matches(fi) {
 			return scanned{id: id, sum: k.ranked(), listed: true}, nil
 		}
 	}
@@ -250,6 +250,7 @@ type summaryKeys struct {
 	Version  int          `json:"v"`
 	Log      vfs.Identity `json:"log"`
 	LogSize  int64        `json:"log_size"`
+	LogMtime int64        `json:"log_mtime"`
 	Revision uint64       `json:"revision"`
 	Summary  struct {
 		ID        session.SessionID   `json:"id"`

@@ -31,7 +31,7 @@ type writer struct {
 	lastSchema int
 	size       int64 // log size after the last append
 	lastOffset int64 // offset of the last record
-	chain      chainState
+	chain      record.Chain
 	failed     error // set by the first I/O error; poisons the writer
 	lost       error // set when fencing fails; every later call returns it
 	closed     bool
@@ -106,7 +106,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	if err := w.fenceLocked(); err != nil {
 		return 0, err
 	}
-	rec := rawRecord{meta: meta{
+	rec := rawRecord{Meta: meta{
 		Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
 		// A record's time is never earlier than the previous record's, so
 		// a clock stepping back cannot reorder history.
@@ -117,12 +117,12 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// before it is written.
 	var line []byte
 	if !w.s.opts.FullRecordsOnly {
-		line = w.chain.DeltaLine(rec.meta, payload, w.s.opts.MaxRecordBytes)
+		line = w.chain.DeltaLine(rec.Meta, payload, w.s.opts.MaxRecordBytes)
 	}
 	if line != nil {
 		rec.Kind, rec.Version = KindDelta, record.VersionOf(KindDelta)
 	} else {
-		line = encodeRecord(rec.meta, payload)
+		line = record.Encode(rec.Meta, payload)
 	}
 	if err := writeAll(w.log, line); err != nil {
 		w.failed = err
@@ -151,8 +151,14 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 // a cache, recomputed from the log when it does not match), so it is
 // logged, not returned.
 func (w *writer) writeSummary(rec *rawRecord, snap *sessnap.Snapshot) {
+	// The log's modification time after the append makes the summary a
+	// cache of exactly this state of the file (one fstat, no sync).
+	fi, err := w.log.Stat()
+	if err != nil || fi.Size() != rec.End() {
+		return // the summary is a cache: none is better than a wrong one
+	}
 	sf := summaryFile{
-		Log: w.logID, LogSize: rec.End(), LastOffset: rec.Offset, Revision: rec.Rev,
+		Log: w.logID, LogSize: rec.End(), LogMtime: fi.ModTime().UnixNano(), LastOffset: rec.Offset, Revision: rec.Rev,
 		Summary: projectRecord(rec, snap, rec.End()),
 	}
 	if err := w.sum.write(w.dir, sf); err != nil {

@@ -27,6 +27,9 @@ type latest struct {
 	schema   int
 	time     time.Time
 	logBytes int64
+	// newer is set when the latest record was written by a newer program
+	// (a record format or kind this one does not know).
+	newer error
 }
 
 // latestOf reads the summary row of id (inside the caller's transaction,
@@ -35,13 +38,20 @@ func latestOf(ctx context.Context, tx pgx.Tx, id session.SessionID) (latest, err
 	var l latest
 	var rev, secs, logBytes int64
 	var nsecs int32
-	err := tx.QueryRow(ctx, `SELECT revision, schema, updated_s, updated_ns, log_bytes
-		FROM pgstore_summaries WHERE session_id = $1`, string(id)).Scan(&rev, &l.schema, &secs, &nsecs, &logBytes)
+	var kind string
+	var head []byte
+	err := tx.QueryRow(ctx, `SELECT s.revision, s.schema, s.updated_s, s.updated_ns, s.log_bytes,
+			coalesce(r.kind, ''), coalesce(substring(r.line from 1 for 64), ''::bytea)
+		FROM pgstore_summaries s LEFT JOIN pgstore_records r ON r.session_id = s.session_id AND r.rev = s.revision
+		WHERE s.session_id = $1`, string(id)).Scan(&rev, &l.schema, &secs, &nsecs, &logBytes, &kind, &head)
 	if err != nil {
 		return l, err
 	}
 	l.time, l.logBytes = time.Unix(secs, int64(nsecs)).UTC(), logBytes
 	l.rev, err = fromBigint("revision", rev)
+	if v, ok := record.PeekVersion(head); ok && (v > record.Version || !record.KnownKind(kind)) {
+		l.newer = &sessionstore.NewerRecordError{ID: id, Path: recordsPath, Revision: l.rev, Version: v, Kind: kind}
+	}
 	return l, err
 }
 
@@ -54,7 +64,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, id session.SessionID, g
 	if t.Before(prev.time) {
 		t = prev.time // the clock stepped back (or another machine's runs behind)
 	}
-	m := record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: prev.rev + 1, Gen: gen, Time: t, Kind: record.KindFull}
+	m := record.Meta{Version: record.VersionOf(record.KindFull), Schema: sessnap.SchemaVersion, Rev: prev.rev + 1, Gen: gen, Time: t, Kind: record.KindFull}
 	line := record.Encode(m, data)
 	if err := insertRecord(ctx, tx, id, m, line); err != nil {
 		return 0, err

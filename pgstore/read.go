@@ -1,10 +1,10 @@
 package pgstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"math"
 
@@ -17,108 +17,68 @@ import (
 )
 
 // recordsPath is the Path of a CorruptionError about a stored record: the
-// table; Offset is unused (0) and Revision names the row.
+// table. Its Offset is the record's offset among the session's lines as a
+// log file would hold them, and Revision names the row.
 const recordsPath = "pgstore_records"
 
-// materializer turns a session's record lines, in revision order, into
-// records. Each line is checked as a reader of the file format checks it
-// (framing, checksum, the revision its row claims, generations and times
-// never going back). A full record's payload is the snapshot; a delta
-// record's applies to the previous revision's snapshot (record.Apply). A
-// kind this program does not know is corruption: it cannot rebuild the
-// snapshot, and guessing would hand the caller a wrong one. Load reads from
-// the last full record at or below the revision it wants (chainSQL) and
-// applies the chain's deltas in one pass (loadPayload).
-type materializer struct {
-	id       session.SessionID
-	maxBytes int
-	prev     record.Meta
-	payload  []byte // the previous record's materialized snapshot
+// A session's rows are its record lines, stored verbatim, in revision
+// order. They are read with internal/record's Reader and Snapshots, as the
+// file store reads its log: framing, checksums and the sequence rules
+// checked once, in one place; a newer program's record stops the read (a
+// *sessionstore.NewerRecordError). What is particular to a table is
+// checked here: each row holds the revision its key says.
+
+// rowLines adapts rows of (revision, line) to a record.Source.
+func rowLines(id session.SessionID, next func() (uint64, []byte, error)) record.Source {
+	return record.Source{Path: recordsPath, NextLine: func() ([]byte, error) {
+		rev, line, err := next()
+		if err != nil {
+			return nil, err
+		}
+		if got, ok := record.PeekRev(line); ok && got != rev {
+			return nil, &sessionstore.CorruptionError{ID: id, Path: recordsPath, Revision: rev,
+				Err: fmt.Errorf("row of revision %d holds revision %d", rev, got)}
+		}
+		return line, nil
+	}}
 }
 
-func (m *materializer) corrupt(rev uint64, err error) error {
-	return &sessionstore.CorruptionError{ID: m.id, Path: recordsPath, Revision: rev, Err: err}
-}
-
-// next checks line, the record stored as revision rev, and returns it as
-// a Record.
-func (m *materializer) next(rev uint64, line []byte) (sessionstore.Record, error) {
-	rec, _, err := m.nextPayload(rev, line)
-	return rec, err
-}
-
-// nextPayload is next that also returns the revision's snapshot encoding
-// (the stored payload of a full record, verbatim).
-func (m *materializer) nextPayload(rev uint64, line []byte) (sessionstore.Record, []byte, error) {
-	meta, payload, err := m.parse(rev, line)
-	if err != nil {
-		return sessionstore.Record{}, nil, err
+// pullRows returns a next function over pgx rows of (rev, line).
+func pullRows(rows pgx.Rows) func() (uint64, []byte, error) {
+	return func() (uint64, []byte, error) {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return 0, nil, err
+			}
+			return 0, nil, io.EOF
+		}
+		var r int64
+		var line []byte
+		if err := rows.Scan(&r, &line); err != nil {
+			return 0, nil, err
+		}
+		rev, err := fromBigint("revision", r)
+		return rev, line, err
 	}
-	if payload, err = m.materialize(meta, payload); err != nil {
-		return sessionstore.Record{}, nil, m.corrupt(rev, err)
-	}
-	rec, err := m.record(meta, payload)
-	if err != nil {
-		return sessionstore.Record{}, nil, err
-	}
-	m.prev, m.payload = meta, payload
-	return rec, payload, nil
 }
 
-// record decodes the snapshot encoding payload of the record meta.
-func (m *materializer) record(meta record.Meta, payload []byte) (sessionstore.Record, error) {
+// decode turns a record whose snapshot encoding is payload into a Record.
+func decode(id session.SessionID, r *record.Rec, payload []byte) (sessionstore.Record, error) {
 	snap, err := sessnap.Unmarshal(payload)
 	if err != nil {
-		return sessionstore.Record{}, m.corrupt(meta.Rev, err)
+		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
 	}
-	return sessionstore.Record{
-		ID:            m.id,
-		Revision:      meta.Rev,
-		Generation:    meta.Gen,
-		Time:          meta.Time,
-		SchemaVersion: meta.Schema,
-		Snapshot:      snap,
-	}, nil
+	if snap.ID != id {
+		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev,
+			Err: fmt.Errorf("snapshot of session %q", snap.ID)}
+	}
+	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: snap}, nil
 }
 
-// materialize returns the snapshot encoding of a record of meta's kind
-// with payload.
-func (m *materializer) materialize(meta record.Meta, payload []byte) ([]byte, error) {
-	switch meta.Kind {
-	case record.KindFull:
-		return payload, nil
-	case record.KindDelta:
-		if m.payload == nil {
-			return nil, errors.New("a delta record without the revision it applies to")
-		}
-		return record.Apply(m.payload, payload, m.maxBytes)
-	}
-	return nil, fmt.Errorf("record kind %q is unknown to this program", meta.Kind)
-}
-
-// parse checks one stored line and its place in the sequence.
-func (m *materializer) parse(rev uint64, line []byte) (record.Meta, []byte, error) {
-	if len(line) == 0 || line[len(line)-1] != '\n' {
-		return record.Meta{}, nil, m.corrupt(rev, fmt.Errorf("%w: line without its newline", record.ErrFraming))
-	}
-	meta, payload, err := record.Parse(line[:len(line)-1], m.maxBytes)
-	if err != nil {
-		return meta, nil, m.corrupt(rev, err)
-	}
-	switch {
-	case meta.Rev != rev:
-		err = fmt.Errorf("row of revision %d holds revision %d", rev, meta.Rev)
-	case m.prev.Rev != 0 && meta.Rev != m.prev.Rev+1:
-		err = fmt.Errorf("revision %d follows %d", meta.Rev, m.prev.Rev)
-	case m.prev.Rev != 0 && meta.Gen < m.prev.Gen:
-		err = fmt.Errorf("generation %d after %d", meta.Gen, m.prev.Gen)
-	case m.prev.Rev != 0 && meta.Time.Before(m.prev.Time):
-		err = fmt.Errorf("time %s before the previous record's %s", meta.Time, m.prev.Time)
-	}
-	if err != nil {
-		return meta, nil, m.corrupt(rev, err)
-	}
-	return meta, payload, nil
+// gapErr is the error for the revisions a gap record stands for.
+func gapErr(id session.SessionID, r *record.Rec) error {
+	g, _ := record.ParseGap(r.Payload) // parsed once already
+	return &sessionstore.GapError{ID: id, First: r.Rev, Last: r.Through(), Reason: g.Reason, Forensic: g.Forensic}
 }
 
 // Load implements sessionstore.Store. It reads the records from the
@@ -154,7 +114,9 @@ func (s *Store) load(ctx context.Context, id session.SessionID, rev uint64) (ses
 }
 
 // loadPayload reads revision rev (0: the latest) and its snapshot
-// encoding.
+// encoding: the rows from the chain's full record on, read with the
+// sequence rules and rebuilt as pieces (record.Snapshots), written out
+// once.
 func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, []byte, error) {
 	if err := s.readyID(ctx, id); err != nil {
 		return sessionstore.Record{}, nil, err
@@ -167,62 +129,33 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 	if err != nil {
 		return sessionstore.Record{}, nil, wrapErr("load", id, err)
 	}
-	m := materializer{id: id, maxBytes: s.opts.MaxRecordBytes}
-	var (
-		full       []byte   // the chain's full record's payload
-		deltas     [][]byte // the payloads of the deltas after it
-		deltaBytes int      // their lines' bytes
-		last       record.Meta
-		got        bool
-		r          int64
-		line       []byte
-	)
-	_, err = pgx.ForEachRow(rows, []any{&r, &line}, func() error {
-		rev, err := fromBigint("revision", r)
-		if err != nil {
-			return err
+	defer rows.Close()
+	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Resumed())
+	rd.Read(rowLines(id, pullRows(rows)))
+	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	var last *record.Rec
+	for rd.Next() {
+		if err := snaps.Add(rd.Record()); err != nil {
+			return sessionstore.Record{}, nil, wrapErr("load", id, err)
 		}
-		meta, payload, err := m.parse(rev, line)
-		if err != nil {
-			return err
-		}
-		switch meta.Kind {
-		case record.KindFull:
-			full, deltas, deltaBytes = bytes.Clone(payload), nil, 0
-		case record.KindDelta:
-			// A writer keeps a chain's delta lines within the record cap
-			// (record.Chain); a longer chain is damage, and is refused
-			// before it costs more than the cap.
-			deltaBytes += len(line)
-			switch {
-			case full == nil:
-				return m.corrupt(rev, errors.New("a delta record without the full record it builds on"))
-			case deltaBytes > m.maxBytes:
-				return m.corrupt(rev, fmt.Errorf("the delta records after the last full one exceed the record cap (%d bytes)", m.maxBytes))
-			}
-			deltas = append(deltas, bytes.Clone(payload))
-		default:
-			return m.corrupt(rev, fmt.Errorf("record kind %q is unknown to this program", meta.Kind))
-		}
-		m.prev, last, got = meta, meta, true
-		return nil
-	})
-	if err != nil {
+		last = rd.Record().Clone()
+	}
+	if err := rd.Err(); err != nil {
 		return sessionstore.Record{}, nil, wrapErr("load", id, err)
 	}
-	if !got {
+	if last == nil {
 		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 	}
-	payload, err := record.ApplyChain(full, deltas, m.maxBytes)
-	if err != nil {
-		return sessionstore.Record{}, nil, wrapErr("load", id, m.corrupt(last.Rev, err))
+	if rev > 0 && rev > last.Through() {
+		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
 	}
-	rec, err := m.record(last, payload)
+	if last.Kind == record.KindGap {
+		return sessionstore.Record{}, nil, gapErr(id, last)
+	}
+	payload := snaps.Bytes()
+	rec, err := decode(id, last, payload)
 	if err != nil {
 		return sessionstore.Record{}, nil, wrapErr("load", id, err)
-	}
-	if rev > 0 && rec.Revision != rev {
-		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, rec.Revision)
 	}
 	return rec, payload, nil
 }
@@ -232,28 +165,67 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 const historyPage = 64
 
 // History implements sessionstore.Store: the revisions present when it is
-// called, read a page at a time.
+// called, read a page at a time. Revisions a repair set aside (in a
+// session migrated from a repaired file store) are yielded as one
+// *sessionstore.GapError in their place.
 func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.Record, error] {
 	return func(yield func(sessionstore.Record, error) bool) {
-		for rec, err := range s.lines(ctx, id) {
+		snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+		for r, err := range s.records(ctx, id) {
+			if err == nil {
+				err = snaps.Add(r)
+			}
 			if err != nil {
 				yield(sessionstore.Record{}, err)
 				return
 			}
-			r, err := rec.m.next(rec.rev, rec.line)
-			if !yield(r, err) || err != nil {
+			if r.Kind == record.KindGap {
+				if !yield(sessionstore.Record{}, gapErr(id, r)) {
+					return
+				}
+				continue
+			}
+			rec, err := decode(id, r, snaps.Bytes())
+			if !yield(rec, err) || err != nil {
 				return
 			}
 		}
 	}
 }
 
-// storedLine is one row of a session's records, with the materializer
-// that reads the sequence.
+// records yields every record of session id in revision order, checked by
+// a record.Reader (its payload valid until the next), then an error, if
+// any, once, last.
+func (s *Store) records(ctx context.Context, id session.SessionID) iter.Seq2[*record.Rec, error] {
+	return func(yield func(*record.Rec, error) bool) {
+		next, stop := iter.Pull2(s.lines(ctx, id))
+		defer stop()
+		rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+		rd.Read(rowLines(id, func() (uint64, []byte, error) {
+			l, err, ok := next()
+			switch {
+			case !ok:
+				return 0, nil, io.EOF
+			case err != nil:
+				return 0, nil, err
+			}
+			return l.rev, l.line, nil
+		}))
+		for rd.Next() {
+			if !yield(rd.Record(), nil) {
+				return
+			}
+		}
+		if err := rd.Err(); err != nil {
+			yield(nil, err)
+		}
+	}
+}
+
+// storedLine is one row of a session's records.
 type storedLine struct {
 	rev  uint64
 	line []byte
-	m    *materializer
 }
 
 // lines yields the stored lines of id in revision order, from 1 to the
@@ -274,7 +246,6 @@ func (s *Store) lines(ctx context.Context, id session.SessionID) iter.Seq2[store
 			yield(storedLine{}, wrapErr("read history of", id, err))
 			return
 		}
-		m := &materializer{id: id, maxBytes: s.opts.MaxRecordBytes}
 		for next := int64(1); next <= latest; {
 			if err := s.ready(ctx); err != nil {
 				yield(storedLine{}, fmt.Errorf("pgstore: session %s: %w", id, err))
@@ -292,7 +263,7 @@ func (s *Store) lines(ctx context.Context, id session.SessionID) iter.Seq2[store
 					if err != nil {
 						return err
 					}
-					page = append(page, storedLine{rev: rev, line: line, m: m})
+					page = append(page, storedLine{rev: rev, line: line})
 					return nil
 				})
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -23,19 +24,13 @@ import (
 // last. File is the records table; Offset is 0.
 func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.RecordInfo, error] {
 	return func(yield func(sessionstore.RecordInfo, error) bool) {
-		for l, err := range s.lines(ctx, id) {
+		for r, err := range s.records(ctx, id) {
 			if err != nil {
 				yield(sessionstore.RecordInfo{}, err)
 				return
 			}
-			m, payload, err := l.m.parse(l.rev, l.line)
-			if err != nil {
-				yield(sessionstore.RecordInfo{}, err)
-				return
-			}
-			l.m.prev = m
-			info := sessionstore.RecordInfo{Revision: m.Rev, Generation: m.Gen, Time: m.Time, Schema: m.Schema, Kind: m.Kind,
-				File: recordsPath, Bytes: int64(len(l.line)), PayloadBytes: len(payload)}
+			info := sessionstore.RecordInfo{Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind,
+				File: recordsPath, Bytes: r.LineLen, PayloadBytes: len(r.Payload)}
 			if !yield(info, nil) {
 				return
 			}
@@ -48,18 +43,12 @@ func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[ses
 // what Import (here or in jsonlstore) takes to copy a session verbatim.
 func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
-		for l, err := range s.lines(ctx, id) {
+		for r, err := range s.records(ctx, id) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			m, _, err := l.m.parse(l.rev, l.line)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			l.m.prev = m
-			if !yield(l.line, nil) {
+			if !yield(r.Line(), nil) {
 				return
 			}
 		}
@@ -77,7 +66,6 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	if err := s.readyID(ctx, id); err != nil {
 		return 0, err
 	}
-	m := materializer{id: id, maxBytes: s.opts.MaxRecordBytes}
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions (id, generation, lease_state) VALUES ($1, 0, 'free')
@@ -88,26 +76,41 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
+		next, stop := iter.Pull2(lines)
+		defer stop()
+		rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+		rd.Read(record.Source{Path: recordsPath, NextLine: func() ([]byte, error) {
+			line, err, ok := next()
+			if !ok {
+				return nil, io.EOF
+			}
+			return line, err
+		}})
+		snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
 		var last sessionstore.Record
+		var lastRec *record.Rec
 		var logBytes int64
-		var rev uint64 // of the line at hand: n+1
-		for line, err := range lines {
-			if err != nil {
+		for rd.Next() {
+			r := rd.Record()
+			if err := snaps.Add(r); err != nil {
 				return err
 			}
-			rev++
-			rec, err := m.next(rev, line)
-			if err != nil {
-				return err
+			if r.Kind != record.KindGap {
+				if last, err = decode(id, r, snaps.Bytes()); err != nil {
+					return err
+				}
 			}
-			if rec.Snapshot.ID != id {
-				return m.corrupt(rec.Revision, fmt.Errorf("snapshot of session %q", rec.Snapshot.ID))
-			}
-			if err := insertRecord(ctx, tx, id, m.prev, line); err != nil {
+			if err := insertRecord(ctx, tx, id, r.Meta, r.Line()); err != nil {
 				return err
 			}
 			n++
-			last, logBytes = rec, logBytes+int64(len(line))
+			lastRec, logBytes = r.Clone(), logBytes+r.LineLen
+		}
+		if err := rd.Err(); err != nil {
+			return err
+		}
+		if lastRec != nil && lastRec.Kind == record.KindGap {
+			return gapErr(id, lastRec) // a log ends with a readable revision
 		}
 		if n == 0 {
 			return fmt.Errorf("pgstore: import session %s: no records", id)
@@ -156,25 +159,27 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		return err
 	}
 	var buf []byte
-	for l, err := range s.lines(ctx, id) {
+	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	for r, err := range s.records(ctx, id) {
+		if err == nil {
+			err = snaps.Add(r)
+		}
 		if err != nil {
 			return err
 		}
-		rec, payload, err := l.m.nextPayload(l.rev, l.line)
-		if err != nil {
+		if r.Kind == record.KindGap {
+			continue // a gap's revisions have no snapshot to export
+		}
+		payload := snaps.Bytes()
+		if _, err := decode(id, r, payload); err != nil {
 			return err
 		}
-		buf = appendExportLine(buf[:0], rec, payload)
+		buf = record.AppendExportLine(buf[:0], r.Meta, payload)
 		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("pgstore: export %s: %w", id, err)
 		}
 	}
 	return nil
-}
-
-// appendExportLine is the export line of rec.
-func appendExportLine(b []byte, rec sessionstore.Record, payload []byte) []byte {
-	return sessionstore.AppendExportLine(b, rec.Revision, rec.Generation, rec.Time, rec.SchemaVersion, payload)
 }
 
 // Verify checks every record of the given sessions (all sessions, in ID
@@ -197,6 +202,9 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionst
 		r := sessionstore.SessionVerifyReport{ID: id}
 		var err error
 		for rec, herr := range s.History(ctx, id) {
+			if errors.Is(herr, sessionstore.ErrRevisionsMissing) {
+				continue // set aside by a repair (migrated): the rest reads
+			}
 			if err = herr; err != nil {
 				break
 			}
@@ -210,9 +218,12 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionst
 			err = s.verifySummary(ctx, id, r.Revision)
 		}
 		var ce *sessionstore.CorruptionError
+		var ne *sessionstore.NewerRecordError
 		switch {
 		case errors.As(err, &ce):
 			r.Problems = append(r.Problems, sessionstore.FindingOf(ce))
+		case errors.As(err, &ne):
+			r.Newer = &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: ne.Error()}
 		case err != nil:
 			return out, err
 		}

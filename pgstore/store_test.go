@@ -65,7 +65,7 @@ func TestRecordsAreLinesVerbatim(t *testing.T) {
 		require.NoError(t, err)
 		payload, err := sessnap.Marshal(rec.Snapshot)
 		require.NoError(t, err)
-		want := record.Encode(record.Meta{Version: record.Version, Schema: rec.SchemaVersion, Rev: rec.Revision,
+		want := record.Encode(record.Meta{Version: record.VersionOf(record.KindFull), Schema: rec.SchemaVersion, Rev: rec.Revision,
 			Gen: rec.Generation, Time: rec.Time, Kind: record.KindFull}, payload)
 		require.Equal(t, string(want), string(line), "revision %d", rev)
 		require.Equal(t, uint64(gen), rec.Generation)
@@ -79,9 +79,11 @@ func TestRecordsAreLinesVerbatim(t *testing.T) {
 }
 
 // A record of a kind this program does not know (a later format's delta,
-// say) is corruption at its revision: never skipped, never guessed.
-// Revisions before it still read.
-func TestUnknownRecordKindIsCorruption(t *testing.T) {
+// say), whole and with a valid checksum, was written by a newer program:
+// readers stop before it and say so (never skip it, never guess), the
+// revisions before it still read, and the holder does not append after
+// it.
+func TestUnknownRecordKindIsNewer(t *testing.T) {
 	ctx := t.Context()
 	dsn := newDSN(t)
 	s := openDSN(t, dsn, pgstore.Options{})
@@ -92,7 +94,7 @@ func TestUnknownRecordKindIsCorruption(t *testing.T) {
 
 	// Revision 2 of a kind this program does not know, as a newer one might write.
 	conn := rawConn(t, dsn)
-	m := record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: 2, Gen: w.Generation(), Time: first.Time.Add(time.Second), Kind: "patch"}
+	m := record.Meta{Version: record.Version2, Schema: sessnap.SchemaVersion, Rev: 2, Gen: w.Generation(), Time: first.Time.Add(time.Second), Kind: "patch"}
 	line := record.Encode(m, []byte(`{"ops":[]}`))
 	_, err = conn.Exec(ctx, `INSERT INTO pgstore_records (session_id, rev, gen, time, kind, schema, line) VALUES ('k', 2, $1, $2, 'patch', $3, $4)`,
 		int64(m.Gen), m.Time, m.Schema, line)
@@ -102,10 +104,11 @@ func TestUnknownRecordKindIsCorruption(t *testing.T) {
 
 	requireCorrupt := func(err error, what string) {
 		t.Helper()
-		var ce *sessionstore.CorruptionError
-		require.True(t, errors.As(err, &ce), "%s: want a *CorruptionError, got %v", what, err)
-		require.ErrorIs(t, err, sessionstore.ErrCorrupt)
-		require.Equal(t, uint64(2), ce.Revision, what)
+		var ne *sessionstore.NewerRecordError
+		require.True(t, errors.As(err, &ne), "%s: want a *NewerRecordError, got %v", what, err)
+		require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
+		require.NotErrorIs(t, err, sessionstore.ErrCorrupt)
+		require.Equal(t, uint64(2), ne.Revision, what)
 		require.Contains(t, err.Error(), `"patch"`, what)
 	}
 	_, err = s.Load(ctx, "k")
@@ -126,6 +129,8 @@ func TestUnknownRecordKindIsCorruption(t *testing.T) {
 	}
 	require.Equal(t, []uint64{1}, revs)
 	requireCorrupt(last, "History")
+	_, err = w.Append(ctx, 2, first.Snapshot)
+	requireCorrupt(err, "Append after it")
 	require.NoError(t, w.Release(ctx))
 }
 

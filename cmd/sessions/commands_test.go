@@ -276,7 +276,7 @@ func TestRepairCLI(t *testing.T) {
 	root := fixtureStore(t, "bitflip-middle", "crc-fail-claims-old-revision")
 	r := sessions(t, nil, "--dir", root, "repair", "bitflip-middle")
 	require.Equal(t, exitCorrupt, r.Code, r.String())
-	require.Contains(t, r.Stdout, "found: bitflip-middle/log.jsonl offset 1158: record checksum mismatch")
+	require.Contains(t, r.Stdout, "found: bitflip-middle/log.jsonl offset 1158 (revision 3): damaged record followed by valid records: record checksum mismatch")
 	require.Contains(t, r.Stdout, "cut: nothing (not asked to: --truncate-at-corruption)")
 	require.Contains(t, r.Stderr, "'sessions repair bitflip-middle --truncate-at-corruption' cuts the log at offset 1158")
 

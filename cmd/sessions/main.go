@@ -19,6 +19,7 @@ const (
 	exitFail    = cli.ExitFail
 	exitUsage   = cli.ExitUsage
 	exitCorrupt = cli.ExitCorrupt
+	exitNewer   = cli.ExitNewer
 )
 
 // command is one subcommand.
@@ -40,7 +41,7 @@ func init() {
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
 		{name: "watch", usage: "[--state S] [--kind K] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
-		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 3 corrupt", run: cmdVerify},
+		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 3 corrupt, 4 a newer version's", run: cmdVerify},
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID [--wait D]", summary: "delete a session (refuses one that is held, unless --wait)", run: cmdRm},
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},

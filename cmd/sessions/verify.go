@@ -22,7 +22,12 @@ failure.
 Verify only reads, takes no lease, and is safe while agents write: a live
 store never produces a false alarm.
 
+A session written (in part) by a newer version of sessionstore is not
+corrupt: its records up to the newer ones are checked, and the rest are
+left to the newer version (this one does not write to such a session).
+
 Exit status: 0 when every record checks out, 3 when anything is corrupt,
+4 when nothing is corrupt but some records were written by a newer version,
 1 when an error kept verify from checking (no store, an unknown session),
 2 on a usage error.`
 
@@ -49,8 +54,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		} else {
 			printVerify(stdout, &rep, *quiet, cli.NewPalette(stdout))
 		}
-		if !rep.OK() {
+		switch {
+		case !rep.OK():
 			return exitCorrupt
+		case rep.NewerCount() > 0:
+			return exitNewer
 		}
 		return exitOK
 	})
@@ -66,8 +74,11 @@ func printVerify(w io.Writer, rep *sessionstore.VerifyReport, quiet bool, p cli.
 			continue
 		}
 		status := p.Good("ok")
-		if !sr.OK() {
+		switch {
+		case !sr.OK():
 			status = p.Bad("CORRUPT")
+		case sr.Newer != nil:
+			status = p.Wait("written by a newer version")
 		}
 		fmt.Fprintf(w, "%s: %s (%s", cli.Escape(string(sr.ID)), status, cli.Plural(sr.Records, "sound record"))
 		if sr.Revision > 0 {
@@ -77,6 +88,9 @@ func printVerify(w io.Writer, rep *sessionstore.VerifyReport, quiet bool, p cli.
 		for _, f := range sr.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", cli.Escape(f.String()))
 		}
+		if sr.Newer != nil {
+			fmt.Fprintf(w, "  newer: %s\n", cli.Escape(sr.Newer.String()))
+		}
 		for _, f := range sr.Notes {
 			fmt.Fprintf(w, "  note: %s\n", cli.Escape(f.String()))
 		}
@@ -84,6 +98,10 @@ func printVerify(w io.Writer, rep *sessionstore.VerifyReport, quiet bool, p cli.
 	verified := cli.Plural(len(rep.Sessions), "session") + " verified"
 	if bad > 0 {
 		fmt.Fprintf(w, "%s: %d corrupt; 'sessions repair ID' explains the way out\n", verified, bad)
+		return
+	}
+	if n := rep.NewerCount(); n > 0 {
+		fmt.Fprintf(w, "%s: none corrupt; %d written (in part) by a newer version, checked up to its records\n", verified, n)
 		return
 	}
 	fmt.Fprintf(w, "%s: all sound\n", verified)

@@ -22,13 +22,17 @@ const (
 	// ExitCorrupt: a command that checks did its work and found
 	// corruption.
 	ExitCorrupt = 3
+	// ExitNewer: verify found nothing corrupt, but records written by a
+	// newer version, which it could not check.
+	ExitNewer = 4
 )
 
 // ExitStatusHelp documents the exit statuses, for usage texts.
 const ExitStatusHelp = `Exit status: 0 done (verify, repair, backup: every record checks out);
 1 an error kept the command from doing its work (no store, an unknown
 session, a held lease, an I/O error); 2 bad flags or arguments, nothing
-done; 3 verify, repair, backup: done, and corruption was found.`
+done; 3 verify, repair, backup: done, and corruption was found; 4 verify:
+nothing corrupt, but records written by a newer version, not checked.`
 
 // StoreDir is the store a command uses: flagDir when given, else
 // $SESSIONSTORE_DIR, else the XDG data directory (jsonlstore.DefaultDir).

@@ -45,7 +45,51 @@ type member struct {
 	val  []byte
 	app  [][]byte // element lists (without brackets) appended to val, an array
 	size int      // serialized size of key:value
+	// The checksum of the serialized member, computed once and kept: crc
+	// when crcOK; for an array being appended to, open is the checksum of
+	// its bytes without the closing bracket, with the first folded
+	// element lists of app in it.
+	crc    uint32
+	crcOK  bool
+	open   uint32
+	folded int
+	openOK bool
 }
+
+// checksum returns the CRC-32C of the serialized member. After an append
+// its cost is the appended bytes: the open array's checksum is extended.
+func (m *member) checksum() uint32 {
+	if m.crcOK {
+		return m.crc
+	}
+	if len(m.app) == 0 {
+		c := crc32.Update(0, Castagnoli, m.key)
+		c = crc32.Update(c, Castagnoli, colon)
+		m.crc, m.crcOK = crc32.Update(c, Castagnoli, m.val), true
+		return m.crc
+	}
+	if !m.openOK {
+		c := crc32.Update(0, Castagnoli, m.key)
+		c = crc32.Update(c, Castagnoli, colon)
+		m.open, m.folded, m.openOK = crc32.Update(c, Castagnoli, m.val[:len(m.val)-1]), 0, true
+	}
+	for ; m.folded < len(m.app); m.folded++ {
+		if m.folded > 0 || !emptyArray(m.val) {
+			m.open = crc32.Update(m.open, Castagnoli, comma)
+		}
+		m.open = crc32.Update(m.open, Castagnoli, m.app[m.folded])
+	}
+	m.crc, m.crcOK = crc32.Update(m.open, Castagnoli, closeBracket), true
+	return m.crc
+}
+
+var (
+	colon        = []byte{':'}
+	comma        = []byte{','}
+	closeBracket = []byte{']'}
+	openBrace    = []byte{'{'}
+	closeBrace   = []byte{'}'}
+)
 
 func (m *member) resize() {
 	m.size = len(m.key) + 1 + len(m.val)
@@ -61,6 +105,20 @@ func (m *member) resize() {
 type doc struct {
 	members []*member
 	index   map[string]*member
+}
+
+// checksum returns the CRC-32C of the serialized object, combined from
+// its members' checksums: after a delta its cost is the changed members'
+// bytes and one combination per member, not the object's size.
+func (d *doc) checksum() uint32 {
+	c := crc32.Update(0, Castagnoli, openBrace)
+	for i, m := range d.members {
+		if i > 0 {
+			c = crc32.Update(c, Castagnoli, comma)
+		}
+		c = CRCCombine(c, m.checksum(), int64(m.size))
+	}
+	return crc32.Update(c, Castagnoli, closeBrace)
 }
 
 func (d *doc) size() int {
@@ -276,6 +334,7 @@ func (d *doc) apply(ops deltaOps, maxOut int) error {
 			d.members = append(d.members, m)
 		}
 		m.val, m.app = kv[1], nil
+		m.crcOK, m.openOK = false, false
 		m.resize()
 	}
 	for _, kv := range ops.app {
@@ -284,6 +343,7 @@ func (d *doc) apply(ops deltaOps, maxOut int) error {
 			return fmt.Errorf("append: key %s is not an array", kv[0])
 		}
 		m.app = append(m.app, kv[1])
+		m.crcOK = false
 		m.resize()
 	}
 	if ops.keys != nil {
@@ -339,11 +399,10 @@ func ApplyChain(base []byte, deltas [][]byte, maxOut int) ([]byte, error) {
 			return nil, fmt.Errorf("%w: delta %d: %w", ErrDelta, i+1, err)
 		}
 	}
-	out := d.appendTo(make([]byte, 0, ops.snapLen))
-	if sum := crc32.Checksum(out, Castagnoli); sum != ops.snapCRC {
+	if sum := d.checksum(); sum != ops.snapCRC {
 		return nil, fmt.Errorf("%w: result checksum %08x, the delta says %08x", ErrDelta, sum, ops.snapCRC)
 	}
-	return out, nil
+	return d.appendTo(make([]byte, 0, ops.snapLen)), nil
 }
 
 // Diff returns a delta that turns prev into next, or ok false when there

@@ -45,8 +45,12 @@ const (
 	Version1 = 1
 	// Version2 adds delta records.
 	Version2 = 2
-	// Version is the newest format this package reads.
-	Version = Version2
+	// Version3 adds gap records.
+	Version3 = 3
+	// Version is the newest format this package reads. A line with a
+	// valid checksum and a higher version, or a kind this package does not
+	// know, was written by a newer program (ErrNewer).
+	Version = Version3
 )
 
 // Record kinds.
@@ -54,22 +58,33 @@ const (
 	// KindFull: the payload ("snap") is a whole snapshot.
 	KindFull = "full"
 	// KindDelta: the payload ("delta") turns the previous revision's
-	// snapshot into this one's (format 2 only).
+	// snapshot into this one's (format 2 on).
 	KindDelta = "delta"
+	// KindGap: the payload ("gap") says that revisions Rev to Last are
+	// missing: a repair set their damaged records aside (format 3 on).
+	KindGap = "gap"
 )
 
-// VersionOf returns the format version a record of kind is written with.
+// VersionOf returns the format version a record of kind is written with:
+// the lowest that holds it, so that a log without deltas is a format 1
+// log, readable by every program.
 func VersionOf(kind string) int {
-	if kind == KindDelta {
+	switch kind {
+	case KindDelta:
 		return Version2
+	case KindGap:
+		return Version3
 	}
 	return Version1
 }
 
 // payloadKey returns the envelope key before a record's payload.
 func payloadKey(kind string) string {
-	if kind == KindDelta {
+	switch kind {
+	case KindDelta:
 		return `,"delta":`
+	case KindGap:
+		return `,"gap":`
 	}
 	return `,"snap":`
 }
@@ -86,7 +101,14 @@ type Meta struct {
 	Gen     uint64
 	Time    time.Time
 	Kind    string
+	// Last is, for a gap record, the last missing revision (from its
+	// payload); 0 for other kinds.
+	Last uint64
 }
+
+// Through returns the last revision the record stands for: Rev, or the
+// end of a gap. The record after it is revision Through()+1.
+func (m Meta) Through() uint64 { return max(m.Rev, m.Last) }
 
 // Parse errors: which check a line failed. Readers wrap them in a
 // sessionstore.CorruptionError.
@@ -94,6 +116,15 @@ var (
 	ErrFraming  = errors.New("record framing is invalid")
 	ErrChecksum = errors.New("record checksum mismatch")
 	ErrTooLong  = errors.New("record longer than the size cap")
+	// ErrNewer reports a line whose checksum is valid but whose format
+	// version or kind this program does not know: a newer program wrote
+	// it. A torn write cannot produce a valid checksum, so such a line is
+	// committed, never an uncommitted tail; readers stop before it and
+	// writers refuse to append after it.
+	ErrNewer = errors.New("record written by a newer program")
+	// ErrCRLF reports a line that is valid but for a carriage return
+	// before its newline: the log was converted to CRLF line endings.
+	ErrCRLF = errors.New("CRLF line endings")
 )
 
 // Encode returns the line, with its newline, for m and payload.
@@ -121,17 +152,24 @@ func Encode(m Meta, payload []byte) []byte {
 
 // Parse parses one line (without its newline) and verifies its checksum.
 // maxPayload bounds the payload length it accepts. The returned payload
-// aliases line.
+// aliases line. A line with a valid checksum from a newer program fails
+// with ErrNewer and the envelope fields it could read (at least Version,
+// and Rev when the envelope's prefix is the one this program knows).
 func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 	var m Meta
 	if len(line) < crcSuffixLen+len(`{"v":1}`) {
 		return m, nil, ErrFraming
 	}
 	body, ok := SplitCRC(line)
-	switch {
-	case body == nil:
-		return m, nil, ErrFraming
-	case !ok:
+	if !ok {
+		if line[len(line)-1] == '\r' {
+			if _, _, err := Parse(line[:len(line)-1], maxPayload); err == nil {
+				return m, nil, ErrCRLF
+			}
+		}
+		if body == nil {
+			return m, nil, ErrFraming
+		}
 		return m, nil, ErrChecksum
 	}
 	p := parser{b: body}
@@ -141,6 +179,14 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 	m.Gen = p.uintField(`,"gen":`, 1<<53-1)
 	ts := p.stringField(`,"time":"`)
 	m.Kind = string(p.stringField(`,"kind":"`))
+	// The checksum is valid, so this line was written whole, on purpose:
+	// a version or kind this program does not know is a newer program's.
+	if m.Version > Version || p.err == nil && !KnownKind(m.Kind) {
+		if p.err != nil {
+			m.Rev, _ = PeekRev(line)
+		}
+		return m, nil, fmt.Errorf("%w: format %d, kind %q", ErrNewer, m.Version, m.Kind)
+	}
 	n := p.uintField(`,"len":`, 1<<53-1)
 	p.literal(payloadKey(m.Kind))
 	if p.err != nil {
@@ -153,12 +199,11 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 		return m, nil, fmt.Errorf("%w: payload is %d bytes, envelope says %d", ErrFraming, len(p.b)-p.i, n)
 	}
 	switch {
-	case m.Version != Version1 && m.Version != Version2:
+	case m.Version < Version1:
 		return m, nil, fmt.Errorf("%w: record version %d", ErrFraming, m.Version)
-	case m.Kind == KindDelta && m.Version < Version2:
+	case m.Version < VersionOf(m.Kind):
 		return m, nil, fmt.Errorf("%w: kind %q in a version %d record", ErrFraming, m.Kind, m.Version)
-	}
-	if m.Rev == 0 {
+	case m.Rev == 0:
 		return m, nil, fmt.Errorf("%w: revision 0", ErrFraming)
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(ts))
@@ -166,7 +211,29 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 		return m, nil, fmt.Errorf("%w: time %q", ErrFraming, ts)
 	}
 	m.Time = t
-	return m, p.b[p.i:], nil
+	payload := p.b[p.i:]
+	if m.Kind == KindGap {
+		g, err := ParseGap(payload)
+		if err != nil {
+			return m, nil, err
+		}
+		if g.Last < m.Rev {
+			return m, nil, fmt.Errorf("%w: gap from revision %d to %d", ErrFraming, m.Rev, g.Last)
+		}
+		m.Last = g.Last
+	}
+	return m, payload, nil
+}
+
+// KnownKind reports whether kind is one this program reads.
+func KnownKind(kind string) bool { return kind == KindFull || kind == KindDelta || kind == KindGap }
+
+// PeekVersion extracts the format version a line's envelope starts with,
+// evidence only (the line is not checked).
+func PeekVersion(line []byte) (int, bool) {
+	p := parser{b: line}
+	v := p.uintField(`{"v":`, 1<<20)
+	return int(v), p.err == nil
 }
 
 // PeekRev extracts the revision a damaged line claims, if its envelope

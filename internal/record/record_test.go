@@ -74,7 +74,63 @@ func TestEncodeParseDelta(t *testing.T) {
 	full := Meta{Version: Version2, Schema: 1, Rev: 1, Gen: 1, Time: at, Kind: KindFull}
 	_, _, err = Parse(bytes.TrimSuffix(Encode(full, []byte(`{}`)), []byte("\n")), 1<<20)
 	require.NoError(t, err)
-	full.Version = 3
+	full.Version = Version + 1
 	_, _, err = Parse(bytes.TrimSuffix(Encode(full, []byte(`{}`)), []byte("\n")), 1<<20)
+	require.ErrorIs(t, err, ErrNewer)
+}
+
+func TestParseNewer(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	line := func(m Meta, payload string) []byte {
+		return bytes.TrimSuffix(Encode(m, []byte(payload)), []byte("\n"))
+	}
+	tests := []struct {
+		name    string
+		line    []byte
+		wantErr error
+		wantRev uint64
+	}{
+		{"a newer format version", line(Meta{Version: Version + 1, Schema: 1, Rev: 2, Gen: 1, Time: at, Kind: KindFull}, `{}`), ErrNewer, 2},
+		{"an unknown kind", line(Meta{Version: Version2, Schema: 1, Rev: 3, Gen: 1, Time: at, Kind: "patch"}, `{}`), ErrNewer, 3},
+		{"a newer layout", AppendCRC([]byte(`{"v":9,"layout":"other"`)), ErrNewer, 0},
+		{"a newer layout keeping the prefix", AppendCRC([]byte(`{"v":9,"schema":4,"rev":7,"other":1`)), ErrNewer, 7},
+		{"a bad checksum is not newer", append(line(Meta{Version: Version + 1, Schema: 1, Rev: 2, Gen: 1, Time: at, Kind: KindFull}, `{}`)[:40], `x"}`...), ErrFraming, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _, err := Parse(tt.line, 1<<20)
+			require.ErrorIs(t, err, tt.wantErr)
+			if tt.wantErr == ErrNewer {
+				require.Equal(t, tt.wantRev, m.Rev)
+			}
+		})
+	}
+}
+
+func TestParseGap(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	m := Meta{Version: VersionOf(KindGap), Schema: 1, Rev: 15, Gen: 4, Time: at, Kind: KindGap}
+	payload := EncodeGap(Gap{Last: 17, Reason: "damaged", Forensic: "s/forensic/repair-1.bin"})
+	got, p, err := Parse(bytes.TrimSuffix(Encode(m, payload), []byte("\n")), 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, uint64(17), got.Last)
+	require.Equal(t, uint64(17), got.Through())
+	require.Equal(t, payload, p)
+
+	// A gap must end at or after its own revision, and is format 3 only.
+	bad := EncodeGap(Gap{Last: 14, Reason: "x"})
+	_, _, err = Parse(bytes.TrimSuffix(Encode(m, bad), []byte("\n")), 1<<20)
 	require.ErrorIs(t, err, ErrFraming)
+	m.Version = Version2
+	_, _, err = Parse(bytes.TrimSuffix(Encode(m, payload), []byte("\n")), 1<<20)
+	require.ErrorIs(t, err, ErrFraming)
+}
+
+func TestParseCRLF(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	l := bytes.TrimSuffix(Encode(Meta{Version: 1, Schema: 1, Rev: 1, Gen: 1, Time: at, Kind: KindFull}, []byte(`{}`)), []byte("\n"))
+	_, _, err := Parse(append(l, '\r'), 1<<20)
+	require.ErrorIs(t, err, ErrCRLF)
+	_, _, err = Parse(append(l[:len(l)-3], '\r'), 1<<20)
+	require.NotErrorIs(t, err, ErrCRLF)
 }

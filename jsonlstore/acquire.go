@@ -1,6 +1,7 @@
 package jsonlstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,148 +10,126 @@ import (
 	"strconv"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
 // Recovery runs under a freshly acquired lease, before the holder's first
-// append. It decides what the bytes after the log's last valid record are:
-//
-//   - nothing: the log is clean;
-//   - an uncommitted tail: what a single torn append leaves (a partial
-//     line, NULs where pages were lost, one newline-terminated line that
-//     fails its checksum and claims the next revision). It was never
-//     acknowledged, so it is copied into a forensic file (synced, with its
-//     directory) and only then truncated away, and the report says so;
-//   - corruption: anything else — a damaged line that claims a revision
-//     already committed, more than one damaged line, or a revision that a
-//     summary evidences but the log no longer holds. Nothing is removed;
-//     Acquire fails with a *sessionstore.CorruptionError and `sessions
-//     repair` is the explicit way out.
+// append. It reads the log backwards from its end (record.Back) and
+// decides what the bytes after the last valid record are
+// (record.ClassifyTail): nothing; an uncommitted tail, copied into a
+// forensic file (synced, with its directory) and only then cut, and
+// reported; or corruption, which is never removed: Acquire fails with a
+// *sessionstore.CorruptionError and `sessions repair` is the explicit way
+// out. It also checks the records the holder builds on — the last record,
+// its chain back to a full record, and the records just before — as a
+// sequence (a duplicated piece of the log is refused, naming it), and
+// refuses a log whose last records a newer program wrote
+// (sessionstore.ErrSchemaTooNew): those are committed, never a tail, and
+// this program does not write after them.
 
-// evidencedRevision returns the highest revision known to have been
-// committed to the log v views, from sources other than the log itself: a
-// summary written for this very log file (a summary of another file, as
-// in a copy made with cp, proves nothing about this one).
-func (s *Store) evidencedRevision(id session.SessionID, v *view) uint64 {
-	sf, ok := readSummaryFile(s.fs, id)
-	if !ok || sf.Log != v.id || sf.LogSize > v.size {
-		return 0
-	}
-	return sf.Revision
+// recovered is what recovery found: the log's last record (payload
+// copied) and the state of its delta chain, for the writer.
+type recovered struct {
+	last  *rawRecord
+	chain record.Chain
 }
 
-// classifyTail returns nil when t is an uncommitted tail that may be
-// removed, or the corruption it is evidence of.
-func (s *Store) classifyTail(id session.SessionID, v *view, last *rawRecord, t tail) error {
-	corrupt := func(rev uint64, format string, args ...any) error {
-		return &sessionstore.CorruptionError{ID: id, Path: v.name, Offset: t.Start, Revision: rev, Err: fmt.Errorf(format, args...)}
+// recoverLog analyses session id's log under the lease and removes an
+// uncommitted tail.
+func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (recovered, error) {
+	var rc recovered
+	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rc, s.missingLog(id)
 	}
-	if last == nil {
-		return corrupt(0, "log holds no valid record")
-	}
-	if ev := s.evidencedRevision(id, v); ev > last.Rev {
-		return corrupt(last.Rev+1, "revision %d was committed (summary) but the log's last valid record is %d", ev, last.Rev)
-	}
-	if t.Bytes == 0 {
-		return nil
-	}
-	if t.Lines > 1 {
-		return corrupt(last.Rev+1, "%d damaged lines after the last valid record (a torn append leaves at most one)", t.Lines)
-	}
-	if t.Lines == 1 && t.Claimed && t.ClaimedRev != last.Rev+1 {
-		return corrupt(t.ClaimedRev, "damaged line claims revision %d after revision %d", t.ClaimedRev, last.Rev)
-	}
-	return nil
-}
-
-// recoverLog analyses the log under the lease and removes an uncommitted
-// tail. It returns the last valid record (payload copied) and the state of
-// its delta chain.
-func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (*rawRecord, chainState, error) {
-	var chain chainState
-	last, err := s.recoverLogChain(id, report, &chain)
-	return last, chain, err
-}
-
-func (s *Store) recoverLogChain(id session.SessionID, report *sessionstore.RecoveryReport, chain *chainState) (*rawRecord, error) {
-	v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes)
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
+		return rc, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
-	last, t, err := v.last()
+	last, t, err := v.back.Last()
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
+		return rc, s.refuse(id, err)
 	}
-	if err := s.classifyTail(id, v, last, t); err != nil {
-		return nil, err
+	if err := record.ClassifyTail(id, v.name, last, t, s.evidence(id, v), v.back.At); err != nil {
+		return rc, err
 	}
-	last = copyRecord(last)
-	s.chainAfterRecovery(id, v, last, chain)
+	full, deltas, err := v.back.ChainTo(last, true)
+	if err != nil {
+		return rc, s.refuse(id, err)
+	}
+	if ne := v.back.Newer; ne != nil {
+		return rc, s.refuse(id, ne)
+	}
+	rc.last = last.Clone()
+	if rc.chain, err = s.chainAfterRecovery(id, last, full, deltas, v.maxPayload); err != nil {
+		return rc, err
+	}
 	if t.Bytes == 0 {
-		return last, nil
+		return rc, nil
 	}
 	forensic, err := s.saveForensic(id, "tail", t.Start, v, t.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: recover %s: save tail: %w", id, err)
+		return rc, fmt.Errorf("jsonlstore: recover %s: save tail: %w", id, err)
 	}
 	f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
+		return rc, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
 	}
 	defer func() { _ = f.Close() }() // Datasync below reports any write error; Close loses nothing after it
 	if err := f.Truncate(t.Start); err != nil {
-		return nil, fmt.Errorf("jsonlstore: recover %s: truncate: %w", id, err)
+		return rc, fmt.Errorf("jsonlstore: recover %s: truncate: %w", id, err)
 	}
 	// Make the truncation durable now. The first append's fdatasync would
 	// persist it too, but a crash before that append would bring the tail
 	// back, and the next holder would copy and report it a second time:
 	// completed recovery must stay done.
 	if err := f.Datasync(); err != nil {
-		return nil, fmt.Errorf("jsonlstore: recover %s: sync truncate: %w", id, err)
+		return rc, fmt.Errorf("jsonlstore: recover %s: sync truncate: %w", id, err)
 	}
 	report.TailOffset, report.TailBytes, report.ForensicFile = t.Start, t.Bytes, forensic
 	s.opts.Logger.Info("jsonlstore: removed uncommitted tail", "session", id, "offset", t.Start, "bytes", t.Bytes, "forensic", forensic)
-	return last, nil
+	return rc, nil
 }
 
-// chainAfterRecovery sets chain to the state of the chain that ends at
-// last, the log's last valid record. When that chain cannot be read (a
-// damaged base, a newer kind), the next append is a full record: the
-// writer never builds a delta on a snapshot it could not rebuild, and
-// readers report the damage.
-func (s *Store) chainAfterRecovery(id session.SessionID, v *view, last *rawRecord, chain *chainState) {
-	switch last.Kind {
-	case KindFull:
-		chain.Start(last.Payload)
-		return
-	case KindDelta:
-	default:
-		return
+// refuse is the error of an acquisition that must not write to the log:
+// a newer program's records (ErrSchemaTooNew, said where), or corruption.
+func (s *Store) refuse(id session.SessionID, err error) error {
+	var ne *sessionstore.NewerRecordError
+	if errors.As(err, &ne) {
+		return fmt.Errorf("jsonlstore: acquire %s: %w", id, ne)
 	}
-	full, deltas, err := s.chainOf(id, v, last)
+	return err
+}
+
+// chainAfterRecovery returns the state of the chain that ends at last, the
+// log's last valid record, for the writer's next delta. A latest revision
+// that does not rebuild is corruption: no holder builds on a snapshot it
+// cannot read.
+func (s *Store) chainAfterRecovery(id session.SessionID, last, full *rawRecord, deltas []*rawRecord, maxPayload int) (record.Chain, error) {
+	var chain record.Chain
+	snap, err := rebuildChain(id, last, full, deltas, maxPayload)
 	if err != nil {
-		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision unreadable; the next revision is written in full", "session", id, "err", err)
-		return
-	}
-	snap, _, err := rebuild(full.Payload, deltas, v.maxPayload)
-	if err != nil {
-		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision does not rebuild; the next revision is written in full", "session", id, "err", err)
-		return
+		return chain, err
 	}
 	held := 0
 	for _, d := range deltas {
 		held += int(d.LineLen)
 	}
-	chain.Resume(snap, len(full.Payload), len(deltas), held)
+	chain.Resume(bytes.Clone(snap), len(full.Payload), len(deltas), held)
+	return chain, nil
 }
 
 // saveForensic copies n bytes of v from off into a new file under the
 // session's forensic directory, durably (file and directory synced), and
-// returns its path relative to the root. Removed bytes are never lost.
-func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *view, n int64) (string, error) {
+// returns its path relative to the root. Removed bytes are never lost: the
+// caller removes nothing unless this succeeds. A copy that fails (a full
+// disk) is removed again, so a failed recovery leaves nothing behind.
+// Callers never pass more than a record's worth (record.TailLimit) for a
+// tail; a repair's cut is bounded by the log.
+func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *view, n int64) (_ string, err error) {
 	dir := sessionDir(id) + "/" + ForensicDir
 	created := false
 	if err := s.fs.Mkdir(dir, dirPerm); err == nil {
@@ -163,12 +142,17 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *vi
 	if err != nil {
 		return "", err
 	}
+	defer func() {
+		if err != nil {
+			_ = s.fs.Remove(name) // a partial copy is no copy
+		}
+	}()
 	buf := make([]byte, min(n, 1<<20))
 	for done := int64(0); done < n; {
 		k := min(int64(len(buf)), n-done)
 		if _, err := v.f.ReadAt(buf[:k], off+done); err != nil {
 			_ = f.Close()
-			return "", readErr(err)
+			return "", record.ErrShrunk // the view promised these bytes
 		}
 		if err := writeAll(f, buf[:k]); err != nil {
 			_ = f.Close()
@@ -201,8 +185,8 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	// lease.json was lost or is an older copy: read the last record's (the
 	// log's generations never decrease).
 	var minGen uint64
-	if v, err := openView(s.fs, logPath(id), s.opts.MaxRecordBytes); err == nil {
-		if last, _, err := v.last(); err == nil && last != nil {
+	if v, err := openView(s.fs, id, s.opts.MaxRecordBytes); err == nil {
+		if last, _, _ := v.back.Last(); last != nil {
 			minGen = last.Gen
 		}
 		_ = v.Close() // read-only
@@ -242,10 +226,11 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 	if err := s.checkNoSymlinks(id); err != nil {
 		return nil, err
 	}
-	last, chain, err := s.recoverLog(id, &report)
+	rc, err := s.recoverLog(id, &report)
 	if err != nil {
 		return nil, err
 	}
+	last := rc.last
 	// The floor acquire passed to the lease is read from the log before
 	// the lease is held and ignores read errors; if it was missed while
 	// the lease record was lost, the lease's generation may not be above
@@ -274,8 +259,8 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 	}
 	return &writer{
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
-		rev: last.Rev, lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
-		report: report, chain: chain,
+		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
+		report: report, chain: rc.chain,
 	}, nil
 }
 

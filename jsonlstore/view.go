@@ -1,0 +1,230 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Readers never modify anything and take no lease. A reader works on a
+// view: the log as it was when the reader opened it — its identity
+// (device, inode) and size. It never reads past that size, so concurrent
+// appends are invisible to it, and a replacement of the log (compaction,
+// repair) does not affect an open view. Only the bytes after the last
+// valid record (an uncommitted tail) can change under a view, when a new
+// holder truncates them. So a read that meets an anomaly — corruption by
+// the rules of package record — reports it only when a fresh view of the
+// same file shows the same anomaly at the same place; anything else is
+// the file changing under the reader, and the read is retried. A live
+// store never produces false corruption.
+
+const maxReadAttempts = 5
+
+// view is a log opened for reading.
+type view struct {
+	f    vfs.File
+	name string // path of the log relative to the store root
+	id   vfs.Identity
+	size int64
+	// maxPayload bounds what a reader holds of one record.
+	maxPayload int
+	back       *record.Back
+	session    session.SessionID
+}
+
+// Aliases for the record codec's types, which are the store's records.
+type (
+	rawRecord = record.Rec
+	meta      = record.Meta
+)
+
+// Record kinds, as FORMAT.md names them.
+const (
+	// KindFull records hold a whole snapshot.
+	KindFull = record.KindFull
+	// KindDelta records hold a delta against the previous revision's
+	// snapshot.
+	KindDelta = record.KindDelta
+	// KindGap records stand for revisions a repair set aside.
+	KindGap = record.KindGap
+	// RecordVersion is the newest record format version ("v") the store
+	// reads. It writes full records as format 1 and deltas as format 2
+	// (record.VersionOf); only a repair writes format 3 (gap records).
+	RecordVersion = record.Version
+)
+
+func openView(fsys vfs.FS, id session.SessionID, maxPayload int) (*view, error) {
+	name := logPath(id)
+	f, err := fsys.OpenFile(name, osRDONLY, 0)
+	// A compaction may rename a new log over the old one between the
+	// symlink check and the open; opening again sees the new log.
+	for i := 0; i < maxReadAttempts && errors.Is(err, vfs.ErrReplaced); i++ {
+		f, err = fsys.OpenFile(name, osRDONLY, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return &view{
+		f: f, name: name, id: vfs.IdentityOf(fi), size: fi.Size(), maxPayload: maxPayload, session: id,
+		back: record.NewBack(f, fi.Size(), id, name, maxPayload),
+	}, nil
+}
+
+func (v *view) Close() error { return v.f.Close() }
+
+// reader returns a forward reader of the view's log whose sequence
+// continues from seq.
+func (v *view) reader(seq record.Seq) *record.Reader {
+	rd := record.NewReader(v.session, v.maxPayload, seq)
+	rd.Read(v.source())
+	return rd
+}
+
+// source is the view's log as a source of records.
+func (v *view) source() record.Source {
+	return record.Source{R: io.NewSectionReader(v.f, 0, v.size), Size: v.size, Path: v.name, Tail: true}
+}
+
+// anomaly is corruption seen on one view, to be confirmed on another.
+type anomaly struct {
+	id  vfs.Identity
+	ce  *sessionstore.CorruptionError
+	msg string
+}
+
+func (a anomaly) same(b *anomaly) bool {
+	return b != nil && a.id == b.id && a.ce.Path == b.ce.Path && a.ce.Offset == b.ce.Offset && a.msg == b.msg
+}
+
+// read runs fn on fresh views of session id's log until it succeeds, fails
+// with something other than unconfirmed corruption, or sees the same
+// corruption twice in a row on the same file.
+func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view) error) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	var prev *anomaly
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				if xerr := s.exists(id); xerr != nil {
+					return xerr
+				}
+				return s.missingLog(id)
+			}
+			return fmt.Errorf("jsonlstore: read %s: %w", id, err)
+		}
+		err = fn(v)
+		_ = v.Close() // read-only
+		var ce *sessionstore.CorruptionError
+		switch {
+		case errors.Is(err, record.ErrShrunk) && attempt < maxReadAttempts:
+			continue
+		case errors.Is(err, record.ErrShrunk):
+			return fmt.Errorf("jsonlstore: read %s: log kept changing under the reader", id)
+		case errors.As(err, &ce):
+			a := &anomaly{id: v.id, ce: ce, msg: ce.Error()}
+			if a.same(prev) || attempt >= maxReadAttempts {
+				return err
+			}
+			prev = a
+			continue
+		}
+		return err
+	}
+}
+
+// missingLog is the error for a session directory without a log.
+func (s *Store) missingLog(id session.SessionID) error {
+	return fmt.Errorf("%w: session %s has no log", sessionstore.ErrNotFound, id)
+}
+
+// evidence is what summary.json, when written for the very log file v
+// views, says was committed to it: its revision and that record's
+// offset. A summary of another file (a copy, a compacted log) proves
+// nothing about this one. A summary of a longer log than the view is about
+// records appended since the view was opened — unless the file is now
+// shorter than the summary says: then it shrank in place and lost records
+// the summary proves were committed, whatever its size.
+func (s *Store) evidence(id session.SessionID, v *view) record.Evidence {
+	sf, ok := readSummaryEvidence(s.fs, id)
+	if !ok || sf.Log != v.id {
+		return record.Evidence{}
+	}
+	if sf.LogSize > v.size {
+		if fi, err := v.f.Stat(); err != nil || fi.Size() >= sf.LogSize {
+			return record.Evidence{} // appended after the view: a fresh one sees them
+		}
+	}
+	return record.Evidence{Revision: sf.Revision, Offset: sf.LastOffset, Source: summaryPath(id)}
+}
+
+// latest returns the view's last record, checking it against the evidence
+// of committed revisions, and the tail after it. A newer program's last
+// record is a *sessionstore.NewerRecordError.
+func (s *Store) latest(id session.SessionID, v *view) (*rawRecord, record.Tail, error) {
+	last, t, err := v.back.Last()
+	if err != nil {
+		return last, t, err
+	}
+	if last == nil {
+		return nil, t, record.ClassifyTail(id, v.name, nil, t, record.Evidence{}, nil)
+	}
+	if ev := s.evidence(id, v); ev.Revision > last.Through() {
+		return nil, t, record.ClassifyTail(id, v.name, last, t, ev, nil)
+	}
+	return last, t, nil
+}
+
+// snapshotOf rebuilds the snapshot of last, the view's last record,
+// checking the records it builds on (record.Back.ChainTo).
+func (s *Store) snapshotOf(id session.SessionID, v *view, last *rawRecord) ([]byte, error) {
+	full, deltas, err := v.back.ChainTo(last, false)
+	if err != nil {
+		return nil, err
+	}
+	return rebuildChain(id, last, full, deltas, v.maxPayload)
+}
+
+// rebuildChain returns the snapshot of last, which full and deltas (its
+// chain, from record.Back.ChainTo) rebuild.
+func rebuildChain(id session.SessionID, last, full *rawRecord, deltas []*rawRecord, maxPayload int) ([]byte, error) {
+	if last.Kind == KindGap {
+		return nil, gapError(id, last)
+	}
+	if len(deltas) == 0 {
+		return full.Payload, nil
+	}
+	payloads := make([][]byte, len(deltas))
+	for i, d := range deltas {
+		payloads[i] = d.Payload
+	}
+	snap, err := record.ApplyChain(full.Payload, payloads, maxPayload)
+	if err != nil {
+		return nil, &sessionstore.CorruptionError{ID: id, Path: last.Path, Offset: last.Offset, Revision: last.Rev,
+			Err: fmt.Errorf("delta chain from revision %d does not rebuild revision %d: %w", full.Rev, last.Rev, err)}
+	}
+	return snap, nil
+}
+
+// gapError is the error for the revisions a gap record stands for.
+func gapError(id session.SessionID, r *rawRecord) error {
+	g, _ := record.ParseGap(r.Payload) // parsed once already
+	return &sessionstore.GapError{ID: id, First: r.Rev, Last: r.Through(), Reason: g.Reason, Forensic: g.Forensic}
+}
