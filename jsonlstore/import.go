@@ -170,6 +170,7 @@ func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap
 	if err != nil {
 		return
 	}
+	defer func() { _ = dir.Close() }() // a directory handle, read-only
 	var sw summaryWriter
 	defer sw.close()
 	sf := summaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),

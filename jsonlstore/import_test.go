@@ -167,6 +167,31 @@ func TestImportRefuses(t *testing.T) {
 			requireNoSession(t, st, id)
 		})
 	}
+	// Fixtures of other programs' logs: a newer program's record is
+	// refused, a gap a repair left is copied as it is.
+	fixtureLines := func(name string) [][]byte {
+		return bytes.SplitAfter(toolFixture(t, name), []byte("\n"))
+	}
+	t.Run("a newer program's record", func(t *testing.T) {
+		st := openTestStore(t)
+		lines := fixtureLines("newer-format")
+		_, err := st.Import(ctx, "newer-format", seqOf(lines[:len(lines)-1]))
+		var ne *sessionstore.NewerRecordError
+		require.ErrorAs(t, err, &ne)
+		require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
+		requireNoSession(t, st, "newer-format")
+	})
+	t.Run("a gap in the middle", func(t *testing.T) {
+		st := openTestStore(t)
+		lines := fixtureLines("repaired-gap")
+		lines = lines[:len(lines)-1] // the empty piece after the last newline
+		n, err := st.Import(ctx, "repaired-gap", seqOf(lines))
+		require.NoError(t, err)
+		require.Equal(t, len(lines), n)
+		require.Equal(t, lines, collectLines(t, st, "repaired-gap"))
+		_, err = openTestStore(t).Import(ctx, "repaired-gap", seqOf(lines[:4])) // revisions 1-3 and the gap of 4-5
+		require.ErrorIs(t, err, sessionstore.ErrRevisionsMissing, "a log does not end in a gap")
+	})
 	t.Run("source error", func(t *testing.T) {
 		st := openTestStore(t)
 		boom := errors.New("source gone")
