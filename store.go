@@ -50,20 +50,20 @@ type AcquireOptions struct {
 // RecoveryReport says what acquiring a lease found and repaired.
 type RecoveryReport struct {
 	// Generation is the new holder's generation.
-	Generation uint64
+	Generation uint64 `json:"generation"`
 	// Previous is the previous holder's lease: LeaseFree when it released
 	// cleanly, LeaseStale when it died holding the lease, LeaseUnknown when
 	// the session had no holder before (or its lease record was unreadable
 	// and was rebuilt).
-	Previous summary.LeaseStatus
+	Previous summary.LeaseStatus `json:"previous"`
 	// TailOffset and TailBytes locate an uncommitted tail (a torn or
 	// unacknowledged last write) that was removed from the log; TailBytes
 	// is 0 when there was none. ForensicFile holds the removed bytes.
-	TailOffset   int64
-	TailBytes    int64
-	ForensicFile string
+	TailOffset   int64  `json:"tail_offset"`
+	TailBytes    int64  `json:"tail_bytes"`
+	ForensicFile string `json:"forensic_file,omitempty"`
 	// Swept lists leftover temporary files the holder removed.
-	Swept []string
+	Swept []string `json:"swept,omitempty"`
 }
 
 // Repaired reports whether acquisition changed anything on disk besides

@@ -615,19 +615,7 @@ func (s *Store) Compact(ctx context.Context, id session.SessionID, p CompactPoli
 	if p.DryRun {
 		return s.compactDryRun(ctx, id, p, wait, rep)
 	}
-	var w sessionstore.Writer
-	var err error
-	if wait <= 0 {
-		w, err = s.TryAcquire(ctx, id, sessionstore.AcquireOptions{Label: "compact"})
-	} else {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		w, err = s.Acquire(wctx, id, sessionstore.AcquireOptions{Label: "compact"})
-		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			st, _ := s.Lease(ctx, id)
-			err = &sessionstore.LeaseHeldError{ID: id, Status: st}
-		}
-	}
+	w, err := sessionstore.AcquireWithin(ctx, s, id, sessionstore.AcquireOptions{Label: "compact"}, wait)
 	var held *sessionstore.LeaseHeldError
 	if errors.As(err, &held) {
 		rep.Skipped = held.Error()

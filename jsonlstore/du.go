@@ -8,49 +8,19 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/summary"
 )
 
 // DUReport is the disk usage of sessions, in bytes (apparent file sizes,
-// as ls -l shows them, not allocated blocks).
-type DUReport struct {
-	Sessions []SessionDU `json:"sessions"`
-	// Total sums Sessions (its ID is empty).
-	Total SessionDU `json:"total"`
-	// LeftoverBytes is what temporary and trash directories at the root
-	// hold (creations and deletions in progress or interrupted; the next
-	// repair sweeps old ones). Counted only when DiskUsage lists all
-	// sessions, and not part of Total.
-	LeftoverBytes int64 `json:"leftover_bytes,omitempty"`
-	// Unreadable lists the sessions whose directory could not be read,
-	// with the reason; they are not part of Total.
-	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
-}
+// as ls -l shows them, not allocated blocks). Its LeftoverBytes is what
+// temporary and trash directories at the root hold (the next repair
+// sweeps old ones).
+type DUReport = sessionstore.UsageReport
 
-// SessionDU is the disk usage of one session, by kind of file.
-type SessionDU struct {
-	ID session.SessionID `json:"id,omitempty"`
-	// LogBytes is log.jsonl.
-	LogBytes int64 `json:"log_bytes"`
-	// ArchiveBytes is everything under archive/ (0 until compaction has
-	// run).
-	ArchiveBytes int64 `json:"archive_bytes"`
-	// ForensicBytes is everything under forensic/: bytes removed from the
-	// log by recovery or repair, kept for people to inspect.
-	ForensicBytes int64 `json:"forensic_bytes"`
-	// OtherBytes is the rest: lease and summary files, leftovers.
-	OtherBytes int64 `json:"other_bytes"`
-	// TotalBytes is the sum of the above.
-	TotalBytes int64 `json:"total_bytes"`
-}
-
-func (u *SessionDU) add(v SessionDU) {
-	u.LogBytes += v.LogBytes
-	u.ArchiveBytes += v.ArchiveBytes
-	u.ForensicBytes += v.ForensicBytes
-	u.OtherBytes += v.OtherBytes
-	u.TotalBytes += v.TotalBytes
-}
+// SessionDU is the disk usage of one session, by kind of file: its
+// log.jsonl, everything under archive/, everything under forensic/ (bytes
+// recovery or repair removed from the log), and the rest (lease and
+// summary files, leftovers).
+type SessionDU = sessionstore.SessionUsage
 
 // DiskUsage reports the bytes each given session occupies (all sessions,
 // in ID order, when none is given), and their total. It reads directory
@@ -65,7 +35,7 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DURepo
 		u, err := s.sessionDU(ctx, id)
 		if err == nil {
 			rep.Sessions = append(rep.Sessions, u)
-			rep.Total.add(u)
+			rep.Total.Add(u)
 		}
 		return err
 	}, &rep.Unreadable)

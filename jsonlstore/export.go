@@ -1,29 +1,18 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
 
 // ExportLine is one line of Export's output, for programs that read it
 // back (the JSON keys are the contract).
-type ExportLine struct {
-	Revision   uint64    `json:"revision"`
-	Generation uint64    `json:"generation"`
-	Time       time.Time `json:"time"`
-	// Schema is the sessnap schema version of the record's writer.
-	Schema int `json:"schema"`
-	// Snapshot is the sessnap snapshot exactly as stored (a newer writer's
-	// unknown keys included).
-	Snapshot json.RawMessage `json:"snapshot"`
-}
+type ExportLine = sessionstore.ExportLine
 
 // Export writes session id to w.
 //
@@ -81,9 +70,8 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 }
 
 func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Writer) error {
-	var out bytes.Buffer
+	var out []byte
 	err := s.read(ctx, id, func(v *view) error {
-		out.Reset()
 		last, _, err := s.latest(id, v)
 		if err != nil {
 			return err
@@ -95,16 +83,15 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if _, err := decodeRecord(id, last, snap); err != nil {
 			return err
 		}
-		if err := json.Indent(&out, snap, "", "  "); err != nil {
+		if out, err = sessionstore.IndentSnapshot(snap); err != nil {
 			return fmt.Errorf("jsonlstore: export %s: %w", id, err)
 		}
-		out.WriteByte('\n')
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(out.Bytes()); err != nil {
+	if _, err := w.Write(out); err != nil {
 		return fmt.Errorf("jsonlstore: export %s: %w", id, err)
 	}
 	return nil

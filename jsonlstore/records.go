@@ -3,35 +3,14 @@ package jsonlstore
 import (
 	"context"
 	"iter"
-	"time"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
 // RecordInfo describes one record of a session's log as stored, without
 // its payload: what `sessions log` prints.
-type RecordInfo struct {
-	Revision   uint64    `json:"revision"`
-	Generation uint64    `json:"generation"`
-	Time       time.Time `json:"time"`
-	// Schema is the sessnap schema version of the writer.
-	Schema int `json:"schema"`
-	// Kind is the record kind: KindFull, or KindDelta for a record that
-	// stores what changed since the previous revision.
-	Kind string `json:"kind"`
-	// File is the file holding the record, relative to the store root, and
-	// Offset the record's byte offset in it. For an archived record
-	// (Archived: a revision compaction trimmed from the log) File is its
-	// archive segment and Offset is in the segment's uncompressed bytes.
-	File     string `json:"file"`
-	Offset   int64  `json:"offset"`
-	Archived bool   `json:"archived,omitempty"`
-	// Bytes is the size of the record's line, newline included, and
-	// PayloadBytes the size of its payload as stored (the snapshot, or
-	// for a delta record the delta).
-	Bytes        int64 `json:"bytes"`
-	PayloadBytes int   `json:"payload_bytes"`
-}
+type RecordInfo = sessionstore.RecordInfo
 
 // Records yields the metadata of every record of session id in order,
 // archived revisions first, as History yields records, and with the same

@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // RepairOptions tune Repair. The zero value takes the lease without
@@ -103,23 +104,12 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	if aopts.Label == "" {
 		aopts.Label = "sessions-repair"
 	}
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if opts.Wait > 0 {
-		actx, cancel = context.WithTimeout(ctx, opts.Wait)
-	}
-	var w *writer
-	var err error
-	if opts.TruncateAtCorruption || opts.Salvage {
-		w, err = s.acquireForRepair(actx, id, aopts, opts.Wait <= 0, opts.Salvage, &rep)
-	} else {
-		var sw sessionstore.Writer
-		if sw, err = s.acquire(actx, id, aopts, opts.Wait <= 0); err == nil {
-			w = sw.(*writer)
-		}
-	}
-	cancel()
+	sw, err := sessionstore.AcquireWithin(ctx, repairLeases{s, &rep, opts.TruncateAtCorruption, opts.Salvage}, id, aopts, opts.Wait)
 	if err != nil {
-		err = s.repairWaitErr(ctx, id, opts.Wait, err)
+		var he *sessionstore.LeaseHeldError
+		if opts.Wait > 0 && errors.As(err, &he) {
+			err = fmt.Errorf("jsonlstore: waited %s: %w", opts.Wait, err)
+		}
 		var ce *sessionstore.CorruptionError
 		if rep.Found == nil && errors.As(err, &ce) {
 			f := findingOf(ce)
@@ -127,6 +117,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 		}
 		return rep, err
 	}
+	w := sw.(*writer)
 	rep.Generation = w.Generation()
 	rep.Recovery = w.Recovery()
 	if r := rep.Recovery; r.TailBytes > 0 {
@@ -156,17 +147,37 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	return rep, rerr
 }
 
-// repairWaitErr turns the deadline of a Wait into a *LeaseHeldError that says
-// who held the lease all along.
-func (s *Store) repairWaitErr(ctx context.Context, id session.SessionID, wait time.Duration, err error) error {
-	if wait <= 0 || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
+// repairLeases takes the lease for Repair (sessionstore.AcquireWithin
+// waits with it): as Acquire does, or, when the log is to be cut or
+// salvaged, through acquireForRepair.
+type repairLeases struct {
+	s        *Store
+	rep      *RepairReport
+	truncate bool
+	salvage  bool
+}
+
+func (r repairLeases) take(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (sessionstore.Writer, error) {
+	if r.truncate || r.salvage {
+		w, err := r.s.acquireForRepair(ctx, id, opts, try, r.salvage, r.rep)
+		if err != nil {
+			return nil, err
+		}
+		return w, nil
 	}
-	st, lerr := s.Lease(ctx, id)
-	if lerr != nil {
-		return err
-	}
-	return fmt.Errorf("jsonlstore: waited %s: %w", wait, &sessionstore.LeaseHeldError{ID: id, Status: st})
+	return r.s.acquire(ctx, id, opts, try)
+}
+
+func (r repairLeases) Acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	return r.take(ctx, id, opts, false)
+}
+
+func (r repairLeases) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	return r.take(ctx, id, opts, true)
+}
+
+func (r repairLeases) Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error) {
+	return r.s.Lease(ctx, id)
 }
 
 // acquireForRepair takes session id's lease without the automatic

@@ -193,81 +193,35 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 }
 
 func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte, opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
-	if _, err := s.fs.Lstat(sessionDir(id)); err == nil {
-		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
+	b, err := s.startSession(ctx, id, opts)
+	if err != nil {
+		return nil, err
 	}
-	tmp := tmpDirPrefix + string(id) + "-" + randomSuffix()
-	if err := s.fs.Mkdir(tmp, dirPerm); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	var lease leaseHandle
 	defer func() {
 		if err != nil {
-			if lease != nil {
-				_ = lease.Release(context.WithoutCancel(ctx))
-			}
-			if tmp != "" {
-				_ = s.fs.RemoveAll(tmp)
-			}
+			b.abort(ctx)
 		}
 	}()
-	// The lease is taken in the temporary directory, before anyone can see
-	// the session, so the creator is its first holder (generation 1).
-	lease, err = s.leases.acquire(ctx, s.abs(tmp), true, s.leaseOptions(opts, 0))
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
-	}
 	now := s.opts.Now().UTC()
-	line := record.Encode(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: lease.Generation(), Time: now, Kind: KindFull}, payload)
-	f, err := s.fs.OpenFile(tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm)
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	if err = writeAll(f, line); err == nil {
-		err = f.Datasync()
+	line := record.Encode(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}, payload)
+	if err = writeAll(b.log, line); err == nil {
+		err = b.log.Datasync()
 	}
 	if err != nil {
-		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
 	}
-	// The directory's entries (log, lease files) must be durable before the
-	// rename publishes it, or a crash could publish an empty session.
-	if err = s.fs.SyncDir(tmp); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	if err = b.publish(ctx); err != nil {
+		return nil, err
 	}
-	if err = s.fs.RenameNoReplace(tmp, sessionDir(id)); err != nil {
-		_ = f.Close()
-		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-			return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
-		}
-		return nil, fmt.Errorf("jsonlstore: create %s: publish: %w", id, err)
-	}
-	if err = s.fs.SyncDir("."); err != nil {
-		// Published but maybe not durable: the session is visible, so
-		// undoing is not ours to do; report, and let the next holder go on.
-		_ = f.Close()
-		_ = lease.Moved(s.abs(sessionDir(id)))
-		_ = lease.Release(context.WithoutCancel(ctx))
-		lease = nil
-		tmp = ""
-		return nil, fmt.Errorf("jsonlstore: create %s: sync root: %w", id, err)
-	}
-	tmp = "" // nothing to clean up any more
-	if err = lease.Moved(s.abs(sessionDir(id))); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	fi, err := f.Stat()
+	fi, err := b.log.Stat()
 	if err != nil {
-		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
 	dir, err := vfs.Sub(s.fs, sessionDir(id))
 	if err != nil {
-		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
+	lease, f := b.lease, b.log
 	rec := rawRecord{Meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
 	w := &writer{
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
@@ -279,6 +233,95 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		w.writeSummary(&rec, &snap)
 	}
 	return w, nil
+}
+
+// newSession is a session directory being built under a temporary name
+// (Create, Import): invisible to readers and listings until publish
+// renames it into place, and held under its lease all along, so that no
+// sweep of leftovers takes it for an interrupted creation.
+type newSession struct {
+	s     *Store
+	id    session.SessionID
+	tmp   string      // the temporary directory; "" once published
+	lease leaseHandle // nil once released
+	log   vfs.File    // the log, opened write-only, O_APPEND
+}
+
+// startSession makes the temporary directory of a new session id, takes
+// its lease (the creator is its first holder, generation 1) and creates
+// its empty log.
+func (s *Store) startSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (_ *newSession, err error) {
+	if _, err := s.fs.Lstat(sessionDir(id)); err == nil {
+		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
+	}
+	b := &newSession{s: s, id: id, tmp: tmpDirPrefix + string(id) + "-" + randomSuffix()}
+	if err := s.fs.Mkdir(b.tmp, dirPerm); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	defer func() {
+		if err != nil {
+			b.abort(ctx)
+		}
+	}()
+	// The lease is taken in the temporary directory, before anyone can see
+	// the session, so the creator is its first holder (generation 1).
+	if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, 0)); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
+	}
+	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// abort undoes what publish has not made visible: it closes the log,
+// releases the lease and removes the temporary directory.
+func (b *newSession) abort(ctx context.Context) {
+	if b.log != nil {
+		_ = b.log.Close() // the session is being abandoned: nothing written matters
+		b.log = nil
+	}
+	if b.lease != nil {
+		_ = b.lease.Release(context.WithoutCancel(ctx))
+		b.lease = nil
+	}
+	if b.tmp != "" {
+		_ = b.s.fs.RemoveAll(b.tmp)
+		b.tmp = ""
+	}
+}
+
+// publish makes the session visible, atomically: it syncs the temporary
+// directory, renames it into place with RENAME_NOREPLACE (ErrExists if
+// the ID was taken meanwhile) and syncs the root. The log must be synced
+// before. When syncing the root fails, the session is visible but perhaps
+// not durable: undoing is not ours to do any more, so publish releases
+// the lease, closes the log and reports the error.
+func (b *newSession) publish(ctx context.Context) error {
+	s, id := b.s, b.id
+	// The directory's entries (log, lease files) must be durable before the
+	// rename publishes it, or a crash could publish an empty session.
+	if err := s.fs.SyncDir(b.tmp); err != nil {
+		return fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	if err := s.fs.RenameNoReplace(b.tmp, sessionDir(id)); err != nil {
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
+			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
+		}
+		return fmt.Errorf("jsonlstore: create %s: publish: %w", id, err)
+	}
+	b.tmp = "" // nothing to remove any more
+	if err := s.fs.SyncDir("."); err != nil {
+		// Published but maybe not durable: the session is visible, so the
+		// next holder goes on from here.
+		_ = b.lease.Moved(s.abs(sessionDir(id)))
+		b.abort(ctx)
+		return fmt.Errorf("jsonlstore: create %s: sync root: %w", id, err)
+	}
+	if err := b.lease.Moved(s.abs(sessionDir(id))); err != nil {
+		return fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	return nil
 }
 
 // Fork creates newID whose revision 1 copies revision rev of from.

@@ -18,93 +18,22 @@ import (
 )
 
 // VerifyReport is what Verify found, session by session.
-type VerifyReport struct {
-	Sessions []SessionVerifyReport `json:"sessions"`
-	// Unreadable lists the sessions Verify could not check (a file it may
-	// not read, an I/O error), with the reason; each counts as a problem.
-	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
-}
+type VerifyReport = sessionstore.VerifyReport
 
-// OK reports whether every verified session is sound and every session
-// could be checked.
-func (r *VerifyReport) OK() bool { return r.ProblemCount() == 0 }
+// SessionVerifyReport is what Verify found in one session. Its Problems
+// are corruption: a record that fails its checksum, framing or sequence
+// checks while valid records follow it, a payload that does not decode or
+// restore, a damaged tail that recovery would refuse to remove, a
+// summary.json that disagrees with the log. Its Notes are no failure: an
+// uncommitted tail (the next lease holder removes it), records from a
+// newer schema, files in forensic/, parts this version cannot check.
+type SessionVerifyReport = sessionstore.SessionVerifyReport
 
-// NewerCount is the number of sessions written (in part) by a newer
-// version, which this program could not check whole.
-func (r *VerifyReport) NewerCount() int {
-	n := 0
-	for i := range r.Sessions {
-		if r.Sessions[i].Newer != nil {
-			n++
-		}
-	}
-	return n
-}
+// Finding is one problem or note, at a place in a file relative to the
+// store root ("ID/log.jsonl").
+type Finding = sessionstore.Finding
 
-// ProblemCount is the number of problems over all sessions, each
-// unreadable session counted as one.
-func (r *VerifyReport) ProblemCount() int {
-	n := len(r.Unreadable)
-	for i := range r.Sessions {
-		n += len(r.Sessions[i].Problems)
-	}
-	return n
-}
-
-// SessionVerifyReport is what Verify found in one session.
-type SessionVerifyReport struct {
-	ID session.SessionID `json:"id"`
-	// Records is the number of records checked and found sound, and
-	// Revision the latest of them (0 when none is).
-	Records  int    `json:"records"`
-	Revision uint64 `json:"revision"`
-	// Problems are corruption: a record that fails its checksum, framing
-	// or sequence checks while valid records follow it, a payload that
-	// does not decode or restore, a damaged tail that recovery would
-	// refuse to remove, a summary.json that disagrees with the log. Any
-	// problem makes the session unsound.
-	Problems []Finding `json:"problems,omitempty"`
-	// Newer is where records written by a newer version begin: a record
-	// format version or kind this program does not know. It is not
-	// corruption: the records before it were checked, it and those after it
-	// were not, and this program does not write to the session.
-	Newer *Finding `json:"newer,omitempty"`
-	// Notes are worth knowing but are no failure: an uncommitted tail (the
-	// next lease holder removes it), snapshots from a newer schema,
-	// revisions a repair set aside, files in forensic/.
-	Notes []Finding `json:"notes,omitempty"`
-}
-
-// OK reports whether the session is sound.
-func (r *SessionVerifyReport) OK() bool { return len(r.Problems) == 0 }
-
-// Finding is one problem or note, at a place in a file.
-type Finding struct {
-	// File is relative to the store root ("ID/log.jsonl").
-	File string `json:"file"`
-	// Offset is the byte offset in File the finding is about (0 for a
-	// finding about a whole file or directory).
-	Offset int64 `json:"offset"`
-	// Revision is the revision the finding concerns, 0 when unknown.
-	Revision uint64 `json:"revision,omitempty"`
-	Message  string `json:"message"`
-}
-
-func (f Finding) String() string {
-	s := fmt.Sprintf("%s offset %d", f.File, f.Offset)
-	if f.Revision > 0 {
-		s += fmt.Sprintf(" (revision %d)", f.Revision)
-	}
-	return s + ": " + f.Message
-}
-
-func findingOf(ce *sessionstore.CorruptionError) Finding {
-	msg := "corrupt"
-	if ce.Err != nil {
-		msg = ce.Err.Error()
-	}
-	return Finding{File: ce.Path, Offset: ce.Offset, Revision: ce.Revision, Message: msg}
-}
+func findingOf(ce *sessionstore.CorruptionError) Finding { return sessionstore.FindingOf(ce) }
 
 // Verify checks every record of the given sessions (all sessions when
 // none is given), in the given order (ID order for all), archived ones

@@ -6,8 +6,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/pgtest"
 	"github.com/sessionstore/sessionstore/pgstore"
+)
+
+// The optional interfaces pgstore implements, so that tools treat it as
+// they treat a directory store.
+var (
+	_ sessionstore.Verifier      = (*pgstore.Store)(nil)
+	_ sessionstore.RecordLister  = (*pgstore.Store)(nil)
+	_ sessionstore.Exporter      = (*pgstore.Store)(nil)
+	_ sessionstore.UsageReporter = (*pgstore.Store)(nil)
+	_ sessionstore.IDLister      = (*pgstore.Store)(nil)
 )
 
 // newDSN returns the DSN of a fresh, migrated database.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,30 +17,38 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// StoredRecord is one record as stored: its envelope and its line,
-// verbatim (the file format's line, newline included).
-type StoredRecord struct {
-	Revision   uint64
-	Generation uint64
-	Time       time.Time
-	Schema     int
-	Kind       string
-	Line       []byte
-}
-
-// Records yields every record of session id as stored, in revision order,
-// each line checked (framing, checksum, sequence) but its payload not
-// decoded: what `sessions log` lists and `sessions migrate` copies. A
-// check that fails ends the sequence with a *sessionstore.CorruptionError,
-// yielded once, last.
-func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[StoredRecord, error] {
-	return func(yield func(StoredRecord, error) bool) {
+// Records yields the metadata of every record of session id as stored,
+// in revision order, each line checked (framing, checksum, sequence) but
+// its payload not decoded: what `sessions log` lists. A check that fails
+// ends the sequence with a *sessionstore.CorruptionError, yielded once,
+// last. File is the records table; Offset is 0.
+func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.RecordInfo, error] {
+	return func(yield func(sessionstore.RecordInfo, error) bool) {
 		for r, err := range s.records(ctx, id) {
 			if err != nil {
-				yield(StoredRecord{}, err)
+				yield(sessionstore.RecordInfo{}, err)
 				return
 			}
-			if !yield(StoredRecord{Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind, Line: r.Line()}, nil) {
+			info := sessionstore.RecordInfo{Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind,
+				File: recordsPath, Bytes: r.LineLen, PayloadBytes: len(r.Payload)}
+			if !yield(info, nil) {
+				return
+			}
+		}
+	}
+}
+
+// RecordLines yields every record line of session id in revision order,
+// each with its newline, exactly as stored, with the checks of Records:
+// what Import (here or in jsonlstore) takes to copy a session verbatim.
+func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for r, err := range s.records(ctx, id) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(r.Line(), nil) {
 				return
 			}
 		}
@@ -144,12 +151,11 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		if err != nil {
 			return err
 		}
-		var out bytes.Buffer
-		if err := json.Indent(&out, payload, "", "  "); err != nil {
+		out, err := sessionstore.IndentSnapshot(payload)
+		if err != nil {
 			return fmt.Errorf("pgstore: export %s: %w", id, err)
 		}
-		out.WriteByte('\n')
-		_, err = w.Write(out.Bytes())
+		_, err = w.Write(out)
 		return err
 	}
 	var buf []byte
@@ -176,19 +182,6 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	return nil
 }
 
-// SessionVerifyReport is what Verify found in one session.
-type SessionVerifyReport struct {
-	ID session.SessionID `json:"id"`
-	// Records is the number of records checked and found sound, and
-	// Revision the latest of them.
-	Records  int    `json:"records"`
-	Revision uint64 `json:"revision"`
-	// Problem is the corruption found, if any: the first record that
-	// fails its checks or does not restore, or a summary that disagrees
-	// with the records.
-	Problem *sessionstore.CorruptionError `json:"-"`
-}
-
 // Verify checks every record of the given sessions (all sessions, in ID
 // order, when none is given): framing, checksum and sequence as History
 // checks them, that each payload decodes and restores to a Session, and
@@ -196,17 +189,17 @@ type SessionVerifyReport struct {
 // into the report; the error is for what kept Verify from checking (an
 // unknown session, the database unreachable). It takes no lease and
 // modifies nothing.
-func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) ([]SessionVerifyReport, error) {
+func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
+	var out sessionstore.VerifyReport
 	if len(ids) == 0 {
 		all, err := s.IDs(ctx)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		ids = all
 	}
-	var out []SessionVerifyReport
 	for _, id := range ids {
-		r := SessionVerifyReport{ID: id}
+		r := sessionstore.SessionVerifyReport{ID: id}
 		var err error
 		for rec, herr := range s.History(ctx, id) {
 			if errors.Is(herr, sessionstore.ErrRevisionsMissing) {
@@ -225,13 +218,16 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) ([]Session
 			err = s.verifySummary(ctx, id, r.Revision)
 		}
 		var ce *sessionstore.CorruptionError
+		var ne *sessionstore.NewerRecordError
 		switch {
 		case errors.As(err, &ce):
-			r.Problem = ce
+			r.Problems = append(r.Problems, sessionstore.FindingOf(ce))
+		case errors.As(err, &ne):
+			r.Newer = &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: ne.Error()}
 		case err != nil:
 			return out, err
 		}
-		out = append(out, r)
+		out.Sessions = append(out.Sessions, r)
 	}
 	return out, nil
 }

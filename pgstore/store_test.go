@@ -297,7 +297,7 @@ func TestListOrdersNanoseconds(t *testing.T) {
 	require.Equal(t, []string{"n5", "n4", "n3", "n2", "n1", "n0"}, got)
 }
 
-// A session copied record by record (Records into Import) is the same
+// A session copied record by record (RecordLines into Import) is the same
 // session byte for byte: the same lines, the same export, and the copy's
 // lease is free at a generation no lower than its records'.
 func TestImportCopiesVerbatim(t *testing.T) {
@@ -314,9 +314,9 @@ func TestImportCopiesVerbatim(t *testing.T) {
 
 	lines := func(s *pgstore.Store) [][]byte {
 		var out [][]byte
-		for r, err := range s.Records(ctx, "c") {
+		for l, err := range s.RecordLines(ctx, "c") {
 			require.NoError(t, err)
-			out = append(out, r.Line)
+			out = append(out, l)
 		}
 		return out
 	}
@@ -338,9 +338,29 @@ func TestImportCopiesVerbatim(t *testing.T) {
 
 	rep, err := dst.Verify(ctx)
 	require.NoError(t, err)
-	require.Len(t, rep, 1)
-	require.Nil(t, rep[0].Problem)
-	require.Equal(t, uint64(4), rep[0].Revision)
+	require.Len(t, rep.Sessions, 1)
+	require.True(t, rep.OK(), "%+v", rep)
+	require.Equal(t, uint64(4), rep.Sessions[0].Revision)
+
+	var infos []sessionstore.RecordInfo
+	for info, err := range dst.Records(ctx, "c") {
+		require.NoError(t, err)
+		infos = append(infos, info)
+	}
+	require.Len(t, infos, 4)
+	var lineBytes int64
+	for i, l := range lines(dst) {
+		require.Equal(t, uint64(i+1), infos[i].Revision)
+		require.Equal(t, int64(len(l)), infos[i].Bytes)
+		require.Positive(t, infos[i].PayloadBytes)
+		lineBytes += int64(len(l))
+	}
+	du, err := dst.DiskUsage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []sessionstore.SessionUsage{{ID: "c", LogBytes: lineBytes, TotalBytes: lineBytes}}, du.Sessions)
+	require.Equal(t, lineBytes, du.Total.TotalBytes)
+	_, err = dst.DiskUsage(ctx, "c", "nosuch")
+	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 
 	st, err := dst.Lease(ctx, "c")
 	require.NoError(t, err)

@@ -25,7 +25,8 @@
 // skipped, revisions trimmed, log bytes before and after, archive bytes),
 // or with --json the reports and their totals. The exit status is 0 when
 // every session was compacted or skipped, 1 when one failed, 2 for a usage
-// error.
+// error. `sessions compact` is the same command (package
+// internal/compactcmd holds both).
 //
 // The command is thin: flags, validation, then jsonlstore's Store.Compact
 // per session, then printing. run is a function of (ctx, args, stdout,

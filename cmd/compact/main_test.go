@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/clitest"
+	"github.com/sessionstore/sessionstore/internal/compactcmd"
 	"github.com/sessionstore/sessionstore/internal/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -28,6 +29,13 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) { clitest.Main(m, &binDir, ".") }
+
+// The report's types, as the tests read --json.
+type (
+	report = compactcmd.Report
+	result = compactcmd.Result
+	totals = compactcmd.Totals
+)
 
 // ran is what one run of the command printed and returned.
 type ran = clitest.Result
@@ -268,6 +276,7 @@ func TestUsage(t *testing.T) {
 		{"bad ID", []string{"--dir", root, "--keep-last", "1", "../etc"}, exitUsage, "is not a session ID"},
 		{"unknown session", []string{"--dir", root, "--keep-last", "1", "nosuch"}, exitFail, "not found"},
 		{"no store", []string{"--dir", filepath.Join(root, "missing"), "--keep-last", "1"}, exitFail, "no store at"},
+		{"store is a file", []string{"--dir", filepath.Join(root, "alpha", "log.jsonl"), "--keep-last", "1"}, exitFail, "is not a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := compact(t, nil, tc.args...)
@@ -294,11 +303,13 @@ func TestDefaultStore(t *testing.T) {
 	root, _ := testStore(t, map[string]int{"alpha": 4})
 	r := compact(t, []string{"SESSIONSTORE_DIR=" + root}, "--keep-last", "1")
 	require.Equal(t, 0, r.Code, r.Stderr)
-	require.Contains(t, r.Stdout, "1 sessions: 1 compacted")
+	require.Contains(t, r.Stdout, "1 session: 1 compacted")
 	xdg := t.TempDir()
 	r = compact(t, []string{"XDG_DATA_HOME=" + xdg}, "--keep-last", "1")
 	require.Equal(t, exitFail, r.Code)
 	require.Contains(t, r.Stderr, "no store at "+filepath.Join(xdg, "sessionstore"))
+	_, err := os.Stat(filepath.Join(xdg, "sessionstore"))
+	require.ErrorIs(t, err, os.ErrNotExist, "compact creates no store")
 }
 
 // TestProgressBarOnTerminal runs the command with its output on a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -52,7 +53,7 @@ var agentTools = []struct {
 }
 
 func cmdDemoAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("demo-agent", agentDoc, stdout, stderr)
+	c := newSub("demo-agent", agentDoc, stdout, stderr)
 	var a agentScript
 	var id, kind string
 	takeover := c.fs.Bool("takeover", false, "acquire the session (whose holder died), restore it and finish it")
@@ -67,11 +68,12 @@ func cmdDemoAgent(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return code
 	}
 	var err error
-	if a.id, err = sessionID(id); err != nil {
+	if err = checkNames([]string{id}); err != nil {
 		return c.usageError("%v", err)
 	}
+	a.id = session.SessionID(id)
 	a.kind = session.SessionKind(kind)
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
 		if *takeover {
 			err = a.takeOver(ctx, st, stdout)
 		} else {
@@ -315,7 +317,7 @@ func (a *agentScript) takeOver(ctx context.Context, st *jsonlstore.Store, out io
 		); err != nil {
 			return err
 		}
-		if err := r.step(ctx, "assistant: %q", truncate(msg, 60)); err != nil {
+		if err := r.step(ctx, "assistant: %q", cli.Truncate(msg, 60)); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 )
 
@@ -24,23 +26,26 @@ copied: it is reported, and the others are. DEST must lie outside the store.
 When no compaction can run, 'cp -r' of the store is enough (see README);
 'backup' is the way that is always safe.
 
-Exit status: 0 when every session was copied and the copy verifies, 1 when
-the copy failed, a session could not be read, or the copy does not verify,
-2 on a usage error.`
+Backup works on a directory store; 'sessions migrate' copies a PostgreSQL
+store.
+
+Exit status: 0 when every session was copied and the copy verifies, 3 when
+the copy does not verify, 1 when the copy failed or a session could not be
+read (it is reported, and the others are copied), 2 on a usage error.`
 
 func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("backup", backupDoc, stdout, stderr)
+	c := newSub("backup", backupDoc, stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	pos, code, ok := c.parse(args, 1, -1)
+	pos, code, ok := c.parseIDs(args, 1)
 	if !ok {
 		return code
 	}
 	dest := pos[0]
-	ids, err := sessionIDs(pos[1:])
-	if err != nil {
-		return c.usageError("%v", err)
-	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
+		ids, err := resolveAll(ctx, st, pos[1:])
+		if err != nil {
+			return c.fail(err)
+		}
 		rep, err := st.Backup(ctx, dest, ids...)
 		if err != nil {
 			return c.fail(err)
@@ -50,7 +55,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				rep.Sessions = []jsonlstore.SessionBackup{}
 			}
 			if rep.Verify.Sessions == nil {
-				rep.Verify.Sessions = []jsonlstore.SessionVerifyReport{}
+				rep.Verify.Sessions = []sessionstore.SessionVerifyReport{}
 			}
 			if err := writeJSON(stdout, rep); err != nil {
 				return c.fail(err)
@@ -58,7 +63,10 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		} else {
 			printBackup(stdout, &rep)
 		}
-		if !rep.OK() {
+		switch {
+		case !rep.Verify.OK():
+			return exitCorrupt
+		case !rep.OK():
 			return exitFail
 		}
 		return exitOK
@@ -68,9 +76,9 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func printBackup(w io.Writer, rep *jsonlstore.BackupReport) {
 	var logBytes, archiveBytes int64
 	for _, sb := range rep.Sessions {
-		fmt.Fprintf(w, "%s: revisions 1-%d, log %s", sb.ID, sb.Revision, humanBytes(sb.LogBytes))
+		fmt.Fprintf(w, "%s: revisions 1-%d, log %s", sb.ID, sb.Revision, cli.HumanBytes(sb.LogBytes))
 		if sb.Segments > 0 {
-			fmt.Fprintf(w, ", %d archive segments %s", sb.Segments, humanBytes(sb.ArchiveBytes))
+			fmt.Fprintf(w, ", %d archive segments %s", sb.Segments, cli.HumanBytes(sb.ArchiveBytes))
 		}
 		fmt.Fprintln(w)
 		logBytes += sb.LogBytes
@@ -80,14 +88,14 @@ func printBackup(w io.Writer, rep *jsonlstore.BackupReport) {
 		fmt.Fprintf(w, "%s: skipped, %s\n", id, rep.Skipped[id])
 	}
 	printUnreadable(w, rep.Unreadable)
-	fmt.Fprintf(w, "%d sessions copied to %s (log %s, archives %s)\n",
-		len(rep.Sessions), rep.Dest, humanBytes(logBytes), humanBytes(archiveBytes))
+	fmt.Fprintf(w, "%s copied to %s (log %s, archives %s)\n",
+		cli.Plural(len(rep.Sessions), "session"), cli.Escape(rep.Dest), cli.HumanBytes(logBytes), cli.HumanBytes(archiveBytes))
 	if n := len(rep.Unreadable); n > 0 {
-		fmt.Fprintf(w, "%d sessions could not be read and were NOT copied\n", n)
+		fmt.Fprintf(w, "%s could not be read and %s NOT copied\n", cli.Plural(n, "session"), map[bool]string{true: "was", false: "were"}[n == 1])
 	}
 	if !rep.Verify.OK() {
 		fmt.Fprintln(w, "the copy does NOT verify:")
-		printVerify(w, &rep.Verify, true)
+		printVerify(w, &rep.Verify, true, cli.Palette{})
 		return
 	}
 	fmt.Fprintln(w, "copy verified: every record checks out")

@@ -110,7 +110,8 @@ func TestStoreDir(t *testing.T) {
 func TestVerifyExitStatus(t *testing.T) {
 	root := fixtureStore(t, "clean", "crc-fail-last-line")
 	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify").Code)
-	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "missing").Code)
+	require.Equal(t, exitFail, sessions(t, nil, "--dir", root, "verify", "missing").Code, "an unknown session kept verify from checking")
+	require.Equal(t, exitFail, sessions(t, nil, "--dir", root+"/nothing", "verify").Code, "so does a missing store, as for every command")
 	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "verify", "--frob").Code)
 
 	// One flipped bit in the middle of the clean log.
@@ -120,7 +121,7 @@ func TestVerifyExitStatus(t *testing.T) {
 	data[len(data)/2] ^= 0x01
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 	r := sessions(t, nil, "--dir", root, "verify")
-	require.Equal(t, exitFail, r.Code, r.String())
+	require.Equal(t, exitCorrupt, r.Code, r.String())
 	require.Contains(t, r.Stdout, "clean: CORRUPT")
 	require.Contains(t, r.Stdout, "problem: clean/log.jsonl offset ")
 	require.Equal(t, exitOK, sessions(t, nil, "--dir", root, "verify", "crc-fail-last-line").Code)
@@ -274,7 +275,7 @@ func TestLeaseStale(t *testing.T) {
 func TestRepairCLI(t *testing.T) {
 	root := fixtureStore(t, "bitflip-middle", "crc-fail-claims-old-revision")
 	r := sessions(t, nil, "--dir", root, "repair", "bitflip-middle")
-	require.Equal(t, exitFail, r.Code, r.String())
+	require.Equal(t, exitCorrupt, r.Code, r.String())
 	require.Contains(t, r.Stdout, "found: bitflip-middle/log.jsonl offset 1158 (revision 3): damaged record followed by valid records: record checksum mismatch")
 	require.Contains(t, r.Stdout, "cut: nothing (not asked to: --salvage or --truncate-at-corruption)")
 	require.Contains(t, r.Stderr, "'sessions repair bitflip-middle --salvage' keeps every revision that can be read, '--truncate-at-corruption' cuts the log at offset 1158")

@@ -62,7 +62,7 @@ func TestOneBadSessionNeverBlocksTheStore(t *testing.T) {
 	require.Contains(t, r.Stderr, "log.jsonl is missing")
 
 	r = sessions(t, nil, "--dir", root, "verify")
-	require.Equal(t, exitFail, r.Code, r.String())
+	require.Equal(t, exitCorrupt, r.Code, r.String())
 	require.Regexp(t, `(?m)^a: ok`, r.Stdout)
 	require.Regexp(t, `(?m)^e: ok`, r.Stdout)
 	requireNamesBad(r.Stdout)

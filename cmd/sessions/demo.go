@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -38,7 +39,7 @@ const (
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("demo", demoDoc, stdout, stderr)
+	c := newSub("demo", demoDoc, stdout, stderr)
 	delay := c.fs.Duration("delay", 120*time.Millisecond, "pause between an agent's steps")
 	if _, code, ok := c.parse(args, 0, 0); !ok {
 		return code
@@ -46,7 +47,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *delay < 0 {
 		return c.usageError("--delay must not be negative")
 	}
-	st, err := c.openStore(true)
+	loc, err := c.dirStore()
+	if err != nil {
+		return c.fail(err)
+	}
+	st, err := c.openDir(loc, true)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -126,7 +131,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("all agents done in %s", time.Since(start).Round(10*time.Millisecond))
 
 	// Verify what the agents wrote, then list the store.
-	if st, err = c.openStore(false); err != nil {
+	if st, err = c.openDir(dir, false); err != nil {
 		return c.fail(err)
 	}
 	ids := make([]session.SessionID, len(scripts))
@@ -141,14 +146,14 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		failed = true
 	case !rep.OK():
 		say("verify: CORRUPT")
-		printVerify(stdout, &rep, true)
+		printVerify(stdout, &rep, true, cli.Palette{})
 		failed = true
 	default:
 		records := 0
 		for _, s := range rep.Sessions {
 			records += s.Records
 		}
-		say("verify: %d sessions, %d records, all sound", len(rep.Sessions), records)
+		say("verify: %s, %s, all sound", cli.Plural(len(rep.Sessions), "session"), cli.Plural(records, "record"))
 	}
 	fmt.Fprintln(stdout)
 	if code := cmdLs(ctx, []string{"--dir", dir, "--limit", "10"}, stdout, stderr); code != exitOK {

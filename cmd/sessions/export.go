@@ -5,7 +5,8 @@ import (
 	"context"
 	"io"
 
-	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/session"
 )
 
 const exportDoc = `
@@ -14,24 +15,22 @@ object per revision:
 
   {"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z","schema":1,"snapshot":{...}}
 
-where snapshot is the stored snapshot byte for byte. With --latest it writes
-only the latest snapshot, as indented JSON. At a corrupt record the export
-stops with the error on stderr and exit status 1, after the revisions before
-it.`
+where snapshot is the stored snapshot byte for byte (the same bytes from a
+directory and from a PostgreSQL store holding the same records). With
+--latest it writes only the latest snapshot, as indented JSON. At a corrupt
+record the export stops with the error on stderr and exit status 1, after
+the revisions before it.`
 
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("export", exportDoc, stdout, stderr)
+	c := newSub("export", exportDoc, stdout, stderr)
 	latest := c.fs.Bool("latest", false, "write only the latest snapshot, as indented JSON")
-	id, code, ok := c.parseID(args)
+	name, code, ok := c.parseID(args)
 	if !ok {
 		return code
 	}
-	if _, ok := c.pgDSN(); ok {
-		return c.pgExport(ctx, id, *latest)
-	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withSession(ctx, name, func(st sessionstore.Store, id session.SessionID) int {
 		bw := bufio.NewWriterSize(stdout, 64<<10)
-		err := st.Export(ctx, id, bw, *latest)
+		err := sessionstore.Export(ctx, st, id, bw, *latest)
 		if ferr := bw.Flush(); err == nil {
 			err = ferr
 		}

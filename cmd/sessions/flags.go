@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/internal/cli"
 )
 
-// cli is what every subcommand starts with: its flag set (with the common
+// sub is what every subcommand starts with: its flag set (with the common
 // --dir flag), its usage text, and the writers.
-type cli struct {
+type sub struct {
 	name   string
 	fs     *flag.FlagSet
 	dir    string
@@ -23,8 +23,8 @@ type cli struct {
 	stderr io.Writer
 }
 
-func newCLI(name, doc string, stdout, stderr io.Writer) *cli {
-	c := &cli{name: name, doc: doc, stdout: stdout, stderr: stderr, hidden: map[string]bool{}}
+func newSub(name, doc string, stdout, stderr io.Writer) *sub {
+	c := &sub{name: name, doc: doc, stdout: stdout, stderr: stderr, hidden: map[string]bool{}}
 	c.fs = flag.NewFlagSet("sessions "+name, flag.ContinueOnError)
 	c.fs.SetOutput(io.Discard) // errors and usage are printed by parse
 	c.fs.StringVar(&c.dir, "dir", "", "the store `directory` (default: $SESSIONSTORE_DIR, else the XDG data directory)")
@@ -32,7 +32,7 @@ func newCLI(name, doc string, stdout, stderr io.Writer) *cli {
 }
 
 // hide keeps a flag out of --help (flags for tests and internal use).
-func (c *cli) hide(names ...string) {
+func (c *sub) hide(names ...string) {
 	for _, n := range names {
 		c.hidden[n] = true
 	}
@@ -41,26 +41,14 @@ func (c *cli) hide(names ...string) {
 // parse parses args, flags and positional arguments in any order (a "--"
 // ends the flags). It returns the positional arguments, or an exit status
 // when the command should stop: 0 after --help, exitUsage after an error.
-func (c *cli) parse(args []string, minPos, maxPos int) ([]string, int, bool) {
-	var pos []string
-	for {
-		err := c.fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			c.usage(c.stdout)
-			return nil, exitOK, false
-		}
-		if err != nil {
-			return nil, c.usageError("%v", err), false
-		}
-		rest := c.fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
+func (c *sub) parse(args []string, minPos, maxPos int) ([]string, int, bool) {
+	pos, err := cli.Parse(c.fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.usage(c.stdout)
+		return nil, exitOK, false
+	}
+	if err != nil {
+		return nil, c.usageError("%v", err), false
 	}
 	switch {
 	case len(pos) < minPos:
@@ -71,53 +59,55 @@ func (c *cli) parse(args []string, minPos, maxPos int) ([]string, int, bool) {
 	return pos, 0, true
 }
 
-// usageError prints a usage error and returns exitUsage.
 // parseID parses the flags of a command that takes exactly one session
-// ID and validates it; when ok is false the command returns code.
-func (c *cli) parseID(args []string) (session.SessionID, int, bool) {
+// (its ID, or a unique prefix of it) and checks the name; when ok is false
+// the command returns code.
+func (c *sub) parseID(args []string) (string, int, bool) {
 	pos, code, ok := c.parse(args, 1, 1)
 	if !ok {
 		return "", code, false
 	}
-	id, err := sessionID(pos[0])
-	if err != nil {
+	if err := checkNames(pos); err != nil {
 		return "", c.usageError("%v", err), false
 	}
-	return id, exitOK, true
+	return pos[0], exitOK, true
 }
 
-func (c *cli) usageError(format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "sessions %s: %s\n", c.name, fmt.Sprintf(format, args...))
+// parseIDs is parseID for a command that takes any number of sessions
+// after minPos other arguments.
+func (c *sub) parseIDs(args []string, minPos int) ([]string, int, bool) {
+	pos, code, ok := c.parse(args, minPos, -1)
+	if !ok {
+		return nil, code, false
+	}
+	if err := checkNames(pos[minPos:]); err != nil {
+		return nil, c.usageError("%v", err), false
+	}
+	return pos, exitOK, true
+}
+
+// usageError prints a usage error and returns exitUsage.
+func (c *sub) usageError(format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "sessions %s: %s\n", c.name, cli.Escape(fmt.Sprintf(format, args...)))
 	fmt.Fprintf(c.stderr, "Run 'sessions %s --help' for usage.\n", c.name)
 	return exitUsage
 }
 
-// fail prints an error and returns exitFail.
-func (c *cli) fail(err error) int {
-	fmt.Fprintf(c.stderr, "sessions %s: %v\n", c.name, err)
+// fail prints an error and returns exitFail. Each line of the message is
+// escaped: errors quote labels and names that other programs wrote.
+func (c *sub) fail(err error) int {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = cli.Escape(l)
+	}
+	fmt.Fprintf(c.stderr, "sessions %s: %s\n", c.name, strings.Join(lines, "\n"))
 	return exitFail
 }
 
-func (c *cli) usage(w io.Writer) {
+func (c *sub) usage(w io.Writer) {
 	cmd := commands[c.name]
-	fmt.Fprintf(w, "Usage: sessions %s %s\n\n%s\n", c.name, cmd.usage, strings.TrimSpace(c.doc))
-	fmt.Fprintln(w, "\nFlags:")
-	c.fs.VisitAll(func(f *flag.Flag) {
-		if c.hidden[f.Name] {
-			return
-		}
-		typ, help := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if typ != "" {
-			line += " " + typ
-		}
-		switch f.DefValue {
-		case "", "false", "0", "0s":
-		default:
-			help += fmt.Sprintf(" (default %s)", f.DefValue)
-		}
-		fmt.Fprintf(w, "%s\n      %s\n", line, help)
-	})
+	fmt.Fprintf(w, "Usage: sessions %s %s\n\n%s\n\n", c.name, cmd.usage, strings.TrimSpace(c.doc))
+	cli.PrintFlags(w, c.fs, c.hidden)
 }
 
 // listFlag collects a repeatable, comma-separated flag.

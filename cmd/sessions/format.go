@@ -1,15 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -56,32 +56,23 @@ func ago(d time.Duration) string {
 	return s + " ago"
 }
 
-// truncate shortens s to at most n runes, marking the cut with "…", and
-// keeps it on one line.
-func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
-
+// orDash is s escaped for a terminal, or "-" when empty.
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return cli.Escape(s)
 }
 
-// holderText names a lease holder: "agent-1 pid 4242 on host".
+// holderText names a lease holder: "agent-1 pid 4242 on host" (label and
+// host escaped: another program wrote them).
 func holderText(h *summary.Holder) string {
 	if h == nil {
 		return "unknown holder"
 	}
 	s := fmt.Sprintf("pid %d on %s", h.PID, orDash(h.Host))
 	if h.Label != "" {
-		s = h.Label + " " + s
+		s = cli.Escape(h.Label) + " " + s
 	}
 	return s
 }
@@ -102,86 +93,111 @@ func leaseText(st summary.LeaseStatus) string {
 	return "?"
 }
 
+// titleWidth caps the TITLE column.
 const titleWidth = 36
 
-// writeSummaries prints the session table of ls and watch.
-func writeSummaries(w io.Writer, items []summary.Summary, tf timeFormat) error {
+// paintState colors a STATE cell by what it asks of a person.
+func paintState(p cli.Palette) func(string) string {
+	return func(s string) string {
+		switch state, _, _ := strings.Cut(s, " "); session.State(state) {
+		case session.StateRunning:
+			return p.Busy(s)
+		case session.StateAwaiting, session.StateStopped:
+			return p.Wait(s)
+		case session.StateFailed:
+			return p.Bad(s)
+		case session.StateCompleted:
+			return p.Good(s)
+		case session.StateCancelled:
+			return p.Dim(s)
+		}
+		return s
+	}
+}
+
+// paintLease colors a LEASE cell: a stale lease stands out, a held one is
+// work in progress.
+func paintLease(p cli.Palette) func(string) string {
+	return func(s string) string {
+		switch {
+		case strings.HasPrefix(s, "stale"):
+			return p.Wait(s)
+		case strings.HasPrefix(s, "held"):
+			return p.Busy(s)
+		case s == "free":
+			return p.Dim(s)
+		}
+		return s
+	}
+}
+
+// writeSummaries prints the session table of ls and watch, within width
+// terminal cells (0: no limit): the title and lease are cut short first,
+// then KIND, REV and UPDATED are left out, in that order, and only then
+// are title, state and lease cut to their least.
+func writeSummaries(w io.Writer, items []summary.Summary, tf timeFormat, width int, p cli.Palette) error {
 	rows := make([][]string, 0, len(items))
 	for _, s := range items {
 		state := string(s.State)
 		if s.State == session.StateStopped && s.StopReason != "" {
-			state += " (" + string(s.StopReason) + ")" // which limit, or the user
+			state += " (" + cli.Escape(string(s.StopReason)) + ")" // which limit, or the user
 		}
-		rows = append(rows, []string{string(s.ID), orDash(truncate(s.Title, titleWidth)), state, string(s.Kind),
+		title := cli.Cell(s.Title)
+		if title == "" {
+			title = "-"
+		}
+		rows = append(rows, []string{cli.Escape(string(s.ID)), title, state, cli.Escape(string(s.Kind)),
 			strconv.FormatUint(s.Revision, 10), tf.format(s.UpdatedAt), leaseText(s.Lease)})
 	}
-	return writeTable(w, []string{"ID", "TITLE", "STATE", "KIND", "REV", "UPDATED", "LEASE"}, rows,
-		[]bool{false, false, false, false, true, false, false})
+	t := cli.Table{Columns: []cli.Column{
+		{Header: "ID"},
+		{Header: "TITLE", Max: titleWidth, Want: 16, Min: 8},
+		{Header: "STATE", Min: 7, Paint: paintState(p)},
+		{Header: "KIND", Drop: 3},
+		{Header: "REV", Right: true, Drop: 2},
+		{Header: "UPDATED", Drop: 1},
+		{Header: "LEASE", Want: 12, Min: 5, Paint: paintLease(p)},
+	}, Rows: rows}
+	return t.Write(w, width)
 }
 
-// humanBytes prints a size in binary units: 512 B, 1.5 KiB, 12 MiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	v := float64(n) / float64(div)
-	if v < 10 {
-		return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
-	}
-	return fmt.Sprintf("%.0f %ciB", v, "KMGTPE"[exp])
-}
-
-// writeJSON prints v as indented JSON.
+// writeJSON prints v as indented JSON, with the characters a terminal
+// could act on escaped (cli.EscapeJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(cli.EscapeJSON(buf.Bytes()))
+	return err
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// printJSON prints v as writeJSON does and returns the exit status.
+func (c *sub) printJSON(v any) int {
+	if err := writeJSON(c.stdout, v); err != nil {
+		return c.fail(err)
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return exitOK
+}
+
+// jsonLine is v as one line of JSON Lines, escaped as writeJSON escapes.
+func jsonLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(cli.EscapeJSON(b), '\n'), nil
 }
 
 // writeTable prints rows under header in columns two spaces apart; the
 // columns marked in right are right-aligned (numbers), the others left.
 func writeTable(w io.Writer, header []string, rows [][]string, right []bool) error {
-	width := make([]int, len(header))
-	for _, r := range append([][]string{header}, rows...) {
-		for i, cell := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(cell))
-		}
+	t := cli.Table{Rows: rows}
+	for i, h := range header {
+		t.Columns = append(t.Columns, cli.Column{Header: h, Right: i < len(right) && right[i]})
 	}
-	var b strings.Builder
-	for _, r := range append([][]string{header}, rows...) {
-		for i, cell := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(cell))
-			switch {
-			case i < len(right) && right[i]:
-				b.WriteString(pad + cell)
-			case i == len(r)-1:
-				b.WriteString(cell) // no trailing blanks
-			default:
-				b.WriteString(cell + pad)
-			}
-			if i < len(r)-1 {
-				b.WriteString("  ")
-			}
-		}
-		b.WriteByte('\n')
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return t.Write(w, 0)
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // statesStore builds a store whose listing is deterministic: sessions in
@@ -86,14 +89,32 @@ func TestGoldenLs(t *testing.T) {
 			golden(t, name+".golden", r.String(), hostPID()...)
 		})
 	}
-	// The next page continues where the cursor says.
+	// The next page is --page 2, and the page after the cursor of --json's
+	// "next" field is the same page.
 	r := sessions(t, nil, "--dir", root, "ls", "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc")
-	require.Contains(t, r.Stderr, "--cursor ")
-	var cursor string
-	_, err := fmt.Sscanf(r.Stderr, "more sessions: repeat with --cursor %s", &cursor)
-	require.NoError(t, err)
-	r = sessions(t, nil, "ls", "--dir", root, "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc", "--cursor", cursor)
+	require.Contains(t, r.Stderr, "repeat with --page 2, or --all")
+	r = sessions(t, nil, "ls", "--dir", root, "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc", "--page", "2")
 	golden(t, "ls_page2.golden", r.String(), hostPID()...)
+	r2 := sessions(t, nil, "--dir", root, "ls", "--limit", "4", "--order", "id_asc", "--json")
+	var page summary.Page
+	require.NoError(t, json.Unmarshal([]byte(r2.Stdout), &page))
+	require.NotEmpty(t, page.Next)
+	r2 = sessions(t, nil, "ls", "--dir", root, "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc", "--cursor", page.Next)
+	require.Equal(t, r.Stdout, r2.Stdout)
+	require.Contains(t, r2.Stderr, "repeat with --cursor ", "only a cursor continues a cursor's listing")
+	// --all: every session, and no hint.
+	r = sessions(t, nil, "ls", "--dir", root, "--time-format", "rfc3339", "--limit", "4", "--order", "id_asc", "--all")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Empty(t, r.Stderr)
+	require.Equal(t, 12, strings.Count(r.Stdout, "\n"), "a header and 11 sessions:\n%s", r.Stdout)
+	// Past the last page, and listings with nothing to show.
+	r = sessions(t, nil, "ls", "--dir", root, "--limit", "4", "--page", "9")
+	require.Equal(t, "no more sessions\n", r.Stdout)
+	r = sessions(t, nil, "ls", "--dir", root, "--kind", "debug")
+	require.Equal(t, "no sessions match\n", r.Stdout)
+	r = sessions(t, nil, "ls", "--dir", t.TempDir())
+	require.Equal(t, "no sessions\n", r.Stdout)
+	require.Equal(t, exitUsage, sessions(t, nil, "ls", "--dir", root, "--page", "2", "--all").Code)
 }
 
 func TestGoldenLsJSON(t *testing.T) {
@@ -118,7 +139,7 @@ func TestGoldenLog(t *testing.T) {
 func TestGoldenVerify(t *testing.T) {
 	root := fixtureStore(t)
 	r := sessions(t, nil, "--dir", root, "verify")
-	require.Equal(t, exitFail, r.Code)
+	require.Equal(t, exitCorrupt, r.Code)
 	golden(t, "verify_fixtures.golden", r.String())
 
 	r = sessions(t, nil, "--dir", root, "verify", "clean", "partial-last-line", "newer-schema")
@@ -126,7 +147,7 @@ func TestGoldenVerify(t *testing.T) {
 	golden(t, "verify_sound.golden", r.String())
 
 	r = sessions(t, nil, "--dir", root, "verify", "--quiet", "--json", "bitflip-middle")
-	require.Equal(t, exitFail, r.Code)
+	require.Equal(t, exitCorrupt, r.Code)
 	golden(t, "verify_bitflip_json.golden", r.String())
 }
 
@@ -137,7 +158,7 @@ func TestGoldenDeltas(t *testing.T) {
 	require.Equal(t, exitOK, r.Code)
 	golden(t, "log_v1-then-v2.golden", r.String())
 	r = sessions(t, nil, "--dir", root, "verify")
-	require.Equal(t, exitFail, r.Code)
+	require.Equal(t, exitCorrupt, r.Code)
 	golden(t, "verify_deltas.golden", r.String())
 	r = sessions(t, nil, "--dir", root, "export", "deltas", "--latest")
 	require.Equal(t, exitOK, r.Code)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -30,23 +31,20 @@ type leaseReport struct {
 }
 
 func cmdLease(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("lease", leaseDoc, stdout, stderr)
+	c := newSub("lease", leaseDoc, stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print the lease status as JSON")
-	id, code, ok := c.parseID(args)
+	name, code, ok := c.parseID(args)
 	if !ok {
 		return code
 	}
-	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
+	return c.withSession(ctx, name, func(st sessionstore.Store, id session.SessionID) int {
 		ls, err := st.Lease(ctx, id)
 		if err != nil {
 			return c.fail(err)
 		}
 		advice := leaseAdvice(ls)
 		if *asJSON {
-			if err := writeJSON(stdout, leaseReport{ID: string(id), Lease: ls, Advice: advice}); err != nil {
-				return c.fail(err)
-			}
-			return exitOK
+			return c.printJSON(leaseReport{ID: string(id), Lease: ls, Advice: advice})
 		}
 		now := time.Now()
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -57,7 +55,7 @@ func cmdLease(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if ls.State != summary.LeaseHeld {
 				who = "last holder"
 			}
-			fmt.Fprintf(tw, "%s\t%s (pid %d on %s)\n", who, orDash(h.Label), h.PID, orDash(h.Host))
+			fmt.Fprintf(tw, "%s\t%s (pid %d on %s)\n", who, orDash(h.Label), h.PID, orDash(h.Host)) // orDash escapes
 			fmt.Fprintf(tw, "generation\t%d\n", ls.Generation)
 			if !h.AcquiredAt.IsZero() {
 				fmt.Fprintf(tw, "acquired\t%s (%s)\n", h.AcquiredAt.UTC().Format(time.RFC3339), ago(now.Sub(h.AcquiredAt)))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -18,11 +19,18 @@ free, held (by whom), or stale (the holder died; the next acquirer recovers
 the session).
 
 Filters repeat or take comma-separated values (--state running,awaiting).
-A listing is paged: when more sessions match, the cursor for the next page
-is printed on stderr (in the "next" field with --json). A session that
-cannot be read (a damaged or missing log, a file this user may not read) has
-no row: a warning on stderr names it and says why (with --json, it is also
-in the "unreadable" field), on every page; 'sessions verify' says more.`
+A listing is paged, --limit sessions a page: when more sessions match, stderr
+says how to see the next page (--page N; with --json the cursor is in the
+"next" field). --all lists every page. --page counts pages from the start,
+as the store is when asked; --cursor C resumes exactly after the page that
+gave C, however the store changed meanwhile. A session that cannot be read
+(a damaged or missing log, a file this user may not read) has no row: a
+warning on stderr names it and says why (with --json, it is also in the
+"unreadable" field), on every page; 'sessions verify' says more.
+
+On a terminal the table fits its width (the title and lease are cut short
+first, then the KIND, REV and UPDATED columns are left out) and states and
+leases are colored, unless NO_COLOR is set.`
 
 // queryFlags are the filter and paging flags of ls and watch.
 type queryFlags struct {
@@ -30,17 +38,25 @@ type queryFlags struct {
 	limit         int
 	order         string
 	cursor        string
+	page          int
+	all           bool
 }
 
-func (q *queryFlags) register(c *cli, paging bool) {
+func (q *queryFlags) register(c *sub, paging bool) {
 	c.fs.Var(&q.states, "state", "only sessions in these `states` (idle, running, awaiting, completed, stopped, cancelled, failed)")
 	c.fs.Var(&q.kinds, "kind", "only sessions of these `kinds` (primary, subagent, scheduled, debug, unknown)")
 	c.fs.IntVar(&q.limit, "limit", summary.DefaultLimit, "at most `N` sessions")
 	c.fs.StringVar(&q.order, "order", string(summary.OrderUpdatedDesc), "`order`: updated_desc, updated_asc, created_desc, created_asc, id_asc")
 	if paging {
-		c.fs.StringVar(&q.cursor, "cursor", "", "continue a listing after the page that printed this `cursor`")
+		c.fs.StringVar(&q.cursor, "cursor", "", "continue a listing after the page that printed this `cursor` (--json's \"next\")")
+		c.fs.IntVar(&q.page, "page", 0, "print page `N` of the listing (1 is the first)")
+		c.fs.BoolVar(&q.all, "all", false, "print every page")
 	}
 }
+
+// filtered reports whether the query filters sessions (for "no sessions
+// match").
+func (q *queryFlags) filtered() bool { return len(q.states) > 0 || len(q.kinds) > 0 }
 
 func (q *queryFlags) query() (summary.Query, error) {
 	out := summary.Query{Limit: q.limit, Order: summary.Order(q.order), Cursor: q.cursor}
@@ -50,8 +66,13 @@ func (q *queryFlags) query() (summary.Query, error) {
 	for _, k := range q.kinds {
 		out.Kinds = append(out.Kinds, session.SessionKind(k))
 	}
-	if q.limit <= 0 {
+	switch {
+	case q.limit <= 0:
 		return out, fmt.Errorf("--limit must be positive")
+	case q.page < 0:
+		return out, fmt.Errorf("--page must be positive")
+	case q.page > 0 && (q.all || q.cursor != ""), q.all && q.cursor != "":
+		return out, fmt.Errorf("--page, --all and --cursor exclude each other")
 	}
 	return out.Normalize()
 }
@@ -62,7 +83,7 @@ type timeFlags struct {
 	now    timeFlag
 }
 
-func (t *timeFlags) register(c *cli) {
+func (t *timeFlags) register(c *sub) {
 	c.fs.StringVar(&t.format, "time-format", "relative", "print times as `format`: relative (3m ago) or rfc3339")
 	c.fs.Var(&t.now, "now", "the time relative times are relative to (RFC 3339; for tests)")
 	c.hide("now")
@@ -84,7 +105,7 @@ func (t *timeFlags) timeFormat() (timeFormat, error) {
 }
 
 func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("ls", lsDoc, stdout, stderr)
+	c := newSub("ls", lsDoc, stdout, stderr)
 	var qf queryFlags
 	var tfl timeFlags
 	qf.register(c, true)
@@ -101,8 +122,8 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
-		page, err := st.List(ctx, q)
+	return c.withStore(ctx, func(st sessionstore.Store) int {
+		page, number, err := listPage(ctx, st, q, qf)
 		if err != nil {
 			return c.fail(err)
 		}
@@ -111,17 +132,59 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if page.Items == nil {
 				page.Items = []summary.Summary{}
 			}
-			if err := writeJSON(stdout, page); err != nil {
-				return c.fail(err)
+			return c.printJSON(page)
+		}
+		if len(page.Items) == 0 {
+			switch {
+			case number > 1 || qf.cursor != "":
+				fmt.Fprintln(stdout, "no more sessions")
+			case qf.filtered():
+				fmt.Fprintln(stdout, "no sessions match")
+			default:
+				fmt.Fprintln(stdout, "no sessions")
 			}
 			return exitOK
 		}
-		if err := writeSummaries(stdout, page.Items, tf); err != nil {
+		if err := writeSummaries(stdout, page.Items, tf, cli.TerminalWidth(stdout), cli.NewPalette(stdout)); err != nil {
 			return c.fail(err)
 		}
 		if page.Next != "" {
-			fmt.Fprintf(stderr, "more sessions: repeat with --cursor %s\n", page.Next)
+			hint := fmt.Sprintf("--page %d", number+1)
+			if number == 0 { // continued from a --cursor: only a cursor continues it exactly
+				hint = "--cursor " + page.Next
+			}
+			fmt.Fprintf(stderr, "more sessions: repeat with %s, or --all for every page\n", hint)
 		}
 		return exitOK
 	})
+}
+
+// listPage returns the page the flags ask for: page qf.page (counting
+// from 1), the page after qf.cursor, or, with --all, every page as one.
+// number is the page's number (0 after a cursor).
+func listPage(ctx context.Context, st sessionstore.Store, q summary.Query, qf queryFlags) (summary.Page, int, error) {
+	if q.Cursor != "" {
+		page, err := st.List(ctx, q)
+		return page, 0, err
+	}
+	var all summary.Page
+	for number := 1; ; number++ {
+		page, err := st.List(ctx, q)
+		if err != nil {
+			return page, number, err
+		}
+		switch {
+		case qf.all:
+			all.Items = append(all.Items, page.Items...)
+			if page.Next == "" {
+				return all, number, nil
+			}
+		case number >= max(qf.page, 1) || page.Next == "":
+			if number < qf.page {
+				page.Items, number = nil, qf.page // past the last page
+			}
+			return page, number, nil
+		}
+		q.Cursor = page.Next
+	}
 }

@@ -9,14 +9,17 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/sessionstore/sessionstore/internal/cli"
 )
 
-// Exit statuses.
+// Exit statuses, the same for every command (cli.ExitStatusHelp).
 const (
-	exitOK    = 0 // done; for verify: every record checks out
-	exitFail  = 1 // the command failed; for verify: corruption found
-	exitUsage = 2 // bad usage, or (verify) an error that kept it from checking
-	exitNewer = 3 // verify: records written by a newer version, not checked (nothing corrupt)
+	exitOK      = cli.ExitOK
+	exitFail    = cli.ExitFail
+	exitUsage   = cli.ExitUsage
+	exitCorrupt = cli.ExitCorrupt
+	exitNewer   = cli.ExitNewer
 )
 
 // command is one subcommand.
@@ -33,16 +36,17 @@ var commands map[string]*command
 func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{
-		{name: "ls", usage: "[--state S] [--kind K] [--limit N] [--cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
+		{name: "ls", usage: "[--state S] [--kind K] [--limit N] [--page N | --all | --cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
 		{name: "show", usage: "ID [--rev N]", summary: "print a session's snapshot (latest, or revision N) as JSON", run: cmdShow},
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
 		{name: "watch", usage: "[--state S] [--kind K] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
-		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 1 corrupt, 2 error, 3 newer version", run: cmdVerify},
+		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 3 corrupt, 4 a newer version's", run: cmdVerify},
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID [--wait D]", summary: "delete a session (refuses one that is held, unless --wait)", run: cmdRm},
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},
 		{name: "backup", usage: "DEST [ID...] [--json]", summary: "a consistent, verified copy of sessions into the store at DEST", run: cmdBackup},
+		{name: "compact", usage: compactUsage, summary: "trim old revisions into verified archives (as the compact command does)", run: cmdCompact},
 		{name: "export", usage: "ID [--latest]", summary: "every revision as JSON Lines (or the latest snapshot)", run: cmdExport},
 		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
@@ -110,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func printHelp(w io.Writer) {
-	fmt.Fprint(w, `sessions — inspect and maintain a sessionstore file store
+	fmt.Fprint(w, `sessions — inspect and maintain a sessionstore store
 
 Usage:
   sessions [--dir DIR] COMMAND [ARGS] [FLAGS]
@@ -127,12 +131,15 @@ Commands:
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprint(w, `
+	fmt.Fprintf(w, `
 The store is --dir DIR (before or after the command), else $SESSIONSTORE_DIR,
 else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore. A
-postgres:// URL in its place names a PostgreSQL store (ls, show, log, lease,
-verify, export, rm).
+postgres:// URL in its place names a PostgreSQL store; every command but
+repair, backup, compact and demo works on either. Only demo creates a missing
+store. A session is named by its ID or a unique prefix of it, in either case.
+
+%s
 
 Run 'sessions COMMAND --help' (or 'sessions help COMMAND') for a command's flags.
-`)
+`, cli.ExitStatusHelp)
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/pgtest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/summary"
@@ -98,20 +100,38 @@ func TestMigrateDemoRoundTrip(t *testing.T) {
 	require.Equal(t, exitFail, r.Code, r.String())
 	require.Contains(t, r.Stderr, "already exists")
 
+	// du: a session's records take the bytes of its log.jsonl.
+	du := func(store string) []sessionstore.SessionUsage {
+		r := sessions(t, nil, "--dir", store, "du", "--json")
+		require.Equal(t, exitOK, r.Code, r.String())
+		var rep sessionstore.UsageReport
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep))
+		for i := range rep.Sessions {
+			rep.Sessions[i] = sessionstore.SessionUsage{ID: rep.Sessions[i].ID, LogBytes: rep.Sessions[i].LogBytes}
+		}
+		return rep.Sessions
+	}
+	require.Equal(t, du(orig), du(dsn))
+	// watch follows the database as it follows a directory.
+	shown := watchOnce(t, dsn)
+	require.Contains(t, shown, "3 sessions")
+	require.Contains(t, shown, ids[2])
+
+	// A prefix in lower case names a session in the database too.
+	r = sessions(t, nil, "--dir", dsn, "lease", strings.ToLower(ids[2][:20]))
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, ids[2])
+
 	// rm works on the database; file-only commands say what they need.
 	r = sessions(t, nil, "--dir", dsn, "rm", ids[0])
 	require.Equal(t, exitOK, r.Code, r.String())
 	r = sessions(t, []string{"SESSIONSTORE_DIR=" + dsn}, "ls", "--json")
 	require.Equal(t, exitOK, r.Code, r.String())
 	require.NotContains(t, r.Stdout, ids[0])
-	for _, cmd := range []string{"du", "repair"} {
-		args := []string{"--dir", dsn, cmd}
-		if cmd == "repair" {
-			args = append(args, ids[1])
-		}
-		r = sessions(t, nil, args...)
-		require.NotEqual(t, exitOK, r.Code, r.String())
-		require.Contains(t, r.Stderr, "works on a directory store", cmd)
+	for _, args := range [][]string{{"repair", ids[1]}, {"backup", t.TempDir()}, {"compact", "--keep-last", "1"}} {
+		r = sessions(t, nil, append([]string{"--dir", dsn}, args...)...)
+		require.Equal(t, exitFail, r.Code, r.String())
+		require.Contains(t, r.Stderr, "works on a directory store", args[0])
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -39,22 +40,31 @@ Repair also sweeps leftover temporary and trash directories at the store
 root (interrupted creations and deletions) that are older than a minute and
 that nobody holds.
 
-Exit status: 0 when the session is sound afterwards, 1 otherwise.`
+Repair works on a directory store. (A PostgreSQL store writes each record in
+a transaction that checks it; 'sessions verify' checks what is there.)
+
+Exit status: 0 when the session is sound afterwards, 3 when it is still
+corrupt (without --truncate-at-corruption), 1 when repair could not run (a
+held lease, an unknown session, an I/O error).`
 
 func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("repair", repairDoc, stdout, stderr)
+	c := newSub("repair", repairDoc, stdout, stderr)
 	truncate := c.fs.Bool("truncate-at-corruption", false, "cut the log at its first bad record (the removed bytes are kept in forensic/)")
 	salvage := c.fs.Bool("salvage", false, "keep every readable revision; set aside damaged records and record the gap")
 	wait := c.fs.Duration("wait", 0, "wait up to `duration` for a held lease (default: fail at once)")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	id, code, ok := c.parseID(args)
+	name, code, ok := c.parseID(args)
 	if !ok {
 		return code
 	}
 	if *wait < 0 {
 		return c.usageError("--wait must not be negative")
 	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
+		id, err := sessionstore.ResolveID(ctx, st, name)
+		if err != nil {
+			return c.fail(err)
+		}
 		rep, err := st.Repair(ctx, id, jsonlstore.RepairOptions{TruncateAtCorruption: *truncate, Salvage: *salvage, Wait: *wait})
 		var he *sessionstore.LeaseHeldError
 		if errors.As(err, &he) {
@@ -79,9 +89,13 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "sessions repair: %s is corrupt; 'sessions repair %s --salvage' keeps every revision that can be read, "+
 					"'--truncate-at-corruption' cuts the log at offset %d (removed bytes are kept in forensic/ either way)\n",
 					id, id, rep.Found.Offset)
-				return exitFail
+				return exitCorrupt
 			}
-			return c.fail(err)
+			c.fail(err)
+			if errors.As(err, &ce) {
+				return exitCorrupt
+			}
+			return exitFail
 		}
 		return exitOK
 	})
@@ -96,7 +110,7 @@ func printRepair(w io.Writer, rep *jsonlstore.RepairReport, fixing bool) {
 		fmt.Fprintf(w, "  recovery: removed an uncommitted tail of %d bytes at offset %d, kept in %s\n", r.TailBytes, r.TailOffset, r.ForensicFile)
 	}
 	if rep.Found != nil {
-		fmt.Fprintf(w, "  found: %s\n", rep.Found)
+		fmt.Fprintf(w, "  found: %s\n", cli.Escape(rep.Found.String()))
 	} else if rep.Generation > 0 {
 		fmt.Fprintln(w, "  found: no corruption")
 	}
@@ -123,7 +137,7 @@ func printRepair(w io.Writer, rep *jsonlstore.RepairReport, fixing bool) {
 	}
 	if rep.Generation > 0 {
 		if rep.Revision > 0 {
-			fmt.Fprintf(w, "  log: %d records, revisions 1-%d\n", rep.Records, rep.Revision)
+			fmt.Fprintf(w, "  log: %s, revisions 1-%d\n", cli.Plural(rep.Records, "record"), rep.Revision)
 		} else {
 			fmt.Fprintln(w, "  log: no sound record")
 		}

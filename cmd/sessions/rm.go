@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
 )
 
 const rmDoc = `
@@ -18,31 +19,17 @@ lease recovers what a dead holder left. Deletion is atomic (the directory is
 renamed away, then removed).`
 
 func cmdRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("rm", rmDoc, stdout, stderr)
+	c := newSub("rm", rmDoc, stdout, stderr)
 	wait := c.fs.Duration("wait", 0, "wait up to `duration` for a held lease (default: refuse at once)")
-	id, code, ok := c.parseID(args)
+	name, code, ok := c.parseID(args)
 	if !ok {
 		return code
 	}
 	if *wait < 0 {
 		return c.usageError("--wait must not be negative")
 	}
-	return c.withAnyStore(ctx, func(st sessionstore.Store) int {
-		opts := sessionstore.AcquireOptions{Label: "sessions-rm"}
-		var w sessionstore.Writer
-		var err error
-		if *wait == 0 {
-			w, err = st.TryAcquire(ctx, id, opts)
-		} else {
-			wctx, cancel := context.WithTimeout(ctx, *wait)
-			w, err = st.Acquire(wctx, id, opts)
-			cancel()
-			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				if ls, lerr := st.Lease(ctx, id); lerr == nil {
-					err = &sessionstore.LeaseHeldError{ID: id, Status: ls}
-				}
-			}
-		}
+	return c.withSession(ctx, name, func(st sessionstore.Store, id session.SessionID) int {
+		w, err := sessionstore.AcquireWithin(ctx, st, id, sessionstore.AcquireOptions{Label: "sessions-rm"}, *wait)
 		var he *sessionstore.LeaseHeldError
 		var ce *sessionstore.CorruptionError
 		switch {

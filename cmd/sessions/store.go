@@ -4,66 +4,96 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"log/slog"
-	"os"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// storeDir is the store the commands use: --dir, else
-// jsonlstore.DefaultDir.
-func storeDir(flagDir string) (string, error) {
-	if flagDir != "" {
-		return flagDir, nil
+// The store is --dir, else $SESSIONSTORE_DIR, else the XDG data
+// directory (cli.StoreDir). A postgres:// (or postgresql://) URL in its
+// place is a PostgreSQL store (package pgstore). The commands work
+// through the store contract and the root package's optional interfaces
+// (sessionstore.Verify, Records, Export, DiskUsage, IDs), so they treat
+// both kinds alike; only the commands about files (repair, backup,
+// compact, demo) need a directory.
+
+// store returns the command's store location (a directory or a DSN).
+func (c *sub) store() (string, error) { return cli.StoreDir(c.dir) }
+
+// location is the store as messages print it: a DSN without its
+// password.
+func (c *sub) location() string {
+	s, err := c.store()
+	if err != nil {
+		return "the store"
 	}
-	return jsonlstore.DefaultDir()
+	return cli.Location(s)
 }
 
-// openStore opens the command's store. Only commands that write (demo)
-// create a missing store; the others say there is none.
-func (c *cli) openStore(create bool) (*jsonlstore.Store, error) {
-	if _, ok := c.pgDSN(); ok {
-		return nil, c.needDir()
-	}
-	dir, err := storeDir(c.dir)
+// open opens the command's store, of either kind. Only demo creates a
+// missing directory store (create); the others say there is none.
+func (c *sub) open(ctx context.Context, create bool) (sessionstore.Store, error) {
+	loc, err := c.store()
 	if err != nil {
 		return nil, err
 	}
-	if !create {
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s (use --dir, or set SESSIONSTORE_DIR)", dir)
-		}
+	if cli.IsDSN(loc) {
+		return openPG(ctx, loc)
 	}
-	return jsonlstore.Open(dir, jsonlstore.Options{Logger: warnLogger(c.stderr)})
+	return c.openDir(loc, create)
 }
 
-// warnLogger reports the store's warnings (a corrupt session skipped by a
-// listing, …) on stderr, without timestamps.
-func warnLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		Level: slog.LevelWarn,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
+func (c *sub) openDir(dir string, create bool) (*jsonlstore.Store, error) {
+	st, err := cli.OpenDir(dir, create, c.stderr)
+	if errors.Is(err, jsonlstore.ErrNoStore) {
+		return nil, fmt.Errorf("%w (%s)", err, cli.NoStoreHint)
+	}
+	return st, err
 }
 
-// sessionID validates a command-line session ID.
-func sessionID(s string) (session.SessionID, error) {
-	id := session.SessionID(s)
-	return id, sessionstore.ValidateID(id)
+// openPG opens a PostgreSQL store, saying what to do about an unmigrated
+// database. Errors never show the DSN's password: pgx leaves it out.
+func openPG(ctx context.Context, dsn string) (*pgstore.Store, error) {
+	st, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	if errors.Is(err, pgstore.ErrSchemaOutdated) {
+		return nil, fmt.Errorf("%w\nrun 'sessions migrate --schema --to DSN' first", err)
+	}
+	return st, err
 }
 
-// withStore opens the store, runs fn, and closes the store.
-func (c *cli) withStore(ctx context.Context, create bool, fn func(st *jsonlstore.Store) int) int {
-	st, err := c.openStore(create)
+// withStore opens the command's store (of either kind), runs fn, and
+// closes the store.
+func (c *sub) withStore(ctx context.Context, fn func(st sessionstore.Store) int) int {
+	st, err := c.open(ctx, false)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer func() { _ = st.Close() }() // a reader's or a finished writer's store: nothing written waits on Close
+	if ctx.Err() != nil {
+		return c.fail(ctx.Err())
+	}
+	return fn(st)
+}
+
+// dirStore returns the command's store, which must be a directory.
+func (c *sub) dirStore() (string, error) {
+	loc, err := c.store()
+	if err == nil && cli.IsDSN(loc) {
+		err = fmt.Errorf("it works on a directory store, and %s is a PostgreSQL store", cli.Location(loc))
+	}
+	return loc, err
+}
+
+// withDir is withStore for the commands that need a directory store.
+func (c *sub) withDir(ctx context.Context, create bool, fn func(st *jsonlstore.Store) int) int {
+	loc, err := c.dirStore()
+	if err != nil {
+		return c.fail(err)
+	}
+	st, err := c.openDir(loc, create)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -74,15 +104,46 @@ func (c *cli) withStore(ctx context.Context, create bool, fn func(st *jsonlstore
 	return fn(st)
 }
 
-// sessionIDs validates command-line session IDs.
-func sessionIDs(args []string) ([]session.SessionID, error) {
-	var ids []session.SessionID
-	for _, a := range args {
-		id, err := sessionID(a)
+// withSession opens the command's store, finds the session name names in
+// it (sessionstore.ResolveID: its ID, or a unique prefix of one in either
+// case), and runs fn.
+func (c *sub) withSession(ctx context.Context, name string, fn func(st sessionstore.Store, id session.SessionID) int) int {
+	return c.withSessions(ctx, []string{name}, func(st sessionstore.Store, ids []session.SessionID) int { return fn(st, ids[0]) })
+}
+
+// withSessions is withSession for any number of names (none: none).
+func (c *sub) withSessions(ctx context.Context, names []string, fn func(st sessionstore.Store, ids []session.SessionID) int) int {
+	return c.withStore(ctx, func(st sessionstore.Store) int {
+		ids, err := resolveAll(ctx, st, names)
+		if err != nil {
+			return c.fail(err)
+		}
+		return fn(st, ids)
+	})
+}
+
+// resolveAll finds the sessions command-line names name in st: each an
+// exact ID, or a unique prefix of one in either case
+// (sessionstore.ResolveID).
+func resolveAll(ctx context.Context, st sessionstore.Store, names []string) ([]session.SessionID, error) {
+	ids := make([]session.SessionID, 0, len(names))
+	for _, n := range names {
+		id, err := sessionstore.ResolveID(ctx, st, n)
 		if err != nil {
 			return nil, err
 		}
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// checkNames validates command-line session names (IDs or prefixes of
+// them) before any store is opened.
+func checkNames(names []string) error {
+	for _, n := range names {
+		if err := sessionstore.ValidateID(session.SessionID(n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -13,7 +14,7 @@ import (
 // warnUnreadable prints a warning on stderr for each session a store-wide
 // operation could not read: such a session is reported, never left out
 // silently, and the command goes on with the others.
-func (c *cli) warnUnreadable(us []summary.Unreadable) {
+func (c *sub) warnUnreadable(us []summary.Unreadable) {
 	for _, u := range us {
 		fmt.Fprintf(c.stderr, "sessions %s: warning: %s\n", c.name, unreadableText(u))
 	}
@@ -21,13 +22,13 @@ func (c *cli) warnUnreadable(us []summary.Unreadable) {
 
 // unreadableText describes an unreadable session on one line.
 func unreadableText(u summary.Unreadable) string {
-	return fmt.Sprintf("session %s cannot be read: %s", u.ID, oneLine(u.Reason))
+	return fmt.Sprintf("session %s cannot be read: %s", cli.Escape(string(u.ID)), cli.Escape(oneLine(u.Reason)))
 }
 
 // printUnreadable writes a line per unreadable session into a report.
 func printUnreadable(w io.Writer, us []summary.Unreadable) {
 	for _, u := range us {
-		fmt.Fprintf(w, "%s: UNREADABLE: %s\n", u.ID, oneLine(u.Reason))
+		fmt.Fprintf(w, "%s: UNREADABLE: %s\n", cli.Escape(string(u.ID)), cli.Escape(oneLine(u.Reason)))
 	}
 }
 

@@ -7,14 +7,18 @@ import (
 	"io"
 	"time"
 
-	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
 const watchDoc = `
 Shows the sessions table of 'sessions ls' and keeps it current from the
 store's change feed until Ctrl-C. On a terminal the table is redrawn in
-place; otherwise each refresh is printed below the previous one.`
+place, fits the terminal's width (titles and leases are cut short first,
+then the KIND, REV and UPDATED columns are left out), shows as many
+sessions as the terminal has rows, and is colored unless NO_COLOR is set;
+otherwise each refresh is printed below the previous one.`
 
 // watchRefresh bounds how often the table is redrawn: changes arriving
 // faster are coalesced. Relative times and lease states change without any
@@ -25,7 +29,7 @@ const (
 )
 
 func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLI("watch", watchDoc, stdout, stderr)
+	c := newSub("watch", watchDoc, stdout, stderr)
 	var qf queryFlags
 	var tfl timeFlags
 	qf.register(c, false)
@@ -40,16 +44,23 @@ func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if _, err := tfl.timeFormat(); err != nil {
 		return c.usageError("%v", err)
 	}
-	return c.withStore(ctx, false, func(st *jsonlstore.Store) int {
+	loc := c.location()
+	return c.withStore(ctx, func(st sessionstore.Store) int {
 		changes, err := st.Watch(ctx)
 		if err != nil {
 			return c.fail(err)
 		}
 		ix := summary.NewIndex()
 		defer ix.Close()
-		tty := isTerminal(stdout)
+		tty := cli.IsTerminal(stdout)
+		palette := cli.NewPalette(stdout)
 		redraw := func() error {
-			page, err := ix.Query(q)
+			width, rows := watchSize(stdout)
+			wq := q
+			if rows > 0 {
+				wq.Limit = max(1, min(q.Limit, rows-3)) // the header, a blank line, the column headers
+			}
+			page, err := ix.Query(wq)
 			if err != nil {
 				return err
 			}
@@ -64,8 +75,18 @@ func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if tty {
 				buf.WriteString("\x1b[H\x1b[2J") // home, clear screen
 			}
-			fmt.Fprintf(&buf, "%s  %d sessions  %s  (Ctrl-C to stop)\n\n", st.Dir(), ix.Len(), time.Now().Format("15:04:05"))
-			if err := writeSummaries(&buf, page.Items, tf); err != nil {
+			header := fmt.Sprintf("%s  %s  %s  (Ctrl-C to stop)", cli.Escape(loc), cli.Plural(ix.Len(), "session"), time.Now().Format("15:04:05"))
+			if width > 0 {
+				header = cli.Truncate(header, width)
+			}
+			buf.WriteString(header + "\n\n")
+			if len(page.Items) == 0 {
+				if ix.Len() == 0 {
+					buf.WriteString("no sessions\n")
+				} else {
+					buf.WriteString("no sessions match\n")
+				}
+			} else if err := writeSummaries(&buf, page.Items, tf, width, palette); err != nil {
 				return err
 			}
 			for _, u := range page.Unreadable {
@@ -105,4 +126,14 @@ func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	})
+}
+
+// watchSize is the width and height of the terminal stdout is, or 0, 0
+// when it is not one (then nothing is cut).
+func watchSize(stdout io.Writer) (width, rows int) {
+	width = cli.TerminalWidth(stdout)
+	if width == 0 {
+		return 0, 0
+	}
+	return width, cli.TerminalRows(stdout)
 }

@@ -1,0 +1,181 @@
+package jsonlstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// IDs returns the ID of every session directory under the root, in ID
+// order, sessions whose logs are damaged included (List leaves those
+// out). Errors: ErrClosed, I/O errors.
+func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
+	if s.closed.Load() {
+		return nil, sessionstore.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ids, err := s.sessionIDs()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Import creates session id from its record lines, copied verbatim: the
+// lines (each with its newline, as RecordLines yields them) must be
+// revisions 1, 2, … of session id, and each must pass the checks History
+// makes — the store's own reader (internal/record) checks framing,
+// checksum and the sequence rules, each delta is applied to the revision
+// before it, and each payload must decode to a snapshot of session id. It
+// is how a session is copied into this store from another store of the
+// same record format (another directory, or a database: pgstore).
+//
+// The session is created as Create creates one: its log is written into
+// a temporary directory under its lease and synced, then the directory is
+// renamed into place without replacing anything and the root is synced;
+// a session whose records fail a check is never published. It is left
+// with a free lease whose generation is above every generation in the
+// records, and a summary.
+//
+// Import returns the number of records. Errors: ErrInvalidID, ErrClosed,
+// ErrExists, a *sessionstore.CorruptionError for a line that fails its
+// checks (nothing is created), a *sessionstore.NewerRecordError for a
+// record of a newer program, a *sessionstore.GapError when the last
+// record is a gap, lines' own errors, I/O errors. As with Create, on error
+// the session either does not exist or exists whole.
+func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error]) (n int, err error) {
+	if err := s.check(ctx, id); err != nil {
+		return 0, err
+	}
+	opts := sessionstore.AcquireOptions{Label: "import"}
+	b, err := s.startSession(ctx, id, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			b.abort(ctx)
+			n = 0
+		}
+	}()
+
+	next, stop := iter.Pull2(lines)
+	defer stop()
+	var srcErr error // the source's own error, reported as it is
+	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+	rd.Read(record.Source{Path: logPath(id), NextLine: func() ([]byte, error) {
+		line, err, ok := next()
+		switch {
+		case !ok:
+			return nil, io.EOF
+		case err != nil:
+			srcErr = err
+		}
+		return line, err
+	}})
+	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	var last *rawRecord
+	var latest sessionstore.Record
+	var size int64
+	bw := bufio.NewWriterSize(b.log, 1<<20)
+	for rd.Next() {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		r := rd.Record()
+		if err := snaps.Add(r); err != nil {
+			return 0, err
+		}
+		if r.Kind != KindGap {
+			if latest, err = decodeRecord(id, r, snaps.Bytes()); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := bw.Write(r.Line()); err != nil {
+			return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+		}
+		n++
+		size += r.LineLen
+		last = r.Clone()
+	}
+	switch err := rd.Err(); {
+	case srcErr != nil:
+		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, srcErr)
+	case err != nil:
+		return 0, err
+	case last == nil:
+		return 0, fmt.Errorf("jsonlstore: import %s: no records", id)
+	case last.Kind == KindGap:
+		return 0, gapError(id, last) // a log ends with a readable revision
+	}
+	if err = bw.Flush(); err == nil {
+		err = b.log.Datasync()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+	}
+
+	// Retake the lease above the records' generations, so that the lease
+	// record tells the truth about the session. (Acquire would give a
+	// higher generation anyway: it reads the log's last one.) Releasing
+	// rewrites lease.json, which makes the directory new again for the
+	// sweep of leftovers in between.
+	if last.Gen >= b.lease.Generation() {
+		err = b.lease.Release(context.WithoutCancel(ctx))
+		b.lease = nil
+		if err != nil {
+			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
+		}
+		if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, last.Gen)); err != nil {
+			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
+		}
+	}
+	if err = b.publish(ctx); err != nil {
+		return 0, err
+	}
+	// Published: from here on the session exists whole, whatever fails.
+	last.Offset = size - last.LineLen
+	s.writeImportSummary(b, last, &latest.Snapshot)
+	err = b.lease.Release(context.WithoutCancel(ctx))
+	b.lease = nil
+	_ = b.log.Close() // written and synced above; nothing is written after
+	b.log = nil
+	if err != nil {
+		return n, fmt.Errorf("jsonlstore: import %s: release: %w", id, err)
+	}
+	return n, nil
+}
+
+// writeImportSummary writes the summary of a published import whose last
+// record is last. The summary is a cache: failing to write it fails
+// nothing.
+func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap.Snapshot) {
+	fi, err := b.log.Stat()
+	if err != nil || fi.Size() != last.End() {
+		return // none is better than a wrong one
+	}
+	dir, err := vfs.Sub(s.fs, sessionDir(b.id))
+	if err != nil {
+		return
+	}
+	defer func() { _ = dir.Close() }() // a directory handle, read-only
+	var sw summaryWriter
+	defer sw.close()
+	sf := summaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),
+		LastOffset: last.Offset, Revision: last.Rev, Summary: projectRecord(last, snap, last.End())}
+	if err := sw.write(dir, sf); err != nil {
+		s.opts.Logger.Warn("jsonlstore: summary not written", "session", b.id, "err", err)
+	}
+}

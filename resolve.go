@@ -1,0 +1,119 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// IDLister is a Store that can list the ID of every session it holds,
+// sessions whose records are damaged included. IDs uses it when the store
+// has it.
+type IDLister interface {
+	Store
+	// IDs returns the ID of every session, in ID order. Errors: ErrClosed,
+	// I/O errors.
+	IDs(ctx context.Context) ([]session.SessionID, error)
+}
+
+// IDs returns the ID of every session of s, in ID order: from s's own IDs
+// when s is an IDLister, else by paging through List (which leaves out
+// sessions it cannot read).
+func IDs(ctx context.Context, s Store) ([]session.SessionID, error) {
+	if l, ok := s.(IDLister); ok {
+		return l.IDs(ctx)
+	}
+	var ids []session.SessionID
+	q := summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit}
+	for {
+		page, err := s.List(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			ids = append(ids, it.ID)
+		}
+		if page.Next == "" {
+			return ids, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// idsOrAll validates ids, or returns every session of s when there are
+// none: the sessions a fallback of Verify or DiskUsage goes through.
+func idsOrAll(ctx context.Context, s Store, ids []session.SessionID) ([]session.SessionID, error) {
+	if len(ids) == 0 {
+		return IDs(ctx, s)
+	}
+	for _, id := range ids {
+		if err := ValidateID(id); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// AmbiguousIDError reports a prefix that more than one session's ID
+// starts with (ErrAmbiguousID).
+type AmbiguousIDError struct {
+	Prefix     string
+	Candidates []session.SessionID // in ID order
+}
+
+func (e *AmbiguousIDError) Error() string {
+	names := make([]string, len(e.Candidates))
+	for i, c := range e.Candidates {
+		names[i] = string(c)
+	}
+	return fmt.Sprintf("sessionstore: session ID %q is ambiguous: %d sessions start with it: %s",
+		e.Prefix, len(e.Candidates), strings.Join(names, ", "))
+}
+
+// Unwrap returns ErrAmbiguousID.
+func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
+
+// ErrAmbiguousID is wrapped by *AmbiguousIDError.
+var ErrAmbiguousID = errors.New("sessionstore: ambiguous session ID")
+
+// ResolveID returns the session of s that name names, as git takes a
+// unique prefix of a hash: the session whose ID is name, else the one
+// session whose ID starts with name, compared without regard to case (so
+// a ULID typed in lower case works). Errors: ErrInvalidID for a name no ID
+// can start with, ErrNotFound when no session matches, an
+// *AmbiguousIDError (ErrAmbiguousID) naming the candidates when several
+// do, and those of IDs.
+func ResolveID(ctx context.Context, s Store, name string) (session.SessionID, error) {
+	id := session.SessionID(name)
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	_, err := s.Lease(ctx, id)
+	if !errors.Is(err, ErrNotFound) {
+		// It exists (in whatever state): the command's own call says more.
+		return id, nil
+	}
+	all, lerr := IDs(ctx, s)
+	if lerr != nil {
+		return "", lerr
+	}
+	var matches []session.SessionID
+	for _, c := range all {
+		if len(c) >= len(name) && strings.EqualFold(string(c[:len(name)]), name) {
+			matches = append(matches, c)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", err
+	case 1:
+		return matches[0], nil
+	}
+	slices.Sort(matches)
+	return "", &AmbiguousIDError{Prefix: name, Candidates: matches}
+}

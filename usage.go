@@ -1,0 +1,92 @@
+package sessionstore
+
+import (
+	"context"
+
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// UsageReport is the space sessions occupy, in bytes. For a file store
+// these are apparent file sizes, as ls -l shows them.
+type UsageReport struct {
+	Sessions []SessionUsage `json:"sessions"`
+	// Total sums Sessions (its ID is empty).
+	Total SessionUsage `json:"total"`
+	// LeftoverBytes is what a file store's temporary and trash directories
+	// hold (creations and deletions in progress or interrupted). Counted
+	// only when all sessions are reported, and not part of Total.
+	LeftoverBytes int64 `json:"leftover_bytes,omitempty"`
+	// Unreadable lists the sessions whose data could not be read, with the
+	// reason; they are not part of Total.
+	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
+}
+
+// SessionUsage is the space one session occupies, by kind of data.
+type SessionUsage struct {
+	ID session.SessionID `json:"id,omitempty"`
+	// LogBytes is the session's records (a file store's log.jsonl).
+	LogBytes int64 `json:"log_bytes"`
+	// ArchiveBytes is its archived records (0 until compaction has run).
+	ArchiveBytes int64 `json:"archive_bytes"`
+	// ForensicBytes is bytes removed from the log by recovery or repair,
+	// kept for people to inspect.
+	ForensicBytes int64 `json:"forensic_bytes"`
+	// OtherBytes is the rest: lease and summary files, leftovers.
+	OtherBytes int64 `json:"other_bytes"`
+	// TotalBytes is the sum of the above.
+	TotalBytes int64 `json:"total_bytes"`
+}
+
+// Add adds v's figures to u's (not its ID).
+func (u *SessionUsage) Add(v SessionUsage) {
+	u.LogBytes += v.LogBytes
+	u.ArchiveBytes += v.ArchiveBytes
+	u.ForensicBytes += v.ForensicBytes
+	u.OtherBytes += v.OtherBytes
+	u.TotalBytes += v.TotalBytes
+}
+
+// UsageReporter is a Store that can say what space its sessions occupy.
+// DiskUsage uses it when the store has it.
+type UsageReporter interface {
+	Store
+	// DiskUsage reports the space each given session occupies (all
+	// sessions, in ID order, when none is given) and their total. It takes
+	// no lease and modifies nothing; on a live store the figures are a
+	// moment's. Errors: ErrClosed, ErrInvalidID, ErrNotFound for a given
+	// ID, I/O errors.
+	DiskUsage(ctx context.Context, ids ...session.SessionID) (UsageReport, error)
+}
+
+// DiskUsage reports the space the given sessions of s occupy (all of them
+// when none is given): with s's own DiskUsage when s is a UsageReporter,
+// else the size of every revision's encoded snapshot, as LogBytes.
+func DiskUsage(ctx context.Context, s Store, ids ...session.SessionID) (UsageReport, error) {
+	if u, ok := s.(UsageReporter); ok {
+		return u.DiskUsage(ctx, ids...)
+	}
+	var rep UsageReport
+	ids, err := idsOrAll(ctx, s, ids)
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range ids {
+		u := SessionUsage{ID: id}
+		for rec, err := range s.History(ctx, id) {
+			if err != nil {
+				return rep, err
+			}
+			b, err := sessnap.Marshal(rec.Snapshot)
+			if err != nil {
+				return rep, err
+			}
+			u.LogBytes += int64(len(b))
+		}
+		u.TotalBytes = u.LogBytes
+		rep.Sessions = append(rep.Sessions, u)
+		rep.Total.Add(u)
+	}
+	return rep, nil
+}
