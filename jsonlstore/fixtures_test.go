@@ -283,7 +283,7 @@ func TestFormat3Fixtures(t *testing.T) {
 			} else {
 				require.ErrorIs(t, herr, want.historyErr)
 			}
-			if want.historyErr == sessionstore.ErrSchemaTooNew {
+			if errors.Is(want.historyErr, sessionstore.ErrSchemaTooNew) {
 				require.NotErrorIs(t, herr, sessionstore.ErrCorrupt, "a newer program's record is not corruption")
 			}
 
