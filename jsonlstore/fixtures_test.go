@@ -23,6 +23,10 @@ var update = flag.Bool("update", false, "write the fixtures of testdata/jsonlsto
 
 const fixtureRoot = "../testdata/jsonlstore"
 
+// fixtureSchema is the sessnap schema version the committed fixtures were
+// written with; they are frozen, so it stays 1 as the codec's grows.
+const fixtureSchema = 1
+
 // fixtureRecords returns n lines of a session called id: revision r adds
 // one message; generations and times are given per record.
 func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]byte {
@@ -36,7 +40,7 @@ func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]
 		require.NoError(t, err)
 		// Format 1: the frozen fixtures' records (full records are still
 		// written as format 1).
-		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
 		lines = append(lines, encodeRecord(m, payload))
 	}
 	return lines
@@ -57,7 +61,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 		}
 		payload, err := sessnap.Encode(s)
 		require.NoError(t, err)
-		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
 		body := payload
 		switch kinds[r-1] {
 		case 'F':
