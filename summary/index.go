@@ -3,6 +3,7 @@ package summary
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sync"
 
@@ -310,5 +311,6 @@ func clone(s Summary) Summary {
 		h := *s.Lease.Holder
 		s.Lease.Holder = &h
 	}
+	s.Labels = maps.Clone(s.Labels)
 	return s
 }
