@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -239,6 +240,9 @@ func partsEqual(a, b []Part) bool {
 	return true
 }
 
+// rawEqual reports whether a and b are the same JSON value: the same
+// bytes once compacted, or values that decode alike (a string written
+// with or without escapes, say).
 func rawEqual(a, b json.RawMessage) bool {
 	if bytes.Equal(a, b) {
 		return true
@@ -247,7 +251,19 @@ func rawEqual(a, b json.RawMessage) bool {
 	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
 		return false
 	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
+	if bytes.Equal(ca.Bytes(), cb.Bytes()) {
+		return true
+	}
+	va, okA := decodeJSON(a)
+	vb, okB := decodeJSON(b)
+	return okA && okB && reflect.DeepEqual(va, vb)
+}
+
+func decodeJSON(raw json.RawMessage) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers compare as written, beyond float precision
+	var v any
+	return v, dec.Decode(&v) == nil
 }
 
 // TextMessage is a convenience constructor for a single-part text message.

@@ -111,6 +111,7 @@ func TestMessageEqual(t *testing.T) {
 	same := []func(*Message){
 		func(m *Message) { m.CreatedAt = m.CreatedAt.In(time.FixedZone("CET", 3600)) },
 		func(m *Message) { m.Parts[1].Input = json.RawMessage(`{ "q" : "x" }`) },
+		func(m *Message) { m.Parts[1].Input = json.RawMessage(`{"q":"\u0078"}`) },
 		func(m *Message) { m.Parts[0].Content = []Part{} },
 		func(m *Message) { m.Parts[2].Content[0].Data = []byte{} },
 	}
