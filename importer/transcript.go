@@ -61,10 +61,11 @@ type Transcript struct {
 
 // Step is one step of the source: the conversation's length after it and
 // the title and workspace as of it. Each revision an import appends is one
-// step. The messages of a step are final: a later line of the source may
-// add to the last message's content only while that message is still the
-// source's current one (Claude Code writes a response a block at a time),
-// never once a step after it has begun.
+// step. A step holds its messages as the whole source gives them: the
+// blocks of a response that the source writes after the response's first
+// tool results (Claude Code runs tools while it still writes a response)
+// belong to the response's message from its first step on, so the
+// conversation only ever grows.
 type Step struct {
 	Messages        int
 	At              time.Time

@@ -103,3 +103,25 @@ func writeFile(t *testing.T, path string, s *session.Session, opts claudecode.Wr
 	require.NoError(t, claudecode.Write(&b, s, opts))
 	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
 }
+
+// TestWriteTitles: a title the session was given or that was generated
+// for it survives a round trip with its provenance; a first prompt's is
+// derived again.
+func TestWriteTitles(t *testing.T) {
+	src := env("user", "u1", `"message":{"role":"user","content":"fix the parser"}`)
+	for _, prov := range []session.TitleProvenance{session.TitleExplicit, session.TitleGenerated, session.TitleFirstPrompt} {
+		t.Run(string(prov), func(t *testing.T) {
+			s, _ := importtest.Build(t, parse(t, []byte(src)))
+			title := "fix the parser"
+			if prov != session.TitleFirstPrompt {
+				title = "Parser fixes (" + string(prov) + ")"
+			}
+			require.NoError(t, s.SetTitle(title, prov))
+			var b bytes.Buffer
+			require.NoError(t, claudecode.Write(&b, s, claudecode.WriteOptions{}))
+			again := parse(t, b.Bytes())
+			require.Equal(t, title, again.Title)
+			require.Equal(t, prov, again.TitleProvenance)
+		})
+	}
+}

@@ -72,3 +72,16 @@ func checkShape(t *testing.T, data []byte) {
 		}
 	}
 }
+
+// TestWriteTitle: a thread's name is its explicit title, both ways.
+func TestWriteTitle(t *testing.T) {
+	src := `{"timestamp":"2026-05-11T08:00:00Z","type":"session_meta","payload":{"id":"t-1","cwd":"/w"}}
+{"timestamp":"2026-05-11T08:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"do it"}]}}
+{"timestamp":"2026-05-11T08:00:02Z","type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"t-1","thread_name":"Deploy fix"}}
+`
+	first := parse(t, []byte(src))
+	require.Equal(t, "Deploy fix", first.Title)
+	require.Equal(t, session.TitleExplicit, first.TitleProvenance)
+	again, _ := importtest.RoundTrip(t, first, func(w io.Writer, s *session.Session) error { return codex.Write(w, s, codex.WriteOptions{}) }, parse)
+	require.Equal(t, "Deploy fix", again.Title)
+}
