@@ -26,6 +26,10 @@ var update = flag.Bool("update", false, "write the fixtures of testdata/jsonlsto
 
 const fixtureRoot = "../testdata/jsonlstore"
 
+// fixtureSchema is the sessnap schema version the committed fixtures were
+// written with; they are frozen, so it stays 1 as the codec's grows.
+const fixtureSchema = 1
+
 // fixtureRecords returns n lines of a session called id: revision r adds
 // one message; generations and times are given per record.
 func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]byte {
@@ -39,7 +43,7 @@ func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]
 		require.NoError(t, err)
 		// Format 1: the frozen fixtures' records (full records are still
 		// written as format 1).
-		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
 		lines = append(lines, record.Encode(m, payload))
 	}
 	return lines
@@ -60,7 +64,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 		}
 		payload, err := sessnap.Encode(s)
 		require.NoError(t, err)
-		m := meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
 		body := payload
 		switch kinds[r-1] {
 		case 'F':
@@ -172,10 +176,10 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	// Written by a newer program (a whole line with a valid checksum):
 	// never a tail, never cut, never built on.
 	b = base("newer-format")
-	newer := meta{Version: record.Version + 1, Schema: sessnap.SchemaVersion, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	newer := meta{Version: record.Version + 1, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
 	out["newer-format"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
 	b = base("unknown-kind")
-	patch := meta{Version: record.Version2, Schema: sessnap.SchemaVersion, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: "patch"}
+	patch := meta{Version: record.Version2, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: "patch"}
 	out["unknown-kind"] = cat(b[0], record.Encode(patch, []byte(`{"ops":[]}`)))
 	// What a program without the newer-record checks wrote on top.
 	b = base("unknown-kind-built-on")
@@ -194,7 +198,7 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	b = fixtureRecords(t, "repaired-gap", 7, gen1)
 	r3, err = parseLine(b[2][:len(b[2])-1], 1<<20)
 	require.NoError(t, err)
-	gap := meta{Version: record.VersionOf(KindGap), Schema: sessnap.SchemaVersion, Rev: 4, Gen: r3.Gen, Time: r3.Time, Kind: KindGap}
+	gap := meta{Version: record.VersionOf(KindGap), Schema: fixtureSchema, Rev: 4, Gen: r3.Gen, Time: r3.Time, Kind: KindGap}
 	gapLine := record.Encode(gap, record.EncodeGap(record.Gap{Last: 5,
 		Reason:   "revision 4 failed its checksum; revision 5, a delta, could not be rebuilt without it",
 		Forensic: "repaired-gap/forensic/repair-4-20261201T120000.000000000Z.bin"}))
