@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -87,6 +88,61 @@ type Part struct {
 	ProviderExecuted bool
 	Content          []Part
 	Result           json.RawMessage
+
+	// Ref, when set, stands for the part's content kept out of line and
+	// not loaded: a store that keeps large content apart returns parts
+	// this way when asked to load without it. The field it names is then
+	// empty. Loading the content clears Ref.
+	Ref *ContentRef
+}
+
+// ContentRef names part content kept out of line: which field it fills
+// (ContentText, ContentOutput, ContentData or ContentEncrypted), and the
+// SHA-256 (64 lower-case hex digits) and byte size of that content (a
+// string's UTF-8 bytes, or Data).
+type ContentRef struct {
+	Field  string
+	SHA256 string
+	Size   int64
+}
+
+// The fields a ContentRef may stand for.
+const (
+	ContentText      = "text"
+	ContentOutput    = "output"
+	ContentData      = "data"
+	ContentEncrypted = "encrypted"
+)
+
+// validateRef checks a part's ContentRef against its type.
+func (p Part) validateRef() error {
+	r := p.Ref
+	if r == nil {
+		return nil
+	}
+	var empty bool
+	switch r.Field {
+	case ContentText:
+		empty = p.Text == "" && (p.Type == PartText || p.Type == PartReasoning)
+	case ContentOutput:
+		empty = p.Output == "" && p.Type == PartToolResult
+	case ContentData:
+		empty = len(p.Data) == 0 && p.URL == "" && (p.Type == PartImage || p.Type == PartBlob)
+	case ContentEncrypted:
+		empty = p.Encrypted == "" && p.Type == PartReasoning
+	default:
+		return invalidf("%s part: content reference to field %q", p.Type, r.Field)
+	}
+	if !empty {
+		return invalidf("%s part: a content reference to %s on a part whose %s is set, or that has no such field", p.Type, r.Field, r.Field)
+	}
+	if len(r.SHA256) != 64 || strings.Trim(r.SHA256, "0123456789abcdef") != "" {
+		return invalidf("%s part: content reference with SHA-256 %q", p.Type, r.SHA256)
+	}
+	if r.Size < 0 {
+		return invalidf("%s part: content reference of %d bytes", p.Type, r.Size)
+	}
+	return nil
 }
 
 // Validate reports a message that cannot be part of a conversation.
@@ -121,6 +177,9 @@ func (m Message) Validate() error {
 }
 
 func (p Part) validate(nested bool) error {
+	if err := p.validateRef(); err != nil {
+		return err
+	}
 	// The fields schema 1 had keep their leniency (a text part may carry a
 	// tool_call_id, say); the fields schema 2 adds are checked against the
 	// part type, so that a value is never stored where nothing reads it.
@@ -199,6 +258,7 @@ func cloneParts(parts []Part) []Part {
 		p.Data = slices.Clone(p.Data)
 		p.Result = slices.Clone(p.Result)
 		p.Content = cloneParts(p.Content)
+		p.Ref = copyOf(p.Ref)
 		out[i] = p
 	}
 	return out
@@ -233,7 +293,8 @@ func partsEqual(a, b []Part) bool {
 			p.Output != q.Output || p.IsError != q.IsError || p.MediaType != q.MediaType ||
 			!bytes.Equal(p.Data, q.Data) || p.URL != q.URL || p.Signature != q.Signature ||
 			p.Encrypted != q.Encrypted || p.ProviderExecuted != q.ProviderExecuted ||
-			!rawEqual(p.Input, q.Input) || !rawEqual(p.Result, q.Result) || !partsEqual(p.Content, q.Content) {
+			!rawEqual(p.Input, q.Input) || !rawEqual(p.Result, q.Result) || !partsEqual(p.Content, q.Content) ||
+			(p.Ref == nil) != (q.Ref == nil) || p.Ref != nil && *p.Ref != *q.Ref {
 			return false
 		}
 	}

@@ -201,13 +201,14 @@ func (s *Session) Authority() *Authority { return s.Config().Authority }
 // State returns the lifecycle state.
 func (s *Session) State() State { return s.state }
 
-// Conversation returns a deep copy of the messages.
+// Conversation returns the messages, shared with the session: the
+// conversation only grows and a message never changes once appended, so
+// the session and every earlier result share one copy, and taking it costs
+// nothing whatever its length. The caller must not modify the messages
+// (Clone one to change it); appending to the returned slice never reaches
+// the session (its capacity is its length).
 func (s *Session) Conversation() []Message {
-	out := make([]Message, len(s.conversation))
-	for i, m := range s.conversation {
-		out[i] = m.Clone()
-	}
-	return out
+	return s.conversation[:len(s.conversation):len(s.conversation)]
 }
 
 // MessageCount returns the number of messages without copying them.

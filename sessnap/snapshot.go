@@ -27,7 +27,8 @@ const Format = "sessnap/v1"
 //	   response_id, model, usage, injected, error, compaction; part type
 //	   reasoning and part url, signature, encrypted, provider_executed,
 //	   content, result
-const SchemaVersion = 2
+//	3  part blob: content kept out of line (session.ContentRef)
+const SchemaVersion = 3
 
 // Snapshot is the on-the-wire form of a session.Session. It is a plain
 // data struct with JSON tags so it serializes deterministically regardless
@@ -54,7 +55,9 @@ type Snapshot struct {
 	Counters    session.Counters       `json:"counters"`
 	CreatedAt   time.Time              `json:"created_at"`
 	Incarnation session.IncarnationID  `json:"incarnation,omitempty"`
-	Messages    []messageDTO           `json:"messages"`
+	// Messages is the conversation, shared with the session Of took it
+	// from (see Messages): read-only.
+	Messages   Messages               `json:"messages"`
 	Pending     *session.PendingAsk    `json:"pending,omitempty"`
 	StopReason  session.StopReason     `json:"stop_reason,omitempty"`
 	// Kind and Relationship are the validated producer taxonomy. A missing
@@ -176,6 +179,8 @@ type messageDTO struct {
 
 // partDTO is the persisted form of a session.Part. Data is base64 (the
 // encoding/json rule for []byte); binary content never goes in a string.
+// Blob (schema 3) stands for content kept out of line: the field it names
+// is then absent.
 type partDTO struct {
 	Type       session.PartType `json:"type"`
 	Text       string           `json:"text,omitempty"`
@@ -193,9 +198,21 @@ type partDTO struct {
 	ProviderExecuted bool            `json:"provider_executed,omitempty"`
 	Content          []partDTO       `json:"content,omitempty"`
 	Result           json.RawMessage `json:"result,omitempty"`
+
+	Blob *blobDTO `json:"blob,omitempty"`
 }
 
-// Of captures s as a Snapshot. The snapshot shares no memory with s.
+// blobDTO is a session.ContentRef on the wire.
+type blobDTO struct {
+	Of     string `json:"of"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Of captures s as a Snapshot. The conversation is shared, not copied
+// (Session.Conversation): taking a snapshot costs the same however long
+// the conversation; its messages are read-only. Every other field is the
+// snapshot's own.
 func Of(s *session.Session) (Snapshot, error) {
 	if s == nil {
 		return Snapshot{}, ErrNilSession
@@ -210,7 +227,7 @@ func Of(s *session.Session) (Snapshot, error) {
 		Counters:               s.Counters(),
 		CreatedAt:              cfg.CreatedAt,
 		Incarnation:            cfg.Incarnation,
-		Messages:               messagesOf(s.Conversation()),
+		Messages:               Messages(s.Conversation()),
 		StopReason:             s.RecordedStopReason(),
 		Kind:                   omitUnknown(cfg.Kind, session.KindUnknown),
 		Relationship:           cfg.Relationship,
@@ -266,18 +283,13 @@ func orUnknown[T ~string](v, unknown T) T {
 	return v
 }
 
-// messagesOf converts msgs, which the caller owns (Session.Conversation
-// returns a copy), so the DTOs may keep their slices and pointers.
-func messagesOf(msgs []session.Message) []messageDTO {
-	out := make([]messageDTO, len(msgs))
-	for i, m := range msgs {
-		out[i] = messageDTO{
-			ID: m.ID, Role: m.Role, Parts: partsOf(m.Parts), ProviderPhase: m.ProviderPhase, CreatedAt: m.CreatedAt,
-			ResponseID: m.ResponseID, Model: m.Model, Usage: m.Usage, Injected: m.Injected, Error: m.Error,
-			Compaction: m.Compaction,
-		}
+// dtoOf converts m for encoding; the DTO shares m's slices and pointers.
+func dtoOf(m session.Message) messageDTO {
+	return messageDTO{
+		ID: m.ID, Role: m.Role, Parts: partsOf(m.Parts), ProviderPhase: m.ProviderPhase, CreatedAt: m.CreatedAt,
+		ResponseID: m.ResponseID, Model: m.Model, Usage: m.Usage, Injected: m.Injected, Error: m.Error,
+		Compaction: m.Compaction,
 	}
-	return out
 }
 
 func partsOf(ps []session.Part) []partDTO {
@@ -293,11 +305,15 @@ func partsOf(ps []session.Part) []partDTO {
 			URL: p.URL, Signature: p.Signature, Encrypted: p.Encrypted, ProviderExecuted: p.ProviderExecuted,
 			Content: partsOf(p.Content), Result: p.Result,
 		}
+		if r := p.Ref; r != nil {
+			out[j].Blob = &blobDTO{Of: r.Field, SHA256: r.SHA256, Size: r.Size}
+		}
 	}
 	return out
 }
 
-// message converts m into a session.Message; AppendMessage copies it.
+// message converts m into a session.Message that keeps m's slices (a
+// decoded DTO is nobody else's).
 func (m messageDTO) message() session.Message {
 	return session.Message{
 		ID: m.ID, Role: m.Role, Parts: m.parts(m.Parts), ProviderPhase: m.ProviderPhase, CreatedAt: m.CreatedAt,
@@ -318,6 +334,9 @@ func (m messageDTO) parts(ps []partDTO) []session.Part {
 			MediaType: p.MediaType, Data: p.Data,
 			URL: p.URL, Signature: p.Signature, Encrypted: p.Encrypted, ProviderExecuted: p.ProviderExecuted,
 			Content: m.parts(p.Content), Result: p.Result,
+		}
+		if b := p.Blob; b != nil {
+			out[j].Ref = &session.ContentRef{Field: b.Of, SHA256: b.SHA256, Size: b.Size}
 		}
 	}
 	return out
@@ -375,7 +394,7 @@ func (snap Snapshot) Restore() (*session.Session, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	for i, m := range snap.Messages {
-		if err := s.AppendMessage(m.message()); err != nil {
+		if err := s.AppendMessage(m); err != nil {
 			return nil, fmt.Errorf("%w: session %s: message %d: %w", ErrInvalid, snap.ID, i, err)
 		}
 	}
