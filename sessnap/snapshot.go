@@ -57,9 +57,9 @@ type Snapshot struct {
 	Incarnation session.IncarnationID  `json:"incarnation,omitempty"`
 	// Messages is the conversation, shared with the session Of took it
 	// from (see Messages): read-only.
-	Messages   Messages               `json:"messages"`
-	Pending     *session.PendingAsk    `json:"pending,omitempty"`
-	StopReason  session.StopReason     `json:"stop_reason,omitempty"`
+	Messages   Messages            `json:"messages"`
+	Pending    *session.PendingAsk `json:"pending,omitempty"`
+	StopReason session.StopReason  `json:"stop_reason,omitempty"`
 	// Kind and Relationship are the validated producer taxonomy. A missing
 	// kind is legacy data and restores as unknown (fail-closed). A missing
 	// relationship, or a missing key in it, is empty.
