@@ -176,8 +176,14 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	// Written by a newer program (a whole line with a valid checksum):
 	// never a tail, never cut, never built on.
 	b = base("newer-format")
-	newer := meta{Version: record.Version + 1, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	// Format 4 was a later format when this fixture was made; it is now
+	// the format of records holding blob references, and this line is one
+	// whose snapshot does not decode.
+	newer := meta{Version: 4, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
 	out["newer-format"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
+	b = base("newer-format-v5")
+	newer = meta{Version: 5, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	out["newer-format-v5"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
 	b = base("unknown-kind")
 	patch := meta{Version: record.Version2, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: "patch"}
 	out["unknown-kind"] = cat(b[0], record.Encode(patch, []byte(`{"ops":[]}`)))
@@ -208,7 +214,7 @@ func fixtureCases(t testing.TB) map[string][]byte {
 }
 
 // format3Fixtures are the fixtures TestFormat3Fixtures checks.
-var format3Fixtures = map[string]bool{"newer-format": true, "unknown-kind": true, "unknown-kind-built-on": true,
+var format3Fixtures = map[string]bool{"newer-format": true, "newer-format-v5": true, "unknown-kind": true, "unknown-kind-built-on": true,
 	"duplicated-tail-deltas": true, "duplicated-tail-full": true, "repaired-gap": true}
 
 // format3Want is what the fixtures of newer-record handling, duplicated
@@ -230,7 +236,9 @@ type format3Want struct {
 func TestFormat3Fixtures(t *testing.T) {
 	cases := fixtureCases(t)
 	tests := map[string]format3Want{
-		"newer-format": {loadErr: sessionstore.ErrSchemaTooNew, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
+		"newer-format": {loadErr: sessionstore.ErrCorrupt, history: []uint64{1}, historyErr: sessionstore.ErrCorrupt,
+			acquireErr: sessionstore.ErrCorrupt, verify: "corrupt", errContains: "payload belongs to session"},
+		"newer-format-v5": {loadErr: sessionstore.ErrSchemaTooNew, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
 			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: "written by a newer version"},
 		"unknown-kind": {loadErr: sessionstore.ErrSchemaTooNew, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
 			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: `kind "patch"`},

@@ -310,7 +310,9 @@ func procHelper(mode string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", procSeedEnv, err)
 	}
-	st, err := Open(os.Getenv(procDirEnv), Options{})
+	// Content stays inline (BlobThreshold -1): a large revision is one
+	// large write(2) of the log, which the kill tests aim at.
+	st, err := Open(os.Getenv(procDirEnv), Options{BlobThreshold: -1})
 	if err != nil {
 		return err
 	}

@@ -174,12 +174,12 @@ func TestImportRefuses(t *testing.T) {
 	}
 	t.Run("a newer program's record", func(t *testing.T) {
 		st := openTestStore(t)
-		lines := fixtureLines("newer-format")
-		_, err := st.Import(ctx, "newer-format", seqOf(lines[:len(lines)-1]))
+		lines := fixtureLines("newer-format-v5")
+		_, err := st.Import(ctx, "newer-format-v5", seqOf(lines[:len(lines)-1]))
 		var ne *sessionstore.NewerRecordError
 		require.ErrorAs(t, err, &ne)
 		require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
-		requireNoSession(t, st, "newer-format")
+		requireNoSession(t, st, "newer-format-v5")
 	})
 	t.Run("a gap in the middle", func(t *testing.T) {
 		st := openTestStore(t)

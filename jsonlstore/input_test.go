@@ -59,8 +59,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 	_, err = w.Append(ctx, 1, mismatched)
 	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
 
+	// A record over the cap: a tool call whose input (JSON, never kept out
+	// of line) is larger than the cap.
 	huge := sessiontest.New("good")
-	require.NoError(t, huge.AppendMessage(session.TextMessage(session.RoleUser, strings.Repeat("x", sessionstore.DefaultMaxRecordBytes), sessiontest.Epoch)))
+	input := append(append([]byte(`"`), strings.Repeat("x", sessionstore.DefaultMaxRecordBytes)...), '"')
+	require.NoError(t, huge.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: input}}}))
 	_, err = w.Append(ctx, 1, snapOf(t, huge))
 	require.ErrorIs(t, err, sessionstore.ErrTooLarge)
 

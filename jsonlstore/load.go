@@ -2,6 +2,7 @@ package jsonlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
@@ -11,8 +12,11 @@ import (
 )
 
 // decodeRecord turns r, a verified record whose snapshot (its payload, or
-// what its delta chain rebuilds) is snap, into a contract Record.
-func decodeRecord(id session.SessionID, r *rawRecord, snap []byte) (sessionstore.Record, error) {
+// what its delta chain rebuilds) is snap, into a contract Record. The
+// content its parts keep out of line is read from the session's blobs
+// through c (each checked against its SHA-256), or, with c nil, left as
+// references (a load without the content).
+func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) (sessionstore.Record, error) {
 	decoded, err := sessnap.Unmarshal(snap)
 	if err != nil {
 		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
@@ -22,7 +26,49 @@ func decodeRecord(id session.SessionID, r *rawRecord, snap []byte) (sessionstore
 		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
 			Err: fmt.Errorf("payload belongs to session %q", decoded.ID)}
 	}
+	if c != nil {
+		if err := decoded.Messages.Resolve(c.fetch); err != nil {
+			var ce *sessionstore.CorruptionError
+			if errors.As(err, &ce) {
+				ce.Revision = r.Rev
+			}
+			return sessionstore.Record{}, err
+		}
+	}
 	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
+}
+
+// blobCache holds the blob contents one read has fetched, so that a
+// History of many revisions reads each blob once; it keeps at most
+// blobCacheBytes (then starts again).
+type blobCache struct {
+	s    *Store
+	id   session.SessionID
+	m    map[string][]byte
+	size int64
+}
+
+const blobCacheBytes = 256 << 20
+
+func (s *Store) newBlobCache(id session.SessionID) *blobCache {
+	return &blobCache{s: s, id: id, m: map[string][]byte{}}
+}
+
+func (c *blobCache) fetch(ref session.ContentRef) ([]byte, error) {
+	if b, ok := c.m[ref.SHA256]; ok && int64(len(b)) == ref.Size {
+		return b, nil
+	}
+	b, err := c.s.readBlob(c.id, ref)
+	if err != nil {
+		return nil, err
+	}
+	if c.size+int64(len(b)) > blobCacheBytes {
+		clear(c.m)
+		c.size = 0
+	}
+	c.m[ref.SHA256] = b
+	c.size += int64(len(b))
+	return b, nil
 }
 
 // loadLatest reads the view's latest revision: its last record and the
@@ -36,7 +82,7 @@ func (s *Store) loadLatest(id session.SessionID, v *view) (*rawRecord, sessionst
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}
-	rec, err := decodeRecord(id, last, snap)
+	rec, err := decodeRecord(id, last, snap, s.newBlobCache(id))
 	return last, rec, err
 }
 
@@ -112,7 +158,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 			if r.Kind == KindGap {
 				return gapError(id, r)
 			}
-			rec, err = decodeRecord(id, r, snaps.Bytes())
+			rec, err = decodeRecord(id, r, snaps.Bytes(), s.newBlobCache(id))
 			return err
 		}
 		if err := h.Err(); err != nil {

@@ -102,13 +102,15 @@ func (e *unexpectedHistory) Error() string {
 	return "History yielded " + strings.Repeat("*", min(e.n, 10)) + " items where one error was expected"
 }
 
-// bigSnap is a valid snapshot whose encoding exceeds
-// DefaultMaxRecordBytes by a little.
+// bigSnap is a valid snapshot whose record would exceed
+// DefaultMaxRecordBytes by a little: a tool call whose input (JSON, which
+// no store keeps out of line, unlike large texts and data) is that large.
 func bigSnap(t *testing.T, id string) sessnap.Snapshot {
 	t.Helper()
 	s := sessiontest.New(id)
-	huge := strings.Repeat("x", sessionstore.DefaultMaxRecordBytes+1)
-	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, huge, sessiontest.Epoch)))
+	input := `"` + strings.Repeat("x", sessionstore.DefaultMaxRecordBytes+1) + `"`
+	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
 	return snapOf(t, s)
 }
 

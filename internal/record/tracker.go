@@ -38,19 +38,11 @@ type Member struct {
 
 // Policy bounds a chain (FORMAT.md, "Chains"): a writer writes a delta only
 // while the chain's bytes — its full record's payload and its deltas'
-// lines, the new one included — stay within the larger of MinChainBytes
-// and ChainBudgetNum/ChainBudgetDen of the new snapshot, its deltas' lines
-// within the record cap, and its deltas at most MaxChainDeltas. So loading
-// the latest revision reads at most that, however long the history.
-const (
-	// MinChainBytes lets a chain of a small snapshot reach this size
-	// before a full record restarts it, so a small session is not written
-	// in full every other revision.
-	MinChainBytes = 256 << 10
-	// ChainBudgetNum/ChainBudgetDen bound a chain's bytes as a fraction
-	// of the newest snapshot's size.
-	ChainBudgetNum, ChainBudgetDen = 3, 2
-)
+// lines, the new one included — stay within ChainBudgetNum/ChainBudgetDen
+// of the new snapshot, its deltas' lines within the record cap, and its
+// deltas at most MaxChainDeltas. So loading the latest revision reads at
+// most that, however long the history.
+const ChainBudgetNum, ChainBudgetDen = 3, 2
 
 // Known reports whether the tracker knows the latest snapshot (else the
 // next record is full).
@@ -126,19 +118,32 @@ func (t *Tracker) Value(key []byte) ([]byte, bool) {
 	return b[len(m.key)+2 : len(b)-1], true // {key:value} -> value
 }
 
+// Versions are the format versions to write a record of each kind with;
+// zero means the lowest that holds it (VersionOf).
+type Versions struct{ Full, Delta int }
+
+func (v Versions) of(kind string) int {
+	n := v.Full
+	if kind == KindDelta {
+		n = v.Delta
+	}
+	return max(n, VersionOf(kind))
+}
+
 // ErrFullRecordTooLarge reports a next snapshot whose full record would
 // exceed the record cap.
 var ErrFullRecordTooLarge = errors.New("full record larger than the record cap")
 
-// Next returns the line of the next record m (its Kind and Version are set
-// here) for the snapshot next describes, and makes it the latest: a delta
+// Next returns the line of the next record m (its Kind is set here, and
+// its Version as v says) for the snapshot next describes, and makes it the latest: a delta
 // when the tracker knows the latest snapshot and the chain policy allows
 // one, else a full record. A full record is the snapshot written out; a
 // delta is built from the members that differ, and its cost is theirs.
 // maxRecord is the record cap: a full record above it fails with
 // ErrFullRecordTooLarge, and the tracker is unchanged.
-func (t *Tracker) Next(m Meta, next []Member, maxRecord int) ([]byte, error) {
+func (t *Tracker) Next(m Meta, next []Member, maxRecord int, v Versions) ([]byte, error) {
 	if t.d != nil && t.n < MaxChainDeltas {
+		m.Version = v.of(KindDelta)
 		if line, ok := t.deltaLine(m, next, maxRecord); ok {
 			return line, nil
 		}
@@ -149,7 +154,7 @@ func (t *Tracker) Next(m Meta, next []Member, maxRecord int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Kind, m.Version = KindFull, VersionOf(KindFull)
+	m.Kind, m.Version = KindFull, v.of(KindFull)
 	line := Encode(m, payload)
 	if err := t.Start(payload); err != nil {
 		return nil, err
@@ -212,9 +217,9 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 	if len(payload) >= size {
 		return nil, false // no smaller than the snapshot itself
 	}
-	m.Kind, m.Version = KindDelta, VersionOf(KindDelta)
+	m.Kind = KindDelta
 	line := Encode(m, payload)
-	budget := max(size*ChainBudgetNum/ChainBudgetDen, MinChainBytes)
+	budget := size * ChainBudgetNum / ChainBudgetDen
 	if t.full+t.deltas+len(line) > budget || t.deltas+len(line) > maxRecord {
 		return nil, false
 	}
@@ -313,4 +318,15 @@ func encodeDelta(ops deltaOps) []byte {
 	object("set", ops.set, "", "")
 	object("append", ops.app, "[", "]")
 	return append(b, '}')
+}
+
+// Members splits obj, a JSON object, into its top-level members, in
+// order (keys quoted, values verbatim; they alias obj).
+func Members(obj []byte) ([]Member, error) {
+	var out []Member
+	err := eachMember(obj, func(k, v []byte) error {
+		out = append(out, Member{Key: k, Value: v})
+		return nil
+	})
+	return out, err
 }
