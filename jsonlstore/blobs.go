@@ -258,3 +258,22 @@ func (s *Store) readBlobFile(id session.SessionID, hash string, size int64) ([]b
 	}
 	return buf.Bytes(), name, nil
 }
+
+// blobNames lists the blob files of session id (temporary files left
+// out), in name order.
+func (s *Store) blobNames(id session.SessionID) ([]string, error) {
+	entries, err := s.fs.ReadDir(blobDir(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && validBlobHash(strings.TrimSuffix(e.Name(), zstSuffix)) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
