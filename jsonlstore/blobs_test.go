@@ -176,11 +176,20 @@ func TestBlobDamageIsCorruption(t *testing.T) {
 			var ce *sessionstore.CorruptionError
 			require.ErrorAs(t, err, &ce)
 			require.ErrorIs(t, err, ErrBlob)
-			require.Contains(t, ce.Path, "dmg/"+BlobDir+"/")
+			require.Equal(t, "dmg/"+LogFile, ce.Path, "located at the record that references the blob")
+			require.Positive(t, ce.Offset)
+			require.Contains(t, ce.Error(), "dmg/"+BlobDir+"/", "and naming the blob")
 			vr, err := st.Verify(ctx, "dmg")
 			require.NoError(t, err)
 			require.False(t, vr.OK())
-			require.Contains(t, vr.Sessions[0].Problems[0].File, BlobDir)
+			require.Contains(t, vr.Sessions[0].Problems[0].Message, BlobDir)
+
+			// A load without the content does not read the blob.
+			light, err := st.LoadWith(ctx, "dmg", sessionstore.LoadOptions{WithoutContent: true})
+			require.NoError(t, err)
+			require.NotNil(t, light.Snapshot.Messages[2].Parts[0].Ref)
+			_, err = light.Session()
+			require.NoError(t, err, "a snapshot without its content restores")
 		})
 	}
 }

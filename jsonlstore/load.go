@@ -28,11 +28,7 @@ func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache)
 	}
 	if c != nil {
 		if err := decoded.Messages.Resolve(c.fetch); err != nil {
-			var ce *sessionstore.CorruptionError
-			if errors.As(err, &ce) {
-				ce.Revision = r.Rev
-			}
-			return sessionstore.Record{}, err
+			return sessionstore.Record{}, blobAt(r, err)
 		}
 	}
 	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
@@ -72,8 +68,9 @@ func (c *blobCache) fetch(ref session.ContentRef) ([]byte, error) {
 }
 
 // loadLatest reads the view's latest revision: its last record and the
-// chain that rebuilds it, read backwards from the end.
-func (s *Store) loadLatest(id session.SessionID, v *view) (*rawRecord, sessionstore.Record, error) {
+// chain that rebuilds it, read backwards from the end, with its content
+// (or, light, without what is kept out of line).
+func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*rawRecord, sessionstore.Record, error) {
 	last, _, err := s.latest(id, v)
 	if err != nil {
 		return nil, sessionstore.Record{}, err
@@ -82,7 +79,11 @@ func (s *Store) loadLatest(id session.SessionID, v *view) (*rawRecord, sessionst
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}
-	rec, err := decodeRecord(id, last, snap, s.newBlobCache(id))
+	var c *blobCache
+	if !light {
+		c = s.newBlobCache(id)
+	}
+	rec, err := decodeRecord(id, last, snap, c)
 	return last, rec, err
 }
 
@@ -90,10 +91,23 @@ func (s *Store) loadLatest(id session.SessionID, v *view) (*rawRecord, sessionst
 // is one record, or for a delta its chain (bounded by the snapshot's size),
 // whatever the length of the history.
 func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Record, error) {
+	return s.LoadWith(ctx, id, sessionstore.LoadOptions{})
+}
+
+var _ sessionstore.ContentLoader = (*Store)(nil)
+
+// LoadWith implements sessionstore.ContentLoader: revision opts.Revision
+// (the latest for 0), read as Load or LoadRevision read it, with the
+// content kept out of line (blobs) or, with WithoutContent, without it:
+// then no blob is read.
+func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts sessionstore.LoadOptions) (sessionstore.Record, error) {
+	if opts.Revision > 0 {
+		return s.loadRevision(ctx, id, opts.Revision, opts.WithoutContent)
+	}
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
 		var err error
-		_, rec, err = s.loadLatest(id, v)
+		_, rec, err = s.loadLatest(id, v, opts.WithoutContent)
 		return err
 	})
 	return rec, err
@@ -106,6 +120,20 @@ func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Re
 // reading the records before it, not rebuilding each. A revision a repair
 // set aside is a *sessionstore.GapError.
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
+	if rev == 0 {
+		if err := s.check(ctx, id); err != nil {
+			return sessionstore.Record{}, err
+		}
+		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision 0", sessionstore.ErrNotFound, id)
+	}
+	return s.loadRevision(ctx, id, rev, false)
+}
+
+func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
+	var c *blobCache
+	if !light {
+		c = s.newBlobCache(id)
+	}
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
 		last, _, err := s.latest(id, v)
@@ -116,7 +144,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 			return fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
 		}
 		if rev >= last.Rev {
-			_, rec, err = s.loadLatest(id, v)
+			_, rec, err = s.loadLatest(id, v, light)
 			return err
 		}
 		// Read forwards to rev. In the log, past damage that rev does not
@@ -158,7 +186,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 			if r.Kind == KindGap {
 				return gapError(id, r)
 			}
-			rec, err = decodeRecord(id, r, snaps.Bytes(), s.newBlobCache(id))
+			rec, err = decodeRecord(id, r, snaps.Bytes(), c)
 			return err
 		}
 		if err := h.Err(); err != nil {
@@ -167,4 +195,15 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 		return fmt.Errorf("%w: session %s revision %d", sessionstore.ErrNotFound, id, rev)
 	})
 	return rec, err
+}
+
+// blobAt locates a blob's corruption at r, the record that references it:
+// the error names the record's file, offset and revision, and the blob.
+func blobAt(r *rawRecord, err error) error {
+	var ce *sessionstore.CorruptionError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &sessionstore.CorruptionError{ID: ce.ID, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+		Err: fmt.Errorf("%s: %w", ce.Path, ce.Err)}
 }

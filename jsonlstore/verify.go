@@ -265,10 +265,7 @@ func (b *blobChecker) check(r *rawRecord, msgs sessnap.Messages) error {
 			return
 		}
 		if _, err = b.s.readBlob(b.id, ref); err != nil {
-			var ce *sessionstore.CorruptionError
-			if errors.As(err, &ce) {
-				ce.Revision = r.Rev
-			}
+			err = blobAt(r, err)
 			return
 		}
 		b.seen[ref.SHA256] = true
