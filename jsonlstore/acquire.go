@@ -1,7 +1,6 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -115,25 +115,14 @@ func (s *Store) refuse(id session.SessionID, err error) error {
 }
 
 // appenderAfterRecovery returns a writer's append state for the chain
-// recovery found: the tracker resumed from it, so that the next record can
-// be a delta on it.
-func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) *appender {
-	app := s.newAppender(sessionDir(id))
-	if app.full || rc.full == nil || rc.full.Kind != KindFull {
-		return app // after a gap, or with FullRecordsOnly: the next record is full
-	}
-	payloads := make([][]byte, len(rc.deltas))
-	held := 0
-	for i, d := range rc.deltas {
-		payloads[i] = d.Payload
-		held += int(d.LineLen)
-		app.hasRefs = app.hasRefs || d.Version >= record.Version4
-	}
-	app.hasRefs = app.hasRefs || rc.full.Version >= record.Version4
-	if err := app.track.Resume(bytes.Clone(rc.full.Payload), payloads, held); err != nil {
+// recovery found: resumed from it, so that the next record can be a delta
+// on it.
+func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appender.Appender, *blobWriter) {
+	app, blobs := s.newAppender(sessionDir(id))
+	if err := app.Resume(rc.full, rc.deltas); err != nil {
 		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision not resumed; the next revision is written in full", "session", id, "err", err)
 	}
-	return app
+	return app, blobs
 }
 
 // saveForensic copies n bytes of v from off into a new file under the
@@ -265,10 +254,11 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: open session %s: %w", id, err)
 	}
+	app, blobs := s.appenderAfterRecovery(id, rc)
 	return &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
+		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
 		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
-		report: report, app: s.appenderAfterRecovery(id, rc),
+		report: report,
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -192,7 +193,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 	if err := s.check(ctx, id); err != nil {
 		return nil, err
 	}
-	app := s.newAppender("")
+	app, blobs := s.newAppender("")
 	b, err := s.startSession(ctx, id, opts)
 	if err != nil {
 		return nil, err
@@ -204,14 +205,14 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 	}()
 	// Revision 1 is a full record; its large content goes into the new
 	// session's blobs/, synced before the record.
-	app.blobs.moved(b.tmp)
+	blobs.moved(b.tmp)
 	now := s.opts.Now().UTC()
 	m := meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}
-	line, err := app.line(id, m, snap)
+	line, err := app.Line(id, m, snap)
 	if err != nil {
 		return nil, err
 	}
-	if err = app.blobs.sync(); err != nil {
+	if err = blobs.sync(); err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
 	if err = writeAll(b.log, line); err == nil {
@@ -223,7 +224,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 	if err = b.publish(ctx); err != nil {
 		return nil, err
 	}
-	app.blobs.moved(sessionDir(id))
+	blobs.moved(sessionDir(id))
 	fi, err := b.log.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
@@ -238,7 +239,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
 		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
-		app:    app,
+		app:    app, blobs: blobs,
 	}
 	w.writeSummary(&rec, &snap)
 	return w, nil
@@ -246,13 +247,13 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 
 // newAppender returns the append state of a writer of a new session, or
 // of one whose latest revision it does not know, writing blobs into the
-// session directory dir.
-func (s *Store) newAppender(dir string) *appender {
-	a := &appender{max: s.opts.MaxRecordBytes, full: s.opts.FullRecordsOnly}
-	if !a.full {
-		a.blobs = newBlobWriter(s.fs, dir, s.opts.BlobThreshold)
+// session directory dir (none with FullRecordsOnly).
+func (s *Store) newAppender(dir string) (*appender.Appender, *blobWriter) {
+	if s.opts.FullRecordsOnly {
+		return appender.New(nil, s.opts.MaxRecordBytes, true), nil
 	}
-	return a
+	blobs := newBlobWriter(s.fs, dir, s.opts.BlobThreshold)
+	return appender.New(blobs, s.opts.MaxRecordBytes, false), blobs
 }
 
 // newSession is a session directory being built under a temporary name

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -31,7 +32,8 @@ type writer struct {
 	lastSchema int
 	size       int64 // log size after the last append
 	lastOffset int64 // offset of the last record
-	app        *appender
+	app        *appender.Appender
+	blobs      *blobWriter // nil with FullRecordsOnly
 	failed     error // set by the first I/O error; poisons the writer
 	lost       error // set when fencing fails; every later call returns it
 	closed     bool
@@ -119,12 +121,12 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// The record costs what changed (appender.go): a delta built from the
 	// new messages and the changed members when the chain policy allows,
 	// else a full record.
-	line, err := w.app.line(w.id, rec.Meta, snap)
+	line, err := w.app.Line(w.id, rec.Meta, snap)
 	if err != nil {
 		return 0, err
 	}
 	// The blobs the record references are durable before it is written.
-	if err := w.app.blobs.sync(); err != nil {
+	if err := w.blobs.sync(); err != nil {
 		w.failed = err
 		return 0, fmt.Errorf("%w: session %s: %w", sessionstore.ErrWriterFailed, w.id, err)
 	}

@@ -1,4 +1,4 @@
-package jsonlstore
+package appender
 
 import (
 	"bytes"
@@ -11,6 +11,10 @@ import (
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
+// Package appender builds the records of a session's appends at a cost
+// that follows what changed, for every adapter that writes the record
+// format (internal/record): jsonlstore's log, pgstore's rows.
+//
 // An append costs what changed, not the session (FORMAT.md "Appending").
 // The writer remembers the revision it stored last: the stored snapshot
 // as pieces (record.Tracker), the messages it held (the caller's, shared:
@@ -24,23 +28,54 @@ import (
 // those pieces and its checksum combined from theirs. A snapshot whose
 // messages are not a continuation of the stored ones is encoded whole.
 
-// appender is a writer's memory of its latest stored revision.
-type appender struct {
+// Appender is a writer's memory of its latest stored revision. The zero
+// value knows none: the next record is full.
+type Appender struct {
 	track   record.Tracker
 	msgs    sessnap.Messages // the stored revision's messages
 	known   bool             // msgs are the tracker snapshot's messages, element for element
 	check   sessnap.Checker
 	hasRefs bool // the stored snapshot holds blob references
-	blobs   *blobWriter
-	max     int
-	full    bool // FullRecordsOnly: full records of the snapshot as Marshal writes it, no blobs
+
+	// Ext keeps large content out of line (nil: none is).
+	Ext sessnap.Externalizer
+	// Max is the record cap.
+	Max int
+	// FullOnly makes every record a full record of the snapshot as
+	// sessnap.Marshal writes it, content inline (a log the programs from
+	// before delta records read).
+	FullOnly bool
+}
+
+// New returns an Appender with those settings.
+func New(ext sessnap.Externalizer, maxRecord int, fullOnly bool) *Appender {
+	return &Appender{Ext: ext, Max: maxRecord, FullOnly: fullOnly}
+}
+
+// Resume sets a to the chain recovered from a store: its full record and
+// the deltas after it, in order (their payloads retained). The next record
+// can then be a delta on it; the messages are not known until an append
+// (the first one encodes them all).
+func (a *Appender) Resume(full *record.Rec, deltas []*record.Rec) error {
+	if a.FullOnly || full == nil || full.Kind != record.KindFull {
+		return nil // after a gap, or full records only: the next record is full
+	}
+	payloads := make([][]byte, len(deltas))
+	held := 0
+	for i, d := range deltas {
+		payloads[i] = d.Payload
+		held += int(d.LineLen)
+		a.hasRefs = a.hasRefs || d.Version >= record.Version4
+	}
+	a.hasRefs = a.hasRefs || full.Version >= record.Version4
+	return a.track.Resume(full.Payload, payloads, held)
 }
 
 var messagesKey = []byte(`"messages"`)
 
 // prefix returns how many of next's messages are the stored ones (all of
 // them, or -1 when they are not a prefix of next or are not known).
-func (a *appender) prefix(next sessnap.Messages) int {
+func (a *Appender) prefix(next sessnap.Messages) int {
 	if !a.known || len(next) < len(a.msgs) {
 		return -1
 	}
@@ -55,23 +90,24 @@ func (a *appender) prefix(next sessnap.Messages) int {
 	return len(a.msgs)
 }
 
-// line returns the next record's line for snap, as revision m, and
-// remembers snap as the stored revision (the caller writes the line, or
-// fails the writer). Errors wrap ErrInvalidSnapshot or ErrTooLarge; then
-// nothing changed.
-func (a *appender) line(id session.SessionID, m meta, snap sessnap.Snapshot) ([]byte, error) {
+// Line returns the next record's line for snap, as revision m (whose
+// Kind and Version it sets), and remembers snap as the stored revision
+// (the caller writes the line, or gives the writer up). Errors wrap
+// ErrInvalidSnapshot or ErrTooLarge; then nothing changed. An error of the
+// Externalizer is returned as it is.
+func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapshot) ([]byte, error) {
 	if snap.ID != id {
 		return nil, fmt.Errorf("%w: snapshot id %q in session %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
 	}
 	if snap.Format == "" {
 		snap.Format = sessnap.Format
 	}
-	if a.full {
-		payload, err := sessionstore.EncodeSnapshot(id, snap, a.max)
+	if a.FullOnly {
+		payload, err := sessionstore.EncodeSnapshot(id, snap, a.Max)
 		if err != nil {
 			return nil, err
 		}
-		m.Kind, m.Version = KindFull, record.VersionOf(KindFull)
+		m.Kind, m.Version = record.KindFull, record.VersionOf(record.KindFull)
 		a.known = false
 		return record.Encode(m, payload), nil
 	}
@@ -95,7 +131,7 @@ func (a *appender) line(id session.SessionID, m meta, snap sessnap.Snapshot) ([]
 	if grow {
 		from = k
 	}
-	refs := &refCounter{ext: a.blobs}
+	refs := &refCounter{ext: a.Ext}
 	elems := make([][]byte, 0, len(snap.Messages)-from)
 	for i, msg := range snap.Messages[from:] {
 		e, err := sessnap.AppendMessage(nil, msg, refs)
@@ -103,7 +139,7 @@ func (a *appender) line(id session.SessionID, m meta, snap sessnap.Snapshot) ([]
 			if errors.Is(err, sessnap.ErrUnencodable) {
 				return nil, fmt.Errorf("%w: session %s: message %d: %w", sessionstore.ErrInvalidSnapshot, id, from+i, err)
 			}
-			return nil, fmt.Errorf("jsonlstore: session %s: message %d: %w", id, from+i, err)
+			return nil, err
 		}
 		elems = append(elems, e)
 	}
@@ -128,7 +164,7 @@ func (a *appender) line(id session.SessionID, m meta, snap sessnap.Snapshot) ([]
 	if refs.n > 0 {
 		v.Delta = record.Version4
 	}
-	line, err := a.track.Next(m, members, a.max, v)
+	line, err := a.track.Next(m, members, a.Max, v)
 	if errors.Is(err, record.ErrFullRecordTooLarge) {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrTooLarge, id, err)
 	}
@@ -143,11 +179,14 @@ func (a *appender) line(id session.SessionID, m meta, snap sessnap.Snapshot) ([]
 
 // refCounter counts the references an Externalizer writes.
 type refCounter struct {
-	ext *blobWriter
+	ext sessnap.Externalizer
 	n   int
 }
 
 func (r *refCounter) Externalize(field string, content []byte) (session.ContentRef, bool, error) {
+	if r.ext == nil {
+		return session.ContentRef{}, false, nil
+	}
 	ref, ok, err := r.ext.Externalize(field, content)
 	if ok {
 		r.n++
