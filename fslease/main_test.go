@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
 )
 
 // TestMain runs a helper mode when the test binary is re-executed as a

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
-	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
 )
 
 // TestMain runs a helper mode when the test binary is re-executed as a
