@@ -30,7 +30,7 @@ func snapshotOfSize(tb testing.TB, id string, size int) sessnap.Snapshot {
 			tb.Fatal(err)
 		}
 	}
-	return snapOf(tb, s)
+	return sessiontest.Snap(tb, s)
 }
 
 // BenchmarkAppend measures a durable append (everything Append does,

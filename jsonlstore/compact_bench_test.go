@@ -144,7 +144,7 @@ func compactBenchPayloads(b *testing.B, id session.SessionID) [][][]byte {
 			if err := sess.AppendMessage(session.TextMessage(role, text.String(), sessiontest.Epoch)); err != nil {
 				b.Fatal(err)
 			}
-			p, err := sessionstore.EncodeSnapshot(id, snapOf(b, sess), 0)
+			p, err := sessionstore.EncodeSnapshot(id, sessiontest.Snap(b, sess), 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func growingConversation(tb testing.TB, id string, n, msgBytes int) []sessnap.Sn
 			require.NoError(tb, s.AppendMessage(session.TextMessage(session.RoleAssistant, text, sessiontest.Epoch.Add(time.Duration(r)*time.Second))))
 			require.NoError(tb, s.AddUsage(session.Usage{InputTokens: int64(r), OutputTokens: 7}))
 		}
-		out = append(out, snapOf(tb, s))
+		out = append(out, sessiontest.Snap(tb, s))
 	}
 	return out
 }

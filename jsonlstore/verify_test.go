@@ -188,7 +188,7 @@ func TestVerifyPayloadDoesNotRestore(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	path := toolSession(t, st, "norestore", 2)
-	snap := snapOf(t, sessiontest.InState("norestore", session.StateRunning))
+	snap := sessiontest.Snap(t, sessiontest.InState("norestore", session.StateRunning))
 	snap.State = session.StateAwaiting
 	payload, err := sessnap.Marshal(snap)
 	require.NoError(t, err)
@@ -267,7 +267,7 @@ func TestVerifyLiveStore(t *testing.T) {
 	for i := range writers {
 		id := session.SessionID(fmt.Sprintf("live-%d", i))
 		s := sessiontest.New(string(id))
-		w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{Label: "writer"})
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{Label: "writer"})
 		require.NoError(t, err)
 		wg.Go(func() {
 			defer w.Release(ctx)

@@ -166,7 +166,7 @@ func (ss *simStore) resetRecomputes() {
 }
 
 func (ss *simStore) record(id session.SessionID, rev uint64) []byte {
-	snap := snapOf(ss.t, sessiontest.New(string(id)))
+	snap := sessiontest.Snap(ss.t, sessiontest.New(string(id)))
 	snap.Title = fmt.Sprintf("%s rev %d", id, rev)
 	payload, err := sessionstore.EncodeSnapshot(id, snap, 0)
 	require.NoError(ss.t, err)

@@ -62,14 +62,14 @@ func TestWatchFsnotify(t *testing.T) {
 	want := map[session.SessionID]uint64{}
 	writers := map[session.SessionID]sessionstore.Writer{}
 	create := func(id session.SessionID) {
-		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		writers[id], want[id] = w, 1
 	}
 	appendTo := func(id session.SessionID, n int) {
 		s := sessiontest.New(string(id))
 		for range n {
-			rev, err := writers[id].Append(ctx, writers[id].Revision(), snapOf(t, s))
+			rev, err := writers[id].Append(ctx, writers[id].Revision(), sessiontest.Snap(t, s))
 			require.NoError(t, err)
 			want[id] = rev
 		}
@@ -168,12 +168,12 @@ func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 	live := 0
 	for i := range 20 {
 		id := session.SessionID(fmt.Sprintf("s%02d", i))
-		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		page := list()
 		require.Len(t, page.Items, live+1)
 		require.Equal(t, id, page.Items[live].ID)
-		rev, err := w.Append(ctx, 1, snapOf(t, sessiontest.New(string(id))))
+		rev, err := w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.New(string(id))))
 		require.NoError(t, err)
 		page = list()
 		require.Equal(t, rev, page.Items[live].Revision)
@@ -201,10 +201,10 @@ func TestWatchListScanChecksPage(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	for i, id := range []session.SessionID{"a", "b", "c"} {
-		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		for range i + 1 {
-			_, err := w.Append(ctx, w.Revision(), snapOf(t, sessiontest.New(string(id))))
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, sessiontest.New(string(id))))
 			require.NoError(t, err)
 		}
 		require.NoError(t, w.Release(ctx))

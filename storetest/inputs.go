@@ -109,7 +109,7 @@ func bigSnap(t *testing.T, id string) sessnap.Snapshot {
 	s := sessiontest.New(id)
 	huge := strings.Repeat("x", sessionstore.DefaultMaxRecordBytes+1)
 	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, huge, sessiontest.Epoch)))
-	return snapOf(t, s)
+	return sessiontest.Snap(t, s)
 }
 
 func checkOversized(f *fixture) {
