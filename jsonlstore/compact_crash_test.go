@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -608,7 +609,7 @@ func ccArchiveClean(fsys vfs.FS, id session.SessionID) error {
 // ccSeedCount returns ccSeeds or its override.
 func ccSeedCount(t testing.TB) int {
 	t.Helper()
-	return procEnvInt(t, ccSeedsEnv, ccSeeds)
+	return proctest.EnvInt(t, ccSeedsEnv, ccSeeds)
 }
 
 func TestCompactCrashAtEverySyncPoint(t *testing.T) {

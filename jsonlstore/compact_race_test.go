@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -111,7 +112,7 @@ func TestHistoryDuringCompaction(t *testing.T) {
 		})
 	}
 	child := startProc(t, procModeReader, procEnv(dir, id, seed)...)
-	require.Equal(t, "reading", child.next(t))
+	require.Equal(t, "reading", child.Next(t))
 
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0x6863))
@@ -145,7 +146,7 @@ func TestHistoryDuringCompaction(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	child.stop(t)
+	child.Stop(t)
 	require.NoError(t, w.Release(ctx))
 
 	total := 0
@@ -194,9 +195,9 @@ func hcCheckReport(t *testing.T, st *Store, rep CompactReport) int {
 }
 
 // hcChildReads returns the reader process's last line ("reads N").
-func hcChildReads(t *testing.T, c *procChild) string {
+func hcChildReads(t *testing.T, c *proctest.Child) string {
 	t.Helper()
-	l, ok := c.tryNext()
+	l, ok := c.TryNext()
 	if !ok {
 		return "no report"
 	}
