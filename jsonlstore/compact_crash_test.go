@@ -19,7 +19,6 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
-	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -118,8 +117,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	rec := crashtest.Start[ccAck](mutate)
 	defer rec.Stop()
 	sim, faulty := rec.Sim, rec.FS
-	st := newStore(ccRoot, nil, faulty, newSimLeaser(sim, ccRoot), Options{Now: crashtest.Clock(sessiontest.Epoch)})
-	t.Cleanup(func() { st.Close() })
+	st := crashStore(t, rec, ccRoot)
 	run := &ccRun{Recorder: rec}
 
 	ack, step := &rec.Ack, &rec.Step
@@ -590,17 +588,13 @@ func TestCompactCrashAtEverySyncPoint(t *testing.T) {
 		len(points), distinct, seeds, built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	t.Logf("what the crashed states held: %s", stats)
 	if seeds >= ccSeeds {
-		for what, n := range map[string]int64{
+		crashtest.Met(t, map[string]int64{
 			"the old state":                    stats.oldState.Load(),
 			"the new state":                    stats.newState.Load(),
 			"leftovers in archive/ to reclaim": stats.leftovers.Load(),
 			"a temporary log to sweep":         stats.swept.Load(),
 			"an unacknowledged revision":       stats.unacked.Load(),
-		} {
-			if n == 0 {
-				t.Errorf("no crashed state had %s", what)
-			}
-		}
+		})
 	}
 }
 

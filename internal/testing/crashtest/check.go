@@ -3,8 +3,10 @@ package crashtest
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,6 +138,19 @@ func Sweep[A any](t testing.TB, points []Point[A], seeds int, check Check[A]) (s
 		t.Errorf("crash at point %d (%s), %s: %v", points[f.point].Index, points[f.point].Describe(), f.crash, f.err)
 	}
 	return int(made.Load()), int(checked.Load())
+}
+
+// Met fails t for each kind of crashed state of which a sweep met none:
+// counts maps what the checks are about ("a torn tail") to how many
+// crashed states had it. A check that never meets what it is about proves
+// nothing.
+func Met(t testing.TB, counts map[string]int64) {
+	t.Helper()
+	for _, what := range slices.Sorted(maps.Keys(counts)) {
+		if counts[what] == 0 {
+			t.Errorf("no crashed state had %s", what)
+		}
+	}
 }
 
 // forEach runs fn on 0..n-1 with one worker per CPU.

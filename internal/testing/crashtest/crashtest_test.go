@@ -139,3 +139,9 @@ func TestCrashes(t *testing.T) {
 	require.Equal(t, epoch.Add(time.Millisecond), clock())
 	require.Equal(t, epoch.Add(2*time.Millisecond), clock())
 }
+
+func TestMet(t *testing.T) {
+	r := &recorder{TB: t}
+	crashtest.Met(r, map[string]int64{"a torn tail": 3, "a lost name": 0, "an empty file": 0})
+	require.Equal(t, []string{"no crashed state had a lost name", "no crashed state had an empty file"}, r.errors)
+}
