@@ -61,6 +61,7 @@ func TestCompactKilled(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 	const id = session.SessionID("ck")
 

@@ -73,6 +73,7 @@ func TestCopyLiveStore(t *testing.T) {
 
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	defer st.Close()
 	var tails, cpNoise int
 	start := time.Now()

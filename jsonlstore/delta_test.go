@@ -47,9 +47,7 @@ func TestDeltaGrowingConversation(t *testing.T) {
 	snaps := growingConversation(t, "grow", n, 1<<10)
 	for _, fullOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full-records-only=%v", fullOnly), func(t *testing.T) {
-			st, err := Open(t.TempDir(), Options{FullRecordsOnly: fullOnly})
-			require.NoError(t, err)
-			defer st.Close()
+			st := openTestStoreWith(t, Options{FullRecordsOnly: fullOnly})
 			w, err := st.Create(ctx, snaps[0], sessionstore.AcquireOptions{})
 			require.NoError(t, err)
 			want := []string{mustEncode(t, snaps[0])}

@@ -73,6 +73,9 @@ func fltOpen(t testing.TB, backend string, realLeases bool) *fltEnv {
 		l = newSimLeaser(e.inner, e.dir)
 	}
 	e.st = newStore(e.dir, root, e.faulty, l, Options{})
+	// Whatever the faults did, the store is sound at the end; the check
+	// reads past the faults.
+	verifyAtCleanup(t, newStore(e.dir, root, e.inner, l, Options{}))
 	t.Cleanup(func() { e.st.Close() })
 	return e
 }

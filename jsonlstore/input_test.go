@@ -112,7 +112,7 @@ func TestSymlinksRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, target := range []string{"session-dir", LogFile, "lease.lock", "lease.json", SummaryFile} {
 		t.Run(target, func(t *testing.T) {
-			st := openTestStore(t)
+			st := openUncheckedStore(t) // symlinks planted on purpose
 			outside := t.TempDir()
 			victim := filepath.Join(outside, "victim")
 			require.NoError(t, os.WriteFile(victim, []byte("do not touch"), 0o600))
@@ -146,7 +146,7 @@ func TestSymlinksRefused(t *testing.T) {
 
 func TestMidLogCorruption(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	s := sessiontest.New("mid")
 	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 	require.NoError(t, err)

@@ -51,6 +51,7 @@ func TestKillDuringAppend(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 
 	start := time.Now()

@@ -53,6 +53,7 @@ func TestReadersRaceHolder(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 	const id = session.SessionID("race-1")
 	logFile := filepath.Join(dir, filepath.FromSlash(logPath(id)))

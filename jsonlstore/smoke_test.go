@@ -12,14 +12,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-func openTestStore(t testing.TB) *Store {
-	t.Helper()
-	st, err := Open(t.TempDir(), Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 func TestSmoke(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)

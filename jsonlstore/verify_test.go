@@ -151,7 +151,7 @@ func TestVerifyFlippedBits(t *testing.T) {
 		{name: "last-without-summary", line: 5, records: 5, dropSumm: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := openTestStore(t)
+			st := openUncheckedStore(t) // damaged on purpose
 			path := toolSession(t, st, "flip", 6)
 			rep, err := st.Verify(ctx)
 			require.NoError(t, err)
@@ -186,7 +186,7 @@ func TestVerifyFlippedBits(t *testing.T) {
 // snapshot does not restore (awaiting without a pending ask) is a problem.
 func TestVerifyPayloadDoesNotRestore(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	path := toolSession(t, st, "norestore", 2)
 	snap := sessiontest.Snap(t, sessiontest.InState("norestore", session.StateRunning))
 	snap.State = session.StateAwaiting
@@ -211,7 +211,7 @@ func TestVerifyPayloadDoesNotRestore(t *testing.T) {
 // on disk that says something else than the log is a problem.
 func TestVerifySummaryDisagrees(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	toolSession(t, st, "summ", 3)
 	sf, ok := readSummaryFile(st.fs, "summ")
 	require.True(t, ok)

@@ -56,9 +56,7 @@ func mapsEqual(a, b map[session.SessionID]uint64) bool {
 // The poll interval is an hour, so only events can make it converge.
 func TestWatchFsnotify(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(t.TempDir(), Options{PollInterval: time.Hour})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openTestStoreWith(t, Options{PollInterval: time.Hour})
 	want := map[session.SessionID]uint64{}
 	writers := map[session.SessionID]sessionstore.Writer{}
 	create := func(id session.SessionID) {
@@ -150,10 +148,8 @@ func TestWatchSweepsBarrierDirs(t *testing.T) {
 // answers from the index yet never misses a change completed before it.
 func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(t.TempDir(), Options{PollInterval: time.Hour})
-	require.NoError(t, err)
-	defer st.Close()
-	_, err = st.Watch(ctx)
+	st := openTestStoreWith(t, Options{PollInterval: time.Hour})
+	_, err := st.Watch(ctx)
 	require.NoError(t, err)
 	list := func() summary.Page {
 		t.Helper()
@@ -196,10 +192,8 @@ func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 // the future) is recomputed from the log and the page selected again.
 func TestWatchListScanChecksPage(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := Open(dir, Options{})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openUncheckedStore(t) // a summary.json is made to lie, on purpose
+	dir := st.Dir()
 	for i, id := range []session.SessionID{"a", "b", "c"} {
 		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
