@@ -26,17 +26,17 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// The power-loss test (DESIGN section 10, test 2) runs a scripted workload
-// on a store whose files live in a vfs.Sim and whose leases live in a
-// simLeaser, and crashtest takes a point (a snapshot of the file system and
-// of what the workload acknowledged) at every sync (just before it takes
-// effect) and after the workload, and crashes each point many ways: with
-// nothing pending surviving, with everything surviving, and with many
-// seeds of the unkind model (any subset of unsynced writes, at 4 KiB
-// granularity, renames before data, NUL extension). On every crashed
-// state a fresh store, with a fresh leaser that remembers no generation,
-// must show that nothing acknowledged was lost (plChecker.check). This
-// file holds the workload and that checker; the harness is crashtest's.
+// The power-loss test runs a scripted workload on a store whose files live
+// in a vfs.Sim and whose leases live in a simLeaser, and crashtest takes a
+// point (a snapshot of the file system and of what the workload
+// acknowledged) at every sync (just before it takes effect) and after the
+// workload, and crashes each point many ways: with nothing pending
+// surviving, with everything surviving, and with many seeds of the unkind
+// model (any subset of unsynced writes, at 4 KiB granularity, renames
+// before data, NUL extension). On every crashed state a fresh store, with
+// a fresh leaser that remembers no generation, must show that nothing
+// acknowledged was lost (plChecker.check). This file holds the workload
+// and that checker; the harness is crashtest's.
 //
 // The workload (plWorkload) drives three sessions:
 //
@@ -153,9 +153,6 @@ type plAck struct {
 	// returned, reporting the tail removed, so the removal is durable.
 	truncating, recovered bool
 }
-
-// plPoint is a point of the workload.
-type plPoint = crashtest.Point[plAck]
 
 // plRun is one run of the workload: its points, and what the checker
 // needs to know of what it wrote.
@@ -362,7 +359,7 @@ func (s *plStats) countSummary(crashed *vfs.Sim, id session.SessionID) {
 // returns the first violation of what must hold given what p
 // acknowledged (a crashtest.Check). r drives a second crash, after the
 // checker's own writes.
-func (c *plChecker) check(crashed *vfs.Sim, p plPoint, _ crashtest.Crash, r *rand.Rand) error {
+func (c *plChecker) check(crashed *vfs.Sim, p crashtest.Point[plAck], _ crashtest.Crash, r *rand.Rand) error {
 	ctx := context.Background()
 	ack := p.Ack
 	leases := newSimLeaser(crashed, plRoot)

@@ -11,15 +11,14 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 )
 
-// The sync-mutation check (DESIGN section 10; "Hardening" item 2) proves
-// that the power-loss test has teeth and that the store does no sync for
-// nothing: for each sync call of the power-loss workload in turn, the run
-// is repeated with that one call made a no-op that reports success
-// (vfs.Fault.Silent over the Sim), and the states after crashes of its
-// points must make plChecker.check fail (crashtest.Mutate). A sync whose
-// removal no check notices is either needless or guarded by no test; the
-// table the test logs says which syncs were caught, where and by what
-// check.
+// The sync-mutation check proves that the power-loss test has teeth and
+// that the store does no sync for nothing: for each sync call of the
+// power-loss workload in turn, the run is repeated with that one call made
+// a no-op that reports success (vfs.Fault.Silent over the Sim), and the
+// states after crashes of its points must make plChecker.check fail
+// (crashtest.Mutate). A sync whose removal no check notices is either
+// needless or guarded by no test; the table the test logs says which syncs
+// were caught, where and by what check.
 //
 // The full sweep (every sync call, up to mutFullSeeds unkind crashes per
 // point) runs when JSONLSTORE_MUTATE_SYNC=1 (make mutate-sync); normal
@@ -62,7 +61,7 @@ var mutQuick = []struct {
 
 func TestSyncMutation(t *testing.T) {
 	base := plWorkload(t, -1)
-	var syncs []plPoint // the points at the sync calls of the unmutated run, in order
+	var syncs []crashtest.Point[plAck] // the points at the sync calls of the unmutated run, in order
 	for _, p := range base.Points() {
 		if p.Op != "" {
 			syncs = append(syncs, p)
