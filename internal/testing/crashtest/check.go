@@ -67,16 +67,16 @@ func Crashes(seeds int) []Crash {
 	return out
 }
 
-// Apply crashes p's file system this way; an unkind crash is seeded by
-// the point's index and the crash's seed.
-func (c Crash) Apply(p *vfs.Sim, index int) *vfs.Sim {
+// Apply crashes sim, the snapshot of point number index, this way; an
+// unkind crash is seeded by the point's index and the crash's seed.
+func (c Crash) Apply(sim *vfs.Sim, index int) *vfs.Sim {
 	switch c.Kind {
 	case DurableOnly:
-		return p.CrashDurableOnly()
+		return sim.CrashDurableOnly()
 	case All:
-		return p.CrashAll()
+		return sim.CrashAll()
 	}
-	return p.Crash(Rand(index, c.Seed))
+	return sim.Crash(Rand(index, c.Seed))
 }
 
 // Rand returns the generator of crash seed of point k.

@@ -21,7 +21,7 @@
 //
 //	func TestPowerLoss(t *testing.T) {
 //		rec := workload(t, -1)
-//		crashtest.Sweep(t, rec.Points, seeds, check)
+//		crashtest.Sweep(t, rec.Points(), seeds, check)
 //	}
 //
 // A point is taken just before each sync takes effect (Recorder.Capture
