@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -25,7 +25,7 @@ func blobSession(t *testing.T, st *Store, id session.SessionID, n int, text func
 	t.Helper()
 	ctx := context.Background()
 	s := sessiontest.New(string(id))
-	w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{})
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	for i := range n {
 		m := session.TextMessage(session.RoleUser, text(i), sessiontest.Epoch)
@@ -35,7 +35,7 @@ func blobSession(t *testing.T, st *Store, id session.SessionID, n int, text func
 			}
 		}
 		require.NoError(t, s.AppendMessage(m))
-		_, err := w.Append(ctx, uint64(i+1), snapOf(t, s))
+		_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
 		require.NoError(t, err)
 	}
 	return w, s
@@ -149,7 +149,7 @@ func TestBlobDamageIsCorruption(t *testing.T) {
 	ctx := context.Background()
 	for _, damage := range []string{"flipped", "missing", "truncated"} {
 		t.Run(damage, func(t *testing.T) {
-			st := openTestStore(t)
+			st := openUncheckedStore(t) // the test damages it
 			w, _ := blobSession(t, st, "dmg", 3, func(i int) string { return strings.Repeat(fmt.Sprint(i), 40<<10) }, nil)
 			require.NoError(t, w.Release(ctx))
 			names, err := st.blobNames("dmg")
@@ -259,7 +259,7 @@ func blobAppendsUntil(t *testing.T, st *Store, id session.SessionID, text func(u
 	t.Helper()
 	ctx := context.Background()
 	s := sessiontest.New(string(id))
-	w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{})
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 	if stop() {
 		return 0 // the crash came during the creation
 	}
@@ -267,7 +267,7 @@ func blobAppendsUntil(t *testing.T, st *Store, id session.SessionID, text func(u
 	acked := uint64(1)
 	for rev := uint64(1); rev <= uint64(n); rev++ {
 		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, text(rev), sessiontest.Epoch)))
-		_, err := w.Append(ctx, rev, snapOf(t, s))
+		_, err := w.Append(ctx, rev, sessiontest.Snap(t, s))
 		if stop() {
 			return acked
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -271,7 +272,7 @@ func TestFaultImport(t *testing.T) {
 			}
 			crashes := []*vfs.Sim{after.CrashDurableOnly(), after.CrashAll()}
 			for seed := range uint64(3) {
-				crashes = append(crashes, after.Crash(plRand(0x1e, seed)))
+				crashes = append(crashes, after.Crash(crashtest.Rand(0x1e, seed)))
 			}
 			for i, crashed := range crashes {
 				ce := fltOnSim(crashed)

@@ -14,7 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -166,7 +166,7 @@ func (ss *simStore) resetRecomputes() {
 }
 
 func (ss *simStore) record(id session.SessionID, rev uint64) []byte {
-	snap := snapOf(ss.t, sessiontest.New(string(id)))
+	snap := sessiontest.Snap(ss.t, sessiontest.New(string(id)))
 	snap.Title = fmt.Sprintf("%s rev %d", id, rev)
 	payload, err := sessionstore.EncodeSnapshot(id, snap, 0)
 	require.NoError(ss.t, err)

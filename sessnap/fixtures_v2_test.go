@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 )
 

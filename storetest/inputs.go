@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -111,7 +111,7 @@ func bigSnap(t *testing.T, id string) sessnap.Snapshot {
 	input := `"` + strings.Repeat("x", sessionstore.DefaultMaxRecordBytes+1) + `"`
 	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
 		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
-	return snapOf(t, s)
+	return sessiontest.Snap(t, s)
 }
 
 func checkOversized(f *fixture) {
