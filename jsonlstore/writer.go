@@ -34,8 +34,8 @@ type writer struct {
 	lastOffset int64 // offset of the last record
 	app        *appender.Appender
 	blobs      *blobWriter // nil with FullRecordsOnly
-	failed     error // set by the first I/O error; poisons the writer
-	lost       error // set when fencing fails; every later call returns it
+	failed     error       // set by the first I/O error; poisons the writer
+	lost       error       // set when fencing fails; every later call returns it
 	closed     bool
 }
 
