@@ -72,7 +72,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		return rc, err
 	}
 	if last.Kind != KindGap {
-		if _, err := decodeRecord(id, last, snap, nil); err != nil {
+		if _, err := decodeRecord(id, last, snap, s.newPageCache(id)); err != nil {
 			return rc, err
 		}
 	}
