@@ -182,3 +182,53 @@ func TestDamagedPageIsCorruption(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordCapIsTheStores: records written under a cap above the reader's
+// are read, verified and kept by a reader opened with a smaller cap (the
+// writer's cap is recorded in settings.json): never corruption, never cut
+// by repair; a holder with the smaller cap goes on under the session's.
+func TestRecordCapIsTheStores(t *testing.T) {
+	ctx := context.Background()
+	const bigCap = 4 << 20
+	big := openTestStoreWith(t, Options{MaxRecordBytes: bigCap})
+	s := sessiontest.New("wide")
+	w, err := big.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	input := `"` + strings.Repeat("y", 2<<20) + `"` // a tool call input: kept inline
+	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	got, err := recordedCap(big.fs, sessionDir("wide"))
+	require.NoError(t, err)
+	require.Equal(t, bigCap, got)
+
+	for _, own := range []int{1 << 20, 256 << 10} {
+		small, err := Open(big.Dir(), Options{MaxRecordBytes: own})
+		require.NoError(t, err)
+		rec, err := small.Load(ctx, "wide")
+		require.NoError(t, err, "cap %d", own)
+		require.Len(t, string(rec.Snapshot.Messages[0].Parts[0].Input), len(input))
+		vr, err := small.Verify(ctx, "wide")
+		require.NoError(t, err)
+		require.True(t, vr.OK(), "cap %d: %+v", own, vr)
+		rep, err := small.Repair(ctx, "wide", RepairOptions{TruncateAtCorruption: true})
+		require.NoError(t, err)
+		require.False(t, rep.Cut)
+		require.Equal(t, uint64(len(s.Conversation())+1), rep.Revision)
+
+		// A holder with the smaller cap appends (a small message) and
+		// leaves the recorded cap as it was.
+		w, err := small.Acquire(ctx, "wide", sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "thanks", sessiontest.Epoch)))
+		_, err = w.Append(ctx, uint64(len(s.Conversation())), sessiontest.Snap(t, s))
+		require.NoError(t, err)
+		require.NoError(t, w.Release(ctx))
+		got, err := recordedCap(small.fs, sessionDir("wide"))
+		require.NoError(t, err)
+		require.Equal(t, bigCap, got)
+		require.NoError(t, small.Close())
+	}
+}

@@ -25,10 +25,14 @@ var _ sessionstore.Store = (*Store)(nil)
 
 // Options tune a Store. The zero value works.
 type Options struct {
-	// MaxRecordBytes caps one encoded snapshot (0:
-	// sessionstore.DefaultMaxRecordBytes). A larger snapshot is refused and
-	// nothing is written; a reader never holds more than this (plus the
-	// envelope) of one line in memory.
+	// MaxRecordBytes is the record cap this store writes with (0:
+	// sessionstore.DefaultMaxRecordBytes, which says what the cap bounds):
+	// a snapshot that does not fit is refused and nothing is written. A
+	// cap above the default is recorded in the session (SettingsFile), so
+	// that every reader reads what was written: a reader reads with the
+	// largest of its own cap, the default and the recorded one (at most
+	// MaxReadRecordBytes), and holds no more than that (plus the envelope)
+	// of one line in memory.
 	MaxRecordBytes int
 	// PollInterval is how often the watcher rescans when it cannot rely on
 	// file system events (0: 1s).
@@ -292,6 +296,9 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
 	}
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	if err := s.recordCap(b.tmp, false); err != nil { // synced with the directory, before publish
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
 	return b, nil
