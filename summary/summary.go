@@ -64,7 +64,9 @@ const (
 )
 
 // Holder identifies a lease holder, for people and diagnostics. It is never
-// evidence of liveness.
+// evidence of liveness. HeartbeatAt is when the holder last showed it was
+// alive: its latest heartbeat or append (every adapter counts an append as
+// a heartbeat).
 type Holder struct {
 	Host        string    `json:"host,omitempty"`
 	PID         int       `json:"pid,omitempty"`
@@ -80,7 +82,8 @@ type LeaseStatus struct {
 	Generation uint64 `json:"generation,omitempty"`
 	// Holder is the current holder (held) or the last one (free, stale).
 	Holder *Holder `json:"holder,omitempty"`
-	// HeartbeatAge is how long ago the holder last heartbeated, when held.
+	// HeartbeatAge is how long ago the holder last heartbeated or
+	// appended (Holder.HeartbeatAt), when held.
 	HeartbeatAge time.Duration `json:"heartbeat_age_ns,omitempty"`
 }
 
