@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -80,7 +81,7 @@ type Store struct {
 
 	closed atomic.Bool
 	mu     sync.Mutex
-	watch  *watcher // started by the first Watch
+	watch  *watch.Watcher // started by the first Watch
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -134,7 +135,7 @@ func (s *Store) Close() error {
 	w := s.watch
 	s.mu.Unlock()
 	if w != nil {
-		w.close()
+		w.Close()
 	}
 	if s.root != nil {
 		return s.root.Close()

@@ -1,9 +1,8 @@
-package jsonlstore
+package watch
 
 import (
 	"time"
 
-	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -13,14 +12,14 @@ import (
 // rescan lists the root and brings every session up to date; sessions no
 // longer listed are forgotten. It costs a stat per session plus a
 // recomputation per changed one, on the watcher's goroutine: for the
-// initial scan, after lost events, and for a List when the root itself
+// initial scan, after lost events, and for a Current when the root itself
 // is not watched. Periodic scans go through startScan.
-func (w *watcher) rescan() {
+func (w *Watcher) rescan() {
 	w.limited = false // kernel limits may have eased: try again
-	ids, err := w.s.sessionIDs()
+	ids, err := w.disk.IDs()
 	if err != nil {
 		if !w.listFailed {
-			w.s.opts.Logger.Warn("jsonlstore: watcher cannot list the root", "err", err)
+			w.logger.Warn("jsonlstore: watcher cannot list the root", "err", err)
 		}
 		w.listFailed = true
 		return
@@ -58,10 +57,10 @@ type scanResult struct {
 // startScan starts a periodic scan: of every session (full), or of those
 // no watch covers. Its system calls — a stat per log — run on their own
 // goroutine, so that a scan of many sessions does not hold up events and
-// Lists; the watcher's goroutine then recomputes what changed
+// Currents; the watcher's goroutine then recomputes what changed
 // (applyScan). One scan runs at a time: a tick that finds one running
 // skips its own.
-func (w *watcher) startScan(full bool) {
+func (w *Watcher) startScan(full bool) {
 	if w.scanning {
 		return
 	}
@@ -76,7 +75,7 @@ func (w *watcher) startScan(full bool) {
 	w.scans.Go(func() {
 		res := scanResult{full: full}
 		if full {
-			ids, res.failed = w.s.sessionIDs()
+			ids, res.failed = w.disk.IDs()
 		}
 		res.logs = make(map[session.SessionID]logState, len(ids))
 		for _, id := range ids {
@@ -84,8 +83,8 @@ func (w *watcher) startScan(full bool) {
 				return
 			}
 			var st logState
-			if fi, err := w.s.fs.Lstat(logPath(id)); err == nil && fi.Mode().IsRegular() {
-				st = logState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+			if fi, err := w.disk.StatLog(id); err == nil {
+				st = logStateOf(fi)
 			}
 			res.logs[id] = st
 		}
@@ -100,10 +99,10 @@ func (w *watcher) startScan(full bool) {
 // changed (against the state the summary was computed from), and those it
 // did not see at all (created since, or gone). A change since the scan's
 // stat is not missed: it has an event, or the next scan sees it.
-func (w *watcher) applyScan(res scanResult) {
+func (w *Watcher) applyScan(res scanResult) {
 	if res.failed != nil {
 		if !w.listFailed {
-			w.s.opts.Logger.Warn("jsonlstore: watcher cannot list the root", "err", res.failed)
+			w.logger.Warn("jsonlstore: watcher cannot list the root", "err", res.failed)
 		}
 		w.listFailed = true
 		return
@@ -135,7 +134,7 @@ func (w *watcher) applyScan(res scanResult) {
 }
 
 // pollUnwatched brings the sessions no event covers up to date.
-func (w *watcher) pollUnwatched() {
+func (w *Watcher) pollUnwatched() {
 	for id, t := range w.polled {
 		if w.stopping() {
 			return
@@ -150,7 +149,7 @@ func (w *watcher) pollUnwatched() {
 // debounce ago is scheduled rather than recomputed again (a poll can see
 // a change whose event is still on its way, right after the recomputation
 // an earlier event caused).
-func (w *watcher) check(id session.SessionID) {
+func (w *Watcher) check(id session.SessionID) {
 	if t := w.sessions[id]; t != nil {
 		if t.due {
 			return
