@@ -133,7 +133,7 @@ func TestTouch(t *testing.T) {
 		// Ten writes a second for three seconds.
 		for i := 1; i <= 30; i++ {
 			time.Sleep(fslease.TouchInterval / 10)
-			require.NoError(t, l.Touch())
+			require.NoError(t, l.Touch(time.Now()))
 			now := start.Add(time.Duration(i) * fslease.TouchInterval / 10)
 			active := start.Add(now.Sub(start).Truncate(fslease.TouchInterval))
 			if i%10 == 0 {
@@ -157,7 +157,7 @@ func TestTouch(t *testing.T) {
 		require.NoError(t, l.Heartbeat(t.Context()))
 		beat := l.Record().HeartbeatAt
 		time.Sleep(fslease.TouchInterval / 2)
-		require.NoError(t, l.Touch())
+		require.NoError(t, l.Touch(time.Now()))
 		require.True(t, stat(fslease.LockFile).ModTime().Equal(lockTime), "touched within the interval after a heartbeat")
 		st, err := fslease.Inspect(t.Context(), dir)
 		require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestTouch(t *testing.T) {
 		require.NoError(t, os.WriteFile(tmp, nil, 0o600))
 		require.NoError(t, os.Chtimes(tmp, start, start))
 		require.NoError(t, os.Rename(tmp, filepath.Join(dir, fslease.LockFile)))
-		require.ErrorIs(t, l.Touch(), fslease.ErrLost)
+		require.ErrorIs(t, l.Touch(time.Now()), fslease.ErrLost)
 		require.True(t, stat(fslease.LockFile).ModTime().Equal(start))
 		require.ErrorIs(t, l.Release(t.Context()), fslease.ErrLost)
 	})
@@ -183,13 +183,13 @@ func TestTouchAfterRelease(t *testing.T) {
 		l, err := fslease.Acquire(t.Context(), dir, fslease.Options{})
 		require.NoError(t, err)
 		time.Sleep(2 * fslease.TouchInterval)
-		require.NoError(t, l.Touch())
+		require.NoError(t, l.Touch(time.Now()))
 		time.Sleep(2 * fslease.TouchInterval)
 		require.NoError(t, l.Release(t.Context()))
 		released := l.Record().HeartbeatAt
-		require.ErrorIs(t, l.Touch(), fslease.ErrReleased)
+		require.ErrorIs(t, l.Touch(time.Now()), fslease.ErrReleased)
 		time.Sleep(2 * fslease.TouchInterval)
-		require.ErrorIs(t, l.Touch(), fslease.ErrReleased)
+		require.ErrorIs(t, l.Touch(time.Now()), fslease.ErrReleased)
 		st, err := fslease.Inspect(t.Context(), dir)
 		require.NoError(t, err)
 		require.Equal(t, fslease.Free, st.State)

@@ -27,7 +27,9 @@ type Status struct {
 	// ActiveAt is when the holder last showed it was alive: the later of
 	// Record.HeartbeatAt and the time of its latest Touch (lease.lock's
 	// modification time, counted only when it is after the record's
-	// heartbeat and not in the future). Zero without a record.
+	// heartbeat and not in the future). For a Free lease it is the
+	// record's: a released record is the holder's last word, and a lock
+	// file's later time can only come from a copy. Zero without a record.
 	ActiveAt time.Time
 	// HeartbeatAge is the time since ActiveAt (zero without a record,
 	// never negative). For a Held lease whose holder heartbeats, or
@@ -162,7 +164,7 @@ func newStatus(s State, ld loaded, lock fs.FileInfo) Status {
 		// A time from another clock (the kernel's, when the lock file was
 		// created, or that of a holder with a clock of its own) is ignored
 		// when it is in the future.
-		if lock != nil {
+		if lock != nil && s != Free {
 			if t := lock.ModTime().UTC(); t.After(st.ActiveAt) && !t.After(now) {
 				st.ActiveAt = t
 			}

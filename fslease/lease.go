@@ -366,42 +366,42 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 // second.
 const TouchInterval = time.Second
 
-// Touch tells readers that the holder is at work, as a heartbeat does, at
-// a cost meant for every write the lease protects: it sets the
-// modification time of lease.lock to now (the lease's clock), which
-// Inspect reads as the holder's latest sign of life when it is later than
-// the record's HeartbeatAt (see Status.ActiveAt). A store calls it after
-// each write it makes under the lease, so that a busy holder never looks
-// idle although it never heartbeats.
+// Touch tells readers that the holder was at work at time at (the time of
+// a write it made, by its clock): it sets the modification time of
+// lease.lock to at, which Inspect reads as the holder's latest sign of
+// life when it is later than the record's HeartbeatAt (Status.ActiveAt).
+// A store calls it after each write it makes under the lease, with the
+// time it gave the write, so that a busy holder never looks idle although
+// it never heartbeats.
 //
-// When the holder's latest heartbeat or touch is less than TouchInterval
-// old, Touch returns at once, touching no file; otherwise it checks
-// fencing (see Check) and makes one system call. It writes no data and
-// syncs nothing: the new time reaches the disk with the file system's next
-// commit, and one lost in a crash only makes a dead holder look idle for
-// longer. lease.json is left alone, so Touch never weakens what Acquire
-// and Release make durable.
+// When at is less than TouchInterval after the holder's latest heartbeat
+// or touch, Touch returns at once, touching no file and reading no clock;
+// otherwise it checks fencing (see Check) and makes one system call. It
+// writes no data and syncs nothing: the new time reaches the disk with the
+// file system's next commit, and one lost in a crash only makes a dead
+// holder look idle for longer. lease.json is left alone, so Touch never
+// weakens what Acquire and Release make durable.
 //
 // Errors: a *LostError when fencing fails (nothing is touched), I/O
 // errors (a lock file owned by another user refuses an explicit time).
-func (l *Lease) Touch() error {
+func (l *Lease) Touch(at time.Time) error {
+	at = at.Round(0).UTC()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.nowUTC()
 	last := l.rec.HeartbeatAt
 	if l.touched.After(last) {
 		last = l.touched
 	}
-	if since := now.Sub(last); since >= 0 && since < TouchInterval && !l.closed {
+	if since := at.Sub(last); since >= 0 && since < TouchInterval && !l.closed {
 		return nil
 	}
 	if err := l.checkLocked(); err != nil {
 		return err
 	}
-	if err := setModTime(l.lockPath, now); err != nil {
+	if err := setModTime(l.lockPath, at); err != nil {
 		return fmt.Errorf("fslease: touch %s: %w", l.dir, err)
 	}
-	l.touched = now
+	l.touched = at
 	return nil
 }
 

@@ -18,7 +18,7 @@ func TestTouchShowsDeadHolder(t *testing.T) {
 		l, err := Acquire(t.Context(), dir, Options{})
 		require.NoError(t, err)
 		time.Sleep(3 * TouchInterval)
-		require.NoError(t, l.Touch())
+		require.NoError(t, l.Touch(time.Now()))
 		touched := time.Now().UTC()
 		require.NoError(t, l.fl.Unlock())
 		time.Sleep(time.Minute)

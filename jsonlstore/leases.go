@@ -26,9 +26,10 @@ type leaseHandle interface {
 	PreviousState() fslease.PrevState
 	Check() error
 	Heartbeat(ctx context.Context) error
-	// Touch counts a write as a heartbeat (fslease.Lease.Touch): at most
-	// once a second, one system call, nothing synced.
-	Touch() error
+	// Touch counts a write made at time at as a heartbeat
+	// (fslease.Lease.Touch): at most once a second, one system call,
+	// nothing synced.
+	Touch(at time.Time) error
 	Release(ctx context.Context) error
 	// Moved tells the lease its directory was renamed to dir while held.
 	Moved(dir string) error

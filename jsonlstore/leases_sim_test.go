@@ -326,11 +326,11 @@ func (h *simLease) Heartbeat(ctx context.Context) error {
 
 // Touch records a sign of life beside the record, as fslease's Touch
 // does on lease.lock: at most once per fslease.TouchInterval.
-func (h *simLease) Touch() error {
+func (h *simLease) Touch(at time.Time) error {
 	h.l.mu.Lock()
 	defer h.l.mu.Unlock()
 	d := h.l.dirs[h.dir]
-	now := h.l.now().Round(0).UTC()
+	now := at.Round(0).UTC()
 	last := h.rec.HeartbeatAt
 	if d != nil && d.touched.After(last) {
 		last = d.touched

@@ -76,7 +76,7 @@ func TestAppendCountsAsHeartbeat(t *testing.T) {
 // BenchmarkAppendTouch's baseline.
 type noTouch struct{ leaseHandle }
 
-func (noTouch) Touch() error { return nil }
+func (noTouch) Touch(time.Time) error { return nil }
 
 // steppingClock advances a second at every reading: every append of a
 // store on it is a second after the previous one, so that every append

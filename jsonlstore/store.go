@@ -32,7 +32,8 @@ type Options struct {
 	// envelope) of one line in memory.
 	MaxRecordBytes int
 	// PollInterval is how often the watcher rescans when it cannot rely on
-	// file system events (0: 1s).
+	// file system events, and probes the leases it saw held, to see a
+	// holder that died (0: 1s).
 	PollInterval time.Duration
 	// LeftoverAge is how old an unheld temporary or trash directory must be
 	// before it is swept (0: 1 minute).

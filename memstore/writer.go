@@ -89,8 +89,6 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",
 			sessionstore.ErrSchemaTooNew, e.id, latest, v, sessnap.SchemaVersion)
 	}
-	// An append proves the holder alive, as a heartbeat does.
-	e.identity.HeartbeatAt = w.s.now()
 	w.rev = w.s.appendLocked(e, w.gen, &snap, data)
 	return w.rev, nil
 }
@@ -142,5 +140,6 @@ func (w *writer) Release(context.Context) error {
 		return fmt.Errorf("%w: session %s: store closed", sessionstore.ErrClosed, w.e.id)
 	}
 	w.e.freeLocked(summary.LeaseFree)
+	w.s.leaseChangedLocked(w.e)
 	return nil
 }

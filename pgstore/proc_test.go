@@ -195,6 +195,17 @@ func (p *proc) next() string {
 	}
 }
 
+// kill kills the helper with SIGKILL and waits for it to die of it.
+func (p *proc) kill() {
+	p.t.Helper()
+	require.NoError(p.t, p.cmd.Process.Kill())
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(p.t, err, &ee, "%s", p.name)
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	require.True(p.t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%s did not die of SIGKILL: %v", p.name, err)
+}
+
 // field returns the value of key=value in line.
 func field(t *testing.T, line, key string) string {
 	t.Helper()

@@ -34,8 +34,9 @@ type Summary struct {
 	// Owner is the subject of the principal the session is attributed to.
 	Owner string `json:"owner,omitempty"`
 	// Lease is computed from lease evidence when the summary is read (never
-	// cached, never from process-local state). Adapters that cannot compute
-	// it cheaply leave it at LeaseUnknown.
+	// cached, never from process-local state); in a Change, when the change
+	// was made. Adapters that cannot compute it cheaply leave it at
+	// LeaseUnknown.
 	Lease LeaseStatus `json:"lease"`
 	Sizes Sizes       `json:"sizes"`
 }
@@ -125,9 +126,11 @@ func Project(snap *sessnap.Snapshot, revision, generation uint64, updatedAt time
 }
 
 // Change is a level-triggered change event: the current state of one
-// session (its latest summary, or that it cannot be read) or its deletion.
-// Changes may be coalesced: a watcher sees the latest state of each
-// changed session, not every revision, and never counts events per append.
+// session (its latest summary with its lease status, or that it cannot be
+// read) or its deletion. A new revision is a change, and so is a lease
+// that changes hands (SameLease). Changes may be coalesced: a watcher sees
+// the latest state of each changed session, not every revision, and never
+// counts events per append.
 type Change struct {
 	ID      session.SessionID `json:"id"`
 	Deleted bool              `json:"deleted,omitempty"`

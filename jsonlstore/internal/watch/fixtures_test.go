@@ -183,6 +183,7 @@ type fakeDisk struct {
 	sessions  map[session.SessionID]*fakeSession
 	ino       uint64
 	recompute map[session.SessionID][]time.Time
+	inspected map[session.SessionID]int // Lease calls
 }
 
 type fakeSession struct {
@@ -190,12 +191,68 @@ type fakeSession struct {
 	size     int64
 	mtime    time.Time
 	rev      uint64
+	// The lease: its status, and the identity of its record (lease.json),
+	// replaced at every write of the record (zero: none yet).
+	lease  summary.LeaseStatus
+	record vfs.Identity
 }
 
 const fakeRecordSize = 100
 
 func newFakeDisk() *fakeDisk {
-	return &fakeDisk{sessions: map[session.SessionID]*fakeSession{}, recompute: map[session.SessionID][]time.Time{}}
+	return &fakeDisk{
+		sessions:  map[session.SessionID]*fakeSession{},
+		recompute: map[session.SessionID][]time.Time{},
+		inspected: map[session.SessionID]int{},
+	}
+}
+
+// acquire gives session id's lease to a new holder labelled label, as an
+// acquisition does: a new generation and a new record.
+func (d *fakeDisk) acquire(id session.SessionID, label string) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.sessions[id]
+	now := time.Now().UTC()
+	s.lease = summary.LeaseStatus{
+		State: summary.LeaseHeld, Generation: s.lease.Generation + 1,
+		Holder: &summary.Holder{Host: "box", PID: 42, Label: label, AcquiredAt: now, HeartbeatAt: now},
+	}
+	s.record = d.newIdentityLocked()
+	return s.lease.Generation
+}
+
+// release frees session id's lease, as a clean release does: a new record.
+func (d *fakeDisk) release(id session.SessionID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.sessions[id]
+	s.lease.State = summary.LeaseFree
+	s.lease.Holder.HeartbeatAt = time.Now().UTC()
+	s.record = d.newIdentityLocked()
+}
+
+// heartbeat rewrites session id's lease record with a new heartbeat time.
+func (d *fakeDisk) heartbeat(id session.SessionID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.sessions[id]
+	s.lease.Holder.HeartbeatAt = time.Now().UTC()
+	s.record = d.newIdentityLocked()
+}
+
+// die makes session id's holder die: its lock goes, its record stays.
+func (d *fakeDisk) die(id session.SessionID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sessions[id].lease.State = summary.LeaseStale
+}
+
+// inspections returns how often session id's lease was inspected.
+func (d *fakeDisk) inspections(id session.SessionID) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inspected[id]
 }
 
 func (d *fakeDisk) newIdentityLocked() vfs.Identity {
@@ -209,6 +266,7 @@ func (d *fakeDisk) create(id session.SessionID, revs uint64) {
 	d.sessions[id] = &fakeSession{
 		dir: d.newIdentityLocked(), log: d.newIdentityLocked(),
 		size: int64(revs) * fakeRecordSize, mtime: time.Now(), rev: revs,
+		lease: summary.LeaseStatus{State: summary.LeaseFree},
 	}
 }
 
@@ -312,11 +370,42 @@ func (d *fakeDisk) Summary(_ context.Context, id session.SessionID) (summary.Sum
 	}, nil
 }
 
-// Affects is jsonlstore's: lease files and forensic copies affect
-// nothing.
+func (d *fakeDisk) StatLease(id session.SessionID) (fs.FileInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, err := d.lookup(id)
+	if err != nil || s.record == (vfs.Identity{}) {
+		return nil, fs.ErrNotExist
+	}
+	return fakeInfo{name: "lease.json", id: s.record, size: 300}, nil
+}
+
+func (d *fakeDisk) Lease(_ context.Context, id session.SessionID) (summary.LeaseStatus, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.inspected[id]++
+	s, err := d.lookup(id)
+	if err != nil {
+		return summary.LeaseStatus{}, err
+	}
+	ls := s.lease
+	if ls.Holder != nil {
+		h := *ls.Holder
+		ls.Holder = &h
+		if ls.State == summary.LeaseHeld {
+			ls.HeartbeatAge = time.Since(h.HeartbeatAt)
+		}
+	}
+	return ls, nil
+}
+
+// Affects is jsonlstore's: the lease record and the lock file affect the
+// lease; the record's temporary files and forensic copies nothing.
 func (*fakeDisk) Affects(rest string) Effect {
-	if rest == "lease.lock" || strings.HasPrefix(rest, "lease.json") ||
-		rest == forensicDir || strings.HasPrefix(rest, forensicDir+"/") {
+	switch {
+	case rest == "lease.lock" || rest == "lease.json":
+		return AffectsLease
+	case strings.HasPrefix(rest, "lease.json"), rest == forensicDir, strings.HasPrefix(rest, forensicDir+"/"):
 		return AffectsNothing
 	}
 	return AffectsSummary

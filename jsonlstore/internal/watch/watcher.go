@@ -51,6 +51,14 @@ type Disk interface {
 	// once the store is closing, anything else for a session that cannot
 	// be read.
 	Summary(ctx context.Context, id session.SessionID) (summary.Summary, error)
+	// StatLease describes the file that every write of session id's lease
+	// record replaces (lease.json): another identity, size or modification
+	// time means that the lease may have changed. An error counts as no
+	// file.
+	StatLease(id session.SessionID) (fs.FileInfo, error)
+	// Lease reports session id's lease status, computed now, modifying
+	// nothing (Store.Lease).
+	Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error)
 	// Affects says what a change to the entry at rest, a path inside a
 	// session directory, may change.
 	Affects(rest string) Effect
@@ -67,6 +75,11 @@ const (
 	// AffectsSummary: the entry may change the session's summary (its
 	// log, its summary cache, the directory itself).
 	AffectsSummary
+	// AffectsLease: the entry may change the session's lease status (the
+	// lease record, replaced by every acquisition, heartbeat and release;
+	// the lock file, when it is replaced). A change of its times alone
+	// (a holder's touch) affects nothing.
+	AffectsLease
 )
 
 // Options configure a Watcher.
@@ -103,6 +116,7 @@ type Watcher struct {
 	// The fields below belong to the watcher's goroutine.
 	sessions    map[session.SessionID]*tracked
 	polled      map[session.SessionID]*tracked // the sessions no watch covers
+	held        map[session.SessionID]struct{} // the sessions whose lease was last seen held
 	watching    int                            // directories watched, the root included
 	rootWatched bool                           // events announce new and deleted sessions
 	limited     bool                           // an Add hit a kernel limit since the last full rescan
@@ -137,25 +151,31 @@ type Watcher struct {
 // tracked is what the watcher knows of one session directory.
 type tracked struct {
 	dir      vfs.Identity // the directory watched (a recreated session is a new one)
-	log      logState     // the log the current summary was computed from; zero: recompute
+	log      fileState    // the log the current summary was computed from; zero: recompute
 	watched  bool
 	due      bool      // a recomputation is scheduled
 	dueSeq   uint64    // the dueEntry that will run it
-	computed time.Time // when the summary was last computed
+	computed time.Time // when the summary or the lease was last looked at
+
+	// The lease (lease.go).
+	lease     summary.LeaseStatus // the status published with the summary
+	leaseFile fileState           // the lease record when the lease was last looked at
+	leaseDue  bool                // an event or a poll says the lease may have changed
 }
 
-// logState is what a stat tells of a log: a different value means the
-// summary must be recomputed. The log of one identity only grows, except
-// when recovery or repair truncates it, which also changes its
-// modification time.
-type logState struct {
+// fileState is what a stat tells of a file that is appended to or
+// replaced whole: a different value means that it changed. The log of one
+// identity only grows, except when recovery or repair truncates it, which
+// also changes its modification time; the lease record is replaced at
+// every write.
+type fileState struct {
 	id    vfs.Identity
 	size  int64
 	mtime int64
 }
 
-func logStateOf(fi fs.FileInfo) logState {
-	return logState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+func fileStateOf(fi fs.FileInfo) fileState {
+	return fileState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
 type dueEntry struct {
@@ -182,6 +202,7 @@ func newWatcher(d Disk, opts Options) *Watcher {
 		poll: opts.PollInterval, logger: logger, budget: -1,
 		sessions: map[session.SessionID]*tracked{},
 		polled:   map[session.SessionID]*tracked{},
+		held:     map[session.SessionID]struct{}{},
 		slot:     map[session.SessionID]int{},
 		syncReq:  make(chan chan bool),
 		scanned:  make(chan scanResult),
@@ -305,7 +326,7 @@ func (w *Watcher) run() {
 			w.checkBarrier()
 			if !w.rootWatched || w.ticks%rescanTicks == 0 {
 				w.startScan(true)
-			} else if len(w.polled) > 0 {
+			} else if len(w.polled) > 0 || w.anyHeld() {
 				w.startScan(false)
 			}
 		case res := <-w.scanned:
@@ -342,8 +363,16 @@ func (w *Watcher) event(ev fsnotify.Event) {
 	if sessionstore.ValidateID(id) != nil {
 		return // .tmp-*, .trash-*: not sessions (yet, any more)
 	}
-	if rest != "" && w.disk.Affects(rest) == AffectsNothing {
-		return
+	if rest != "" {
+		switch w.disk.Affects(rest) {
+		case AffectsNothing:
+			return
+		case AffectsLease:
+			if ev.Op == fsnotify.Chmod {
+				return // a holder's touch: its appends are events of their own
+			}
+			w.track(id).leaseDue = true
+		}
 	}
 	w.schedule(id)
 }
@@ -407,8 +436,9 @@ func (w *Watcher) track(id session.SessionID) *tracked {
 
 // refresh brings the index up to date with session id on disk: it
 // recomputes the summary if the log changed since it was last computed,
-// marks the session unreadable if it cannot be read, and forgets it if
-// its directory is gone or holds no session.
+// and looks at the lease then or when the lease may have changed (an
+// event, a new lease record); it marks the session unreadable if it cannot
+// be read, and forgets it if its directory is gone or holds no session.
 func (w *Watcher) refresh(id session.SessionID) {
 	t := w.sessions[id]
 	fi, ferr := w.disk.StatLog(id)
@@ -416,11 +446,18 @@ func (w *Watcher) refresh(id session.SessionID) {
 		w.forget(id)
 		return
 	}
-	var st logState // zero for a log that is not there: recomputed at every look
+	var st fileState // zero for a log that is not there: recomputed at every look
+	logSame := false
 	if ferr == nil {
-		st = logStateOf(fi)
+		st = fileStateOf(fi)
 		if t != nil && t.log == st {
-			return
+			if lf := w.leaseFileOf(id); lf != t.leaseFile {
+				t.leaseDue = true
+			}
+			if !t.leaseDue {
+				return
+			}
+			logSame = true
 		}
 	}
 	dfi, err := w.disk.StatDir(id)
@@ -441,29 +478,36 @@ func (w *Watcher) refresh(id session.SessionID) {
 	// before it is in what Summary reads.
 	w.watchSession(id, t)
 	if ferr != nil {
-		t.log = logState{}
+		t.log = fileState{}
 		w.unreadable(id, ferr)
 		return
 	}
 	t.computed = time.Now()
+	if logSame {
+		w.refreshLease(id, t)
+		return
+	}
 	sum, err := w.disk.Summary(context.Background(), id)
 	switch {
 	case err == nil:
 		t.log = st
+		// Looked at with every new summary, so that a change carries the
+		// holder's latest sign of life (an append touches the lease).
+		sum.Lease = w.lookLease(id, t)
 		w.put(sum)
 	case errors.Is(err, sessionstore.ErrNotFound):
 		w.forget(id)
 	case errors.Is(err, sessionstore.ErrClosed):
 		// Closing: nothing to report.
-		t.log = logState{}
+		t.log = fileState{}
 	default:
 		// Reported, as List does (corruption, a newer program's records,
 		// a permission error), and looked at again when the log changes —
 		// or, for a permission error, at every poll: a chmod changes
-		// nothing that logState records.
+		// nothing that fileState records.
 		t.log = st
 		if errors.Is(err, fs.ErrPermission) {
-			t.log = logState{}
+			t.log = fileState{}
 		}
 		w.unreadable(id, err)
 	}
@@ -528,6 +572,7 @@ func (w *Watcher) forget(id session.SessionID) {
 		}
 		delete(w.sessions, id)
 		delete(w.polled, id)
+		delete(w.held, id)
 	}
 	w.drop(id)
 }

@@ -78,17 +78,20 @@ func TestWatchDebounce(t *testing.T) {
 	})
 }
 
-// TestWatchIgnoresIrrelevantEvents: events about lease files, forensic
-// copies and leftovers schedule nothing; an event about the summary file
-// schedules a look, which recomputes only if the log changed.
+// TestWatchIgnoresIrrelevantEvents: events about the lease record's
+// temporary files, a holder's touch of the lock file, forensic copies and
+// leftovers schedule nothing; an event about the summary file schedules a
+// look, which recomputes only if the log changed; one about the lease
+// record a look at the lease, which recomputes nothing if the log did not
+// change.
 func TestWatchIgnoresIrrelevantEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ss := newSimStore(t, newFakeSource())
 		ss.create("a", 2)
 		ss.startWatcher(nil)
 		ss.resetRecomputes()
+		inspected := ss.disk.inspections("a")
 		ss.appendRev("a")
-		ss.src.emit("a/lease.json", fsnotify.Create)
 		ss.src.emit("a/lease.json.tmp-1234", fsnotify.Create)
 		ss.src.emit("a/lease.lock", fsnotify.Chmod)
 		ss.src.emit("a/"+forensicDir+"/x", fsnotify.Create)
@@ -96,6 +99,7 @@ func TestWatchIgnoresIrrelevantEvents(t *testing.T) {
 		time.Sleep(debounce)
 		synctest.Wait()
 		require.Empty(t, ss.recomputes("a"), "nothing scheduled")
+		require.Equal(t, inspected, ss.disk.inspections("a"), "nothing scheduled")
 		ss.src.emit("a/"+summaryFile, fsnotify.Write)
 		time.Sleep(debounce)
 		synctest.Wait()
@@ -105,6 +109,13 @@ func TestWatchIgnoresIrrelevantEvents(t *testing.T) {
 		time.Sleep(debounce)
 		synctest.Wait()
 		require.Len(t, ss.recomputes("a"), 1, "the log did not change: a stat, no recompute")
+		inspected = ss.disk.inspections("a")
+		ss.disk.acquire("a", "agent")
+		ss.src.emit("a/lease.json", fsnotify.Create)
+		time.Sleep(debounce)
+		synctest.Wait()
+		require.Len(t, ss.recomputes("a"), 1, "the lease changed, not the log: no recompute")
+		require.Equal(t, inspected+1, ss.disk.inspections("a"), "one look at the lease")
 	})
 }
 
