@@ -67,7 +67,8 @@ FUZZ_TARGETS = \
 	./session:FuzzNormalizeLastError \
 	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive \
 	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile \
-	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply
+	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply \
+	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/soak.sh fuzz

@@ -3,7 +3,7 @@ package sessionstore_test
 import (
 	"testing"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
 )
 
 // TestMain fails the run when a test or example leaves a goroutine or a

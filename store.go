@@ -246,10 +246,12 @@ func LoadAt(ctx context.Context, s Store, id session.SessionID, rev uint64) (Rec
 }
 
 // ForkSnapshot returns the revision-1 snapshot of a fork of src into
-// newID: a copy with the ID replaced and the relationship naming src as
-// parent and src's root (or src) as root.
+// newID: a copy with the ID replaced, the relationship naming src as
+// parent and src's root (or src) as root, and no origin (a fork is not the
+// import of its parent's source, so a re-import never continues it).
 func ForkSnapshot(src sessnap.Snapshot, newID session.SessionID) sessnap.Snapshot {
 	fork := src
+	fork.Origin = nil
 	root := src.Relationship.RootID
 	if root == "" {
 		root = src.ID

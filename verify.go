@@ -113,6 +113,33 @@ func FindingOf(ce *CorruptionError) Finding {
 	return Finding{File: ce.Path, Offset: ce.Offset, Revision: ce.Revision, Message: msg}
 }
 
+// VerifyOptions tune a verification. The zero value is a Verifier's
+// Verify.
+type VerifyOptions struct {
+	// Deep decodes and restores every revision's snapshot, and checks what
+	// each references, rather than what an adapter checks by default (for
+	// the file store: every record's checksums and every delta, but only
+	// full records' and the latest snapshot decoded): its cost is the sum
+	// of the snapshots' sizes, not the log's.
+	Deep bool
+}
+
+// DeepVerifier is a Verifier that verifies with options.
+type DeepVerifier interface {
+	Verifier
+	VerifyWith(ctx context.Context, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error)
+}
+
+// VerifyWith is Verify with options: s's own VerifyWith when s is a
+// DeepVerifier, else Verify (which, without a Verifier, reads every
+// revision).
+func VerifyWith(ctx context.Context, s Store, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error) {
+	if v, ok := s.(DeepVerifier); ok {
+		return v.VerifyWith(ctx, opts, ids...)
+	}
+	return Verify(ctx, s, ids...)
+}
+
 // Verify checks the given sessions of s (all of them when none is given):
 // with s's own Verify when s is a Verifier, else by reading each session's
 // History, every record of which must read back and restore to a

@@ -12,7 +12,7 @@
 //	go run . -pg=false       # without the pgstore rows
 //
 // The pgstore rows (W1, W3, W4) run on a throwaway PostgreSQL cluster the
-// run starts on loopback through internal/pgtest, durable (fsync and
+// run starts on loopback through internal/testing/pgtest, durable (fsync and
 // synchronous_commit on), and stops at the end or on SIGINT/SIGTERM; when
 // PostgreSQL cannot start, the run prints "pgstore rows skipped: <reason>"
 // and goes on without them. PGSTORE_TEST_DSN names an existing server

@@ -11,13 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // The pgstore rows run on a PostgreSQL server of their own: a throwaway
-// cluster on loopback started once per run by internal/pgtest, with
+// cluster on loopback started once per run by internal/testing/pgtest, with
 // durable settings (fsync, synchronous_commit and full_page_writes on), so
 // that an append returns once its WAL is on disk, as jsonlstore's returns
 // after fdatasync. Each workload gets a fresh database, migrated by
@@ -92,7 +92,7 @@ func pgSettings(ctx context.Context, dsn string) (string, error) {
 	}
 	where := "the server of " + pgtest.DSNEnv
 	if os.Getenv(pgtest.DSNEnv) == "" {
-		where = fmt.Sprintf("a throwaway cluster on 127.0.0.1 (internal/pgtest), data in %s (%s)", vals["data_directory"], fsType(vals["data_directory"]))
+		where = fmt.Sprintf("a throwaway cluster on 127.0.0.1 (internal/testing/pgtest), data in %s (%s)", vals["data_directory"], fsType(vals["data_directory"]))
 	}
 	return fmt.Sprintf("PostgreSQL %s, %s; fsync=%s, synchronous_commit=%s, full_page_writes=%s, wal_sync_method=%s; the client connects over TCP on loopback, so each append is a round trip plus a WAL fsync at commit",
 		vals["server_version"], where, vals["fsync"], vals["synchronous_commit"], vals["full_page_writes"], vals["wal_sync_method"]), nil

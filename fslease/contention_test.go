@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 )
 
 const (
@@ -34,12 +35,7 @@ const (
 // Stale lease (every release here is clean, and Inspect reads lease.json
 // under its shared lock, so it cannot catch a holder mid-acquire).
 func TestContention(t *testing.T) {
-	rounds := contentionRounds
-	if s := os.Getenv(soakEnv); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err, soakEnv)
-		rounds = n
-	}
+	rounds := proctest.EnvInt(t, soakEnv, contentionRounds)
 	perProc := (rounds + contentionProcs - 1) / contentionProcs
 	dir := t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "events.log")
@@ -72,7 +68,7 @@ func TestContention(t *testing.T) {
 		}
 	})
 
-	helpers := make([]*helper, contentionProcs)
+	helpers := make([]*proctest.Child, contentionProcs)
 	for i := range helpers {
 		helpers[i] = startHelper(t, modeContend,
 			dirEnv+"="+dir, logEnv+"="+logPath, roundsEnv+"="+strconv.Itoa(perProc))
@@ -80,9 +76,9 @@ func TestContention(t *testing.T) {
 	// Generous: on 2 loaded cores with -race a round takes a few ms.
 	wait := max(45*time.Second, time.Duration(rounds)*50*time.Millisecond)
 	for _, h := range helpers {
-		f := strings.Fields(h.lineWithin(t, wait))
+		f := strings.Fields(h.NextWithin(t, wait))
 		require.Equal(t, []string{"done", strconv.Itoa(perProc)}, f[:2])
-		require.NoError(t, h.wait(t))
+		require.NoError(t, h.Wait(t))
 	}
 	stopProbe()
 	probeWG.Wait()

@@ -1,7 +1,6 @@
 package fslease_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,19 +9,20 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 )
 
-// Helper processes. The test binary re-executes itself with helperEnv set
-// to a mode; TestMain then runs runHelper instead of the tests. A helper
-// reports on stdout, one line per event, and a test reads those lines with
-// a deadline: that, not sleeping, is how parent and child synchronise.
+// Helper processes, through proctest: the test binary re-executes itself
+// with helperEnv set to a mode, and TestMain runs helperMain instead of
+// the tests. A helper reports on stdout, one line per event, and a test
+// reads those lines with a deadline: that, not sleeping, is how parent and
+// child synchronise.
 const (
 	helperEnv = "FSLEASE_HELPER"
 	dirEnv    = "FSLEASE_DIR"
@@ -37,14 +37,7 @@ const (
 	helperLineWithin = 20 * time.Second // generous: helpers are race-enabled and the machine may be loaded
 )
 
-func runHelper(mode string) int {
-	if err := helperMain(mode); err != nil {
-		fmt.Fprintf(os.Stderr, "fslease helper %s (pid %d): %v\n", mode, os.Getpid(), err)
-		return 1
-	}
-	return 0
-}
-
+// helperMain runs helper mode mode (TestMain's proctest.Helper calls it).
 func helperMain(mode string) error {
 	ctx := context.Background()
 	dir := os.Getenv(dirEnv)
@@ -148,119 +141,20 @@ func contend(ctx context.Context, dir string, opts fslease.Options) error {
 	return nil
 }
 
-// helper is a running helper process.
-type helper struct {
-	t     testing.TB
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-	pid   int
-	exit  chan error // receives Wait's result once
-	err   error      // Wait's result, after waited
-	done  bool
-}
-
 // startHelper starts the test binary in mode with extra environment. The
-// process is killed (after SIGCONT, in case a test stopped it) and reaped
-// at cleanup.
-func startHelper(t testing.TB, mode string, env ...string) *helper {
+// process is killed and reaped at cleanup if the test has not done so.
+func startHelper(t testing.TB, mode string, env ...string) *proctest.Child {
 	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe)
-	// The race runtime sleeps a second at exit by default; helpers exit
-	// often. (exec keeps the last of duplicate variables.)
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + mode, "GORACE=" + gorace}, env...)...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	h := &helper{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 16), pid: cmd.Process.Pid, exit: make(chan error, 1)}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-		close(h.lines)
-		// Wait only after stdout reached EOF, as os/exec requires.
-		h.exit <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if !h.done {
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-			_ = cmd.Process.Kill()
-			_ = stdin.Close()
-			_ = h.wait(t) // killed just above: its exit error is expected
-		}
-	})
-	return h
-}
-
-// line returns the helper's next stdout line, failing the test if none
-// comes in time.
-func (h *helper) line(t testing.TB) string {
-	t.Helper()
-	return h.lineWithin(t, helperLineWithin)
-}
-
-// lineWithin is line with a deadline of d.
-func (h *helper) lineWithin(t testing.TB, d time.Duration) string {
-	t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		require.True(t, ok, "helper %d exited before printing a line", h.pid)
-		return l
-	case <-time.After(d):
-		require.FailNow(t, "timed out waiting for a helper line", "pid %d", h.pid)
-		return ""
-	}
+	return proctest.Start(t, proctest.Cmd{ModeEnv: helperEnv, Mode: mode, Env: env, Within: helperLineWithin})
 }
 
 // held reads the helper's "held GEN [CHILDPID]" line.
-func (h *helper) held(t testing.TB) (gen uint64, rest []string) {
+func held(t testing.TB, h *proctest.Child) (gen uint64, rest []string) {
 	t.Helper()
-	f := strings.Fields(h.line(t))
+	f := strings.Fields(h.Next(t))
 	require.GreaterOrEqual(t, len(f), 2)
 	require.Equal(t, "held", f[0])
 	gen, err := strconv.ParseUint(f[1], 10, 64)
 	require.NoError(t, err)
 	return gen, f[2:]
-}
-
-// wait reaps the helper (draining its stdout) and returns Wait's error.
-func (h *helper) wait(t testing.TB) error {
-	t.Helper()
-	if h.done {
-		return h.err
-	}
-	// Drain stdout so that the reader goroutine reaches Wait.
-	for range h.lines {
-	}
-	select {
-	case h.err = <-h.exit:
-	case <-time.After(helperLineWithin):
-		require.FailNow(t, "timed out waiting for helper to exit", "pid %d", h.pid)
-	}
-	h.done = true
-	return h.err
-}
-
-// kill sends SIGKILL and reaps the helper.
-func (h *helper) kill(t testing.TB) {
-	t.Helper()
-	require.NoError(t, h.cmd.Process.Kill())
-	err := h.wait(t)
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-}
-
-// finish closes the helper's stdin (so a holder releases) and requires a
-// clean exit.
-func (h *helper) finish(t testing.TB) {
-	t.Helper()
-	require.NoError(t, h.stdin.Close())
-	require.NoError(t, h.wait(t))
 }

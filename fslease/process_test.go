@@ -22,10 +22,10 @@ const staleWithin = time.Second
 func TestKilledHolderIsStale(t *testing.T) {
 	dir := t.TempDir()
 	h := startHelper(t, modeHold, dirEnv+"="+dir)
-	gen, _ := h.held(t)
+	gen, _ := held(t, h)
 
 	killed := time.Now()
-	h.kill(t)
+	h.Kill(t)
 	ctx, cancel := context.WithTimeout(t.Context(), staleWithin)
 	defer cancel()
 	l := mustAcquire(t, ctx, dir, fslease.Options{})
@@ -34,7 +34,7 @@ func TestKilledHolderIsStale(t *testing.T) {
 	require.Equal(t, fslease.PrevStale, l.PreviousState())
 	prev, ok := l.Previous()
 	require.True(t, ok)
-	require.Equal(t, h.pid, prev.Owner.PID)
+	require.Equal(t, h.PID(), prev.Owner.PID)
 	require.False(t, prev.Released)
 	require.Equal(t, gen, prev.Generation)
 	require.Equal(t, gen+1, l.Generation())
@@ -45,8 +45,8 @@ func TestKilledHolderIsStale(t *testing.T) {
 func TestReleasedHolderIsClean(t *testing.T) {
 	dir := t.TempDir()
 	h := startHelper(t, modeAcquireOnce, dirEnv+"="+dir)
-	require.Equal(t, "released 1", h.line(t))
-	require.NoError(t, h.wait(t))
+	require.Equal(t, "released 1", h.Next(t))
+	require.NoError(t, h.Wait(t))
 
 	st, err := fslease.Inspect(t.Context(), dir)
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestReleasedHolderIsClean(t *testing.T) {
 	prev, ok := l.Previous()
 	require.True(t, ok)
 	require.True(t, prev.Released)
-	require.Equal(t, h.pid, prev.Owner.PID)
+	require.Equal(t, h.PID(), prev.Owner.PID)
 	require.Equal(t, "helper-"+modeAcquireOnce, prev.Owner.Label)
 	require.Equal(t, uint64(2), l.Generation())
 }
@@ -69,17 +69,17 @@ func TestReleasedHolderIsClean(t *testing.T) {
 func TestStoppedHolderKeepsLease(t *testing.T) {
 	dir := t.TempDir()
 	h := startHelper(t, modeHold, dirEnv+"="+dir, hbEnv+"=5ms")
-	gen, _ := h.held(t)
-	require.NoError(t, h.cmd.Process.Signal(syscall.SIGSTOP))
+	gen, _ := held(t, h)
+	h.Signal(t, syscall.SIGSTOP)
 
 	_, err := fslease.TryAcquire(t.Context(), dir, fslease.Options{})
 	require.ErrorIs(t, err, fslease.ErrHeld)
 	var he *fslease.HeldError
 	require.ErrorAs(t, err, &he)
 	require.NotNil(t, he.Holder)
-	require.Equal(t, h.pid, he.Holder.Owner.PID)
+	require.Equal(t, h.PID(), he.Holder.Owner.PID)
 	require.Equal(t, gen, he.Holder.Generation)
-	require.Contains(t, err.Error(), "pid "+strconv.Itoa(h.pid))
+	require.Contains(t, err.Error(), "pid "+strconv.Itoa(h.PID()))
 
 	// The heartbeat (every 5ms while running) stops with the process; the
 	// age keeps growing while the state stays Held.
@@ -97,8 +97,8 @@ func TestStoppedHolderKeepsLease(t *testing.T) {
 	_, err = fslease.Acquire(ctx, dir, fslease.Options{})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
-	require.NoError(t, h.cmd.Process.Signal(syscall.SIGCONT))
-	h.finish(t)
+	h.Signal(t, syscall.SIGCONT)
+	h.Stop(t)
 	l := mustAcquire(t, t.Context(), dir, fslease.Options{})
 	require.Equal(t, fslease.PrevReleased, l.PreviousState())
 }
@@ -110,13 +110,13 @@ func TestStoppedHolderKeepsLease(t *testing.T) {
 func TestExecedChildDoesNotHoldLease(t *testing.T) {
 	dir := t.TempDir()
 	h := startHelper(t, modeHoldSpawn, dirEnv+"="+dir)
-	_, rest := h.held(t)
+	_, rest := held(t, h)
 	require.Len(t, rest, 1)
 	child, err := strconv.Atoi(rest[0])
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 
-	h.kill(t)
+	h.Kill(t)
 	ctx, cancel := context.WithTimeout(t.Context(), staleWithin)
 	defer cancel()
 	l := mustAcquire(t, ctx, dir, fslease.Options{})

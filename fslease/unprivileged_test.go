@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/fslease"
-	"github.com/sessionstore/sessionstore/internal/unprivtest"
+	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
 )
 
 // Permission and symlink checks prove nothing as root, which CI runs as:

@@ -1,7 +1,6 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -31,10 +31,11 @@ import (
 // this program does not write after them.
 
 // recovered is what recovery found: the log's last record (payload
-// copied) and the state of its delta chain, for the writer.
+// copied) and its delta chain, for the writer.
 type recovered struct {
-	last  *rawRecord
-	chain record.Chain
+	last   *rawRecord
+	full   *rawRecord
+	deltas []*rawRecord
 }
 
 // recoverLog analyses session id's log under the lease and removes an
@@ -63,10 +64,19 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	if ne := v.back.Newer; ne != nil {
 		return rc, s.refuse(id, ne)
 	}
-	rc.last = last.Clone()
-	if rc.chain, err = s.chainAfterRecovery(id, last, full, deltas, v.maxPayload); err != nil {
+	// The latest revision must rebuild, and be a snapshot of this session
+	// (its content left out of line): no holder builds on a snapshot it
+	// cannot read.
+	snap, err := rebuildChain(id, last, full, deltas, v.maxPayload)
+	if err != nil {
 		return rc, err
 	}
+	if last.Kind != KindGap {
+		if _, err := decodeRecord(id, last, snap, nil); err != nil {
+			return rc, err
+		}
+	}
+	rc.last, rc.full, rc.deltas = last.Clone(), full, deltas
 	if t.Bytes == 0 {
 		return rc, nil
 	}
@@ -104,22 +114,15 @@ func (s *Store) refuse(id session.SessionID, err error) error {
 	return err
 }
 
-// chainAfterRecovery returns the state of the chain that ends at last, the
-// log's last valid record, for the writer's next delta. A latest revision
-// that does not rebuild is corruption: no holder builds on a snapshot it
-// cannot read.
-func (s *Store) chainAfterRecovery(id session.SessionID, last, full *rawRecord, deltas []*rawRecord, maxPayload int) (record.Chain, error) {
-	var chain record.Chain
-	snap, err := rebuildChain(id, last, full, deltas, maxPayload)
-	if err != nil {
-		return chain, err
+// appenderAfterRecovery returns a writer's append state for the chain
+// recovery found: resumed from it, so that the next record can be a delta
+// on it.
+func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appender.Appender, *blobWriter) {
+	app, blobs := s.newAppender(sessionDir(id))
+	if err := app.Resume(rc.full, rc.deltas); err != nil {
+		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision not resumed; the next revision is written in full", "session", id, "err", err)
 	}
-	held := 0
-	for _, d := range deltas {
-		held += int(d.LineLen)
-	}
-	chain.Resume(bytes.Clone(snap), len(full.Payload), len(deltas), held)
-	return chain, nil
+	return app, blobs
 }
 
 // saveForensic copies n bytes of v from off into a new file under the
@@ -251,10 +254,11 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 		_ = f.Close()
 		return nil, fmt.Errorf("jsonlstore: open session %s: %w", id, err)
 	}
+	app, blobs := s.appenderAfterRecovery(id, rc)
 	return &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
+		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
 		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
-		report: report, chain: rc.chain,
+		report: report,
 	}, nil
 }
 

@@ -49,6 +49,7 @@ type SessionBackup struct {
 	LogBytes     int64             `json:"log_bytes"`
 	ArchiveBytes int64             `json:"archive_bytes"`
 	Segments     int               `json:"segments"`
+	Blobs        int               `json:"blobs,omitempty"`
 }
 
 // Backup copies sessions ids (all when none) into the store at dest
@@ -153,6 +154,7 @@ func (s *Store) checkBackupDest(dest string) error {
 // log later does not affect it), its last record, and the archive segments
 // that hold the revisions below the log's first.
 type backupSource struct {
+	s        *Store
 	id       session.SessionID
 	v        *view
 	last     *rawRecord
@@ -173,7 +175,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		}
 		return nil, fmt.Errorf("jsonlstore: backup %s: %w", id, err)
 	}
-	src := &backupSource{id: id, v: v}
+	src := &backupSource{s: s, id: id, v: v}
 	defer func() {
 		if err != nil {
 			src.close()
@@ -252,6 +254,33 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			return sb, err
 		}
 		if err := dst.fs.SyncDir(tmp + "/" + ArchiveDir); err != nil {
+			return sb, err
+		}
+	}
+	// The blobs: every one there, each whole (a blob under its name was
+	// synced before it got it); those the copied records reference were
+	// there before the log was opened.
+	names, err := src.s.blobNames(id)
+	if err != nil {
+		return sb, err
+	}
+	if len(names) > 0 {
+		if err := dst.fs.Mkdir(tmp+"/"+BlobDir, dirPerm); err != nil {
+			return sb, err
+		}
+		for _, name := range names {
+			f, err := src.s.fs.OpenFile(blobDir(id)+"/"+name, osRDONLY, 0)
+			if err != nil {
+				return sb, err
+			}
+			err = copyInto(dst.fs, tmp+"/"+BlobDir+"/"+name, f)
+			_ = f.Close() // read-only
+			if err != nil {
+				return sb, err
+			}
+			sb.Blobs++
+		}
+		if err := dst.fs.SyncDir(tmp + "/" + BlobDir); err != nil {
 			return sb, err
 		}
 	}

@@ -60,6 +60,7 @@ func TestBackupDuringCompaction(t *testing.T) {
 		require.Len(t, rep.Sessions, 2)
 		dst, err := Open(dest, Options{})
 		require.NoError(t, err)
+		verifyAtCleanup(t, dst)
 		for _, sb := range rep.Sessions {
 			var n uint64
 			for rec, err := range dst.History(ctx, sb.ID) {

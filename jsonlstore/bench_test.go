@@ -11,7 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -30,7 +30,7 @@ func snapshotOfSize(tb testing.TB, id string, size int) sessnap.Snapshot {
 			tb.Fatal(err)
 		}
 	}
-	return snapOf(tb, s)
+	return sessiontest.Snap(tb, s)
 }
 
 // BenchmarkAppend measures a durable append (everything Append does,

@@ -14,24 +14,25 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// toolCompacted returns a store with session "arch" of 8 revisions whose
-// first 5 compaction moved into an archive segment.
-func toolCompacted(t *testing.T) (*Store, string) {
+// toolCompacted gives st a session "arch" of 8 revisions whose first 5
+// compaction moved into an archive segment, and returns its archive
+// directory.
+func toolCompacted(t *testing.T, st *Store) string {
 	t.Helper()
-	st := openTestStore(t)
 	toolSession(t, st, "arch", 8)
 	rep, err := st.Compact(context.Background(), "arch", CompactPolicy{KeepLast: 3}, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), rep.RevisionsTrimmed, "%+v", rep)
 	require.NotEmpty(t, rep.Segment)
-	return st, filepath.Join(st.Dir(), "arch", ArchiveDir)
+	return filepath.Join(st.Dir(), "arch", ArchiveDir)
 }
 
 // TestVerifyArchives: archived revisions are verified with the log's; a
 // damaged segment is a problem; files a compaction left behind are notes.
 func TestVerifyArchives(t *testing.T) {
 	ctx := context.Background()
-	st, dir := toolCompacted(t)
+	st := openUncheckedStore(t) // its segment is damaged on purpose
+	dir := toolCompacted(t, st)
 	rep, err := st.Verify(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep)
@@ -84,7 +85,8 @@ func toolSegment(t *testing.T, dir string) string {
 // revisions, and Export writes every revision, archived ones included.
 func TestRecordsArchived(t *testing.T) {
 	ctx := context.Background()
-	st, dir := toolCompacted(t)
+	st := openTestStore(t)
+	dir := toolCompacted(t, st)
 	seg := "arch/archive/" + filepath.Base(toolSegment(t, dir))
 	var n uint64
 	for info, err := range st.Records(ctx, session.SessionID("arch")) {

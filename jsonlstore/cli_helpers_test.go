@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -73,11 +73,11 @@ func toolSession(t testing.TB, st *Store, id session.SessionID, n int) string {
 	t.Helper()
 	ctx := context.Background()
 	s := sessiontest.New(string(id))
-	w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{Label: "tool-test"})
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{Label: "tool-test"})
 	require.NoError(t, err)
 	for r := 2; r <= n; r++ {
 		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, fmt.Sprintf("message %d", r), sessiontest.Epoch)))
-		_, err := w.Append(ctx, uint64(r-1), snapOf(t, s))
+		_, err := w.Append(ctx, uint64(r-1), sessiontest.Snap(t, s))
 		require.NoError(t, err)
 	}
 	require.NoError(t, w.Release(ctx))

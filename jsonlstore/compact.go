@@ -397,7 +397,7 @@ type writerOnly struct{ io.Writer }
 // writeSummaryAfterCompaction refreshes summary.json for the new log (its
 // identity changed, so the old summary no longer matches).
 func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
-	last, rec, err := w.s.loadLatest(w.id, v)
+	last, rec, err := w.s.loadLatest(w.id, v, true)
 	if err != nil {
 		return
 	}

@@ -17,7 +17,8 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -68,11 +69,11 @@ func BenchmarkCompact(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		compactBenchReset(b, root, id, pristine, logFile)
-		raw := compactBenchChild(b, "bench-raw", root, id)
+		raw := compactBenchChild(b, procModeBenchRaw, root, id)
 		rawT += compactBenchDuration(b, raw)
 		rawPeak = max(rawPeak, compactBenchInt(b, raw, "hwm"))
 		b.StartTimer()
-		res := compactBenchChild(b, "bench-compact", root, id)
+		res := compactBenchChild(b, procModeBenchCompact, root, id)
 		b.StopTimer()
 		if res["trimmed"] != strconv.FormatUint(revs-1, 10) {
 			b.Fatalf("compaction trimmed %s revisions, want %d", res["trimmed"], revs-1)
@@ -144,7 +145,7 @@ func compactBenchPayloads(b *testing.B, id session.SessionID) [][][]byte {
 			if err := sess.AppendMessage(session.TextMessage(role, text.String(), sessiontest.Epoch)); err != nil {
 				b.Fatal(err)
 			}
-			p, err := sessionstore.EncodeSnapshot(id, snapOf(b, sess), 0)
+			p, err := sessionstore.EncodeSnapshot(id, sessiontest.Snap(b, sess), 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -213,10 +214,10 @@ func compactBenchReset(b *testing.B, root string, id session.SessionID, pristine
 // compactBenchChild runs a benchmark child and returns the key=value
 // fields of its "result" line.
 func compactBenchChild(b *testing.B, mode, root string, id session.SessionID) map[string]string {
-	c := startCompactChild(b, mode, procEnv(root, id, 0)...)
-	line := c.next(b)
-	c.stop(b)
-	return procFields(b, line, "result")
+	c := startProc(b, mode, procEnv(root, id, 0)...)
+	line := c.Next(b)
+	c.Stop(b)
+	return proctest.Fields(b, line, "result")
 }
 
 func compactBenchDuration(b *testing.B, res map[string]string) time.Duration {

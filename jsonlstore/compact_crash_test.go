@@ -17,19 +17,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
-// The compaction crash tests (DESIGN sections 9 and 10): a crash injected
-// at every step of a compaction leaves either the old state or the new
-// one, and after recovery every revision is readable exactly once.
+// The compaction crash tests: a crash injected at every step of a
+// compaction leaves either the old state or the new one, and after
+// recovery every revision is readable exactly once.
 //
 // ccWorkload drives one session on a vfs.Sim store (leases in a
-// simLeaser) through compactions of every kind, taking a snapshot of the
-// file system at every sync point of each compaction (just before the
+// simLeaser) through compactions of every kind, and crashtest takes a
+// point (a snapshot of the file system and of what the workload
+// acknowledged) at every sync point of each compaction (just before the
 // sync takes effect), at the first sync point after it, and at the end:
 //
 //	create, append to 24;
@@ -54,23 +56,23 @@ import (
 // revisions ending in 0, 3, 4 and 7 and deltas at the others; the
 // workload checks that it does.
 //
-// Each snapshot is crashed with nothing pending surviving, with everything
+// Each point is crashed with nothing pending surviving, with everything
 // surviving, and with seeds of the unkind model, and ccCheck judges
 // every crashed state: see there. TestCompactSyncMutation silences each
 // sync call of the successful compactions in turn and requires some
-// crashed state to fail the check; TestCompactFaults faults every I/O call
-// of a compaction in turn; TestCompactVerifiesSegment shows that a
-// segment that does not read back is never published.
+// crashed state to fail the check. This file holds the workload and the
+// checker; the harness is crashtest's. The fault tests
+// (compact_faults_test.go) and the kill test use the checker too.
 //
 // The file is longer than the house limit because the workload, what it
 // acknowledged and the checker that judges crashed states against it are
 // one unit, shared by the crash, mutation and fault tests (as in
-// powerloss_test.go); the kill test uses the checker's helpers too.
+// powerloss_test.go).
 
 const (
 	ccRoot = "/sim/compact"
 	ccID   = session.SessionID("cc")
-	// ccSeeds is the number of unkind crashes per snapshot; ccSeedsEnv
+	// ccSeeds is the number of unkind crashes per point; ccSeedsEnv
 	// overrides it.
 	ccSeeds    = 3
 	ccSeedsEnv = "JSONLSTORE_COMPACT_CRASH_SEEDS"
@@ -78,8 +80,8 @@ const (
 	ccVariantChecker = 9
 )
 
-// ccAck is what the workload had been told when a snapshot was taken: what
-// every crash of that snapshot must show.
+// ccAck is what the workload had been told when a point was taken: what
+// every crash of that point must show.
 type ccAck struct {
 	rev      uint64 // the last acknowledged revision
 	inflight bool   // an append of rev+1 was under way
@@ -91,33 +93,12 @@ type ccAck struct {
 	reclaimed []string
 }
 
-// ccPoint is a snapshot: at a sync point (op on name, before it took
-// effect) or at the end (op "").
-type ccPoint struct {
-	sim   *vfs.Sim
-	ack   ccAck
-	op    vfs.Op
-	name  string
-	step  string // the workload step
-	syncs int    // sync calls made so far, this one included
-}
-
-func (p ccPoint) describe() string {
-	if p.op == "" {
-		return p.step + ": end of workload"
-	}
-	return fmt.Sprintf("%s: %s %s", p.step, p.op, plPattern(p.name))
-}
-
 // ccRun is one run of the workload.
 type ccRun struct {
-	points []ccPoint
-	faulty *vfs.Faulty
+	*crashtest.Recorder[ccAck]
 	// compactions are the sync calls [from, to) of each compaction that
 	// succeeded, by step: the ones the mutation test silences.
 	compactions []ccSpan
-	// syncs describes each sync call, by its index among the Faulty's.
-	syncs []string
 }
 
 type ccSpan struct {
@@ -132,32 +113,22 @@ type ccSpan struct {
 func ccWorkload(t testing.TB, mutate int) *ccRun {
 	t.Helper()
 	ctx := context.Background()
-	sim := vfs.NewSim()
-	faulty := vfs.NewFaulty(sim)
-	if mutate >= 0 {
-		faulty.Inject(vfs.Fault{Op: vfs.OpAnySync, After: mutate, Silent: true})
-	}
-	var tick atomic.Int64
-	clock := func() time.Time { return sessiontest.Epoch.Add(time.Duration(tick.Add(1)) * time.Millisecond) }
-	st := newStore(ccRoot, nil, faulty, newSimLeaser(sim, ccRoot), Options{Now: clock})
-	t.Cleanup(func() { st.Close() })
-	run := &ccRun{faulty: faulty}
+	rec := crashtest.Start[ccAck](mutate)
+	defer rec.Stop()
+	sim, faulty := rec.Sim, rec.FS
+	st := crashStore(t, rec, ccRoot)
+	run := &ccRun{Recorder: rec}
 
-	ack := ccAck{firsts: []uint64{1}}
-	var step string
+	ack, step := &rec.Ack, &rec.Step
+	*ack = ccAck{firsts: []uint64{1}}
 	capture, captureNext := false, false
-	sim.OnSync(func(op vfs.Op, name string) {
-		for len(run.syncs) < faulty.Calls(vfs.OpAnySync)-1 {
-			run.syncs = append(run.syncs, "(faulted: did not reach the Sim)")
-		}
-		run.syncs = append(run.syncs, fmt.Sprintf("%s: %s %s", step, op, plPattern(name)))
+	rec.Capture = func(vfs.Op, string) bool {
 		if !capture && !captureNext {
-			return
+			return false
 		}
 		captureNext = false
-		run.points = append(run.points, ccPoint{sim: sim.Snapshot(), ack: ack, op: op, name: name, step: step, syncs: faulty.Calls(vfs.OpAnySync)})
-	})
-	defer sim.OnSync(nil)
+		return true
+	}
 
 	appendTo := func(w sessionstore.Writer, to uint64) {
 		for ack.rev < to {
@@ -171,7 +142,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	// compact runs one compaction as step name, expecting a log that
 	// starts at newFirst afterwards if it succeeds.
 	compact := func(name string, newFirst uint64, fn func() (CompactReport, error)) (CompactReport, error) {
-		step = name
+		*step = name
 		from := faulty.Calls(vfs.OpAnySync)
 		old := ack.firsts
 		if newFirst != old[0] {
@@ -197,7 +168,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	}
 	segPath := func(first, last uint64) string { return archiveDir(ccID) + "/" + segmentName(first, last) }
 
-	step = "build"
+	*step = "build"
 	w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{Label: "cc"})
 	require.NoError(t, err)
 	ack.rev = 1
@@ -224,13 +195,13 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	_, err = compact("C2 holder, log rename fails", 30, writerCompact(w, CompactPolicy{KeepLast: 10}))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, sessionstore.ErrWriterFailed)
-	step = "after C2"
+	*step = "after C2"
 	appendTo(w, 50)
 
 	rep, err = compact("C3 holder, reclaims C2's segment", 34, writerCompact(w, CompactPolicy{KeepLast: 15}))
 	require.NoError(t, err)
 	require.Equal(t, []string{segPath(13, 29)}, rep.Reclaimed)
-	step = "after C3"
+	*step = "after C3"
 	appendTo(w, 55)
 	require.NoError(t, w.Release(ctx))
 
@@ -238,7 +209,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+manifestFile) }})
 	_, err = compact("C4 standalone, manifest fails", 50, standalone(CompactPolicy{KeepLast: 5}))
 	require.Error(t, err)
-	step = "after C4"
+	*step = "after C4"
 	w, err = st.Acquire(ctx, ccID, sessionstore.AcquireOptions{Label: "cc"})
 	require.NoError(t, err)
 	appendTo(w, 60)
@@ -258,8 +229,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	require.Equal(t, "nothing to trim", rep.Skipped)
 	require.Equal(t, []string{segPath(57, 59)}, rep.Reclaimed)
 
-	step = "end"
-	run.points = append(run.points, ccPoint{sim: sim.Snapshot(), ack: ack, step: step, syncs: faulty.Calls(vfs.OpAnySync)})
+	rec.Mark("end")
 	return run
 }
 
@@ -272,18 +242,6 @@ const (
 	ccHistoryOnly                 // everything but LoadRevision
 	ccStateOnly                   // the crashed state only; no LoadRevision
 )
-
-// ccViolation is a check that failed on a crashed state.
-type ccViolation struct {
-	check string
-	err   error
-}
-
-func (v *ccViolation) Error() string { return v.check + ": " + v.err.Error() }
-
-func ccViolate(check, format string, args ...any) error {
-	return &ccViolation{check: check, err: fmt.Errorf(format, args...)}
-}
 
 // ccStats counts what the crashed states held, to show that the crashes
 // met what the checks are about.
@@ -336,7 +294,7 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 		return err
 	}
 	if !slices.Contains(ack.firsts, first) {
-		return ccViolate("old-or-new", "the log starts at revision %d; the old or the new state starts at %v", first, ack.firsts)
+		return crashtest.Violate("old-or-new", "the log starts at revision %d; the old or the new state starts at %v", first, ack.firsts)
 	}
 	if stats != nil {
 		if first == ack.firsts[0] {
@@ -347,7 +305,7 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 	}
 	for _, p := range ack.reclaimed {
 		if _, err := crashed.Lstat(p); err == nil {
-			return ccViolate("reclaimed", "%s was reclaimed by a compaction that returned, but is back", p)
+			return crashtest.Violate("reclaimed", "%s was reclaimed by a compaction that returned, but is back", p)
 		}
 	}
 	if chk == ccStateOnly {
@@ -359,7 +317,7 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 	var temps []string
 	entries, err := crashed.ReadDir(sessionDir(ccID))
 	if err != nil {
-		return ccViolate("leftovers", "%w", err)
+		return crashtest.Violate("leftovers", "%w", err)
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "."+LogFile+".compact-") {
@@ -379,43 +337,43 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 
 	w, err := st.TryAcquire(ctx, ccID, sessionstore.AcquireOptions{Label: "checker"})
 	if err != nil {
-		return ccViolate("acquire", "%w", err)
+		return crashtest.Violate("acquire", "%w", err)
 	}
 	defer w.Release(ctx)
 	if w.Generation() <= maxGen {
-		return ccViolate("generation", "new holder has generation %d, the log has %d", w.Generation(), maxGen)
+		return crashtest.Violate("generation", "new holder has generation %d, the log has %d", w.Generation(), maxGen)
 	}
 	for _, p := range temps {
 		if !slices.Contains(w.Recovery().Swept, p) {
-			return ccViolate("sweep", "temporary log %s not swept (swept %v)", p, w.Recovery().Swept)
+			return crashtest.Violate("sweep", "temporary log %s not swept (swept %v)", p, w.Recovery().Swept)
 		}
 	}
 	next := latest + 1
 	if got, err := w.Append(ctx, latest, plSnapshot(ccID, next, ccVariantChecker)); err != nil || got != next {
-		return ccViolate("append", "new holder's append of %d: %d, %v", next, got, err)
+		return crashtest.Violate("append", "new holder's append of %d: %d, %v", next, got, err)
 	}
 	// KeepLast 2 keeps next-1, and its chain from its full record.
 	log, err := crashed.ReadFile(logPath(ccID))
 	if err != nil {
-		return ccViolate("recompact", "%w", err)
+		return crashtest.Violate("recompact", "%w", err)
 	}
 	wantFirst := chainStart(log, next-1)
 	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 2})
 	if err != nil {
-		return ccViolate("recompact", "%w", err)
+		return crashtest.Violate("recompact", "%w", err)
 	}
 	if (rep.Skipped != "") != (wantFirst == first) || rep.FirstKept != wantFirst {
-		return ccViolate("recompact", "compaction after the crash: %+v", rep)
+		return crashtest.Violate("recompact", "compaction after the crash: %+v", rep)
 	}
 	slices.Sort(rep.Reclaimed)
 	if !slices.Equal(rep.Reclaimed, wantReclaimed) {
-		return ccViolate("reclaim", "reclaimed %v, the leftovers were %v", rep.Reclaimed, wantReclaimed)
+		return crashtest.Violate("reclaim", "reclaimed %v, the leftovers were %v", rep.Reclaimed, wantReclaimed)
 	}
 	if err := ccArchiveClean(crashed, ccID); err != nil {
 		return err
 	}
 	if err := w.Release(ctx); err != nil {
-		return ccViolate("release", "%w", err)
+		return crashtest.Violate("release", "%w", err)
 	}
 
 	// One more crash: what the recovering compaction did is durable, and
@@ -424,10 +382,10 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 	st2 := newStore(ccRoot, nil, again, newSimLeaser(again, ccRoot), Options{})
 	defer st2.Close()
 	if _, _, err := ccRevisions(ctx, st2, next, false, ccStateOnly); err != nil {
-		return ccViolate("second-crash", "%w", err)
+		return crashtest.Violate("second-crash", "%w", err)
 	}
 	if err := ccArchiveClean(again, ccID); err != nil {
-		return ccViolate("second-crash", "%w", err)
+		return crashtest.Violate("second-crash", "%w", err)
 	}
 	return nil
 }
@@ -447,11 +405,11 @@ func ccRevisions(ctx context.Context, st *Store, acked uint64, inflight bool, ch
 func ccRevisionsOf(ctx context.Context, st *Store, id session.SessionID, acked uint64, inflight bool, chk ccChecks) (latest, maxGen uint64, err error) {
 	rec, err := st.Load(ctx, id)
 	if err != nil {
-		return 0, 0, ccViolate("load", "%w", err)
+		return 0, 0, crashtest.Violate("load", "%w", err)
 	}
 	latest = rec.Revision
 	if latest < acked || latest > acked+1 || latest == acked+1 && !inflight {
-		return 0, 0, ccViolate("acknowledged-revision", "latest revision %d, acknowledged %d (append in flight: %t)", latest, acked, inflight)
+		return 0, 0, crashtest.Violate("acknowledged-revision", "latest revision %d, acknowledged %d (append in flight: %t)", latest, acked, inflight)
 	}
 	payload := func(rec sessionstore.Record) error {
 		for _, variant := range []int{0, ccVariantChecker} {
@@ -465,23 +423,23 @@ func ccRevisionsOf(ctx context.Context, st *Store, id session.SessionID, acked u
 	var prev sessionstore.Record
 	for rec, err := range st.History(ctx, id) {
 		if err != nil {
-			return 0, 0, ccViolate("history", "after revision %d: %w", n, err)
+			return 0, 0, crashtest.Violate("history", "after revision %d: %w", n, err)
 		}
 		if rec.Revision != n+1 {
-			return 0, 0, ccViolate("history", "revision %d after %d", rec.Revision, n)
+			return 0, 0, crashtest.Violate("history", "revision %d after %d", rec.Revision, n)
 		}
 		if rec.Generation < prev.Generation || rec.Time.Before(prev.Time) {
-			return 0, 0, ccViolate("history", "revision %d goes back in generation or time", rec.Revision)
+			return 0, 0, crashtest.Violate("history", "revision %d goes back in generation or time", rec.Revision)
 		}
 		prev = rec
 		if err := payload(rec); err != nil {
-			return 0, 0, ccViolate("history", "%w", err)
+			return 0, 0, crashtest.Violate("history", "%w", err)
 		}
 		n = rec.Revision
 		maxGen = max(maxGen, rec.Generation)
 	}
 	if n != latest {
-		return 0, 0, ccViolate("history", "History ends at %d, Load says %d", n, latest)
+		return 0, 0, crashtest.Violate("history", "History ends at %d, Load says %d", n, latest)
 	}
 	for rev := uint64(1); rev <= latest; rev++ {
 		if chk != ccEvery && (chk != ccSample || !ccSampled(rev, latest)) {
@@ -489,13 +447,13 @@ func ccRevisionsOf(ctx context.Context, st *Store, id session.SessionID, acked u
 		}
 		rec, err := st.LoadRevision(ctx, id, rev)
 		if err != nil {
-			return 0, 0, ccViolate("load-revision", "%d: %w", rev, err)
+			return 0, 0, crashtest.Violate("load-revision", "%d: %w", rev, err)
 		}
 		if rec.Revision != rev {
-			return 0, 0, ccViolate("load-revision", "%d: got revision %d", rev, rec.Revision)
+			return 0, 0, crashtest.Violate("load-revision", "%d: got revision %d", rev, rec.Revision)
 		}
 		if err := payload(rec); err != nil {
-			return 0, 0, ccViolate("load-revision", "%w", err)
+			return 0, 0, crashtest.Violate("load-revision", "%w", err)
 		}
 	}
 	return latest, maxGen, nil
@@ -534,12 +492,12 @@ func ccLogFirst(fsys vfs.FS) (uint64, error) { return ccLogFirstOf(fsys, ccID) }
 func ccLogFirstOf(fsys vfs.FS, id session.SessionID) (uint64, error) {
 	v, err := openView(fsys, id, sessionstore.DefaultMaxRecordBytes)
 	if err != nil {
-		return 0, ccViolate("log", "%w", err)
+		return 0, crashtest.Violate("log", "%w", err)
 	}
 	defer v.Close()
 	first, ok := firstRevOf(v)
 	if !ok {
-		return 0, ccViolate("log", "the first record is unreadable")
+		return 0, crashtest.Violate("log", "the first record is unreadable")
 	}
 	return first, nil
 }
@@ -552,11 +510,11 @@ func ccLeftovers(fsys vfs.FS, id session.SessionID, logFirst uint64) ([]string, 
 		return nil, nil
 	}
 	if err != nil {
-		return nil, ccViolate("leftovers", "%w", err)
+		return nil, crashtest.Violate("leftovers", "%w", err)
 	}
 	m, err := readManifest(fsys, id)
 	if err != nil {
-		return nil, ccViolate("manifest", "%w", err)
+		return nil, crashtest.Violate("manifest", "%w", err)
 	}
 	var out []string
 	for _, e := range entries {
@@ -578,19 +536,19 @@ func ccArchiveClean(fsys vfs.FS, id session.SessionID) error {
 	}
 	m, err := readManifest(fsys, id)
 	if err != nil {
-		return ccViolate("archive", "%w", err)
+		return crashtest.Violate("archive", "%w", err)
 	}
 	if _, err := m.archivedBelow(first); err != nil {
-		return ccViolate("archive", "%w", err)
+		return crashtest.Violate("archive", "%w", err)
 	}
 	entries, err := fsys.ReadDir(archiveDir(id))
 	if err != nil {
-		return ccViolate("archive", "%w", err)
+		return crashtest.Violate("archive", "%w", err)
 	}
 	want := []string{manifestFile}
 	for _, s := range m.Segments {
 		if s.Last >= first {
-			return ccViolate("archive", "the manifest still lists %s, which reaches into the log (first %d)", s.File, first)
+			return crashtest.Violate("archive", "the manifest still lists %s, which reaches into the log (first %d)", s.File, first)
 		}
 		want = append(want, s.File)
 	}
@@ -600,81 +558,42 @@ func ccArchiveClean(fsys vfs.FS, id session.SessionID) error {
 	}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		return ccViolate("archive", "archive/ holds %v, want the manifest and its segments %v", got, want)
+		return crashtest.Violate("archive", "archive/ holds %v, want the manifest and its segments %v", got, want)
 	}
 	return nil
 }
 
-// ccSeedCount returns ccSeeds or its override.
-func ccSeedCount(t testing.TB) int {
-	t.Helper()
-	return procEnvInt(t, ccSeedsEnv, ccSeeds)
-}
-
 func TestCompactCrashAtEverySyncPoint(t *testing.T) {
-	seeds := ccSeedCount(t)
+	seeds := proctest.EnvInt(t, ccSeedsEnv, ccSeeds)
 	start := time.Now()
 	run := ccWorkload(t, -1)
 	built := time.Since(start)
+	points := run.Points()
 	steps := map[string]int{}
-	for _, p := range run.points {
-		steps[p.step]++
+	for _, p := range points {
+		steps[p.Step]++
 	}
-	t.Logf("snapshots per step: %v", steps)
+	t.Logf("points per step: %v", steps)
 
 	stats := &ccStats{}
-	type failure struct {
-		point int
-		crash string
-		err   error
-	}
-	var mu sync.Mutex
-	var failures []failure
-	var distinct atomic.Int64
-	plForEach(len(run.points), func(k int) {
-		p := run.points[k]
-		seen := map[[32]byte]bool{}
-		for _, cr := range plCrashes(k, seeds) {
-			crashed := cr.crash(p.sim)
-			fp := plFingerprint(crashed)
-			if seen[fp] {
-				continue
-			}
-			seen[fp] = true
-			distinct.Add(1)
-			chk := ccSample
-			if cr.name == "durable-only" {
-				chk = ccEvery
-			}
-			if err := ccCheck(crashed, p.ack, plRand(k, 1000+cr.seed), chk, stats); err != nil {
-				mu.Lock()
-				failures = append(failures, failure{k, cr.name, err})
-				mu.Unlock()
-			}
+	_, distinct := crashtest.Sweep(t, points, seeds, func(crashed *vfs.Sim, p crashtest.Point[ccAck], how crashtest.Crash, r *rand.Rand) error {
+		chk := ccSample
+		if how.Kind == crashtest.DurableOnly {
+			chk = ccEvery
 		}
+		return ccCheck(crashed, p.Ack, r, chk, stats)
 	})
-	t.Logf("%d snapshots, %d distinct crashed states (%d seeds each); workload %v, total %v",
-		len(run.points), distinct.Load(), seeds, built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d points, %d distinct crashed states (%d seeds each); workload %v, total %v",
+		len(points), distinct, seeds, built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	t.Logf("what the crashed states held: %s", stats)
 	if seeds >= ccSeeds {
-		for what, n := range map[string]int64{
+		crashtest.Met(t, map[string]int64{
 			"the old state":                    stats.oldState.Load(),
 			"the new state":                    stats.newState.Load(),
 			"leftovers in archive/ to reclaim": stats.leftovers.Load(),
 			"a temporary log to sweep":         stats.swept.Load(),
 			"an unacknowledged revision":       stats.unacked.Load(),
-		} {
-			if n == 0 {
-				t.Errorf("no crashed state had %s", what)
-			}
-		}
-	}
-	for i, f := range failures {
-		if i == 10 {
-			t.Errorf("... and %d more", len(failures)-10)
-			break
-		}
-		t.Errorf("crash at point %d (%s), %s: %v", f.point, run.points[f.point].describe(), f.crash, f.err)
+		})
 	}
 }
 
@@ -682,12 +601,10 @@ func TestCompactCrashAtEverySyncPoint(t *testing.T) {
 // compaction does no sync for nothing: for each sync call of the
 // workload's successful compactions in turn, the workload is run again
 // with that one call made a no-op that reports success, and some crash of
-// a snapshot taken after it must fail ccCheck (its crashed-state part).
-// The search tries, per mutant, the crash with nothing pending surviving
-// of every later snapshot, then unkind crashes of the snapshots nearest
-// the silenced call (a lost sync of a directory that a later sync of the
-// same directory covers shows only when an unkind crash keeps a later
-// operation and drops the earlier one), then of all of them.
+// a point taken after it must fail ccCheck (its crashed-state part). The
+// search (crashtest.Search) tries, per mutant, the crash with nothing
+// pending surviving of every later point, then unkind crashes of the
+// ccMutNear points nearest the silenced call, then of all of them.
 //
 // The full sweep (every such sync call, up to ccMutFullSeeds seeds) runs
 // when JSONLSTORE_MUTATE_SYNC=1 (make mutate-sync); a normal run checks
@@ -695,9 +612,7 @@ func TestCompactCrashAtEverySyncPoint(t *testing.T) {
 // reclaim-only one.
 func TestCompactSyncMutation(t *testing.T) {
 	full := os.Getenv(mutEnv) == "1"
-	start := time.Now()
 	base := ccWorkload(t, -1)
-	require.Equal(t, base.faulty.Calls(vfs.OpAnySync), len(base.syncs), "the last sync call reached the Sim's hook")
 	var ks []int
 	for _, c := range base.compactions {
 		if full || strings.HasPrefix(c.step, "C1 ") || strings.HasPrefix(c.step, "C7 ") {
@@ -712,276 +627,19 @@ func TestCompactSyncMutation(t *testing.T) {
 	} else {
 		t.Logf("checking %d sync calls of compactions C1 and C7 (%s=1 checks those of every compaction)", len(ks), mutEnv)
 	}
-	results := make([]mutResult, len(ks))
-	t.Run("mutants", func(t *testing.T) {
-		for i, k := range ks {
-			t.Run(fmt.Sprintf("sync=%02d", k), func(t *testing.T) {
-				t.Parallel()
-				results[i] = ccMutate(t, k, base.syncs[k], base.faulty.Fired(vfs.OpAnySync), seeds)
-			})
-		}
+	check := func(crashed *vfs.Sim, p crashtest.Point[ccAck], _ crashtest.Crash, _ *rand.Rand) error {
+		return ccCheck(crashed, p.Ack, nil, ccStateOnly, nil)
+	}
+	crashtest.Mutate(t, base.Recorder, ks, seeds, ccMutNear, func(t *testing.T, k int) (*crashtest.Recorder[ccAck], crashtest.Check[ccAck]) {
+		return ccWorkload(t, k).Recorder, check
 	})
-	var table strings.Builder
-	fmt.Fprintf(&table, "compaction sync mutation table (%d seeds per snapshot at most):\n", seeds)
-	var missed []string
-	for _, r := range results {
-		verdict, how := "yes", fmt.Sprintf("%s (%s): %v", r.check, r.at, r.err)
-		if !r.found {
-			verdict, how = "NO", fmt.Sprintf("no check failed in %d crashed states", r.tried)
-			missed = append(missed, fmt.Sprintf("#%d %s", r.k, r.what))
-		}
-		if len(how) > 160 {
-			how = how[:160] + "…"
-		}
-		fmt.Fprintf(&table, "%4d  %-58s  %-4s  %s\n", r.k, r.what, verdict, how)
-	}
-	t.Log(table.String())
-	t.Logf("%d mutations in %v", len(ks), time.Since(start).Round(time.Millisecond))
-	if len(missed) > 0 {
-		t.Errorf("disabling these syncs went unnoticed — each is needless or untested: %s", strings.Join(missed, "; "))
-	}
 }
 
 const (
 	// ccMutQuickSeeds and ccMutFullSeeds bound the unkind crashes tried
-	// per snapshot; ccMutNear is how many snapshots after the silenced
-	// call get them first.
+	// per point; ccMutNear is how many points after the silenced call get
+	// them first.
 	ccMutQuickSeeds = 120
 	ccMutFullSeeds  = 400
 	ccMutNear       = 3
 )
-
-// ccMutate runs the workload with sync call k silenced and searches for a
-// crashed state that fails the check.
-func ccMutate(t *testing.T, k int, what string, baseFired, seeds int) mutResult {
-	res := mutResult{k: k, what: what}
-	run := ccWorkload(t, k)
-	require.Equal(t, baseFired+1, run.faulty.Fired(vfs.OpAnySync), "sync call %d was silenced", k)
-	var points []ccPoint
-	for _, p := range run.points {
-		if p.syncs > k {
-			points = append(points, p)
-		}
-	}
-	seen := make([]map[[32]byte]bool, len(points))
-	for j := range seen {
-		seen[j] = map[[32]byte]bool{}
-	}
-	try := func(j int, name string, crashed *vfs.Sim) bool {
-		fp := plFingerprint(crashed)
-		if seen[j][fp] {
-			return false
-		}
-		seen[j][fp] = true
-		res.tried++
-		err := ccCheck(crashed, points[j].ack, nil, ccStateOnly, nil)
-		if err == nil {
-			return false
-		}
-		res.found, res.err = true, err
-		res.at = fmt.Sprintf("%s, %s", points[j].describe(), name)
-		var v *ccViolation
-		if errors.As(err, &v) {
-			res.check, res.err = v.check, v.err
-		}
-		return true
-	}
-	for j, p := range points {
-		if try(j, "durable-only", p.sim.CrashDurableOnly()) {
-			return res
-		}
-	}
-	for _, near := range []int{min(ccMutNear, len(points)), len(points)} {
-		for seed := range uint64(seeds) {
-			for j, p := range points[:near] {
-				if try(j, fmt.Sprintf("seed %d", seed), p.sim.Crash(plRand(k, seed))) {
-					return res
-				}
-			}
-		}
-	}
-	return res
-}
-
-// TestCompactFaults faults every I/O call a compaction makes, in turn —
-// by the holder (Compactor) and standalone (Store.Compact, whose lease
-// acquisition, recovery and release are included) — on a session whose
-// log starts at revision 13 (an earlier compaction archived 1-12): the
-// compaction either succeeds, or fails and leaves the old state (the log
-// still starts at 13), or, failing after the log's rename, the new one
-// (37; both are full records). An error before the rename leaves the holder's writer usable (it
-// appends); one after poisons it. Whatever happened, readers see every
-// revision, and so does the state after a crash; the next holder
-// recovers, appends and compacts, reclaiming every leftover. Read calls
-// are many and all alike (each fails the compaction at once), so the
-// sweep faults the first, middle and last of them.
-func TestCompactFaults(t *testing.T) {
-	ctx := context.Background()
-	const acked, oldFirst, newFirst = 40, 13, 37
-	policy := CompactPolicy{KeepLast: acked - newFirst + 1}
-	base := vfs.NewSim()
-	{
-		st := newStore(ccRoot, nil, base, newSimLeaser(base, ccRoot), Options{})
-		w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{})
-		require.NoError(t, err)
-		for rev := uint64(2); rev <= acked; rev++ {
-			_, err := w.Append(ctx, rev-1, plSnapshot(ccID, rev, 0))
-			require.NoError(t, err)
-			if rev == 30 {
-				_, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 18})
-				require.NoError(t, err)
-			}
-		}
-		require.NoError(t, w.Release(ctx))
-		require.NoError(t, st.Close())
-	}
-	type env struct {
-		sim    *vfs.Sim
-		faulty *vfs.Faulty
-		st     *Store
-		w      sessionstore.Writer // the holder, in holder mode
-	}
-	open := func(t *testing.T, holder bool) *env {
-		e := &env{sim: base.Snapshot()}
-		e.faulty = vfs.NewFaulty(e.sim)
-		e.st = newStore(ccRoot, nil, e.faulty, newSimLeaser(e.sim, ccRoot), Options{})
-		t.Cleanup(func() { e.st.Close() })
-		if holder {
-			var err error
-			e.w, err = e.st.Acquire(ctx, ccID, sessionstore.AcquireOptions{})
-			require.NoError(t, err)
-		}
-		return e
-	}
-	compact := func(e *env) (CompactReport, error) {
-		if e.w != nil {
-			return e.w.(Compactor).Compact(ctx, policy)
-		}
-		return e.st.Compact(ctx, ccID, policy, 0)
-	}
-
-	for _, mode := range []string{"holder", "standalone"} {
-		// The calls of an unfaulted compaction, by operation.
-		var calls []fltCall
-		{
-			e := open(t, mode == "holder")
-			before := map[vfs.Op]int{}
-			for _, op := range fltOps {
-				before[op] = e.faulty.Calls(op)
-			}
-			rep, err := compact(e)
-			require.NoError(t, err)
-			require.Equal(t, uint64(newFirst), rep.FirstKept)
-			for _, op := range fltOps {
-				n := e.faulty.Calls(op) - before[op]
-				for k := range n {
-					if op == vfs.OpRead && k != 0 && k != n/2 && k != n-1 {
-						continue
-					}
-					calls = append(calls, fltCall{op, k})
-				}
-			}
-		}
-		t.Logf("%s: faulting %d calls", mode, len(calls))
-		var outcomes [3]atomic.Int64 // succeeded, failed in the old state, failed in the new
-		t.Run(mode, func(t *testing.T) {
-			for _, c := range calls {
-				t.Run(fmt.Sprintf("%s#%d", c.op, c.k), func(t *testing.T) {
-					t.Parallel()
-					e := open(t, mode == "holder")
-					e.faulty.Inject(vfs.Fault{Op: c.op, After: c.k})
-					_, err := compact(e)
-					require.Equal(t, 1, e.faulty.Fired(c.op), "the fault fired")
-					e.faulty.Clear()
-					after := e.sim.Snapshot()
-					first, ferr := ccLogFirst(e.sim)
-					require.NoError(t, ferr)
-					require.Contains(t, []uint64{oldFirst, newFirst}, first, "old state or new")
-					rev := uint64(acked)
-					switch {
-					case err == nil:
-						outcomes[0].Add(1)
-						require.Equal(t, uint64(newFirst), first, "a compaction that returned nil replaced the log")
-					case first == oldFirst:
-						outcomes[1].Add(1)
-					default:
-						outcomes[2].Add(1)
-					}
-					if e.w != nil {
-						_, aerr := e.w.Append(ctx, rev, plSnapshot(ccID, rev+1, 0))
-						switch {
-						case err == nil || first == oldFirst && !errors.Is(err, sessionstore.ErrLeaseLost):
-							require.NoError(t, aerr, "the writer is usable after %v", err)
-							rev++
-						case first == oldFirst:
-							// Fencing could not check the log (a faulted
-							// lstat): the writer refuses to write on.
-							require.Equal(t, vfs.OpLstat, c.op, "only a fence fails with a lost lease: %v", err)
-							require.ErrorIs(t, aerr, sessionstore.ErrLeaseLost)
-						default:
-							require.ErrorIs(t, err, sessionstore.ErrWriterFailed, "a failure after the log's rename poisons the writer")
-							require.ErrorIs(t, aerr, sessionstore.ErrWriterFailed)
-						}
-						require.NoError(t, e.w.Release(ctx))
-					}
-					_, _, rerr := ccRevisions(ctx, e.st, rev, false, ccStateOnly)
-					require.NoError(t, rerr)
-
-					// A power loss right after the compaction returned (the
-					// old state, or the new one when it returned nil).
-					ack := ccAck{rev: acked, firsts: []uint64{oldFirst, newFirst}}
-					if err == nil {
-						ack.firsts = []uint64{newFirst}
-					}
-					if c.op != vfs.OpRead { // a failed read fails the compaction before it writes
-						for i, crashed := range []*vfs.Sim{after.CrashDurableOnly(), after.Crash(plRand(0xcf, uint64(c.k)))} {
-							require.NoError(t, ccCheck(crashed, ack, plRand(0xcf1, uint64(i)), ccStateOnly, nil), "crash %d", i)
-						}
-					}
-					// The next holder, on the state as it is.
-					require.NoError(t, ccCheck(e.sim, ccAck{rev: rev, firsts: []uint64{first}}, plRand(0xcf2, uint64(c.k)), ccHistoryOnly, nil))
-				})
-			}
-		})
-		t.Logf("%s: %d succeeded, %d failed leaving the old state, %d failed after replacing the log",
-			mode, outcomes[0].Load(), outcomes[1].Load(), outcomes[2].Load())
-	}
-}
-
-// TestCompactVerifiesSegment: a segment that does not read back as what
-// was written into it (here, a write the file system lost without a
-// word) is never published: the compaction fails before it touches the
-// manifest or the log, the holder's writer stays usable, and the temporary
-// segment is removed.
-func TestCompactVerifiesSegment(t *testing.T) {
-	ctx := context.Background()
-	sim := vfs.NewSim()
-	faulty := vfs.NewFaulty(sim)
-	st := newStore(ccRoot, nil, faulty, newSimLeaser(sim, ccRoot), Options{})
-	defer st.Close()
-	w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	for rev := uint64(2); rev <= 30; rev++ {
-		_, err := w.Append(ctx, rev-1, plSnapshot(ccID, rev, 0))
-		require.NoError(t, err)
-	}
-	logBefore, err := sim.ReadFile(logPath(ccID))
-	require.NoError(t, err)
-	faulty.Inject(vfs.Fault{Op: vfs.OpWrite, Silent: true, Match: func(n string) bool { return strings.Contains(n, "/.segment-") }})
-	_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 5})
-	require.ErrorContains(t, err, "verify segment")
-	require.Equal(t, 1, faulty.Fired(vfs.OpWrite))
-	logAfter, err := sim.ReadFile(logPath(ccID))
-	require.NoError(t, err)
-	require.Equal(t, logBefore, logAfter, "the log is untouched")
-	entries, err := sim.ReadDir(archiveDir(ccID))
-	require.NoError(t, err)
-	require.Empty(t, entries, "no segment, no manifest, no temporary file")
-	_, err = w.Append(ctx, 30, plSnapshot(ccID, 31, 0))
-	require.NoError(t, err, "the writer is usable")
-	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 5})
-	require.NoError(t, err)
-	require.Equal(t, uint64(27), rep.FirstKept)
-	_, _, err = ccRevisions(ctx, st, 31, false, ccEvery)
-	require.NoError(t, err)
-}

@@ -16,46 +16,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// Child processes of the compaction tests. helper_test.go's helper modes
-// are a closed switch in TestMain's dispatch, so these tests run their
-// children differently: the test binary re-executes itself with
-// -test.run=^TestCompactKilled$ and compactChildEnv set to a mode, and
-// TestCompactKilled, finding the variable, runs compactChildMain instead
-// of the test and exits. The children speak the helpers' line protocol
-// (one line per event on stdout) and are driven with procChild.
-const compactChildEnv = "JSONLSTORE_COMPACT_CHILD"
-
-// compactChildMain runs child mode mode and returns the exit status.
-func compactChildMain(mode string) int {
-	ctx := context.Background()
+// compactChild runs one of the compaction children (helper modes
+// procModeCompact, procModeBenchCompact and procModeBenchRaw), which open
+// the store themselves, on the session procEnv names.
+func compactChild(ctx context.Context, mode string) error {
 	dir, id := os.Getenv(procDirEnv), session.SessionID(os.Getenv(procIDEnv))
-	var err error
 	switch mode {
-	case "bench-compact":
-		err = compactBenchCompact(ctx, dir, id)
-	case "bench-raw":
-		err = compactBenchRaw(dir, id)
-	case "compact":
-		err = compactKillChild(ctx, dir, id)
-	default:
-		err = fmt.Errorf("unknown mode %q", mode)
+	case procModeBenchCompact:
+		return compactBenchCompact(ctx, dir, id)
+	case procModeBenchRaw:
+		return compactBenchRaw(dir, id)
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "jsonlstore compaction child %s (pid %d): %v\n", mode, os.Getpid(), err)
-		return 1
-	}
-	return 0
-}
-
-// startCompactChild starts the test binary as compaction child mode with
-// extra environment; see startProc, whose procChild it returns (killed and
-// reaped at cleanup if the test has not done so).
-func startCompactChild(t testing.TB, mode string, env ...string) *procChild {
-	t.Helper()
-	return startChild(t, []string{"-test.run=^TestCompactKilled$", "-test.count=1"}, compactChildEnv, mode, env...)
+	return compactKillChild(ctx, dir, id)
 }
 
 // TestCompactKilled kills, round after round, a child process that
@@ -78,16 +54,14 @@ func startCompactChild(t testing.TB, mode string, env ...string) *procChild {
 // lease acquisition), after which archive/ holds only the manifest and
 // its segments.
 func TestCompactKilled(t *testing.T) {
-	if mode := os.Getenv(compactChildEnv); mode != "" {
-		os.Exit(compactChildMain(mode))
-	}
-	rounds := procEnvInt(t, compactKillRoundsEnv, compactKillRounds)
+	rounds := proctest.EnvInt(t, compactKillRoundsEnv, compactKillRounds)
 	seed := procSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x636b696c))
 	ctx := t.Context()
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 	const id = session.SessionID("ck")
 
@@ -131,23 +105,23 @@ func TestCompactKilled(t *testing.T) {
 			require.Positive(t, kinds[KindDelta], "the workload writes deltas: %v", kinds)
 		}
 
-		c := startCompactChild(t, "compact", append(procEnv(dir, id, seed), compactKeepEnv+"="+strconv.Itoa(keep))...)
-		procFields(t, c.next(t), "ready")
+		c := startProc(t, procModeCompact, append(procEnv(dir, id, seed), compactKeepEnv+"="+strconv.Itoa(keep))...)
+		proctest.Fields(t, c.Next(t), "ready")
 		finished := false
 		switch {
 		case round == 0 || duration == 0:
 			// Let it finish, to measure how long a compaction takes.
-			c.stop(t)
+			c.Stop(t)
 			finished = true
 		case rng.IntN(8) == 0:
-			c.kill(t)
+			c.Kill(t)
 		default:
 			time.Sleep(time.Duration(rng.Int64N(int64(duration) * 3 / 2)))
-			c.kill(t)
+			c.Kill(t)
 		}
-		if l, ok := c.tryNext(); ok {
-			done := procFields(t, l, "done")
-			duration = time.Duration(procUint(t, done, "ns"))
+		if l, ok := c.TryNext(); ok {
+			done := proctest.Fields(t, l, "done")
+			duration = time.Duration(proctest.Uint(t, done, "ns"))
 			require.Equal(t, strconv.FormatUint(newFirst, 10), done["first"], "the child's compaction")
 			finished = true
 		}
@@ -272,7 +246,7 @@ func compactKillChild(ctx context.Context, dir string, id session.SessionID) err
 	defer st.Close()
 	fmt.Println("ready")
 	start := time.Now()
-	rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: keep}, procLineWithin)
+	rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: keep}, proctest.LineWithin)
 	if err != nil {
 		return err
 	}

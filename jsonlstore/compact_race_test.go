@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -40,6 +41,7 @@ func TestHistoryDuringCompaction(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 	const id = session.SessionID("hc")
 
@@ -111,7 +113,7 @@ func TestHistoryDuringCompaction(t *testing.T) {
 		})
 	}
 	child := startProc(t, procModeReader, procEnv(dir, id, seed)...)
-	require.Equal(t, "reading", child.next(t))
+	require.Equal(t, "reading", child.Next(t))
 
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0x6863))
@@ -145,7 +147,7 @@ func TestHistoryDuringCompaction(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	child.stop(t)
+	child.Stop(t)
 	require.NoError(t, w.Release(ctx))
 
 	total := 0
@@ -194,9 +196,9 @@ func hcCheckReport(t *testing.T, st *Store, rep CompactReport) int {
 }
 
 // hcChildReads returns the reader process's last line ("reads N").
-func hcChildReads(t *testing.T, c *procChild) string {
+func hcChildReads(t *testing.T, c *proctest.Child) string {
 	t.Helper()
-	l, ok := c.tryNext()
+	l, ok := c.TryNext()
 	if !ok {
 		return "no report"
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -22,13 +22,13 @@ func appendN(t *testing.T, st *Store, id string, n int) (sessionstore.Writer, ma
 	ctx := context.Background()
 	s := sessiontest.New(id)
 	want := map[uint64]string{}
-	snap := snapOf(t, s)
+	snap := sessiontest.Snap(t, s)
 	w, err := st.Create(ctx, snap, sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	want[1] = mustEncode(t, snap)
 	for r := uint64(2); r <= uint64(n); r++ {
 		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, fmt.Sprintf("message %d", r), sessiontest.Epoch)))
-		snap := snapOf(t, s)
+		snap := sessiontest.Snap(t, s)
 		rev, err := w.Append(ctx, r-1, snap)
 		require.NoError(t, err)
 		require.Equal(t, r, rev)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -52,26 +53,27 @@ func TestCopyLiveStore(t *testing.T) {
 	dir := t.TempDir()
 
 	ids := make([]session.SessionID, copyWriters)
-	writers := make([]*procChild, copyWriters)
+	writers := make([]*proctest.Child, copyWriters)
 	for i := range writers {
 		ids[i] = session.SessionID(fmt.Sprintf("copy-%d", i))
 		writers[i] = startProc(t, procModeAppend, procEnv(dir, ids[i], seed)...)
 	}
 	for i, w := range writers {
-		ready := procParseAcquired(t, w.next(t), "ready")
+		ready := procParseAcquired(t, w.Next(t), "ready")
 		require.Equal(t, procAcquired{Gen: 1, Rev: 1}, ready, "writer %d creates its session", i)
-		w.waitAcks(t, 1)
+		w.WaitAcks(t, 1)
 	}
 	lastAcks := func() []uint64 {
 		acks := make([]uint64, len(writers))
 		for i, w := range writers {
-			_, acks[i] = w.ackState()
+			_, acks[i] = w.Acks()
 		}
 		return acks
 	}
 
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	defer st.Close()
 	var tails, cpNoise int
 	start := time.Now()
@@ -85,7 +87,7 @@ func TestCopyLiveStore(t *testing.T) {
 		// stay short enough to read again and again under -race. They
 		// stay alive, holding their leases.
 		for _, w := range writers {
-			w.signal(t, syscall.SIGSTOP)
+			w.Signal(t, syscall.SIGSTOP)
 		}
 		written := make([]uint64, len(ids))
 		for i, id := range ids {
@@ -106,24 +108,23 @@ func TestCopyLiveStore(t *testing.T) {
 		}
 		after := lastAcks()
 		for _, w := range writers {
-			w.signal(t, syscall.SIGCONT)
+			w.Signal(t, syscall.SIGCONT)
 		}
 		for i, w := range writers {
-			w.waitFor(t, procLineWithin, fmt.Sprintf("copy %d: writer %d appends after the copy", c, i),
-				func() bool { return w.lastAck > after[i] })
+			w.WaitAck(t, after[i]+1) // the writer appends after the copy
 		}
 	}
 	elapsed := time.Since(start)
 
 	// Stop the writers; the original store holds all they acknowledged.
 	for _, w := range writers {
-		require.NoError(t, w.stdin.Close())
+		w.CloseStdin()
 	}
 	for i, w := range writers {
-		w.stop(t)
-		m := procFields(t, w.next(t), "done")
-		_, last := w.ackState()
-		require.Equal(t, last, procUint(t, m, "rev"), "writer %d: last acknowledged revision", i)
+		w.Stop(t)
+		m := proctest.Fields(t, w.Next(t), "done")
+		_, last := w.Acks()
+		require.Equal(t, last, proctest.Uint(t, m, "rev"), "writer %d: last acknowledged revision", i)
 		hist, err := procCheckHistory(ctx, st, ids[i], seed, 0)
 		require.NoError(t, err, "writer %d", i)
 		require.Equal(t, last, hist.Latest, "writer %d", i)

@@ -3,6 +3,7 @@ package jsonlstore
 import (
 	"testing"
 
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -15,7 +16,7 @@ import (
 func KillHolder(t *testing.T, dir string, id session.SessionID) uint64 {
 	t.Helper()
 	c := startProc(t, procModeHold, procEnv(dir, id, 0)...)
-	gen := procUint(t, procFields(t, c.next(t), "held"), "gen")
-	c.kill(t)
+	gen := proctest.Uint(t, proctest.Fields(t, c.Next(t), "held"), "gen")
+	c.Kill(t)
 	return gen
 }

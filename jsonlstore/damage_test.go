@@ -72,7 +72,7 @@ func requireDamaged(t *testing.T, err error, id session.SessionID, want error) {
 // session is no session at all: ErrNotFound, and listings leave it out.
 func TestSessionWithoutLogIsReported(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	toolSession(t, st, "kept", 2)
 	toolSession(t, st, "lost", 3)
 	require.NoError(t, os.Remove(filepath.Join(st.Dir(), "lost", LogFile)))
@@ -128,7 +128,7 @@ func TestBadSessionNeverBlocksTheStore(t *testing.T) {
 	for _, d := range damages {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openTestStore(t)
+			st := openUncheckedStore(t) // damaged on purpose
 			toolSession(t, st, "a", 2)
 			toolSession(t, st, "b", 2)
 			toolSession(t, st, "c", 3)
@@ -200,7 +200,7 @@ func TestBadSessionNeverBlocksTheStore(t *testing.T) {
 // nothing in it: the lease is taken only once the log is there.
 func TestNoLogCreatesNothing(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	toolSession(t, st, "damaged", 2)
 	require.NoError(t, os.Remove(filepath.Join(st.Dir(), "damaged", LogFile)))
 	require.NoError(t, os.Remove(filepath.Join(st.Dir(), "damaged", "lease.lock")))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -31,7 +31,7 @@ func growingConversation(tb testing.TB, id string, n, msgBytes int) []sessnap.Sn
 			require.NoError(tb, s.AppendMessage(session.TextMessage(session.RoleAssistant, text, sessiontest.Epoch.Add(time.Duration(r)*time.Second))))
 			require.NoError(tb, s.AddUsage(session.Usage{InputTokens: int64(r), OutputTokens: 7}))
 		}
-		out = append(out, snapOf(tb, s))
+		out = append(out, sessiontest.Snap(tb, s))
 	}
 	return out
 }
@@ -47,9 +47,7 @@ func TestDeltaGrowingConversation(t *testing.T) {
 	snaps := growingConversation(t, "grow", n, 1<<10)
 	for _, fullOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full-records-only=%v", fullOnly), func(t *testing.T) {
-			st, err := Open(t.TempDir(), Options{FullRecordsOnly: fullOnly})
-			require.NoError(t, err)
-			defer st.Close()
+			st := openTestStoreWith(t, Options{FullRecordsOnly: fullOnly})
 			w, err := st.Create(ctx, snaps[0], sessionstore.AcquireOptions{})
 			require.NoError(t, err)
 			want := []string{mustEncode(t, snaps[0])}

@@ -8,6 +8,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // ExportLine is one line of Export's output, for programs that read it
@@ -45,6 +46,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		h := s.scanHistory(id, v)
 		defer h.Close()
 		snaps := record.NewSnapshots(id, v.maxPayload)
+		blobs := s.newBlobCache(id)
 		for h.Next() {
 			// Every snapshot is rebuilt, also those already written (a
 			// retry reads from the start): a delta needs its base.
@@ -55,8 +57,8 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 			if r.Through() <= yielded || r.Kind == KindGap {
 				continue // a gap's revisions have no snapshot to export
 			}
-			snap := snaps.Bytes()
-			if _, err := decodeRecord(id, r, snap); err != nil {
+			snap, err := exportSnapshot(id, r, snaps.Bytes(), blobs)
+			if err != nil {
 				return err
 			}
 			buf = record.AppendExportLine(buf[:0], r.Meta, snap)
@@ -80,7 +82,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if err != nil {
 			return err
 		}
-		if _, err := decodeRecord(id, last, snap); err != nil {
+		if snap, err = exportSnapshot(id, last, snap, s.newBlobCache(id)); err != nil {
 			return err
 		}
 		if out, err = sessionstore.IndentSnapshot(snap); err != nil {
@@ -95,4 +97,29 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		return fmt.Errorf("jsonlstore: export %s: %w", id, err)
 	}
 	return nil
+}
+
+// exportSnapshot checks that snap, the snapshot of record r, decodes, and
+// returns the snapshot to export: snap itself, byte for byte (a newer
+// schema's unknown keys included), or, when its parts keep content out of
+// line, the snapshot with that content read back in, encoded again, so
+// that an export stands on its own.
+func exportSnapshot(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) ([]byte, error) {
+	rec, err := decodeRecord(id, r, snap, nil)
+	if err != nil {
+		return nil, err
+	}
+	refs := 0
+	rec.Snapshot.Messages.Refs(func(session.ContentRef) { refs++ })
+	if refs == 0 {
+		return snap, nil
+	}
+	if rec, err = decodeRecord(id, r, snap, c); err != nil {
+		return nil, err
+	}
+	out, err := sessnap.Marshal(rec.Snapshot)
+	if err != nil {
+		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
+	}
+	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -72,6 +73,9 @@ func fltOpen(t testing.TB, backend string, realLeases bool) *fltEnv {
 		l = newSimLeaser(e.inner, e.dir)
 	}
 	e.st = newStore(e.dir, root, e.faulty, l, Options{})
+	// Whatever the faults did, the store is sound at the end; the check
+	// reads past the faults.
+	verifyAtCleanup(t, newStore(e.dir, root, e.inner, l, Options{}))
 	t.Cleanup(func() { e.st.Close() })
 	return e
 }
@@ -296,7 +300,7 @@ func fltCrashCheck(t testing.TB, sim *vfs.Sim, id session.SessionID, acked uint6
 	ctx := context.Background()
 	crashes := []*vfs.Sim{sim.CrashDurableOnly()}
 	for seed := range uint64(fltCrashSeeds) {
-		crashes = append(crashes, sim.Crash(plRand(0xf17, seed)))
+		crashes = append(crashes, sim.Crash(crashtest.Rand(0xf17, seed)))
 	}
 	for i, c := range crashes {
 		e := fltOnSim(c)
@@ -419,7 +423,7 @@ func TestFaultCreate(t *testing.T) {
 				// or a whole session, and a whole one if Create succeeded.
 				crashes := []*vfs.Sim{after.CrashDurableOnly(), after.CrashAll()}
 				for seed := range uint64(3) {
-					crashes = append(crashes, after.Crash(plRand(0xc7, seed)))
+					crashes = append(crashes, after.Crash(crashtest.Rand(0xc7, seed)))
 				}
 				for i, crashed := range crashes {
 					ce := fltOnSim(crashed)

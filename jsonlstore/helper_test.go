@@ -1,8 +1,6 @@
 package jsonlstore
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -11,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,22 +16,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// Process tests (kill_test.go, readrace_test.go, copy_test.go) run the
-// store in real processes. The test binary re-executes itself with
-// procModeEnv set to a helper mode; TestMain then runs procHelperMain
-// instead of the tests. A helper reports on stdout, one line per event
-// (one write(2) per line), and the parent reads those lines with
-// deadlines: that, never a sleep, is how parent and child synchronise.
+// Process tests (kill_test.go, readrace_test.go, copy_test.go,
+// compact_race_test.go, compact_kill_test.go) run the store in real
+// processes through proctest: the test binary re-executes itself with
+// procModeEnv set to a helper mode, and TestMain runs procHelper instead
+// of the tests. A helper reports on stdout, one line per event (one
+// write(2) per line), and the parent reads those lines with deadlines:
+// that, never a sleep, is how parent and child synchronise.
 //
 // Every revision the helpers write is a pure function of (session ID,
 // seed, revision) — procSession — so any reader in any process can check
@@ -69,10 +66,11 @@ const (
 	// "held gen=G", then hold the lease, writing nothing, until stdin
 	// closes (then release and exit 0) or the process is killed.
 	procModeHold = "hold"
-
-	// procLineWithin bounds every wait for a helper: generous, because the
-	// helpers are race-enabled and the machine (2 cores) is loaded.
-	procLineWithin = 30 * time.Second
+	// The compaction children (compact_kill_test.go, compact_bench_test.go)
+	// open the store themselves: see compactChild.
+	procModeCompact      = "compact"
+	procModeBenchCompact = "bench-compact"
+	procModeBenchRaw     = "bench-raw"
 )
 
 // --- the deterministic generator ---------------------------------------------
@@ -299,22 +297,21 @@ func procReadOnce(ctx context.Context, st *Store, id session.SessionID, seed uin
 
 // --- the helper side ---------------------------------------------------------
 
-func procHelperMain(mode string) int {
-	if err := procHelper(mode); err != nil {
-		fmt.Fprintf(os.Stderr, "jsonlstore helper %s (pid %d): %v\n", mode, os.Getpid(), err)
-		return 1
-	}
-	return 0
-}
-
+// procHelper runs helper mode mode (TestMain's proctest.Helper calls it).
 func procHelper(mode string) error {
 	ctx := context.Background()
+	switch mode {
+	case procModeCompact, procModeBenchCompact, procModeBenchRaw:
+		return compactChild(ctx, mode)
+	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)
 	if err != nil {
 		return fmt.Errorf("%s: %w", procSeedEnv, err)
 	}
-	st, err := Open(os.Getenv(procDirEnv), Options{})
+	// Content stays inline (BlobThreshold -1): a large revision is one
+	// large write(2) of the log, which the kill tests aim at.
+	st, err := Open(os.Getenv(procDirEnv), Options{BlobThreshold: -1})
 	if err != nil {
 		return err
 	}
@@ -425,7 +422,7 @@ func procAcquireOrCreate(ctx context.Context, st *Store, id session.SessionID, s
 			return w, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, procLineWithin)
+	ctx, cancel := context.WithTimeout(ctx, proctest.LineWithin)
 	defer cancel()
 	return st.Acquire(ctx, id, opts)
 }
@@ -457,58 +454,13 @@ func procPrintAcquired(what string, w sessionstore.Writer) {
 
 // --- the parent side ---------------------------------------------------------
 
-// procSeed returns the seed of a process test (procSeedOverrideEnv, or the
-// clock) and logs it.
+// procSeed returns the seed of a process test: fixed per test, so that
+// `make test` makes the same choices on every run and never passes or
+// fails by the luck of a seed; procSeedOverrideEnv replays a seed, and
+// `make seeds` runs each process test over many.
 func procSeed(t testing.TB) uint64 {
 	t.Helper()
-	// The default seed is fixed per test, so that `make test` makes the
-	// same choices on every run and never passes or fails by the luck of
-	// a seed; `make seeds` runs each process test over many seeds.
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(t.Name()))
-	seed := h.Sum64()
-	if s := os.Getenv(procSeedOverrideEnv); s != "" {
-		var err error
-		seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, procSeedOverrideEnv)
-	}
-	t.Logf("seed %d (%s=%d replays the choices of this run)", seed, procSeedOverrideEnv, seed)
-	return seed
-}
-
-// procEnvInt returns the integer in environment variable name, or def.
-func procEnvInt(t testing.TB, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	require.NoError(t, err, name)
-	require.Positive(t, n, name)
-	return n
-}
-
-// procFields parses the key=value fields of a helper line after its verb.
-func procFields(t testing.TB, line, verb string) map[string]string {
-	t.Helper()
-	f := strings.Fields(line)
-	require.NotEmpty(t, f, "empty helper line")
-	require.Equal(t, verb, f[0], "helper line %q", line)
-	m := map[string]string{}
-	for _, kv := range f[1:] {
-		k, v, ok := strings.Cut(kv, "=")
-		require.True(t, ok, "helper line %q", line)
-		m[k] = v
-	}
-	return m
-}
-
-func procUint(t testing.TB, m map[string]string, key string) uint64 {
-	t.Helper()
-	n, err := strconv.ParseUint(m[key], 10, 64)
-	require.NoError(t, err, "field %s in %v", key, m)
-	return n
+	return proctest.Seed(t, procSeedOverrideEnv)
 }
 
 // procAcquired is a parsed "ready"/"acquired" line.
@@ -519,255 +471,20 @@ type procAcquired struct {
 
 func procParseAcquired(t testing.TB, line, verb string) procAcquired {
 	t.Helper()
-	m := procFields(t, line, verb)
-	a := procAcquired{Gen: procUint(t, m, "gen"), Rev: procUint(t, m, "rev"), Tail: procUint(t, m, "tail"), Prev: summary.LeaseState(m["prev"])}
+	m := proctest.Fields(t, line, verb)
+	a := procAcquired{Gen: proctest.Uint(t, m, "gen"), Rev: proctest.Uint(t, m, "rev"), Tail: proctest.Uint(t, m, "tail"), Prev: summary.LeaseState(m["prev"])}
 	if a.Prev == "none" {
 		a.Prev = summary.LeaseUnknown
 	}
 	return a
 }
 
-// procChild is a running helper process. Its stdout is read by one
-// goroutine: "ack REV" lines are counted (the highest revision kept), all
-// other lines are queued for next.
-type procChild struct {
-	mode   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	pid    int
-	stderr *procStderr
-
-	mu      sync.Mutex
-	lines   []string
-	read    int
-	acks    int
-	lastAck uint64
-	eof     bool
-	notify  chan struct{} // capacity 1: something changed
-
-	exited  chan struct{} // closed after Wait returned
-	waitErr error         // Wait's result, valid once exited is closed
-	reaped  bool          // used by the test goroutine only
-}
-
-// procStderr keeps a child's standard error (bounded) so that a failing
-// test can show it and a race report in a child fails the test.
-type procStderr struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (e *procStderr) Write(p []byte) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.buf.Len() < 1<<20 {
-		e.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func (e *procStderr) String() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.buf.String()
-}
-
-// startProc starts the test binary as helper mode with extra environment.
-// The process is killed and reaped at cleanup if the test has not done so.
-func startProc(t testing.TB, mode string, env ...string) *procChild {
+// startProc starts the test binary as helper mode with extra environment;
+// its "ack REV" lines are counted (proctest.Child.Acks). It is killed and
+// reaped at cleanup if the test has not done so.
+func startProc(t testing.TB, mode string, env ...string) *proctest.Child {
 	t.Helper()
-	return startChild(t, nil, procModeEnv, mode, env...)
-}
-
-// startChild starts the test binary with args and modeEnv=mode plus extra
-// environment, and returns its procChild (killed and reaped at cleanup if
-// the test has not done so).
-func startChild(t testing.TB, args []string, modeEnv, mode string, env ...string) *procChild {
-	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, args...)
-	// The race runtime sleeps a second at exit by default; helpers exit
-	// often. (exec keeps the last of duplicate variables.)
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), append([]string{modeEnv + "=" + mode, "GORACE=" + gorace}, env...)...)
-	c := &procChild{mode: mode, cmd: cmd, stderr: &procStderr{}, notify: make(chan struct{}, 1), exited: make(chan struct{})}
-	cmd.Stderr = c.stderr
-	c.stdin, err = cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	c.pid = cmd.Process.Pid
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			c.onLine(sc.Text())
-		}
-		c.mu.Lock()
-		c.eof = true
-		c.mu.Unlock()
-		c.poke()
-		// Wait only after stdout reached EOF, as os/exec requires.
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
-	t.Cleanup(func() {
-		if c.reaped {
-			return
-		}
-		_ = c.stdin.Close()
-		_ = cmd.Process.Kill()
-		select {
-		case <-c.exited:
-		case <-time.After(procLineWithin):
-			t.Errorf("child %s pid %d did not exit after SIGKILL", mode, c.pid)
-			return
-		}
-		c.reaped = true
-		c.checkStderr(t)
-	})
-	return c
-}
-
-func (c *procChild) onLine(l string) {
-	c.mu.Lock()
-	if rest, ok := strings.CutPrefix(l, "ack "); ok {
-		if n, err := strconv.ParseUint(rest, 10, 64); err == nil {
-			c.acks++
-			c.lastAck = max(c.lastAck, n)
-			c.mu.Unlock()
-			c.poke()
-			return
-		}
-	}
-	c.lines = append(c.lines, l)
-	c.mu.Unlock()
-	c.poke()
-}
-
-func (c *procChild) poke() {
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
-}
-
-// waitFor waits until cond (called with c.mu held) is true, failing the
-// test if the helper's stdout ends first or within passes.
-func (c *procChild) waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
-		c.mu.Lock()
-		ok, eof := cond(), c.eof
-		c.mu.Unlock()
-		if ok {
-			return
-		}
-		if eof {
-			<-c.exited
-			require.FailNow(t, "helper exited while the test waited", "%s: helper %s pid %d: %v\nstderr:\n%s",
-				what, c.mode, c.pid, c.waitErr, c.stderr)
-		}
-		select {
-		case <-c.notify:
-		case <-deadline.C:
-			require.FailNow(t, "timed out waiting for a helper", "%s: helper %s pid %d\nstderr:\n%s", what, c.mode, c.pid, c.stderr)
-		}
-	}
-}
-
-// next returns the helper's next line other than an ack.
-func (c *procChild) next(t testing.TB) string {
-	t.Helper()
-	var l string
-	c.waitFor(t, procLineWithin, "next line", func() bool {
-		if c.read < len(c.lines) {
-			l = c.lines[c.read]
-			c.read++
-			return true
-		}
-		return false
-	})
-	return l
-}
-
-// tryNext returns the next line other than an ack if one is queued.
-func (c *procChild) tryNext() (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.read < len(c.lines) {
-		c.read++
-		return c.lines[c.read-1], true
-	}
-	return "", false
-}
-
-// waitAcks waits until the helper has acknowledged n appends in all.
-func (c *procChild) waitAcks(t testing.TB, n int) {
-	t.Helper()
-	c.waitFor(t, procLineWithin, fmt.Sprintf("%d acks", n), func() bool { return c.acks >= n })
-}
-
-// ackState returns how many appends the helper acknowledged and the
-// highest revision it acknowledged.
-func (c *procChild) ackState() (n int, last uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.acks, c.lastAck
-}
-
-// reap waits for the helper to exit (after its stdout is drained) and
-// returns Wait's error.
-func (c *procChild) reap(t testing.TB) error {
-	t.Helper()
-	if c.reaped {
-		return c.waitErr
-	}
-	select {
-	case <-c.exited:
-	case <-time.After(procLineWithin):
-		require.FailNow(t, "timed out waiting for a helper to exit", "helper %s pid %d", c.mode, c.pid)
-	}
-	c.reaped = true
-	c.checkStderr(t)
-	return c.waitErr
-}
-
-// kill sends SIGKILL and reaps the helper, which must have died of it
-// (not exited on its own with an error before).
-func (c *procChild) kill(t testing.TB) {
-	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
-	err := c.reap(t)
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "helper %s pid %d", c.mode, c.pid)
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
-		"helper %s pid %d did not die of SIGKILL: %v\nstderr:\n%s", c.mode, c.pid, err, c.stderr)
-}
-
-// signal sends sig to the helper.
-func (c *procChild) signal(t testing.TB, sig syscall.Signal) {
-	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(sig), "helper %s pid %d", c.mode, c.pid)
-}
-
-// stop closes the helper's stdin and requires a clean exit.
-func (c *procChild) stop(t testing.TB) {
-	t.Helper()
-	_ = c.stdin.Close() // may be closed already
-	err := c.reap(t)
-	require.NoError(t, err, "helper %s pid %d\nstderr:\n%s", c.mode, c.pid, c.stderr)
-}
-
-func (c *procChild) checkStderr(t testing.TB) {
-	t.Helper()
-	if s := c.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-		t.Errorf("helper %s pid %d reported a data race:\n%s", c.mode, c.pid, s)
-	}
+	return proctest.Start(t, proctest.Cmd{ModeEnv: procModeEnv, Mode: mode, Env: env, Acks: true})
 }
 
 // procEnv is the environment that points a helper at a session.

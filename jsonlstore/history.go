@@ -203,6 +203,7 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 			h := s.scanHistory(id, v)
 			defer h.Close()
 			snaps := record.NewSnapshots(id, v.maxPayload)
+			blobs := s.newBlobCache(id)
 			for h.Next() {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -214,15 +215,16 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 				if r.Through() <= yielded {
 					continue
 				}
-				yielded = r.Through()
 				var ok bool
 				if r.Kind == KindGap {
+					yielded = r.Through()
 					ok = yield(sessionstore.Record{}, gapError(id, r))
 				} else {
-					rec, err := decodeRecord(id, r, snaps.Bytes())
+					rec, err := decodeRecord(id, r, snaps.Bytes(), blobs)
 					if err != nil {
-						return err
+						return err // (not yielded: a retry meets it again)
 					}
+					yielded = r.Through()
 					ok = yield(rec, nil)
 				}
 				if !ok {

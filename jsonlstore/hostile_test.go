@@ -16,7 +16,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -235,7 +235,7 @@ func TestDeepJSONRecordRefused(t *testing.T) {
 func TestHostileDirectoryNamesIgnored(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	w, err := st.Create(ctx, snapOf(t, sessiontest.New("real")), sessionstore.AcquireOptions{})
+	w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New("real")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	logLine := cleanFixture(t)

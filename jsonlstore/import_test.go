@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -174,12 +175,12 @@ func TestImportRefuses(t *testing.T) {
 	}
 	t.Run("a newer program's record", func(t *testing.T) {
 		st := openTestStore(t)
-		lines := fixtureLines("newer-format")
-		_, err := st.Import(ctx, "newer-format", seqOf(lines[:len(lines)-1]))
+		lines := fixtureLines("newer-format-v5")
+		_, err := st.Import(ctx, "newer-format-v5", seqOf(lines[:len(lines)-1]))
 		var ne *sessionstore.NewerRecordError
 		require.ErrorAs(t, err, &ne)
 		require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
-		requireNoSession(t, st, "newer-format")
+		requireNoSession(t, st, "newer-format-v5")
 	})
 	t.Run("a gap in the middle", func(t *testing.T) {
 		st := openTestStore(t)
@@ -271,7 +272,7 @@ func TestFaultImport(t *testing.T) {
 			}
 			crashes := []*vfs.Sim{after.CrashDurableOnly(), after.CrashAll()}
 			for seed := range uint64(3) {
-				crashes = append(crashes, after.Crash(plRand(0x1e, seed)))
+				crashes = append(crashes, after.Crash(crashtest.Rand(0x1e, seed)))
 			}
 			for i, crashed := range crashes {
 				ce := fltOnSim(crashed)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -34,7 +34,7 @@ func tree(t *testing.T, root string) map[string]fs.FileMode {
 func TestBadInputWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	w, err := st.Create(ctx, snapOf(t, sessiontest.New("good")), sessionstore.AcquireOptions{})
+	w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New("good")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	defer w.Release(ctx)
 	before := tree(t, st.Dir())
@@ -45,7 +45,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		cfg := sessiontest.Config("placeholder")
 		s, err := session.New(cfg)
 		require.NoError(t, err)
-		snap := snapOf(t, s)
+		snap := sessiontest.Snap(t, s)
 		snap.ID = session.SessionID(id)
 		_, err = st.Create(ctx, snap, sessionstore.AcquireOptions{})
 		require.ErrorIs(t, err, sessionstore.ErrInvalidID, "id %q", id)
@@ -55,24 +55,28 @@ func TestBadInputWritesNothing(t *testing.T) {
 		require.ErrorIs(t, err, sessionstore.ErrInvalidID, "id %q", id)
 	}
 
-	mismatched := snapOf(t, sessiontest.New("other"))
+	mismatched := sessiontest.Snap(t, sessiontest.New("other"))
 	_, err = w.Append(ctx, 1, mismatched)
 	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
 
+	// A record over the cap: a tool call whose input (JSON, never kept out
+	// of line) is larger than the cap.
 	huge := sessiontest.New("good")
-	require.NoError(t, huge.AppendMessage(session.TextMessage(session.RoleUser, strings.Repeat("x", sessionstore.DefaultMaxRecordBytes), sessiontest.Epoch)))
-	_, err = w.Append(ctx, 1, snapOf(t, huge))
+	input := append(append([]byte(`"`), strings.Repeat("x", sessionstore.DefaultMaxRecordBytes)...), '"')
+	require.NoError(t, huge.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: input}}}))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, huge))
 	require.ErrorIs(t, err, sessionstore.ErrTooLarge)
 
-	invalid := snapOf(t, sessiontest.New("good"))
+	invalid := sessiontest.Snap(t, sessiontest.New("good"))
 	invalid.State = "exploding"
 	_, err = w.Append(ctx, 1, invalid)
 	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
-	invalid = snapOf(t, sessiontest.New("good"))
+	invalid = sessiontest.Snap(t, sessiontest.New("good"))
 	invalid.Authority = &session.Authority{Capabilities: []string{"root.everything"}}
 	_, err = w.Append(ctx, 1, invalid)
 	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
-	invalid = snapOf(t, sessiontest.New("good"))
+	invalid = sessiontest.Snap(t, sessiontest.New("good"))
 	invalid.EnvironmentRef = session.EnvironmentRef{}
 	_, err = w.Append(ctx, 1, invalid)
 	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
@@ -83,7 +87,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 	require.Equal(t, logBefore, logAfter)
 
 	// The writer is still usable after refusals (they are not I/O errors).
-	rev, err := w.Append(ctx, 1, snapOf(t, sessiontest.New("good")))
+	rev, err := w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.New("good")))
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), rev)
 }
@@ -91,9 +95,9 @@ func TestBadInputWritesNothing(t *testing.T) {
 func TestPermissions(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	w, err := st.Create(ctx, snapOf(t, sessiontest.New("perm")), sessionstore.AcquireOptions{})
+	w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New("perm")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
-	_, err = w.Append(ctx, 1, snapOf(t, sessiontest.New("perm")))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.New("perm")))
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	for p, mode := range tree(t, st.Dir()) {
@@ -112,7 +116,7 @@ func TestSymlinksRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, target := range []string{"session-dir", LogFile, "lease.lock", "lease.json", SummaryFile} {
 		t.Run(target, func(t *testing.T) {
-			st := openTestStore(t)
+			st := openUncheckedStore(t) // symlinks planted on purpose
 			outside := t.TempDir()
 			victim := filepath.Join(outside, "victim")
 			require.NoError(t, os.WriteFile(victim, []byte("do not touch"), 0o600))
@@ -121,7 +125,7 @@ func TestSymlinksRefused(t *testing.T) {
 				require.NoError(t, os.Mkdir(filepath.Join(outside, "real"), 0o700))
 				require.NoError(t, os.Symlink(filepath.Join(outside, "real"), filepath.Join(st.Dir(), "sym")))
 			} else {
-				w, err := st.Create(ctx, snapOf(t, sessiontest.New("sym")), sessionstore.AcquireOptions{})
+				w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New("sym")), sessionstore.AcquireOptions{})
 				require.NoError(t, err)
 				require.NoError(t, w.Release(ctx))
 				p := filepath.Join(st.Dir(), "sym", target)
@@ -146,13 +150,13 @@ func TestSymlinksRefused(t *testing.T) {
 
 func TestMidLogCorruption(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	s := sessiontest.New("mid")
-	w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{})
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	for r := uint64(1); r < 10; r++ {
 		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "m", sessiontest.Epoch)))
-		_, err := w.Append(ctx, r, snapOf(t, s))
+		_, err := w.Append(ctx, r, sessiontest.Snap(t, s))
 		require.NoError(t, err)
 	}
 	require.NoError(t, w.Release(ctx))

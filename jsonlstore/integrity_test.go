@@ -20,7 +20,7 @@ import (
 // written, and no different revision 16 can ever be written.
 func TestInPlaceTruncationIsCorruption(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	path := toolSession(t, st, "cut", 16)
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestInPlaceTruncationIsCorruption(t *testing.T) {
 // and finds the damage.
 func TestLogChangedInPlaceIsReadAgain(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	path := toolSession(t, st, "dd", 5)
 	page, err := st.List(ctx, summary.Query{})
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestLogChangedInPlaceIsReadAgain(t *testing.T) {
 func TestSparseTails(t *testing.T) {
 	ctx := context.Background()
 	for _, grow := range []int64{1 << 30, 1 << 40} {
-		st := openTestStore(t)
+		st := openUncheckedStore(t) // damaged on purpose
 		path := toolSession(t, st, "sparse", 5)
 		toolSession(t, st, "other", 3)
 		fi, err := os.Stat(path)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -44,12 +45,13 @@ import (
 // rounds, so that the cost of a round does not grow without bound with the
 // log it reads.
 func TestKillDuringAppend(t *testing.T) {
-	rounds := procEnvInt(t, killRoundsEnv, killRounds)
+	rounds := proctest.EnvInt(t, killRoundsEnv, killRounds)
 	seed := procSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 
 	start := time.Now()
@@ -154,7 +156,7 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 			t.Fatalf("%s: stopped before round %d: the test's deadline is near (a soak run needs a larger -timeout)", id, round)
 		}
 		child := startProc(t, procModeAppend, procEnv(dir, id, seed)...)
-		ready := procParseAcquired(t, child.next(t), "ready")
+		ready := procParseAcquired(t, child.Next(t), "ready")
 		if round == 0 {
 			require.Equal(t, procAcquired{Gen: 1, Rev: 1}, ready, "%s: the first helper creates the session", id)
 		} else {
@@ -173,14 +175,14 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 			time.Sleep(time.Duration(rng.Int64N(int64(killDelayMax))))
 		case 2: // right after an acknowledgment
 			s.how[2]++
-			n, _ := child.ackState()
-			child.waitAcks(t, n+1+rng.IntN(2))
+			n, _ := child.Acks()
+			child.WaitAcks(t, n+1+rng.IntN(2))
 		default: // as soon as the log grows under a large write
 			s.how[3]++
 			killAimAtLargeWrite(t, child, logFile, id, seed, ready.Rev)
 		}
-		child.kill(t)
-		_, lastAck := child.ackState()
+		child.Kill(t)
+		_, lastAck := child.Acks()
 		lastAck = max(lastAck, ready.Rev) // the helper started from a durable revision
 
 		// Before any recovery: no partial record is visible to readers.
@@ -305,21 +307,21 @@ func killCheckTail(t *testing.T, dir string, rep sessionstore.RecoveryReport, id
 // will write is a large one, then polls the log's size and returns as soon
 // as it grows: the helper is then inside the write(2) of that revision,
 // and a SIGKILL now is likely to tear it.
-func killAimAtLargeWrite(t *testing.T, child *procChild, logFile string, id session.SessionID, seed, from uint64) {
+func killAimAtLargeWrite(t *testing.T, child *proctest.Child, logFile string, id session.SessionID, seed, from uint64) {
 	t.Helper()
-	_, last := child.ackState()
+	_, last := child.Acks()
 	last = max(last, from)
 	for !procLarge(id, seed, last+1) {
 		last++
 	}
-	child.waitFor(t, procLineWithin, fmt.Sprintf("ack %d", last), func() bool { return child.lastAck >= last })
+	child.WaitAck(t, last)
 	f, err := os.Open(logFile)
 	require.NoError(t, err)
 	defer f.Close()
 	fi, err := f.Stat()
 	require.NoError(t, err)
 	base := fi.Size()
-	deadline := time.Now().Add(procLineWithin)
+	deadline := time.Now().Add(proctest.LineWithin)
 	for i := 0; ; i++ {
 		fi, err := f.Stat()
 		require.NoError(t, err)
@@ -328,10 +330,7 @@ func killAimAtLargeWrite(t *testing.T, child *procChild, logFile string, id sess
 		}
 		if i%1024 == 0 {
 			require.True(t, time.Now().Before(deadline), "the log did not grow")
-			child.mu.Lock()
-			eof := child.eof
-			child.mu.Unlock()
-			require.False(t, eof, "helper exited: %s", child.stderr)
+			require.False(t, child.Exited(), "helper exited: %s", child.Stderr())
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -56,7 +56,7 @@ func TestSummaryNeverWrittenThroughLink(t *testing.T) {
 			if when == "while held" {
 				// The holder has summary.json open after its first append;
 				// a link to that very file is then made from outside.
-				_, err := w.Append(ctx, w.Revision(), snapOf(t, s))
+				_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
 				require.NoError(t, err)
 				require.NoError(t, os.Link(sumPath, victim+".2"))
 				victim += ".2"
@@ -66,7 +66,7 @@ func TestSummaryNeverWrittenThroughLink(t *testing.T) {
 
 			for range 2 {
 				require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "m", sessiontest.Epoch)))
-				_, err := w.Append(ctx, w.Revision(), snapOf(t, s))
+				_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
 				require.NoError(t, err)
 			}
 			got, err := os.ReadFile(victim)
@@ -145,11 +145,11 @@ func TestHardLinkedLogRefused(t *testing.T) {
 	}
 	n := size(other)
 	s := sessiontest.New("linked")
-	_, err = w.Append(ctx, w.Revision(), snapOf(t, s))
+	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
 	require.ErrorIs(t, err, ErrLinkedLog)
 	require.Equal(t, n, size(other), "nothing written")
 	require.NoError(t, os.Remove(other))
-	rev, err := w.Append(ctx, w.Revision(), snapOf(t, s))
+	rev, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
 	require.NoError(t, err, "the writer stays usable")
 	require.Equal(t, uint64(4), rev)
 }

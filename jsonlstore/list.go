@@ -78,7 +78,7 @@ func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Su
 	}
 	var sum summary.Summary
 	err := s.read(ctx, id, func(v *view) error {
-		last, rec, err := s.loadLatest(id, v)
+		last, rec, err := s.loadLatest(id, v, true)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -181,7 +182,8 @@ func unlistedErr(err error) error {
 // sameRank reports whether a and b filter and order alike.
 func sameRank(a, b *summary.Summary) bool {
 	return a.ID == b.ID && a.State == b.State && a.Kind == b.Kind && a.ParentID == b.ParentID &&
-		a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt)
+		a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt) &&
+		a.Project == b.Project && maps.Equal(a.Labels, b.Labels)
 }
 
 // fillLeases computes the lease status of a page's items, now. Errors
@@ -264,6 +266,8 @@ type summaryKeys struct {
 		CreatedAt time.Time           `json:"created_at"`
 		UpdatedAt time.Time           `json:"updated_at"`
 		Revision  uint64              `json:"revision"`
+		Labels    map[string]string   `json:"labels"`
+		Project   string              `json:"project"`
 	} `json:"summary"`
 }
 
@@ -272,6 +276,7 @@ func (k *summaryKeys) ranked() summary.Summary {
 	return summary.Summary{
 		ID: k.Summary.ID, State: k.Summary.State, Kind: k.Summary.Kind, ParentID: k.Summary.ParentID,
 		CreatedAt: k.Summary.CreatedAt, UpdatedAt: k.Summary.UpdatedAt, Revision: k.Revision,
+		Labels: k.Summary.Labels, Project: k.Summary.Project,
 	}
 }
 

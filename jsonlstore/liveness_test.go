@@ -14,7 +14,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -30,7 +30,7 @@ func TestAppendCountsAsHeartbeat(t *testing.T) {
 		ctx := context.Background()
 		st := openTestStore(t)
 		s := sessiontest.New("busy")
-		w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{Label: "agent"})
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{Label: "agent"})
 		require.NoError(t, err)
 		defer w.Release(ctx)
 
@@ -50,7 +50,7 @@ func TestAppendCountsAsHeartbeat(t *testing.T) {
 			if i > 0 {
 				time.Sleep(100 * time.Millisecond)
 			}
-			_, err := w.Append(ctx, w.Revision(), snapOf(t, s))
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
 			require.NoError(t, err)
 			ls, err := st.Lease(ctx, "busy")
 			require.NoError(t, err)

@@ -2,6 +2,7 @@ package jsonlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
@@ -11,8 +12,11 @@ import (
 )
 
 // decodeRecord turns r, a verified record whose snapshot (its payload, or
-// what its delta chain rebuilds) is snap, into a contract Record.
-func decodeRecord(id session.SessionID, r *rawRecord, snap []byte) (sessionstore.Record, error) {
+// what its delta chain rebuilds) is snap, into a contract Record. The
+// content its parts keep out of line is read from the session's blobs
+// through c (each checked against its SHA-256), or, with c nil, left as
+// references (a load without the content).
+func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) (sessionstore.Record, error) {
 	decoded, err := sessnap.Unmarshal(snap)
 	if err != nil {
 		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
@@ -22,12 +26,51 @@ func decodeRecord(id session.SessionID, r *rawRecord, snap []byte) (sessionstore
 		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
 			Err: fmt.Errorf("payload belongs to session %q", decoded.ID)}
 	}
+	if c != nil {
+		if err := decoded.Messages.Resolve(c.fetch); err != nil {
+			return sessionstore.Record{}, blobAt(r, err)
+		}
+	}
 	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
 }
 
+// blobCache holds the blob contents one read has fetched, so that a
+// History of many revisions reads each blob once; it keeps at most
+// blobCacheBytes (then starts again).
+type blobCache struct {
+	s    *Store
+	id   session.SessionID
+	m    map[string][]byte
+	size int64
+}
+
+const blobCacheBytes = 256 << 20
+
+func (s *Store) newBlobCache(id session.SessionID) *blobCache {
+	return &blobCache{s: s, id: id, m: map[string][]byte{}}
+}
+
+func (c *blobCache) fetch(ref session.ContentRef) ([]byte, error) {
+	if b, ok := c.m[ref.SHA256]; ok && int64(len(b)) == ref.Size {
+		return b, nil
+	}
+	b, err := c.s.readBlob(c.id, ref)
+	if err != nil {
+		return nil, err
+	}
+	if c.size+int64(len(b)) > blobCacheBytes {
+		clear(c.m)
+		c.size = 0
+	}
+	c.m[ref.SHA256] = b
+	c.size += int64(len(b))
+	return b, nil
+}
+
 // loadLatest reads the view's latest revision: its last record and the
-// chain that rebuilds it, read backwards from the end.
-func (s *Store) loadLatest(id session.SessionID, v *view) (*rawRecord, sessionstore.Record, error) {
+// chain that rebuilds it, read backwards from the end, with its content
+// (or, light, without what is kept out of line).
+func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*rawRecord, sessionstore.Record, error) {
 	last, _, err := s.latest(id, v)
 	if err != nil {
 		return nil, sessionstore.Record{}, err
@@ -36,7 +79,11 @@ func (s *Store) loadLatest(id session.SessionID, v *view) (*rawRecord, sessionst
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}
-	rec, err := decodeRecord(id, last, snap)
+	var c *blobCache
+	if !light {
+		c = s.newBlobCache(id)
+	}
+	rec, err := decodeRecord(id, last, snap, c)
 	return last, rec, err
 }
 
@@ -44,10 +91,23 @@ func (s *Store) loadLatest(id session.SessionID, v *view) (*rawRecord, sessionst
 // is one record, or for a delta its chain (bounded by the snapshot's size),
 // whatever the length of the history.
 func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Record, error) {
+	return s.LoadWith(ctx, id, sessionstore.LoadOptions{})
+}
+
+var _ sessionstore.ContentLoader = (*Store)(nil)
+
+// LoadWith implements sessionstore.ContentLoader: revision opts.Revision
+// (the latest for 0), read as Load or LoadRevision read it, with the
+// content kept out of line (blobs) or, with WithoutContent, without it:
+// then no blob is read.
+func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts sessionstore.LoadOptions) (sessionstore.Record, error) {
+	if opts.Revision > 0 {
+		return s.loadRevision(ctx, id, opts.Revision, opts.WithoutContent)
+	}
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
 		var err error
-		_, rec, err = s.loadLatest(id, v)
+		_, rec, err = s.loadLatest(id, v, opts.WithoutContent)
 		return err
 	})
 	return rec, err
@@ -60,6 +120,20 @@ func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Re
 // reading the records before it, not rebuilding each. A revision a repair
 // set aside is a *sessionstore.GapError.
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
+	if rev == 0 {
+		if err := s.check(ctx, id); err != nil {
+			return sessionstore.Record{}, err
+		}
+		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision 0", sessionstore.ErrNotFound, id)
+	}
+	return s.loadRevision(ctx, id, rev, false)
+}
+
+func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
+	var c *blobCache
+	if !light {
+		c = s.newBlobCache(id)
+	}
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
 		last, _, err := s.latest(id, v)
@@ -70,7 +144,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 			return fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
 		}
 		if rev >= last.Rev {
-			_, rec, err = s.loadLatest(id, v)
+			_, rec, err = s.loadLatest(id, v, light)
 			return err
 		}
 		// Read forwards to rev. In the log, past damage that rev does not
@@ -112,7 +186,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 			if r.Kind == KindGap {
 				return gapError(id, r)
 			}
-			rec, err = decodeRecord(id, r, snaps.Bytes())
+			rec, err = decodeRecord(id, r, snaps.Bytes(), c)
 			return err
 		}
 		if err := h.Err(); err != nil {
@@ -121,4 +195,15 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 		return fmt.Errorf("%w: session %s revision %d", sessionstore.ErrNotFound, id, rev)
 	})
 	return rec, err
+}
+
+// blobAt locates a blob's corruption at r, the record that references it:
+// the error names the record's file, offset and revision, and the blob.
+func blobAt(r *rawRecord, err error) error {
+	var ce *sessionstore.CorruptionError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &sessionstore.CorruptionError{ID: ce.ID, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+		Err: fmt.Errorf("%s: %w", ce.Path, ce.Err)}
 }

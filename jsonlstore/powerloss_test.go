@@ -3,17 +3,12 @@ package jsonlstore
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"regexp"
-	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,23 +17,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// The power-loss test (DESIGN section 10, test 2) runs a scripted workload
-// on a store whose files live in a vfs.Sim and whose leases live in a
-// simLeaser, takes a snapshot of the file system at every sync point (just
-// before the sync takes effect) and after the workload, and crashes each
-// snapshot many ways: with nothing pending surviving, with everything
-// surviving, and with many seeds of the unkind model (any subset of
-// unsynced writes, at 4 KiB granularity, renames before data, NUL
-// extension). On every crashed state a fresh store, with a fresh leaser
-// that remembers no generation, must show that nothing acknowledged was
-// lost (plChecker.check).
+// The power-loss test runs a scripted workload on a store whose files live
+// in a vfs.Sim and whose leases live in a simLeaser, and crashtest takes a
+// point (a snapshot of the file system and of what the workload
+// acknowledged) at every sync (just before it takes effect) and after the
+// workload, and crashes each point many ways: with nothing pending
+// surviving, with everything surviving, and with many seeds of the unkind
+// model (any subset of unsynced writes, at 4 KiB granularity, renames
+// before data, NUL extension). On every crashed state a fresh store, with
+// a fresh leaser that remembers no generation, must show that nothing
+// acknowledged was lost (plChecker.check). This file holds the workload
+// and that checker; the harness is crashtest's.
 //
 // The workload (plWorkload) drives three sessions:
 //
@@ -49,7 +47,7 @@ import (
 //	C: create, 2 appends, still held at the end.
 //
 // interleaved, so that crashes land with several sessions in flight, and
-// with a snapshot right after A's recovery too. The sync-mutation test
+// with a point right after A's recovery too. The sync-mutation test
 // (syncmutation_test.go) runs the same workload with one sync made a no-op
 // and shows that the checker then fails.
 //
@@ -142,8 +140,8 @@ func plPayload(id session.SessionID, rev uint64, variant int) []byte {
 	return b
 }
 
-// plAck is what the workload had been told was done when a snapshot was
-// taken: what must survive any crash of that snapshot.
+// plAck is what the workload had been told was done when a point was
+// taken: what must survive any crash of that point.
 type plAck struct {
 	creating [plSessions]bool   // Create was called
 	created  [plSessions]bool   // Create returned
@@ -156,25 +154,10 @@ type plAck struct {
 	truncating, recovered bool
 }
 
-// plPoint is a snapshot of the file system at a sync point (op on name,
-// before it took effect), right after A's recovering Acquire returned (op
-// plAfterRecovery), or at the end of the workload (op "").
-type plPoint struct {
-	sim  *vfs.Sim
-	ack  plAck
-	op   vfs.Op
-	name string
-	// syncs is the number of sync calls the store had made when the
-	// snapshot was taken, the current one included.
-	syncs int
-}
-
-// plAfterRecovery marks the snapshot taken right after A's recovery.
-const plAfterRecovery vfs.Op = "after-recovery"
-
-// plRun is one run of the workload.
+// plRun is one run of the workload: its points, and what the checker
+// needs to know of what it wrote.
 type plRun struct {
-	points []plPoint
+	*crashtest.Recorder[plAck]
 	// variants[i][rev] lists the variants of plSnapshot written as rev of
 	// session i: a valid record must carry one of them.
 	variants [plSessions]map[uint64][]int
@@ -182,9 +165,7 @@ type plRun struct {
 	// that recovery must keep in a forensic file.
 	torn   []byte
 	tornAt int64
-	sim    *vfs.Sim
 	st     *Store
-	faulty *vfs.Faulty
 }
 
 // plWorkload runs the workload. With mutate ≥ 0 the sync call number
@@ -193,30 +174,21 @@ type plRun struct {
 func plWorkload(t testing.TB, mutate int) *plRun {
 	t.Helper()
 	ctx := context.Background()
-	sim := vfs.NewSim()
-	faulty := vfs.NewFaulty(sim)
-	if mutate >= 0 {
-		faulty.Inject(vfs.Fault{Op: vfs.OpAnySync, After: mutate, Silent: true})
-	}
-	// A clock that ticks a millisecond per reading makes every record,
-	// and so every crash of a seed, the same from run to run.
-	var tick atomic.Int64
-	clock := func() time.Time { return sessiontest.Epoch.Add(time.Duration(tick.Add(1)) * time.Millisecond) }
-	st := newStore(plRoot, nil, faulty, newSimLeaser(sim, plRoot), Options{Now: clock})
-	t.Cleanup(func() { st.Close() })
-	run := &plRun{sim: sim, st: st, faulty: faulty}
+	rec := crashtest.Start[plAck](mutate)
+	defer rec.Stop()
+	sim, faulty := rec.Sim, rec.FS
+	st := crashStore(t, rec, plRoot)
+	run := &plRun{Recorder: rec, st: st}
 	for i := range run.variants {
 		run.variants[i] = map[uint64][]int{}
 	}
-	var ack plAck
+	ack := &rec.Ack
 	inRecovery := false
-	sim.OnSync(func(op vfs.Op, name string) {
+	rec.OnSync = func(op vfs.Op, name string) {
 		if inRecovery && op == vfs.OpDatasync && name == logPath(plIDs[plA]) {
 			ack.truncating = true // the sync of the truncation
 		}
-		run.points = append(run.points, plPoint{sim: sim.Snapshot(), ack: ack, op: op, name: name, syncs: faulty.Calls(vfs.OpAnySync)})
-	})
-	defer sim.OnSync(nil)
+	}
 
 	opts := sessionstore.AcquireOptions{Label: "powerloss"}
 	create := func(i int) sessionstore.Writer {
@@ -287,9 +259,9 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	require.NoError(t, err)
 	require.Len(t, after, len(before)+plTornBytes)
 	run.tornAt, run.torn = int64(len(before)), after[len(before):]
-	rec, err := st.Load(ctx, plIDs[plA])
+	loaded, err := st.Load(ctx, plIDs[plA])
 	require.NoError(t, err)
-	require.Equal(t, uint64(plTornAt-1), rec.Revision, "a torn record is never visible")
+	require.Equal(t, uint64(plTornAt-1), loaded.Revision, "a torn record is never visible")
 	require.NoError(t, wA.Release(ctx))
 
 	// The next holder recovers: the torn tail goes to a forensic file.
@@ -298,7 +270,7 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	inRecovery = false
 	require.NoError(t, err)
 	ack.truncating, ack.recovered = true, true
-	run.points = append(run.points, plPoint{sim: sim.Snapshot(), ack: ack, op: plAfterRecovery, syncs: faulty.Calls(vfs.OpAnySync)})
+	rec.Mark(plAfterRecovery)
 	rep := wA.Recovery()
 	require.Equal(t, uint64(2), wA.Generation())
 	require.Equal(t, summary.LeaseFree, rep.Previous.State)
@@ -310,8 +282,23 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	appendTo(plA, wA, 1)
 	appendTo(plA, wA, 1)
 
-	run.points = append(run.points, plPoint{sim: sim.Snapshot(), ack: ack, syncs: faulty.Calls(vfs.OpAnySync)})
+	rec.Mark(plEnd)
 	return run
+}
+
+// The points plWorkload marks, besides those at its syncs.
+const (
+	plAfterRecovery = "right after A's recovery"
+	plEnd           = "end of workload"
+)
+
+// crashStore opens the store of a crash test's workload at root on rec's
+// file system, leases in a simLeaser over its Sim, with a clock that
+// repeats from run to run; it is closed at cleanup.
+func crashStore[A any](t testing.TB, rec *crashtest.Recorder[A], root string) *Store {
+	st := newStore(root, nil, rec.FS, newSimLeaser(rec.Sim, root), Options{Now: crashtest.Clock(sessiontest.Epoch)})
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // plChecker checks crashed states of one run.
@@ -368,24 +355,13 @@ func (s *plStats) countSummary(crashed *vfs.Sim, id session.SessionID) {
 	s.summary[kind].Add(1)
 }
 
-// plViolation is a check that failed on a crashed state.
-type plViolation struct {
-	check string
-	err   error
-}
-
-func (v *plViolation) Error() string { return v.check + ": " + v.err.Error() }
-
-func plViolate(check, format string, args ...any) error {
-	return &plViolation{check: check, err: fmt.Errorf(format, args...)}
-}
-
-// check opens a store on crashed, a state after a crash of a snapshot
-// taken when ack was acknowledged, and returns the first violation of
-// what must hold. r drives a second crash, after the checker's own
-// writes.
-func (c *plChecker) check(crashed *vfs.Sim, ack plAck, r *rand.Rand) error {
+// check opens a store on crashed, a state after a crash of point p, and
+// returns the first violation of what must hold given what p
+// acknowledged (a crashtest.Check). r drives a second crash, after the
+// checker's own writes.
+func (c *plChecker) check(crashed *vfs.Sim, p crashtest.Point[plAck], _ crashtest.Crash, r *rand.Rand) error {
 	ctx := context.Background()
+	ack := p.Ack
 	leases := newSimLeaser(crashed, plRoot)
 	st := newStore(plRoot, nil, crashed, leases, Options{})
 	defer st.Close()
@@ -411,11 +387,11 @@ func (c *plChecker) check(crashed *vfs.Sim, ack plAck, r *rand.Rand) error {
 		exists := err == nil
 		switch {
 		case err != nil && !errors.Is(err, sessionstore.ErrNotFound):
-			return plViolate("load", "%s: %w", id, err)
+			return crashtest.Violate("load", "%s: %w", id, err)
 		case !exists && ack.created[i] && !ack.deleting[i]:
-			return plViolate("acknowledged-create", "%s was created (rev %d acknowledged) but is gone: %v", id, ack.rev[i], err)
+			return crashtest.Violate("acknowledged-create", "%s was created (rev %d acknowledged) but is gone: %v", id, ack.rev[i], err)
 		case exists && ack.deleted[i]:
-			return plViolate("acknowledged-delete", "%s was deleted but is back at revision %d", id, rec.Revision)
+			return crashtest.Violate("acknowledged-delete", "%s was deleted but is back at revision %d", id, rec.Revision)
 		case !exists:
 			if ack.creating[i] && !ack.created[i] && st0 != nil {
 				st0.createLost.Add(1)
@@ -424,11 +400,11 @@ func (c *plChecker) check(crashed *vfs.Sim, ack plAck, r *rand.Rand) error {
 				st0.deleteUnackedGone.Add(1)
 			}
 			if _, ok := listed[id]; ok {
-				return plViolate("list", "%s is listed but Load says %v", id, err)
+				return crashtest.Violate("list", "%s is listed but Load says %v", id, err)
 			}
 			for _, err := range st.History(ctx, id) {
 				if !errors.Is(err, sessionstore.ErrNotFound) {
-					return plViolate("history", "%s is gone but History says %v", id, err)
+					return crashtest.Violate("history", "%s is gone but History says %v", id, err)
 				}
 			}
 			continue
@@ -445,26 +421,26 @@ func (c *plChecker) check(crashed *vfs.Sim, ack plAck, r *rand.Rand) error {
 			}
 		}
 		if ack.created[i] && rec.Revision < ack.rev[i] {
-			return plViolate("acknowledged-revision", "%s: latest revision %d, but %d was acknowledged", id, rec.Revision, ack.rev[i])
+			return crashtest.Violate("acknowledged-revision", "%s: latest revision %d, but %d was acknowledged", id, rec.Revision, ack.rev[i])
 		}
 		hist, err := c.history(ctx, st, crashed, i, rec.Revision)
 		if err != nil {
 			return err
 		}
 		if ls, ok := listed[id]; !ok {
-			return plViolate("list", "%s (revision %d) is not listed", id, rec.Revision)
+			return crashtest.Violate("list", "%s (revision %d) is not listed", id, rec.Revision)
 		} else if ls.Revision != rec.Revision || ls.Title != rec.Snapshot.Title {
-			return plViolate("list", "%s: listed at revision %d %q, Load says %d %q", id, ls.Revision, ls.Title, rec.Revision, rec.Snapshot.Title)
+			return crashtest.Violate("list", "%s: listed at revision %d %q, Load says %d %q", id, ls.Revision, ls.Title, rec.Revision, rec.Snapshot.Title)
 		}
 
 		// A new holder: a generation above every one in the log, a
 		// recovery that removes nothing valid, and a working append.
 		w, err := st.TryAcquire(ctx, id, sessionstore.AcquireOptions{Label: "checker"})
 		if err != nil {
-			return plViolate("acquire", "%s: %w", id, err)
+			return crashtest.Violate("acquire", "%s: %w", id, err)
 		}
 		if g := hist.maxGen; w.Generation() <= g {
-			return plViolate("generation", "%s: new holder has generation %d, the log has %d", id, w.Generation(), g)
+			return crashtest.Violate("generation", "%s: new holder has generation %d, the log has %d", id, w.Generation(), g)
 		}
 		if err := c.checkRecovery(crashed, i, w.Recovery(), hist); err != nil {
 			return err
@@ -475,7 +451,7 @@ func (c *plChecker) check(crashed *vfs.Sim, ack plAck, r *rand.Rand) error {
 		next := rec.Revision + 1
 		got, err := w.Append(ctx, rec.Revision, plSnapshot(id, next, 9))
 		if err != nil || got != next {
-			return plViolate("append", "%s: new holder's append of %d: %d, %v", id, next, got, err)
+			return crashtest.Violate("append", "%s: new holder's append of %d: %d, %v", id, next, got, err)
 		}
 		holders[i] = &held{w: w, rev: got}
 	}
@@ -488,7 +464,7 @@ func (c *plChecker) check(crashed *vfs.Sim, ack plAck, r *rand.Rand) error {
 			continue
 		}
 		if ls := listed[plIDs[i]]; ls.Revision != h.rev {
-			return plViolate("list", "%s: listed at %d after the new holder's append of %d", plIDs[i], ls.Revision, h.rev)
+			return crashtest.Violate("list", "%s: listed at %d after the new holder's append of %d", plIDs[i], ls.Revision, h.rev)
 		}
 		_ = h.w.Release(ctx)
 	}
@@ -506,16 +482,16 @@ func (c *plChecker) check(crashed *vfs.Sim, ack plAck, r *rand.Rand) error {
 		id := plIDs[i]
 		rec, err := st2.Load(ctx, id)
 		if err != nil || rec.Revision != h.rev {
-			return plViolate("second-crash", "%s: Load after a second crash: revision %d (want %d), %v", id, rec.Revision, h.rev, err)
+			return crashtest.Violate("second-crash", "%s: Load after a second crash: revision %d (want %d), %v", id, rec.Revision, h.rev, err)
 		}
 		w, err := st2.TryAcquire(ctx, id, sessionstore.AcquireOptions{})
 		if err != nil {
-			return plViolate("second-crash", "%s: acquire: %w", id, err)
+			return crashtest.Violate("second-crash", "%s: acquire: %w", id, err)
 		}
 		g := w.Generation()
 		_ = w.Release(ctx)
 		if g <= h.w.Generation() {
-			return plViolate("generation", "%s: after a second crash, generation %d after %d", id, g, h.w.Generation())
+			return crashtest.Violate("generation", "%s: after a second crash, generation %d after %d", id, g, h.w.Generation())
 		}
 	}
 	return nil
@@ -537,29 +513,29 @@ func (c *plChecker) history(ctx context.Context, st *Store, crashed *vfs.Sim, i 
 	var h plHistory
 	for rec, err := range st.History(ctx, id) {
 		if err != nil {
-			return h, plViolate("history", "%s after revision %d: %w", id, h.n, err)
+			return h, crashtest.Violate("history", "%s after revision %d: %w", id, h.n, err)
 		}
 		if rec.Revision != h.n+1 {
-			return h, plViolate("history", "%s: revision %d after %d", id, rec.Revision, h.n)
+			return h, crashtest.Violate("history", "%s: revision %d after %d", id, rec.Revision, h.n)
 		}
 		h.n = rec.Revision
 		h.maxGen = max(h.maxGen, rec.Generation)
 	}
 	if h.n != latest {
-		return h, plViolate("history", "%s: History ends at %d, Load says %d", id, h.n, latest)
+		return h, crashtest.Violate("history", "%s: History ends at %d, Load says %d", id, h.n, latest)
 	}
 	log, err := crashed.ReadFile(logPath(id))
 	if err != nil {
-		return h, plViolate("history", "%s: %w", id, err)
+		return h, crashtest.Violate("history", "%s: %w", id, err)
 	}
 	h.log = log
 	recs := plRecords(log)
 	if uint64(len(recs)) != h.n {
-		return h, plViolate("history", "%s: History has %d revisions, the log %d valid records before its tail", id, h.n, len(recs))
+		return h, crashtest.Violate("history", "%s: History has %d revisions, the log %d valid records before its tail", id, h.n, len(recs))
 	}
 	snaps, err := rebuildAll(recs)
 	if err != nil {
-		return h, plViolate("payload", "%s: %w", id, err)
+		return h, crashtest.Violate("payload", "%s: %w", id, err)
 	}
 	for k, r := range recs {
 		if err := c.checkPayload(i, r.Rev, snaps[k]); err != nil {
@@ -605,7 +581,7 @@ func (c *plChecker) checkPayload(i int, rev uint64, payload []byte) error {
 			return nil
 		}
 	}
-	return plViolate("payload", "%s revision %d is not a snapshot written as that revision", id, rev)
+	return crashtest.Violate("payload", "%s revision %d is not a snapshot written as that revision", id, rev)
 }
 
 // checkRecovery checks what a new holder's recovery did to session i's
@@ -615,29 +591,29 @@ func (c *plChecker) checkRecovery(crashed *vfs.Sim, i int, rep sessionstore.Reco
 	id, before := plIDs[i], hist.log
 	after, err := crashed.ReadFile(logPath(id))
 	if err != nil {
-		return plViolate("recovery", "%s: %w", id, err)
+		return crashtest.Violate("recovery", "%s: %w", id, err)
 	}
 	if rep.TailBytes == 0 {
 		if !bytes.Equal(before, after) {
-			return plViolate("recovery", "%s: log changed (%d → %d bytes) without a reported tail", id, len(before), len(after))
+			return crashtest.Violate("recovery", "%s: log changed (%d → %d bytes) without a reported tail", id, len(before), len(after))
 		}
 		if int64(len(after)) != hist.end {
-			return plViolate("recovery", "%s: %d bytes after the last record left in the log", id, int64(len(after))-hist.end)
+			return crashtest.Violate("recovery", "%s: %d bytes after the last record left in the log", id, int64(len(after))-hist.end)
 		}
 		return nil
 	}
 	end := rep.TailOffset
 	switch {
 	case end != hist.end:
-		return plViolate("recovery", "%s: tail removed from %d, the last record ends at %d", id, end, hist.end)
+		return crashtest.Violate("recovery", "%s: tail removed from %d, the last record ends at %d", id, end, hist.end)
 	case end+rep.TailBytes != int64(len(before)):
-		return plViolate("recovery", "%s: tail %d+%d does not end the log of %d bytes", id, end, rep.TailBytes, len(before))
+		return crashtest.Violate("recovery", "%s: tail %d+%d does not end the log of %d bytes", id, end, rep.TailBytes, len(before))
 	case !bytes.Equal(after, before[:end]):
-		return plViolate("recovery", "%s: log is not its first %d bytes after recovery", id, end)
+		return crashtest.Violate("recovery", "%s: log is not its first %d bytes after recovery", id, end)
 	}
 	kept, err := crashed.ReadFile(rep.ForensicFile)
 	if err != nil || !bytes.Equal(kept, before[end:]) {
-		return plViolate("recovery", "%s: forensic file %q does not hold the removed tail: %v", id, rep.ForensicFile, err)
+		return crashtest.Violate("recovery", "%s: forensic file %q does not hold the removed tail: %v", id, rep.ForensicFile, err)
 	}
 	return nil
 }
@@ -653,12 +629,12 @@ func (c *plChecker) checkTorn(crashed *vfs.Sim, ack plAck) error {
 	id := plIDs[plA]
 	log, err := crashed.ReadFile(logPath(id))
 	if err != nil {
-		return plViolate("torn-tail", "%s: %w", id, err)
+		return crashtest.Violate("torn-tail", "%s: %w", id, err)
 	}
 	inLog := int64(len(log)) >= c.run.tornAt+int64(len(c.run.torn)) &&
 		bytes.Equal(log[c.run.tornAt:c.run.tornAt+int64(len(c.run.torn))], c.run.torn)
 	if inLog && ack.recovered {
-		return plViolate("torn-tail", "%s: the tail recovery reported removed is back in the log", id)
+		return crashtest.Violate("torn-tail", "%s: the tail recovery reported removed is back in the log", id)
 	}
 	if inLog {
 		return nil
@@ -670,159 +646,41 @@ func (c *plChecker) checkTorn(crashed *vfs.Sim, ack plAck) error {
 			return nil
 		}
 	}
-	return plViolate("torn-tail", "%s: the torn tail is neither in the log nor in a forensic file (%d forensic files)", id, len(entries))
+	return crashtest.Violate("torn-tail", "%s: the torn tail is neither in the log nor in a forensic file (%d forensic files)", id, len(entries))
 }
 
 // plList lists every session, by ID.
 func plList(ctx context.Context, st *Store) (map[session.SessionID]summary.Summary, error) {
 	page, err := st.List(ctx, summary.Query{Limit: summary.MaxLimit})
 	if err != nil {
-		return nil, plViolate("list", "%w", err)
+		return nil, crashtest.Violate("list", "%w", err)
 	}
 	out := map[session.SessionID]summary.Summary{}
 	for _, s := range page.Items {
 		if !slices.Contains(plIDs[:], s.ID) {
-			return nil, plViolate("list", "unexpected session %q listed", s.ID)
+			return nil, crashtest.Violate("list", "unexpected session %q listed", s.ID)
 		}
 		out[s.ID] = s
 	}
 	return out, nil
 }
 
-// plCrash is one way to crash a snapshot.
-type plCrash struct {
-	name  string
-	crash func(s *vfs.Sim) *vfs.Sim
-	seed  uint64
-}
-
-// plCrashes returns the crashes of snapshot k: nothing pending survives,
-// everything survives, and seeds unkind ones.
-func plCrashes(k, seeds int) []plCrash {
-	out := []plCrash{
-		{name: "durable-only", crash: (*vfs.Sim).CrashDurableOnly},
-		{name: "all", crash: (*vfs.Sim).CrashAll},
-	}
-	for seed := range uint64(seeds) {
-		r := plRand(k, seed)
-		out = append(out, plCrash{name: "seed " + strconv.FormatUint(seed, 10), seed: seed, crash: func(s *vfs.Sim) *vfs.Sim { return s.Crash(r) }})
-	}
-	return out
-}
-
-func plRand(k int, seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, 0x706c0000+uint64(k)))
-}
-
-// describe names a point for messages and tables.
-func (p plPoint) describe() string {
-	switch p.op {
-	case "":
-		return "end of workload"
-	case plAfterRecovery:
-		return "right after A's recovery"
-	}
-	return string(p.op) + " " + plPattern(p.name)
-}
-
-// plPattern replaces the random and time parts of names with "*".
-func plPattern(name string) string {
-	return plVarying.ReplaceAllString(name, "*")
-}
-
-var plVarying = regexp.MustCompile(`[0-9a-f]{16}|[0-9]{8}T[0-9.]+Z`)
-
-// plFingerprint hashes every name and file content of a state.
-func plFingerprint(s *vfs.Sim) [32]byte {
-	h := sha256.New()
-	for _, name := range s.Tree() {
-		_, _ = fmt.Fprintf(h, "%s\x00", name) // hash.Hash writes never fail
-		if !strings.HasSuffix(name, "/") {
-			b, _ := s.ReadFile(name)
-			_, _ = fmt.Fprintf(h, "%d\x00", len(b))
-			h.Write(b)
-		}
-	}
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
-}
-
-// plSeedCount returns plSeeds or its override.
-func plSeedCount(t testing.TB) int {
-	t.Helper()
-	s := os.Getenv(plSeedsEnv)
-	if s == "" {
-		return plSeeds
-	}
-	n, err := strconv.Atoi(s)
-	require.NoError(t, err, plSeedsEnv)
-	require.Positive(t, n, plSeedsEnv)
-	return n
-}
-
-// plForEach runs fn on n items with one worker per CPU.
-func plForEach(n int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
-
 func TestPowerLoss(t *testing.T) {
-	seeds := plSeedCount(t)
+	seeds := proctest.EnvInt(t, plSeedsEnv, plSeeds)
 	start := time.Now()
 	run := plWorkload(t, -1)
-	require.Len(t, run.points, 71+2, "sync points of the workload changed: update the count")
+	points := run.Points()
+	require.Len(t, points, 71+2, "sync points of the workload changed: update the count")
 	built := time.Since(start)
 
 	c := &plChecker{run: run, stats: &plStats{}}
-	type failure struct {
-		point int
-		crash string
-		err   error
-	}
-	var mu sync.Mutex
-	var failures []failure
-	var states, distinct atomic.Int64
-	plForEach(len(run.points), func(k int) {
-		p := run.points[k]
-		seen := map[[32]byte]bool{}
-		for _, cr := range plCrashes(k, seeds) {
-			crashed := cr.crash(p.sim)
-			states.Add(1)
-			// Many seeds crash a snapshot into the same state (all its
-			// few pending writes kept, or none): check each state once.
-			fp := plFingerprint(crashed)
-			if seen[fp] {
-				continue
-			}
-			seen[fp] = true
-			distinct.Add(1)
-			if err := c.check(crashed, p.ack, plRand(k, 1000+cr.seed)); err != nil {
-				mu.Lock()
-				failures = append(failures, failure{k, cr.name, err})
-				mu.Unlock()
-			}
-		}
-	})
+	states, distinct := crashtest.Sweep(t, points, seeds, c.check)
 	t.Logf("%d sync points, %d crashed states (%d seeds each), %d distinct; workload %v, total %v",
-		len(run.points)-2, states.Load(), seeds, distinct.Load(), built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		len(points)-2, states, seeds, distinct, built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	t.Logf("what the crashed states held: %s", c.stats)
 	if seeds >= plSeeds {
-		// The crashes met what the checks are about.
 		st := c.stats
-		for what, n := range map[string]int64{
+		crashtest.Met(t, map[string]int64{
 			"a torn tail removed":                  st.tails.Load(),
 			"an unacknowledged revision surviving": st.unacked.Load(),
 			"a creation in flight kept":            st.createdUnacked.Load(),
@@ -831,18 +689,7 @@ func TestPowerLoss(t *testing.T) {
 			"a deletion in flight done":            st.deleteUnackedGone.Load(),
 			"a garbage summary.json":               st.summary[plSummaryGarbage].Load(),
 			"a stale summary.json":                 st.summary[plSummaryStale].Load(),
-		} {
-			if n == 0 {
-				t.Errorf("no crashed state had %s", what)
-			}
-		}
-	}
-	for i, f := range failures {
-		if i == 10 {
-			t.Errorf("... and %d more", len(failures)-10)
-			break
-		}
-		t.Errorf("crash at point %d (%s), %s: %v", f.point, run.points[f.point].describe(), f.crash, f.err)
+		})
 	}
 }
 
@@ -852,31 +699,33 @@ func TestPowerLoss(t *testing.T) {
 func TestPowerLossCheckerHasTeeth(t *testing.T) {
 	run := plWorkload(t, -1)
 	c := &plChecker{run: run}
-	end := run.points[len(run.points)-1]
-	r := plRand(0, 0)
-	require.NoError(t, c.check(end.sim.CrashAll(), end.ack, r))
+	points := run.Points()
+	end := points[len(points)-1]
+	r := crashtest.Rand(0, 0)
+	all := crashtest.Crash{Kind: crashtest.All}
+	require.NoError(t, c.check(end.Sim.CrashAll(), end, all, r))
 
-	lying := end.ack
-	lying.rev[plA]++
-	err := c.check(end.sim.CrashAll(), lying, r)
-	var v *plViolation
+	lying := end
+	lying.Ack.rev[plA]++
+	err := c.check(end.Sim.CrashAll(), lying, all, r)
+	var v *crashtest.Violation
 	require.ErrorAs(t, err, &v)
-	require.Equal(t, "acknowledged-revision", v.check)
+	require.Equal(t, "acknowledged-revision", v.Check)
 
 	// The state just before B's deletion became durable, judged as if it
 	// had been acknowledged: some crash brings B back.
-	for _, p := range run.points {
-		if p.ack.deleting[plB] && !p.ack.deleted[plB] {
-			lying := p.ack
-			lying.deleted[plB] = true
-			require.ErrorAs(t, c.check(p.sim.CrashDurableOnly(), lying, r), &v)
-			require.Equal(t, "acknowledged-delete", v.check)
+	for _, p := range points {
+		if p.Ack.deleting[plB] && !p.Ack.deleted[plB] {
+			lying := p
+			lying.Ack.deleted[plB] = true
+			require.ErrorAs(t, c.check(p.Sim.CrashDurableOnly(), lying, crashtest.Crash{Kind: crashtest.DurableOnly}, r), &v)
+			require.Equal(t, "acknowledged-delete", v.Check)
 			break
 		}
 	}
 
 	// Damage in the middle of A's log: History must fail.
-	damaged := end.sim.CrashAll()
+	damaged := end.Sim.CrashAll()
 	log, err := damaged.ReadFile(logPath(plIDs[plA]))
 	require.NoError(t, err)
 	log[len(log)/2] ^= 0x04
@@ -885,6 +734,6 @@ func TestPowerLossCheckerHasTeeth(t *testing.T) {
 	_, err = f.Write(log)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	require.ErrorAs(t, c.check(damaged, end.ack, r), &v)
-	require.Equal(t, "history", v.check)
+	require.ErrorAs(t, c.check(damaged, end, all, r), &v)
+	require.Equal(t, "history", v.Check)
 }

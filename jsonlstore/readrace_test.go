@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -46,12 +47,13 @@ const (
 // alarm a reader racing a truncation could raise — and every record any
 // reader gets must be exactly what the generator wrote for its revision.
 func TestReadersRaceHolder(t *testing.T) {
-	rounds := procEnvInt(t, raceRoundsEnv, raceRounds)
+	rounds := proctest.EnvInt(t, raceRoundsEnv, raceRounds)
 	seed := procSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x72616365))
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	require.NoError(t, err)
+	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 	const id = session.SessionID("race-1")
 	logFile := filepath.Join(dir, filepath.FromSlash(logPath(id)))
@@ -104,12 +106,12 @@ func TestReadersRaceHolder(t *testing.T) {
 	}()
 	// And one in another process (at a low priority, see procNice).
 	reader := startProc(t, procModeReader, procEnv(dir, id, seed)...)
-	require.Equal(t, "reading", reader.next(t))
+	require.Equal(t, "reading", reader.Next(t))
 
 	// Holders.
 	var (
 		hs       = raceHolders{t: t, id: id}
-		holder   *procChild
+		holder   *proctest.Child
 		killAt   int
 		deadline = time.Now().Add(raceTimeBound)
 		start    = time.Now()
@@ -119,19 +121,19 @@ func TestReadersRaceHolder(t *testing.T) {
 			holder = startProc(t, procModeHolder, procEnv(dir, id, seed)...)
 			killAt = hs.acquisitions + 1 + rng.IntN(raceKillEvery)
 		}
-		a := hs.line(holder, holder.next(t))
+		a := hs.line(holder, holder.Next(t))
 		if a == nil || hs.acquisitions < killAt {
 			continue
 		}
 		// Kill this holder during its current acquisition.
 		if rng.IntN(2) == 0 {
 			time.Sleep(time.Duration(rng.Int64N(int64(killDelayMax))))
-			holder.kill(t)
+			holder.Kill(t)
 		} else {
 			resume := make(chan struct{})
 			pause.Store(&resume)
 			killAimAtLargeWrite(t, holder, logFile, id, seed, a.Rev)
-			holder.kill(t)
+			holder.Kill(t)
 			pause.Store(nil)
 			close(resume)
 		}
@@ -139,7 +141,7 @@ func TestReadersRaceHolder(t *testing.T) {
 		holder = nil
 	}
 	if holder != nil { // the time bound stopped the loop
-		holder.stop(t)
+		holder.Stop(t)
 		hs.drain(holder)
 	}
 	elapsed := time.Since(start)
@@ -153,8 +155,8 @@ func TestReadersRaceHolder(t *testing.T) {
 
 	stopReaders()
 	wg.Wait()
-	reader.stop(t)
-	l := reader.next(t)
+	reader.Stop(t)
+	l := reader.Next(t)
 	require.True(t, strings.HasPrefix(l, "reads "), "reader process: %q", l)
 	errMu.Lock()
 	for _, err := range readErrs {
@@ -213,12 +215,12 @@ func (s *raceHolders) events() string { return strings.Join(s.trace, "\n") }
 
 // line handles one line of holder h (nil: the test itself) and returns
 // the acquisition it reports, if it is one.
-func (s *raceHolders) line(h *procChild, l string) *procAcquired {
+func (s *raceHolders) line(h *proctest.Child, l string) *procAcquired {
 	t := s.t
 	t.Helper()
 	pid := 0
 	if h != nil {
-		pid = h.pid
+		pid = h.PID()
 	}
 	s.event("pid %d: %s", pid, l)
 	verb, _, _ := strings.Cut(l, " ")
@@ -254,11 +256,11 @@ func (s *raceHolders) line(h *procChild, l string) *procAcquired {
 		s.rev = a.Rev
 		return &a
 	case "released":
-		m := procFields(t, l, "released")
-		require.Equal(t, s.lastGen, procUint(t, m, "gen"))
-		s.rev = procUint(t, m, "rev")
+		m := proctest.Fields(t, l, "released")
+		require.Equal(t, s.lastGen, proctest.Uint(t, m, "gen"))
+		s.rev = proctest.Uint(t, m, "rev")
 		if h != nil {
-			_, last := h.ackState()
+			_, last := h.Acks()
 			s.maxAck = max(s.maxAck, last)
 		}
 	case "done":
@@ -269,9 +271,9 @@ func (s *raceHolders) line(h *procChild, l string) *procAcquired {
 }
 
 // drain handles the lines a finished holder left unread.
-func (s *raceHolders) drain(h *procChild) {
+func (s *raceHolders) drain(h *proctest.Child) {
 	for {
-		l, ok := h.tryNext()
+		l, ok := h.TryNext()
 		if !ok {
 			return
 		}
@@ -280,10 +282,10 @@ func (s *raceHolders) drain(h *procChild) {
 }
 
 // killed records that holder h was killed (and reaped).
-func (s *raceHolders) killed(h *procChild) {
+func (s *raceHolders) killed(h *proctest.Child) {
 	s.drain(h)
-	n, last := h.ackState()
-	s.event("pid %d: killed after %d acks, the last of revision %d", h.pid, n, last)
+	n, last := h.Acks()
+	s.event("pid %d: killed after %d acks, the last of revision %d", h.PID(), n, last)
 	s.rev = max(s.rev, last)
 	s.maxAck = max(s.maxAck, last)
 	s.kills++

@@ -128,7 +128,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	// The whole log, under the lease: Acquire looks only at the tail, so a
 	// damaged record in the middle shows up here (or, after a cut, this
 	// proves the cut left a sound log).
-	c, cerr := s.verifyRecords(ctx, id)
+	c, cerr := s.verifyRecords(ctx, id, false)
 	rep.Records = c.records
 	rep.Revision = c.last.Through()
 	rep.Swept = s.repairSweepRoot(ctx)
@@ -220,7 +220,7 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 // uncommitted tail is left to normal recovery. Damage in the archives, or
 // at the log's very first record, is not cut: nothing sound would remain.
 func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *RepairReport) error {
-	_, err := s.verifyRecords(ctx, id)
+	_, err := s.verifyRecords(ctx, id, false)
 	var ce *sessionstore.CorruptionError
 	if !errors.As(err, &ce) {
 		return err // nil: nothing to cut

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore/internal/unprivtest"
+	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
 )
 
 // TestUnsafeRootRefused: a store root that other users may write (a

@@ -151,7 +151,16 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 			miss(next, r.Rev-1, why, damaged)
 			snaps.Lose(errors.New(why))
 		}
-		if err := snaps.Add(r); err != nil {
+		err := snaps.Add(r)
+		if err == nil && r.Kind == KindFull {
+			// A full record must be a snapshot of this session (its content
+			// left out of line), or nothing can build on it.
+			_, err = decodeRecord(id, r, r.Payload, nil)
+			if err != nil {
+				snaps.Lose(err)
+			}
+		}
+		if err != nil {
 			span := setAside(r.Offset, r.LineLen, "")
 			miss(r.Rev, r.Rev, err.Error(), span)
 			continue

@@ -7,37 +7,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
-
-func snapOf(t testing.TB, s *session.Session) sessnap.Snapshot {
-	t.Helper()
-	snap, err := sessnap.Of(s)
-	require.NoError(t, err)
-	return snap
-}
-
-func openTestStore(t testing.TB) *Store {
-	t.Helper()
-	st, err := Open(t.TempDir(), Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 func TestSmoke(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	s := sessiontest.New("smoke-1")
-	w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{Label: "t"})
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{Label: "t"})
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), w.Generation())
 	for i := range 5 {
 		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "hi", sessiontest.Epoch)))
-		rev, err := w.Append(ctx, uint64(i+1), snapOf(t, s))
+		rev, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
 		require.NoError(t, err)
 		require.Equal(t, uint64(i+2), rev)
 	}

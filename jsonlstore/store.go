@@ -15,7 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
-	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
@@ -42,6 +42,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// BlobThreshold is the size from which part content (a text, a tool
+	// output, an image's data) is kept out of line, stored once per session
+	// under its SHA-256 in the session's blobs/ directory (0:
+	// DefaultBlobThreshold; negative: never).
+	BlobThreshold int
 	// FullRecordsOnly makes writers write every revision as a full
 	// record. By default a revision that changes part of the snapshot is
 	// written as a delta against the previous one when that is smaller
@@ -58,6 +63,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
+	}
+	if o.BlobThreshold == 0 {
+		o.BlobThreshold = DefaultBlobThreshold
 	}
 	if o.LeftoverAge <= 0 {
 		o.LeftoverAge = time.Minute
@@ -182,19 +190,12 @@ func (s *Store) exists(id session.SessionID) error {
 // session directory is built under a temporary name (its lease taken, its
 // log written and synced) and then renamed into place with
 // RENAME_NOREPLACE, so a session either exists whole or not at all.
-func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
 	id := snap.ID
 	if err := s.check(ctx, id); err != nil {
 		return nil, err
 	}
-	payload, err := sessionstore.EncodeSnapshot(id, snap, s.opts.MaxRecordBytes)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, id, payload, opts)
-}
-
-func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte, opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
+	app, blobs := s.newAppender("")
 	b, err := s.startSession(ctx, id, opts)
 	if err != nil {
 		return nil, err
@@ -204,8 +205,18 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 			b.abort(ctx)
 		}
 	}()
+	// Revision 1 is a full record; its large content goes into the new
+	// session's blobs/, synced before the record.
+	blobs.moved(b.tmp)
 	now := s.opts.Now().UTC()
-	line := record.Encode(meta{Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}, payload)
+	m := meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}
+	line, err := app.Line(id, m, snap)
+	if err != nil {
+		return nil, err
+	}
+	if err = blobs.sync(); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
 	if err = writeAll(b.log, line); err == nil {
 		err = b.log.Datasync()
 	}
@@ -215,6 +226,7 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 	if err = b.publish(ctx); err != nil {
 		return nil, err
 	}
+	blobs.moved(sessionDir(id))
 	fi, err := b.log.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
@@ -224,17 +236,26 @@ func (s *Store) create(ctx context.Context, id session.SessionID, payload []byte
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
 	lease, f := b.lease, b.log
-	rec := rawRecord{Meta: meta{Rev: 1, Gen: lease.Generation(), Time: now, Schema: sessnap.SchemaVersion, Kind: KindFull}, Offset: 0, LineLen: int64(len(line))}
+	rec := rawRecord{Meta: m, Offset: 0, LineLen: int64(len(line))}
 	w := &writer{
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
 		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
+		app:    app, blobs: blobs,
 	}
-	w.chain.Start(payload)
-	if snap, err := sessnap.Unmarshal(payload); err == nil {
-		w.writeSummary(&rec, &snap)
-	}
+	w.writeSummary(&rec, &snap)
 	return w, nil
+}
+
+// newAppender returns the append state of a writer of a new session, or
+// of one whose latest revision it does not know, writing blobs into the
+// session directory dir (none with FullRecordsOnly).
+func (s *Store) newAppender(dir string) (*appender.Appender, *blobWriter) {
+	if s.opts.FullRecordsOnly {
+		return appender.New(nil, s.opts.MaxRecordBytes, true), nil
+	}
+	blobs := newBlobWriter(s.fs, dir, s.opts.BlobThreshold)
+	return appender.New(blobs, s.opts.MaxRecordBytes, false), blobs
 }
 
 // newSession is a session directory being built under a temporary name

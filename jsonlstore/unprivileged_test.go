@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
-	"github.com/sessionstore/sessionstore/internal/unprivtest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -45,11 +45,11 @@ func TestUmaskDoesNotLoosenModes(t *testing.T) {
 		st, err := Open(root, Options{})
 		require.NoError(t, err)
 		s := sessiontest.New("modes")
-		w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{})
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		for r := uint64(1); r < 4; r++ {
 			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "m", sessiontest.Epoch)))
-			_, err := w.Append(ctx, r, snapOf(t, s))
+			_, err := w.Append(ctx, r, sessiontest.Snap(t, s))
 			require.NoError(t, err)
 		}
 		_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1})
@@ -93,7 +93,7 @@ func TestUnreadableSessionIsAClearError(t *testing.T) {
 	}
 	ctx := context.Background()
 	st := openTestStore(t)
-	w, err := st.Create(ctx, snapOf(t, sessiontest.New("locked")), sessionstore.AcquireOptions{})
+	w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New("locked")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	dir := filepath.Join(st.Dir(), "locked")
@@ -132,9 +132,9 @@ func TestOtherUserCannotRead(t *testing.T) {
 		require.NoError(t, err)
 		defer st.Close()
 		for _, id := range []string{"closed", "traversable"} {
-			w, err := st.Create(ctx, snapOf(t, sessiontest.New(id)), sessionstore.AcquireOptions{})
+			w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(id)), sessionstore.AcquireOptions{})
 			require.NoError(t, err)
-			_, err = w.Append(ctx, 1, snapOf(t, sessiontest.New(id)))
+			_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.New(id)))
 			require.NoError(t, err)
 			require.NoError(t, w.Release(ctx))
 		}
@@ -206,7 +206,7 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 		for _, s := range page.Items {
 			w, err := st.Acquire(ctx, s.ID, sessionstore.AcquireOptions{})
 			require.NoError(t, err, "the owner drives %s", s.ID)
-			_, err = w.Append(ctx, w.Revision(), snapOf(t, sessiontest.New(string(s.ID))))
+			_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, sessiontest.New(string(s.ID))))
 			require.NoError(t, err)
 			require.NoError(t, w.Release(ctx))
 		}
@@ -238,7 +238,7 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 	w, err := st.Acquire(ctx, "recovered", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, w.Recovery().ForensicFile)
-	_, err = w.Append(ctx, w.Revision(), snapOf(t, sessiontest.New("recovered")))
+	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, sessiontest.New("recovered")))
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	toolSession(t, st, "by-root", 2)

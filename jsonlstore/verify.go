@@ -41,8 +41,12 @@ func findingOf(ce *sessionstore.CorruptionError) Finding { return sessionstore.F
 // segment checksums, the sequence rules (revisions from 1 by exactly 1,
 // generations and times never decreasing) exactly as History checks them,
 // that each delta record applies to the previous revision's snapshot and
-// rebuilds exactly the snapshot it names, that each snapshot decodes and
-// restores to a Session, that the bytes
+// rebuilds exactly the snapshot it names (checksums combined from its
+// pieces: a delta costs what it changes, so a check is one pass over the
+// log), that every full record's snapshot and the latest one decode and
+// restore to a Session (VerifyWith's Deep does so for every revision), that
+// every blob those reference exists and holds what its reference says,
+// that the bytes
 // after the last record are an uncommitted tail and not damage, and that a
 // summary.json written for the log on disk agrees with it. A session whose
 // log is missing or is not a regular file is a problem; one whose log or
@@ -61,9 +65,21 @@ func findingOf(ce *sessionstore.CorruptionError) Finding { return sessionstore.F
 // (a session deleted while Verify lists all sessions is skipped), a root
 // it cannot list.
 func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyReport, error) {
+	return s.VerifyWith(ctx, VerifyOptions{}, ids...)
+}
+
+// VerifyOptions tune VerifyWith (sessionstore.VerifyOptions). The zero
+// value is Verify.
+type VerifyOptions = sessionstore.VerifyOptions
+
+var _ sessionstore.DeepVerifier = (*Store)(nil)
+
+// VerifyWith is Verify with options: with Deep, every revision's snapshot
+// is decoded and restored and its blobs checked.
+func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error) {
 	var rep VerifyReport
 	_, err := s.forSessions(ids, func(id session.SessionID) error {
-		sr, err := s.verifySession(ctx, id)
+		sr, err := s.verifySession(ctx, id, opts.Deep)
 		if err == nil {
 			rep.Sessions = append(rep.Sessions, sr)
 		}
@@ -75,7 +91,7 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyRep
 // verifySession checks one session: its records (log and archives), then
 // what else its archive and forensic directories hold. Each part adds
 // findings to the report; a new kind of file gets its own function.
-func (s *Store) verifySession(ctx context.Context, id session.SessionID) (SessionVerifyReport, error) {
+func (s *Store) verifySession(ctx context.Context, id session.SessionID, deep bool) (SessionVerifyReport, error) {
 	sr := SessionVerifyReport{ID: id}
 	if err := s.check(ctx, id); err != nil {
 		return sr, err
@@ -83,8 +99,11 @@ func (s *Store) verifySession(ctx context.Context, id session.SessionID) (Sessio
 	if err := s.exists(id); err != nil {
 		return sr, err
 	}
+	verifyLog := func(ctx context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+		return s.verifyLog(ctx, id, sr, deep)
+	}
 	for _, part := range []func(context.Context, session.SessionID, *SessionVerifyReport) error{
-		s.verifyLog, s.verifyLinks, s.verifyArchives, s.verifyForensic,
+		verifyLog, s.verifyLinks, s.verifyArchives, s.verifyForensic,
 	} {
 		if err := part(ctx, id, &sr); err != nil {
 			return sr, err
@@ -94,8 +113,8 @@ func (s *Store) verifySession(ctx context.Context, id session.SessionID) (Sessio
 }
 
 // verifyLog checks the log (and summary.json against it).
-func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *SessionVerifyReport) error {
-	c, err := s.verifyRecords(ctx, id)
+func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *SessionVerifyReport, deep bool) error {
+	c, err := s.verifyRecords(ctx, id, deep)
 	sr.Records = c.records
 	sr.Revision = c.last.Through()
 	sr.Notes = append(sr.Notes, c.notes...)
@@ -134,11 +153,11 @@ type verifiedLog struct {
 // where a newer version's records begin (a
 // *sessionstore.NewerRecordError); the verifiedLog describes the records
 // before it.
-func (s *Store) verifyRecords(ctx context.Context, id session.SessionID) (verifiedLog, error) {
+func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bool) (verifiedLog, error) {
 	var c verifiedLog
 	err := s.read(ctx, id, func(v *view) error {
 		c = verifiedLog{logID: v.id}
-		return s.verifyView(ctx, id, v, &c)
+		return s.verifyView(ctx, id, v, &c, deep)
 	})
 	return c, err
 }
@@ -148,40 +167,61 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID) (verifi
 // and checksum it names (record.Snapshots, which keeps the snapshot as
 // pieces: a delta costs what it changes), each snapshot decoded and
 // restored, the bytes after the last record, and summary.json.
-func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog) error {
+func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog, deep bool) error {
 	var lastSnap sessnap.Snapshot
 	var lastRec *rawRecord
 	newerSchema := false
 	h := s.scanHistory(id, v)
 	defer h.Close()
 	snaps := record.NewSnapshots(id, v.maxPayload)
+	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
+	// check decodes and restores the snapshot of r (its blobs checked,
+	// each once, but not read into it).
+	check := func(r *rawRecord, snap []byte) error {
+		rec, err := decodeRecord(id, r, snap, nil)
+		if err != nil {
+			return err
+		}
+		if err := blobs.check(r, rec.Snapshot.Messages); err != nil {
+			return err
+		}
+		if _, err := rec.Session(); err != nil {
+			return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+				Err: fmt.Errorf("snapshot does not restore: %w", err)}
+		}
+		if r.Schema > sessnap.SchemaVersion && !newerSchema {
+			newerSchema = true
+			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
+				Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)})
+		}
+		lastSnap = rec.Snapshot
+		return nil
+	}
+	var pending *rawRecord // the latest record not yet decoded (a delta)
 	for h.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		r := h.Record()
+		// Every delta is applied and checked against the length and
+		// checksum it names, at the cost of what it changes.
 		if err := snaps.Add(r); err != nil {
 			return err
 		}
-		if r.Kind == KindGap {
+		pending = nil
+		switch {
+		case r.Kind == KindGap:
 			g, _ := record.ParseGap(r.Payload)
 			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
 				"revisions %d to %d are missing: a repair set them aside (%s)%s", r.Rev, r.Through(), g.Reason, forensicNote(g.Forensic))})
-		} else {
-			rec, err := decodeRecord(id, r, snaps.Bytes())
-			if err != nil {
+		case deep || r.Kind == KindFull:
+			// A full record is decoded and restored (a pass over what it
+			// holds); with deep, every revision is.
+			if err := check(r, snaps.Bytes()); err != nil {
 				return err
 			}
-			if _, err := rec.Session(); err != nil {
-				return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-					Err: fmt.Errorf("snapshot does not restore: %w", err)}
-			}
-			if r.Schema > sessnap.SchemaVersion && !newerSchema {
-				newerSchema = true
-				c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
-					Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)})
-			}
-			lastSnap = rec.Snapshot
+		default:
+			pending = r.Clone()
 		}
 		c.records++
 		c.last = r.Meta
@@ -189,6 +229,13 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	}
 	if err := h.Err(); err != nil {
 		return err
+	}
+	// The latest revision is decoded and restored whatever its kind: it is
+	// what a holder resumes.
+	if pending != nil {
+		if err := check(pending, snaps.Bytes()); err != nil {
+			return err
+		}
 	}
 	// The bytes after the last record: an uncommitted tail, or damage that
 	// recovery refuses to remove (then Acquire fails too).
@@ -201,6 +248,29 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	}
 	c.tail = t
 	return s.verifySummaryFile(id, v, lastRec, &lastSnap)
+}
+
+// blobChecker checks the blobs snapshots reference, each once: that it
+// exists and holds what its reference says (size and SHA-256).
+type blobChecker struct {
+	s    *Store
+	id   session.SessionID
+	seen map[string]bool
+}
+
+func (b *blobChecker) check(r *rawRecord, msgs sessnap.Messages) error {
+	var err error
+	msgs.Refs(func(ref session.ContentRef) {
+		if err != nil || b.seen[ref.SHA256] {
+			return
+		}
+		if _, err = b.s.readBlob(b.id, ref); err != nil {
+			err = blobAt(r, err)
+			return
+		}
+		b.seen[ref.SHA256] = true
+	})
+	return err
 }
 
 func forensicNote(file string) string {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -52,7 +52,8 @@ func TestVerifyFixtures(t *testing.T) {
 		"delta-bad-last":               {problemLine: 2, records: 2},
 		"delta-base-damaged":           {problemLine: 1, records: 1},
 		"delta-first-record":           {problemLine: 0, records: 0},
-		"newer-format":                 {problemLine: -1, records: 1},
+		"newer-format":                 {problemLine: 1, records: 1},
+		"newer-format-v5":              {problemLine: -1, records: 1},
 		"unknown-kind":                 {problemLine: -1, records: 1},
 		"unknown-kind-built-on":        {problemLine: -1, records: 1},
 		"duplicated-tail-deltas":       {problemLine: 16, records: 16},
@@ -151,7 +152,7 @@ func TestVerifyFlippedBits(t *testing.T) {
 		{name: "last-without-summary", line: 5, records: 5, dropSumm: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := openTestStore(t)
+			st := openUncheckedStore(t) // damaged on purpose
 			path := toolSession(t, st, "flip", 6)
 			rep, err := st.Verify(ctx)
 			require.NoError(t, err)
@@ -186,9 +187,9 @@ func TestVerifyFlippedBits(t *testing.T) {
 // snapshot does not restore (awaiting without a pending ask) is a problem.
 func TestVerifyPayloadDoesNotRestore(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	path := toolSession(t, st, "norestore", 2)
-	snap := snapOf(t, sessiontest.InState("norestore", session.StateRunning))
+	snap := sessiontest.Snap(t, sessiontest.InState("norestore", session.StateRunning))
 	snap.State = session.StateAwaiting
 	payload, err := sessnap.Marshal(snap)
 	require.NoError(t, err)
@@ -211,7 +212,7 @@ func TestVerifyPayloadDoesNotRestore(t *testing.T) {
 // on disk that says something else than the log is a problem.
 func TestVerifySummaryDisagrees(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := openUncheckedStore(t) // damaged on purpose
 	toolSession(t, st, "summ", 3)
 	sf, ok := readSummaryFile(st.fs, "summ")
 	require.True(t, ok)
@@ -267,7 +268,7 @@ func TestVerifyLiveStore(t *testing.T) {
 	for i := range writers {
 		id := session.SessionID(fmt.Sprintf("live-%d", i))
 		s := sessiontest.New(string(id))
-		w, err := st.Create(ctx, snapOf(t, s), sessionstore.AcquireOptions{Label: "writer"})
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{Label: "writer"})
 		require.NoError(t, err)
 		wg.Go(func() {
 			defer w.Release(ctx)

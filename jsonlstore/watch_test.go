@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -56,20 +56,18 @@ func mapsEqual(a, b map[session.SessionID]uint64) bool {
 // The poll interval is an hour, so only events can make it converge.
 func TestWatchFsnotify(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(t.TempDir(), Options{PollInterval: time.Hour})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openTestStoreWith(t, Options{PollInterval: time.Hour})
 	want := map[session.SessionID]uint64{}
 	writers := map[session.SessionID]sessionstore.Writer{}
 	create := func(id session.SessionID) {
-		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		writers[id], want[id] = w, 1
 	}
 	appendTo := func(id session.SessionID, n int) {
 		s := sessiontest.New(string(id))
 		for range n {
-			rev, err := writers[id].Append(ctx, writers[id].Revision(), snapOf(t, s))
+			rev, err := writers[id].Append(ctx, writers[id].Revision(), sessiontest.Snap(t, s))
 			require.NoError(t, err)
 			want[id] = rev
 		}
@@ -120,10 +118,8 @@ func TestWatchFsnotify(t *testing.T) {
 // answers from the index yet never misses a change completed before it.
 func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(t.TempDir(), Options{PollInterval: time.Hour})
-	require.NoError(t, err)
-	defer st.Close()
-	_, err = st.Watch(ctx)
+	st := openTestStoreWith(t, Options{PollInterval: time.Hour})
+	_, err := st.Watch(ctx)
 	require.NoError(t, err)
 	list := func() summary.Page {
 		t.Helper()
@@ -138,12 +134,12 @@ func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 	live := 0
 	for i := range 20 {
 		id := session.SessionID(fmt.Sprintf("s%02d", i))
-		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		page := list()
 		require.Len(t, page.Items, live+1)
 		require.Equal(t, id, page.Items[live].ID)
-		rev, err := w.Append(ctx, 1, snapOf(t, sessiontest.New(string(id))))
+		rev, err := w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.New(string(id))))
 		require.NoError(t, err)
 		page = list()
 		require.Equal(t, rev, page.Items[live].Revision)
@@ -166,15 +162,13 @@ func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 // the future) is recomputed from the log and the page selected again.
 func TestWatchListScanChecksPage(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := Open(dir, Options{})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openUncheckedStore(t) // a summary.json is made to lie, on purpose
+	dir := st.Dir()
 	for i, id := range []session.SessionID{"a", "b", "c"} {
-		w, err := st.Create(ctx, snapOf(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		for range i + 1 {
-			_, err := w.Append(ctx, w.Revision(), snapOf(t, sessiontest.New(string(id))))
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, sessiontest.New(string(id))))
 			require.NoError(t, err)
 		}
 		require.NoError(t, w.Release(ctx))

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -32,9 +32,10 @@ type writer struct {
 	lastSchema int
 	size       int64 // log size after the last append
 	lastOffset int64 // offset of the last record
-	chain      record.Chain
-	failed     error // set by the first I/O error; poisons the writer
-	lost       error // set when fencing fails; every later call returns it
+	app        *appender.Appender
+	blobs      *blobWriter // nil with FullRecordsOnly
+	failed     error       // set by the first I/O error; poisons the writer
+	lost       error       // set when fencing fails; every later call returns it
 	closed     bool
 }
 
@@ -101,10 +102,6 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, fmt.Errorf("%w: session %s: latest record has schema %d, this program writes %d",
 			sessionstore.ErrSchemaTooNew, w.id, w.lastSchema, sessnap.SchemaVersion)
 	}
-	payload, err := sessionstore.EncodeSnapshot(w.id, snap, w.s.opts.MaxRecordBytes)
-	if err != nil {
-		return 0, err
-	}
 	fi, err := w.fenceLocked()
 	if err != nil {
 		return 0, err
@@ -116,22 +113,22 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, err
 	}
 	rec := rawRecord{Meta: meta{
-		Version: record.VersionOf(KindFull), Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
+		Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
 		// A record's time is never earlier than the previous record's, so
 		// a clock stepping back cannot reorder history.
-		Time: later(w.s.opts.Now().UTC(), w.lastTime), Kind: KindFull,
+		Time: later(w.s.opts.Now().UTC(), w.lastTime),
 	}}
-	// A delta when the chain policy allows one (delta.go), else the whole
-	// snapshot. The delta is checked to rebuild payload byte for byte
-	// before it is written.
-	var line []byte
-	if !w.s.opts.FullRecordsOnly {
-		line = w.chain.DeltaLine(rec.Meta, payload, w.s.opts.MaxRecordBytes)
+	// The record costs what changed (appender.go): a delta built from the
+	// new messages and the changed members when the chain policy allows,
+	// else a full record.
+	line, err := w.app.Line(w.id, rec.Meta, snap)
+	if err != nil {
+		return 0, err
 	}
-	if line != nil {
-		rec.Kind, rec.Version = KindDelta, record.VersionOf(KindDelta)
-	} else {
-		line = record.Encode(rec.Meta, payload)
+	// The blobs the record references are durable before it is written.
+	if err := w.blobs.sync(); err != nil {
+		w.failed = err
+		return 0, fmt.Errorf("%w: session %s: %w", sessionstore.ErrWriterFailed, w.id, err)
 	}
 	if err := writeAll(w.log, line); err != nil {
 		w.failed = err
@@ -151,7 +148,6 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
 	w.lastOffset, w.size = rec.Offset, rec.End()
-	w.chain.Advance(rec.Kind, payload, len(line))
 	w.writeSummary(&rec, &snap)
 	w.touchLease(rec.Time)
 	return rec.Rev, nil

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
 	"github.com/sessionstore/sessionstore/memstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/storetest"

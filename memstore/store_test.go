@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/memstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -37,13 +37,6 @@ func (c *clock) Set(t time.Time) {
 	c.t = t
 }
 
-func snapOf(t *testing.T, id string, st session.State) sessnap.Snapshot {
-	t.Helper()
-	snap, err := sessnap.Of(sessiontest.InState(id, st))
-	require.NoError(t, err)
-	return snap
-}
-
 func newStore(t *testing.T, opts memstore.Options) *memstore.Store {
 	s := memstore.New(opts)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -55,14 +48,14 @@ func TestRecordTimesNeverGoBack(t *testing.T) {
 	clk := &clock{t: t0}
 	s := newStore(t, memstore.Options{Now: clk.Now})
 	ctx := t.Context()
-	w, err := s.Create(ctx, snapOf(t, "a", session.StateIdle), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 
 	clk.Set(t0.Add(-time.Hour)) // the wall clock steps back
-	_, err = w.Append(ctx, 1, snapOf(t, "a", session.StateRunning))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.InState("a", session.StateRunning)))
 	require.NoError(t, err)
 	clk.Set(t0.Add(time.Minute))
-	_, err = w.Append(ctx, 2, snapOf(t, "a", session.StateCompleted))
+	_, err = w.Append(ctx, 2, sessiontest.Snap(t, sessiontest.InState("a", session.StateCompleted)))
 	require.NoError(t, err)
 
 	var times []time.Time
@@ -82,7 +75,7 @@ func TestLeaseIdentity(t *testing.T) {
 	clk := &clock{t: t0}
 	s := newStore(t, memstore.Options{Now: clk.Now})
 	ctx := t.Context()
-	w, err := s.Create(ctx, snapOf(t, "a", session.StateIdle), sessionstore.AcquireOptions{Label: "agent"})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{Label: "agent"})
 	require.NoError(t, err)
 
 	clk.Set(t0.Add(3 * time.Second))
@@ -127,10 +120,10 @@ func TestAppendCountsAsHeartbeat(t *testing.T) {
 	clk := &clock{t: t0}
 	s := newStore(t, memstore.Options{Now: clk.Now})
 	ctx := t.Context()
-	w, err := s.Create(ctx, snapOf(t, "a", session.StateIdle), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	clk.Set(t0.Add(time.Minute))
-	_, err = w.Append(ctx, 1, snapOf(t, "a", session.StateRunning))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.InState("a", session.StateRunning)))
 	require.NoError(t, err)
 	clk.Set(t0.Add(time.Minute + 2*time.Second))
 	st, err := s.Lease(ctx, "a")
@@ -152,7 +145,7 @@ func TestMaxRecordBytes(t *testing.T) {
 		{"small cap", 200, sessionstore.ErrTooLarge},
 		{"exact cap", -1, nil}, // -1: the snapshot's own size
 	}
-	snap := snapOf(t, "a", session.StateAwaiting)
+	snap := sessiontest.Snap(t, sessiontest.InState("a", session.StateAwaiting))
 	enc, err := sessnap.Marshal(snap)
 	require.NoError(t, err)
 	for _, tt := range tests {
@@ -175,7 +168,7 @@ func TestSizes(t *testing.T) {
 	s := newStore(t, memstore.Options{})
 	ctx := t.Context()
 	var want int64
-	snaps := []sessnap.Snapshot{snapOf(t, "a", session.StateIdle), snapOf(t, "a", session.StateRunning), snapOf(t, "a", session.StateFailed)}
+	snaps := []sessnap.Snapshot{sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessiontest.Snap(t, sessiontest.InState("a", session.StateRunning)), sessiontest.Snap(t, sessiontest.InState("a", session.StateFailed))}
 	var w sessionstore.Writer
 	for i, snap := range snaps {
 		b, err := sessnap.Marshal(snap)
@@ -212,9 +205,9 @@ func TestSupersede(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStore(t, memstore.Options{})
 			ctx := t.Context()
-			_, err := s.Create(ctx, snapOf(t, "a", session.StateIdle), sessionstore.AcquireOptions{})
+			_, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{})
 			require.NoError(t, err)
-			wb, err := s.Create(ctx, snapOf(t, "b", session.StateIdle), sessionstore.AcquireOptions{})
+			wb, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("b", session.StateIdle)), sessionstore.AcquireOptions{})
 			require.NoError(t, err)
 			require.NoError(t, wb.Release(ctx))
 			if tt.prepare != nil {
@@ -237,7 +230,7 @@ func TestSupersede(t *testing.T) {
 func TestSupersededWriterRelease(t *testing.T) {
 	s := newStore(t, memstore.Options{})
 	ctx := t.Context()
-	old, err := s.Create(ctx, snapOf(t, "a", session.StateIdle), sessionstore.AcquireOptions{})
+	old, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Supersede(ctx, "a"))
 	next, err := s.TryAcquire(ctx, "a", sessionstore.AcquireOptions{})
@@ -260,9 +253,9 @@ func TestErrorMessages(t *testing.T) {
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 	require.Contains(t, err.Error(), "missing-one")
 
-	w, err := s.Create(ctx, snapOf(t, "a", session.StateIdle), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
-	_, err = w.Append(ctx, 7, snapOf(t, "a", session.StateRunning))
+	_, err = w.Append(ctx, 7, sessiontest.Snap(t, sessiontest.InState("a", session.StateRunning)))
 	require.ErrorIs(t, err, sessionstore.ErrConflict)
 	require.Contains(t, err.Error(), "session a")
 
@@ -276,7 +269,7 @@ func TestErrorMessages(t *testing.T) {
 func TestCloseWithOpenWatchesAndWriters(t *testing.T) {
 	s := memstore.New(memstore.Options{})
 	ctx := t.Context()
-	w, err := s.Create(ctx, snapOf(t, "a", session.StateIdle), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	var chans []<-chan summary.Change
 	for range 3 {

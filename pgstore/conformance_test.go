@@ -42,8 +42,8 @@ func TestConformance(t *testing.T) {
 			dsn, ok := dsns.Load(s)
 			require.True(t, ok)
 			p := startProc(t, procModeAppend, dsn.(string), id, "doomed", crashTTL)
-			require.True(t, strings.HasPrefix(p.next(), "ready"))
-			p.kill()
+			require.True(t, strings.HasPrefix(p.Next(t), "ready"))
+			p.Kill(t)
 		},
 	})
 }

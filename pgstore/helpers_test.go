@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
 	"github.com/sessionstore/sessionstore/pgstore"
 )
 

@@ -73,6 +73,27 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 		where = append(where, fmt.Sprintf("(s.updated_s, s.updated_ns) >= (%s, %s)",
 			arg(q.UpdatedSince.Unix()), arg(int32(q.UpdatedSince.Nanosecond())))) //nolint:gosec // G115: nanoseconds are < 1e9
 	}
+	// Labels and the project are read from the summary document, as the
+	// in-memory index reads them from the Summary (summary.Query.Match).
+	if len(q.Labels) > 0 {
+		labels, err := json.Marshal(q.Labels)
+		if err != nil {
+			return summary.Page{}, fmt.Errorf("pgstore: list: %w", err)
+		}
+		where = append(where, "(convert_from(s.doc, 'UTF8')::jsonb -> 'labels') @> "+arg(string(labels))+"::jsonb")
+	}
+	if q.Project != "" {
+		project := "rtrim(coalesce(convert_from(s.doc, 'UTF8')::jsonb ->> 'project', ''), '/')"
+		want := strings.TrimRight(q.Project, "/")
+		switch {
+		case !q.ProjectTree:
+			where = append(where, project+" = "+arg(want))
+		case want == "": // the tree of the root: every absolute path
+			where = append(where, "starts_with(coalesce(convert_from(s.doc, 'UTF8')::jsonb ->> 'project', ''), '/')")
+		default:
+			where = append(where, "("+project+" = "+arg(want)+" OR starts_with("+project+", "+arg(want+"/")+"))")
+		}
+	}
 	o := orderSQL[q.Order]
 	if resume {
 		key := []string{arg(string(after.ID))}

@@ -4,8 +4,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
-	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 )
 
 // TestMain runs a helper mode when the test binary is re-executed as a
@@ -14,8 +15,6 @@ import (
 // stops the server; leaktest fails the run on a leaked goroutine or file
 // descriptor.
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(procModeEnv); mode != "" {
-		os.Exit(procHelperMain(mode))
-	}
+	proctest.Helper(procModeEnv, procHelper)
 	os.Exit(pgtest.Run(func() int { return leaktest.Run(m) }))
 }

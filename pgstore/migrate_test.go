@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
 )
 
 func TestMigrationsAreNumberedInOrder(t *testing.T) {

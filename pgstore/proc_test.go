@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,18 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// Process tests run writers in real processes, as on several machines:
-// the test binary re-executes itself with procModeEnv set, and TestMain
-// runs procHelperMain instead of the tests. A helper reports on stdout,
-// one line per event; the parent reads them with deadlines (never a
-// sleep) and drives the "append" helper through its stdin.
+// Process tests run writers in real processes, as on several machines,
+// through proctest: the test binary re-executes itself with procModeEnv
+// set, and TestMain runs procHelper instead of the tests. A helper reports
+// on stdout, one line per event; the parent reads them with deadlines
+// (never a sleep) and drives the "append" helper through its stdin.
 const (
 	procModeEnv  = "PGSTORE_PROC_MODE"
 	procDSNEnv   = "PGSTORE_PROC_DSN"
@@ -38,7 +37,7 @@ const (
 
 	// procModeHolder: procHolderRounds times, acquire the session
 	// (printing "acquired gen=G rev=R"), append 1 to 3 revisions (printing
-	// "ack REV gen=G" after each) and release (printing "released
+	// "appended rev=R gen=G" after each) and release (printing "released
 	// gen=G"). Then print "done" and exit 0.
 	procModeHolder = "holder"
 	// procModeAppend: acquire the session, print "ready gen=G rev=R
@@ -47,29 +46,16 @@ const (
 	// closes, release, print "done" and exit 0.
 	procModeAppend = "append"
 
-	// procLineWithin bounds every wait for a helper: generous, because the
-	// helpers are race-enabled and the machine is loaded.
-	procLineWithin = 30 * time.Second
-
 	procHolderRounds = 4
 )
 
 // procSnap is revision content written by a helper: the session titled
 // with the writer's label and a count.
 func procSnap(id session.SessionID, label string, n int) (sessnap.Snapshot, error) {
-	snap, err := sessnap.Of(sessiontest.InState(string(id), session.StateIdle))
-	snap.Title, snap.TitleProvenance = fmt.Sprintf("%s %d", label, n), session.TitleGenerated
-	return snap, err
+	return sessnap.Of(sessiontest.Titled(string(id), fmt.Sprintf("%s %d", label, n)))
 }
 
-func procHelperMain(mode string) int {
-	if err := procHelper(mode); err != nil {
-		fmt.Printf("fail %v\n", err)
-		return 1
-	}
-	return 0
-}
-
+// procHelper runs helper mode mode (TestMain's proctest.Helper calls it).
 func procHelper(mode string) error {
 	ctx := context.Background()
 	ttl, _ := strconv.Atoi(os.Getenv(procTTLEnv))
@@ -84,7 +70,7 @@ func procHelper(mode string) error {
 	switch mode {
 	case procModeHolder:
 		for n := range procHolderRounds {
-			actx, cancel := context.WithTimeout(ctx, procLineWithin)
+			actx, cancel := context.WithTimeout(ctx, proctest.LineWithin)
 			w, err := s.Acquire(actx, id, opts)
 			cancel()
 			if err != nil {
@@ -100,7 +86,7 @@ func procHelper(mode string) error {
 				if err != nil {
 					return err
 				}
-				fmt.Printf("ack %d gen=%d\n", rev, w.Generation())
+				fmt.Printf("appended rev=%d gen=%d\n", rev, w.Generation())
 			}
 			if err := w.Release(ctx); err != nil {
 				return err
@@ -110,7 +96,7 @@ func procHelper(mode string) error {
 		fmt.Println("done")
 		return nil
 	case procModeAppend:
-		actx, cancel := context.WithTimeout(ctx, procLineWithin)
+		actx, cancel := context.WithTimeout(ctx, proctest.LineWithin)
 		w, err := s.Acquire(actx, id, opts)
 		cancel()
 		if err != nil {
@@ -141,104 +127,31 @@ func procHelper(mode string) error {
 	return fmt.Errorf("unknown mode %q", mode)
 }
 
-// proc is a running helper.
-type proc struct {
-	t     *testing.T
-	name  string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-}
-
-func startProc(t *testing.T, mode, dsn string, id session.SessionID, label string, ttl time.Duration) *proc {
+// startProc starts a helper in mode on session id of the database dsn,
+// labelled label, with lease TTL ttl; it is killed and reaped at cleanup
+// if the test has not done so.
+func startProc(t *testing.T, mode, dsn string, id session.SessionID, label string, ttl time.Duration) *proctest.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		procModeEnv+"="+mode, procDSNEnv+"="+dsn, procIDEnv+"="+string(id),
-		procLabelEnv+"="+label, procTTLEnv+"="+strconv.FormatInt(ttl.Milliseconds(), 10))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &proc{t: t, name: label, cmd: cmd, stdin: stdin, lines: make(chan string, 1024)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return p
+	return proctest.Start(t, proctest.Cmd{ModeEnv: procModeEnv, Mode: mode, Env: []string{
+		procDSNEnv + "=" + dsn, procIDEnv + "=" + string(id),
+		procLabelEnv + "=" + label, procTTLEnv + "=" + strconv.FormatInt(ttl.Milliseconds(), 10),
+	}})
 }
 
-// next returns the helper's next line, failing on a deadline, an exit or
-// a "fail" line.
-func (p *proc) next() string {
-	p.t.Helper()
-	timer := time.NewTimer(procLineWithin)
-	defer timer.Stop()
-	select {
-	case l, ok := <-p.lines:
-		require.True(p.t, ok, "%s exited", p.name)
-		require.False(p.t, strings.HasPrefix(l, "fail"), "%s: %s", p.name, l)
-		return l
-	case <-timer.C:
-		p.t.Fatalf("%s said nothing for %s", p.name, procLineWithin)
-		return ""
-	}
-}
-
-// kill kills the helper with SIGKILL and waits for it to die of it.
-func (p *proc) kill() {
-	p.t.Helper()
-	require.NoError(p.t, p.cmd.Process.Kill())
-	err := p.cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(p.t, err, &ee, "%s", p.name)
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	require.True(p.t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%s did not die of SIGKILL: %v", p.name, err)
-}
-
-// field returns the value of key=value in line.
-func field(t *testing.T, line, key string) string {
+// finish closes a helper's stdin, requires a clean exit, and returns the
+// lines it printed before "done".
+func finish(t *testing.T, p *proctest.Child) []string {
 	t.Helper()
-	for _, f := range strings.Fields(line) {
-		if v, ok := strings.CutPrefix(f, key+"="); ok {
-			return v
-		}
-	}
-	t.Fatalf("no %s= in %q", key, line)
-	return ""
-}
-
-func fieldUint(t *testing.T, line, key string) uint64 {
-	t.Helper()
-	v, err := strconv.ParseUint(field(t, line, key), 10, 64)
-	require.NoError(t, err)
-	return v
-}
-
-// finish closes the helper's stdin and waits for "done" and a clean exit.
-func (p *proc) finish() []string {
-	p.t.Helper()
-	require.NoError(p.t, p.stdin.Close())
+	p.Stop(t)
 	var rest []string
 	for {
-		l := p.next()
+		l, ok := p.TryNext()
+		require.True(t, ok, "%s exited without saying done", p)
 		if l == "done" {
-			break
+			return rest
 		}
 		rest = append(rest, l)
 	}
-	require.NoError(p.t, p.cmd.Wait())
-	return rest
 }
 
 // Several processes contend for one session's lease, each acquiring,
@@ -257,36 +170,35 @@ func TestProcContention(t *testing.T) {
 	require.NoError(t, w.Release(ctx))
 
 	const procs = 3
-	var ps []*proc
+	var ps []*proctest.Child
+	names := map[*proctest.Child]string{}
 	for i := range procs {
-		ps = append(ps, startProc(t, procModeHolder, dsn, "contended", fmt.Sprintf("p%d", i), 10*time.Second))
+		p := startProc(t, procModeHolder, dsn, "contended", fmt.Sprintf("p%d", i), 10*time.Second)
+		ps = append(ps, p)
+		names[p] = fmt.Sprintf("p%d", i)
 	}
 	gens := map[uint64]string{}
 	ackGen := map[uint64]uint64{} // revision → generation of the writer that acknowledged it
-	handle := func(p *proc, l string) {
-		switch {
-		case strings.HasPrefix(l, "acquired"):
-			g := fieldUint(t, l, "gen")
-			require.NotContains(t, gens, g, "generation %d issued twice (%s and %s)", g, gens[g], p.name)
-			gens[g] = p.name
-		case strings.HasPrefix(l, "ack"):
-			rev, err := strconv.ParseUint(strings.Fields(l)[1], 10, 64)
-			require.NoError(t, err)
-			require.NotContains(t, ackGen, rev, "revision %d acknowledged twice", rev)
-			ackGen[rev] = fieldUint(t, l, "gen")
-		}
-	}
 	for _, p := range ps {
+		name := names[p]
 		var last uint64
-		for l := p.next(); l != "done"; l = p.next() {
-			handle(p, l)
-			if strings.HasPrefix(l, "acquired") {
-				g := fieldUint(t, l, "gen")
-				require.Greater(t, g, last, "%s: generations increase", p.name)
+		for l := p.Next(t); l != "done"; l = p.Next(t) {
+			verb, _, _ := strings.Cut(l, " ")
+			m := proctest.Fields(t, l, verb)
+			switch verb {
+			case "acquired":
+				g := proctest.Uint(t, m, "gen")
+				require.NotContains(t, gens, g, "generation %d issued twice (%s and %s)", g, gens[g], name)
+				gens[g] = name
+				require.Greater(t, g, last, "%s: generations increase", name)
 				last = g
+			case "appended":
+				rev := proctest.Uint(t, m, "rev")
+				require.NotContains(t, ackGen, rev, "revision %d acknowledged twice", rev)
+				ackGen[rev] = proctest.Uint(t, m, "gen")
 			}
 		}
-		require.NoError(t, p.cmd.Wait())
+		require.NoError(t, p.Wait(t))
 	}
 	require.Len(t, gens, procs*procHolderRounds)
 
@@ -329,30 +241,26 @@ func TestProcStoppedHolderWritesNothing(t *testing.T) {
 	// keeps its lease until it is stopped.
 	const ttl = 3 * time.Second
 	a := startProc(t, procModeAppend, dsn, "paused", "a", ttl)
-	ready := a.next()
-	genA := fieldUint(t, ready, "gen")
-	_, err = io.WriteString(a.stdin, "append\n")
-	require.NoError(t, err)
-	require.Equal(t, "ack 2", a.next())
+	genA := proctest.Uint(t, proctest.Fields(t, a.Next(t), "ready"), "gen")
+	a.Send(t, "append")
+	require.Equal(t, "ack 2", a.Next(t))
 
-	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+	a.Signal(t, syscall.SIGSTOP)
 	b := startProc(t, procModeAppend, dsn, "paused", "b", ttl)
-	ready = b.next() // once a's lease has expired
-	genB := fieldUint(t, ready, "gen")
+	ready := proctest.Fields(t, b.Next(t), "ready") // once a's lease has expired
+	genB := proctest.Uint(t, ready, "gen")
 	require.Greater(t, genB, genA)
-	require.Equal(t, "stale", field(t, ready, "prev"))
-	_, err = io.WriteString(b.stdin, "append\n")
-	require.NoError(t, err)
-	require.Equal(t, "ack 3", b.next())
+	require.Equal(t, "stale", ready["prev"])
+	b.Send(t, "append")
+	require.Equal(t, "ack 3", b.Next(t))
 
-	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+	a.Signal(t, syscall.SIGCONT)
 	for range 2 {
-		_, err = io.WriteString(a.stdin, "append\n")
-		require.NoError(t, err)
-		require.Equal(t, "lost", a.next())
+		a.Send(t, "append")
+		require.Equal(t, "lost", a.Next(t))
 	}
-	require.Empty(t, a.finish())
-	require.Empty(t, b.finish())
+	require.Empty(t, finish(t, a))
+	require.Empty(t, finish(t, b))
 
 	var recs []sessionstore.Record
 	for rec, err := range s.History(ctx, "paused") {

@@ -13,21 +13,11 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/pgstore"
-	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
-
-// snapOf is the snapshot of an idle session id titled title.
-func snapOf(t *testing.T, id, title string) sessnap.Snapshot {
-	t.Helper()
-	snap, err := sessnap.Of(sessiontest.InState(id, session.StateIdle))
-	require.NoError(t, err)
-	snap.Title, snap.TitleProvenance = title, session.TitleGenerated
-	return snap
-}
 
 // rawConn connects to dsn directly, to look at or damage the tables.
 func rawConn(t *testing.T, dsn string) *pgx.Conn {
@@ -45,10 +35,10 @@ func TestRecordsAreLinesVerbatim(t *testing.T) {
 	ctx := t.Context()
 	dsn := newDSN(t)
 	s := openDSN(t, dsn, pgstore.Options{})
-	w, err := s.Create(ctx, snapOf(t, "v", "one"), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("v", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	defer w.Release(ctx)
-	_, err = w.Append(ctx, 1, snapOf(t, "v", "two"))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("v", "two")))
 	require.NoError(t, err)
 
 	rows, err := rawConn(t, dsn).Query(ctx, `SELECT rev, gen, time, kind, schema, line FROM pgstore_records WHERE session_id = 'v' ORDER BY rev`)
@@ -87,7 +77,7 @@ func TestUnknownRecordKindIsNewer(t *testing.T) {
 	ctx := t.Context()
 	dsn := newDSN(t)
 	s := openDSN(t, dsn, pgstore.Options{})
-	w, err := s.Create(ctx, snapOf(t, "k", "one"), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("k", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	first, err := s.Load(ctx, "k")
 	require.NoError(t, err)
@@ -139,7 +129,7 @@ func TestDamagedLineIsCorruption(t *testing.T) {
 	ctx := t.Context()
 	dsn := newDSN(t)
 	s := openDSN(t, dsn, pgstore.Options{})
-	w, err := s.Create(ctx, snapOf(t, "d", "one"), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("d", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	_, err = rawConn(t, dsn).Exec(ctx, `UPDATE pgstore_records SET line = overlay(line placing 'X' from 40) WHERE session_id = 'd'`)
@@ -162,7 +152,7 @@ func TestLeaseExpiresWithoutHeartbeat(t *testing.T) {
 	const ttl = 2 * time.Second
 	a := openDSN(t, dsn, pgstore.Options{LeaseTTL: ttl})
 	b := openDSN(t, dsn, pgstore.Options{LeaseTTL: ttl})
-	old, err := a.Create(ctx, snapOf(t, "e", "one"), sessionstore.AcquireOptions{Label: "a", HeartbeatInterval: time.Hour})
+	old, err := a.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("e", "one")), sessionstore.AcquireOptions{Label: "a", HeartbeatInterval: time.Hour})
 	require.NoError(t, err)
 
 	_, err = b.TryAcquire(ctx, "e", sessionstore.AcquireOptions{})
@@ -178,10 +168,10 @@ func TestLeaseExpiresWithoutHeartbeat(t *testing.T) {
 	require.Greater(t, w.Generation(), old.Generation())
 	require.Less(t, time.Since(start), 10*time.Second)
 
-	_, err = old.Append(ctx, 1, snapOf(t, "e", "stale write"))
+	_, err = old.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("e", "stale write")))
 	require.ErrorIs(t, err, sessionstore.ErrLeaseLost)
 	require.ErrorIs(t, old.Heartbeat(ctx), sessionstore.ErrLeaseLost)
-	_, err = w.Append(ctx, 1, snapOf(t, "e", "two"))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("e", "two")))
 	require.NoError(t, err)
 	rec, err := a.Load(ctx, "e")
 	require.NoError(t, err)
@@ -194,14 +184,14 @@ func TestLeaseExpiresWithoutHeartbeat(t *testing.T) {
 func TestExpiredLeaseFencesWithoutTakeover(t *testing.T) {
 	ctx := t.Context()
 	s := mustOpen(t, pgstore.Options{})
-	w, err := s.Create(ctx, snapOf(t, "x", "one"), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("x", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.ExpireLease(ctx, "x"))
 	require.ErrorIs(t, s.ExpireLease(ctx, "x"), pgstore.ErrNotHeld)
 	st, err := s.Lease(ctx, "x")
 	require.NoError(t, err)
 	require.Equal(t, summary.LeaseStale, st.State)
-	_, err = w.Append(ctx, 1, snapOf(t, "x", "two"))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("x", "two")))
 	require.ErrorIs(t, err, sessionstore.ErrLeaseLost)
 	require.NoError(t, w.Release(ctx), "releasing a lost lease is a no-op")
 	st, err = s.Lease(ctx, "x")
@@ -219,7 +209,7 @@ func TestAppendCountsAsHeartbeat(t *testing.T) {
 	ctx := t.Context()
 	dsn := newDSN(t)
 	s := openDSN(t, dsn, pgstore.Options{HeartbeatInterval: time.Hour})
-	w, err := s.Create(ctx, snapOf(t, "a", "one"), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("a", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	defer w.Release(ctx)
 	_, err = rawConn(t, dsn).Exec(ctx, `UPDATE pgstore_sessions SET heartbeat_at = heartbeat_at - interval '1 hour'`)
@@ -227,7 +217,7 @@ func TestAppendCountsAsHeartbeat(t *testing.T) {
 	st, err := s.Lease(ctx, "a")
 	require.NoError(t, err)
 	require.Greater(t, st.HeartbeatAge, time.Hour)
-	_, err = w.Append(ctx, 1, snapOf(t, "a", "two"))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("a", "two")))
 	require.NoError(t, err)
 	st, err = s.Lease(ctx, "a")
 	require.NoError(t, err)
@@ -244,7 +234,7 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 	const ttl = time.Second
 	a := openDSN(t, dsn, pgstore.Options{LeaseTTL: ttl, HeartbeatInterval: ttl / 10})
 	b := openDSN(t, dsn, pgstore.Options{LeaseTTL: ttl})
-	w, err := a.Create(ctx, snapOf(t, "h", "one"), sessionstore.AcquireOptions{Label: "beating"})
+	w, err := a.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("h", "one")), sessionstore.AcquireOptions{Label: "beating"})
 	require.NoError(t, err)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -260,7 +250,7 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "heartbeats did not advance: %+v", h)
 		time.Sleep(ttl / 4) // pacing the probe, not synchronizing
 	}
-	_, err = w.Append(ctx, 1, snapOf(t, "h", "two"))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("h", "two")))
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 }
@@ -271,7 +261,7 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 func TestRecreatedSessionFencesOldWriters(t *testing.T) {
 	ctx := t.Context()
 	s := mustOpen(t, pgstore.Options{})
-	old, err := s.Create(ctx, snapOf(t, "r", "one"), sessionstore.AcquireOptions{})
+	old, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("r", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.ExpireLease(ctx, "r"))
 	// Another holder deletes the session and it is created again: the new
@@ -279,11 +269,11 @@ func TestRecreatedSessionFencesOldWriters(t *testing.T) {
 	w, err := s.Acquire(ctx, "r", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, w.Delete(ctx))
-	fresh, err := s.Create(ctx, snapOf(t, "r", "fresh"), sessionstore.AcquireOptions{})
+	fresh, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("r", "fresh")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	defer fresh.Release(ctx)
 	require.Equal(t, old.Generation(), fresh.Generation())
-	_, err = old.Append(ctx, 1, snapOf(t, "r", "ghost"))
+	_, err = old.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("r", "ghost")))
 	require.ErrorIs(t, err, sessionstore.ErrLeaseLost)
 	rec, err := s.Load(ctx, "r")
 	require.NoError(t, err)
@@ -299,7 +289,7 @@ func TestListOrdersNanoseconds(t *testing.T) {
 	s := mustOpen(t, pgstore.Options{})
 	base := sessiontest.Epoch
 	for i := range 6 {
-		snap := snapOf(t, fmt.Sprintf("n%d", i), "t")
+		snap := sessiontest.Snap(t, sessiontest.Titled(fmt.Sprintf("n%d", i), "t"))
 		snap.CreatedAt = base.Add(time.Duration(5-i) * time.Nanosecond)
 		w, err := s.Create(ctx, snap, sessionstore.AcquireOptions{})
 		require.NoError(t, err)
@@ -328,10 +318,10 @@ func TestImportCopiesVerbatim(t *testing.T) {
 	ctx := t.Context()
 	src := mustOpen(t, pgstore.Options{})
 	dst := mustOpen(t, pgstore.Options{})
-	w, err := src.Create(ctx, snapOf(t, "c", "one"), sessionstore.AcquireOptions{})
+	w, err := src.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("c", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	for i := range 3 {
-		_, err = w.Append(ctx, w.Revision(), snapOf(t, "c", fmt.Sprintf("step %d", i)))
+		_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, sessiontest.Titled("c", fmt.Sprintf("step %d", i))))
 		require.NoError(t, err)
 	}
 	require.NoError(t, w.Release(ctx))
@@ -420,7 +410,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 func TestSchemaTooNewRefusesAppend(t *testing.T) {
 	ctx := t.Context()
 	s := mustOpen(t, pgstore.Options{})
-	payload, err := sessnap.Marshal(snapOf(t, "n", "from the future"))
+	payload, err := sessnap.Marshal(sessiontest.Snap(t, sessiontest.Titled("n", "from the future")))
 	require.NoError(t, err)
 	line := record.Encode(record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion + 1, Rev: 1, Gen: 3,
 		Time: time.Now().UTC(), Kind: record.KindFull}, payload)
@@ -433,7 +423,7 @@ func TestSchemaTooNewRefusesAppend(t *testing.T) {
 	w, err := s.Acquire(ctx, "n", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.Equal(t, uint64(4), w.Generation(), "above the imported records' generation")
-	_, err = w.Append(ctx, 1, snapOf(t, "n", "older program"))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("n", "older program")))
 	require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
 	rec, err = s.Load(ctx, "n")
 	require.NoError(t, err)
@@ -448,7 +438,7 @@ func TestGenerationBound(t *testing.T) {
 	ctx := t.Context()
 	dsn := newDSN(t)
 	s := openDSN(t, dsn, pgstore.Options{})
-	w, err := s.Create(ctx, snapOf(t, "g", "one"), sessionstore.AcquireOptions{})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("g", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	conn := rawConn(t, dsn)
@@ -458,7 +448,7 @@ func TestGenerationBound(t *testing.T) {
 	w, err = s.Acquire(ctx, "g", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.Equal(t, uint64(sessnap.MaxSafeInteger), w.Generation())
-	_, err = w.Append(ctx, 1, snapOf(t, "g", "two"))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("g", "two")))
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	rec, err := s.Load(ctx, "g")

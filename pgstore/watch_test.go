@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -43,7 +44,7 @@ func TestWatchSurvivesLostConnection(t *testing.T) {
 			}
 		}
 	}
-	a, err := s.Create(ctx, snapOf(t, "a", "one"), sessionstore.AcquireOptions{})
+	a, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("a", "one")), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	converge(map[session.SessionID]uint64{"a": 1})
 
@@ -58,7 +59,7 @@ func TestWatchSurvivesLostConnection(t *testing.T) {
 	}
 	pid := watchPID()
 	for range 5 {
-		_, err = a.Append(ctx, a.Revision(), snapOf(t, "a", "burst"))
+		_, err = a.Append(ctx, a.Revision(), sessiontest.Snap(t, sessiontest.Titled("a", "burst")))
 		require.NoError(t, err)
 		converge(map[session.SessionID]uint64{"a": a.Revision()})
 	}
@@ -70,9 +71,9 @@ func TestWatchSurvivesLostConnection(t *testing.T) {
 			WHERE datname = current_database() AND application_name = $1`, pgstore.WatchApplicationName).Scan(&killed))
 		require.Equal(t, 1, killed, "round %d: the watch's connection", round)
 		// Changes while the watch is (probably) disconnected.
-		_, err = a.Append(ctx, a.Revision(), snapOf(t, "a", "more"))
+		_, err = a.Append(ctx, a.Revision(), sessiontest.Snap(t, sessiontest.Titled("a", "more")))
 		require.NoError(t, err)
-		b, err := s.Create(ctx, snapOf(t, "b", "one"), sessionstore.AcquireOptions{})
+		b, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("b", "one")), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
 		converge(map[session.SessionID]uint64{"a": a.Revision(), "b": 1})
 		require.NoError(t, b.Delete(ctx))
@@ -97,10 +98,10 @@ func TestWatchSeesLeaseExpire(t *testing.T) {
 	const ttl = time.Second
 	holders := openDSN(t, dsn, pgstore.Options{LeaseTTL: ttl})
 	watcher := openDSN(t, dsn, pgstore.Options{})
-	silent, err := holders.Create(ctx, snapOf(t, "silent", "one"), sessionstore.AcquireOptions{Label: "silent", HeartbeatInterval: time.Hour})
+	silent, err := holders.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("silent", "one")), sessionstore.AcquireOptions{Label: "silent", HeartbeatInterval: time.Hour})
 	require.NoError(t, err)
 	defer silent.Release(ctx)
-	beating, err := holders.Create(ctx, snapOf(t, "beating", "one"), sessionstore.AcquireOptions{Label: "beating", HeartbeatInterval: ttl / 20})
+	beating, err := holders.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("beating", "one")), sessionstore.AcquireOptions{Label: "beating", HeartbeatInterval: ttl / 20})
 	require.NoError(t, err)
 	defer beating.Release(ctx)
 

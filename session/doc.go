@@ -28,6 +28,26 @@
 //   - The owner is write-once (RestoreLabels).
 //   - Usage is what the MaxRunTokens brake is checked against
 //     (Usage.RunTokens), so persisting it makes the budget survive a restart.
+//     A message's own Usage is a record of the response that produced it;
+//     only AddUsage moves the budget.
+//   - Labels are the holder's to set and remove in any state (SetLabel,
+//     RemoveLabel), within the bounds ValidateLabel states.
+//   - The workspace's project is fixed once set; its working directory and
+//     branch follow the agent (SetWorkspace).
+//   - An imported session's origin names its source for good; what the
+//     latest import read is replaced by each re-import (SetOrigin).
+//   - The conversation only grows: messages are appended, never edited or
+//     removed, and a message's ID is unique within it. A compaction message
+//     replaces earlier messages for the model, not in the conversation.
+//
+// # Sub-agents
+//
+// A sub-agent runs in a session of its own: kind KindSubagent, with a
+// SessionRelationship naming its parent, its root, its role and the
+// parent's tool call that spawned it. The parent's conversation holds that
+// tool call and its result, never the sub-agent's messages. So each
+// sub-agent keeps its own lifecycle, limits, usage and model, and a store
+// lists a parent's sub-agents like any other children.
 //
 // # Usage
 //
@@ -35,6 +55,8 @@
 //		ID: "s1", CreatedAt: time.Now(), Kind: session.KindPrimary,
 //		EnvironmentRef: session.EnvironmentRef{Provider: "local", ID: "laptop", Revision: "1"},
 //	})
+//	_ = s.SetLabel("team", "tools")
+//	_ = s.SetWorkspace(session.Workspace{Project: "/src/app", Dir: "/src/app/cmd", Branch: "main"})
 //	_ = s.AppendMessage(session.TextMessage(session.RoleUser, "hello", time.Now()))
 //	_ = s.BeginTurn()
 //	_ = s.AddUsage(session.Usage{InputTokens: 12, OutputTokens: 40})

@@ -214,13 +214,30 @@ const (
 	PartToolResult PartType = "tool_result"
 	PartImage      PartType = "image"
 	PartBlob       PartType = "blob"
+	// PartReasoning is the model's reasoning ("thinking"): readable text,
+	// opaque encrypted content, or both, with the provider's signature.
+	PartReasoning PartType = "reasoning"
 )
 
 // Valid reports whether t is a documented part type.
 func (t PartType) Valid() bool {
 	switch t {
-	case PartText, PartToolCall, PartToolResult, PartImage, PartBlob:
+	case PartText, PartToolCall, PartToolResult, PartImage, PartBlob, PartReasoning:
 		return true
 	}
 	return false
 }
+
+// CompactionTrigger says what started a compaction. The empty value means
+// not recorded.
+type CompactionTrigger string
+
+// Compaction triggers.
+const (
+	CompactionAuto   CompactionTrigger = "auto"   // the runtime compacted a context that grew too large
+	CompactionManual CompactionTrigger = "manual" // a person asked for it
+)
+
+// Valid reports whether t is a documented trigger (the empty value is not
+// one; it means not recorded).
+func (t CompactionTrigger) Valid() bool { return t == CompactionAuto || t == CompactionManual }

@@ -2,15 +2,19 @@ package session
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
-// Config is the behavior chosen when a session is created. None of it can
-// change afterwards: the Session keeps a private copy and exposes it only
-// through accessors that return copies.
+// Config is what a session is created with. Its behavior (everything but
+// the last three fields) cannot change afterwards: the Session keeps a
+// private copy and exposes it only through accessors that return copies.
+// Labels, Workspace and Origin are starting values of fields that change
+// through their own methods under their own rules (SetLabel, SetWorkspace,
+// SetOrigin); Config reports their current values.
 type Config struct {
 	ID          SessionID
 	Incarnation IncarnationID
@@ -33,6 +37,14 @@ type Config struct {
 	// Authority is the derived capability set; nil means none recorded
 	// (legacy). A non-nil Authority must pass ValidateAuthority.
 	Authority *Authority
+
+	// Labels are the session's starting labels (see ValidateLabel).
+	Labels map[string]string
+	// Workspace is where the session starts; its Project never changes.
+	Workspace Workspace
+	// Origin records the source of an imported session; nil for a session
+	// that was not imported.
+	Origin *Origin
 }
 
 // Session is the aggregate: one agent conversation and its lifecycle. Its
@@ -65,6 +77,11 @@ type Session struct {
 	lastError string
 	runID     string
 	owner     *Principal
+
+	labels     map[string]string
+	workspace  Workspace
+	origin     *Origin
+	messageIDs map[string]struct{} // the IDs in conversation, to keep them unique
 
 	totalsRestored bool
 }
@@ -106,19 +123,40 @@ func New(cfg Config) (*Session, error) {
 		a := cfg.Authority.clone()
 		cfg.Authority = &a
 	}
+	if err := validateLabels(cfg.Labels); err != nil {
+		return nil, err
+	}
+	if err := cfg.Workspace.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Origin != nil {
+		if err := cfg.Origin.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	cfg.CreatedAt = cfg.CreatedAt.UTC()
 	cfg.DebugMCPServers = slices.Clone(cfg.DebugMCPServers)
 	cfg.DebugMCPTools = slices.Clone(cfg.DebugMCPTools)
 	cfg.Placement = cfg.Placement.clone()
-	return &Session{
+	s := &Session{
 		cfg:              cfg,
 		state:            StateIdle,
 		retryDisposition: RetryUnknown,
 		streamProgress:   ProgressUnknown,
-	}, nil
+		workspace:        cfg.Workspace,
+		origin:           copyOf(cfg.Origin),
+	}
+	if len(cfg.Labels) > 0 {
+		s.labels = maps.Clone(cfg.Labels)
+	}
+	// The mutable fields live in the Session alone, so that cfg holds
+	// behavior only and Config cannot report stale values.
+	s.cfg.Labels, s.cfg.Workspace, s.cfg.Origin = nil, Workspace{}, nil
+	return s, nil
 }
 
-// Config returns a copy of the behavior fixed at creation.
+// Config returns a copy of the behavior fixed at creation, with the
+// current labels, workspace and origin.
 func (s *Session) Config() Config {
 	c := s.cfg
 	c.DebugMCPServers = slices.Clone(c.DebugMCPServers)
@@ -128,6 +166,7 @@ func (s *Session) Config() Config {
 		a := c.Authority.clone()
 		c.Authority = &a
 	}
+	c.Labels, c.Workspace, c.Origin = s.Labels(), s.workspace, s.Origin()
 	return c
 }
 
@@ -162,13 +201,14 @@ func (s *Session) Authority() *Authority { return s.Config().Authority }
 // State returns the lifecycle state.
 func (s *Session) State() State { return s.state }
 
-// Conversation returns a deep copy of the messages.
+// Conversation returns the messages, shared with the session: the
+// conversation only grows and a message never changes once appended, so
+// the session and every earlier result share one copy, and taking it costs
+// nothing whatever its length. The caller must not modify the messages
+// (Clone one to change it); appending to the returned slice never reaches
+// the session (its capacity is its length).
 func (s *Session) Conversation() []Message {
-	out := make([]Message, len(s.conversation))
-	for i, m := range s.conversation {
-		out[i] = m.Clone()
-	}
-	return out
+	return s.conversation[:len(s.conversation):len(s.conversation)]
 }
 
 // MessageCount returns the number of messages without copying them.
@@ -254,12 +294,22 @@ func (s *Session) RunID() string { return s.runID }
 
 // Owner returns a copy of the principal the session is attributed to, or
 // nil.
-func (s *Session) Owner() *Principal {
-	if s.owner == nil {
+func (s *Session) Owner() *Principal { return copyOf(s.owner) }
+
+// Workspace returns where the session's agent works now.
+func (s *Session) Workspace() Workspace { return s.workspace }
+
+// Origin returns a copy of the record of the source the session was
+// imported from, or nil.
+func (s *Session) Origin() *Origin { return copyOf(s.origin) }
+
+// copyOf returns a pointer to a copy of *p, or nil.
+func copyOf[T any](p *T) *T {
+	if p == nil {
 		return nil
 	}
-	o := *s.owner
-	return &o
+	c := *p
+	return &c
 }
 
 // --- lifecycle events -----------------------------------------------------
@@ -340,11 +390,22 @@ func (s *Session) AppendMessage(m Message) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
+	if m.ID != "" {
+		if _, dup := s.messageIDs[m.ID]; dup {
+			return invalidf("message id %q is already in the conversation", m.ID)
+		}
+	}
 	m = m.Clone()
 	if !m.CreatedAt.IsZero() {
 		m.CreatedAt = m.CreatedAt.UTC()
 	}
 	s.conversation = append(s.conversation, m)
+	if m.ID != "" {
+		if s.messageIDs == nil {
+			s.messageIDs = make(map[string]struct{})
+		}
+		s.messageIDs[m.ID] = struct{}{}
+	}
 	return nil
 }
 
@@ -377,6 +438,42 @@ func (s *Session) SetTitle(title string, prov TitleProvenance) error {
 		return invalidf("title %q with provenance %q", title, prov)
 	}
 	s.title, s.titleProvenance = title, prov
+	return nil
+}
+
+// SetWorkspace records where the session's agent works now: a new working
+// directory or branch. The project is fixed once set: w.Project must equal
+// the recorded one, or the recorded one must be empty (then w sets it);
+// otherwise ErrImmutable and nothing changes. Allowed in every state.
+func (s *Session) SetWorkspace(w Workspace) error {
+	if err := w.validate(); err != nil {
+		return err
+	}
+	if s.workspace.Project != "" && w.Project != s.workspace.Project {
+		return fmt.Errorf("%w: workspace project already %q", ErrImmutable, s.workspace.Project)
+	}
+	s.workspace = w
+	return nil
+}
+
+// SetOrigin records what an import of the session's source read. The
+// source's identity (Tool, SessionID, AgentID) is fixed once recorded: a
+// different one is ErrImmutable. A nil origin is refused once one is
+// recorded (an imported session stays imported) and is a no-op otherwise.
+func (s *Session) SetOrigin(o *Origin) error {
+	if o == nil {
+		if s.origin != nil {
+			return fmt.Errorf("%w: origin already recorded", ErrImmutable)
+		}
+		return nil
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if s.origin != nil && !s.origin.sameSource(*o) {
+		return fmt.Errorf("%w: origin already %s %q", ErrImmutable, s.origin.Tool, s.origin.SessionID)
+	}
+	s.origin = copyOf(o)
 	return nil
 }
 

@@ -177,15 +177,27 @@ func TestConfigImmutable(t *testing.T) {
 	require.Equal(t, CapFilesRead, again.Authority.Capabilities[0])
 }
 
-func TestConversationIsCopied(t *testing.T) {
+// TestConversationIsShared: AppendMessage keeps a copy of what it is
+// given, and Conversation hands out the session's own messages without
+// copying them — the same memory every time, at no cost per message — in
+// a slice whose appends never reach the session.
+func TestConversationIsShared(t *testing.T) {
 	s := newTestSession(t)
 	m := Message{Role: RoleUser, Parts: []Part{{Type: PartBlob, MediaType: "x/y", Data: []byte{1}}}}
 	require.NoError(t, s.AppendMessage(m))
 	m.Parts[0].Data[0] = 9
 	got := s.Conversation()
-	require.Equal(t, byte(1), got[0].Parts[0].Data[0])
-	got[0].Parts[0].Data[0] = 7
-	require.Equal(t, byte(1), s.Conversation()[0].Parts[0].Data[0])
+	require.Equal(t, byte(1), got[0].Parts[0].Data[0], "the session holds a copy of what was appended")
+	require.Same(t, &got[0], &s.Conversation()[0], "one copy, shared")
+	for range 1000 {
+		require.NoError(t, s.AppendMessage(TextMessage(RoleUser, "more", time.Time{})))
+	}
+	allocs := testing.AllocsPerRun(100, func() { _ = s.Conversation() })
+	require.Zero(t, allocs, "taking the conversation copies nothing")
+	c := s.Conversation()
+	_ = append(c, TextMessage(RoleUser, "not the session's", time.Time{}))
+	require.Len(t, s.Conversation(), 1001)
+	require.Equal(t, "more", s.Conversation()[1000].Parts[0].Text)
 }
 
 func TestOwnerWriteOnce(t *testing.T) {

@@ -3,7 +3,9 @@ package session
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The value types below appear verbatim in the persisted snapshot (package
@@ -214,12 +216,122 @@ func (p PlacementMetadata) clone() PlacementMetadata {
 }
 
 // SessionRelationship links a session to the session that spawned or was
-// forked into it.
+// forked into it. A sub-agent is a child session of kind subagent: ParentID
+// is the session whose agent spawned it, RootID the top of that tree, Role
+// what the sub-agent was asked to be (an agent type such as "reviewer"),
+// and ToolCallID the parent's tool call that spawned it (empty when the
+// runtime started it without one, like a compaction summarizer).
 type SessionRelationship struct {
-	ParentID SessionID `json:"parent_id,omitempty"`
-	RootID   SessionID `json:"root_id,omitempty"`
-	Role     string    `json:"role,omitempty"`
+	ParentID   SessionID `json:"parent_id,omitempty"`
+	RootID     SessionID `json:"root_id,omitempty"`
+	Role       string    `json:"role,omitempty"`
+	ToolCallID string    `json:"tool_call_id,omitempty"`
 }
 
 // IsZero reports whether no relationship is recorded.
 func (r SessionRelationship) IsZero() bool { return r == SessionRelationship{} }
+
+// MaxPathBytes bounds a workspace path or branch name.
+const MaxPathBytes = 4096
+
+// Workspace is where a session's agent works. Project is the root of the
+// project the session belongs to (the directory an agent was started for,
+// typically a repository's top level); it is set at creation and never
+// changes. Dir is the working directory and Branch the checked-out git
+// branch ("" when not in a repository or unknown); both may change during
+// the session (SetWorkspace). Paths are kept as the agent reported them;
+// nothing here touches a file system.
+type Workspace struct {
+	Project string `json:"project,omitempty"`
+	Dir     string `json:"dir,omitempty"`
+	Branch  string `json:"branch,omitempty"`
+}
+
+// IsZero reports whether no workspace is recorded.
+func (w Workspace) IsZero() bool { return w == Workspace{} }
+
+func (w Workspace) validate() error {
+	for _, f := range [...]struct{ name, v string }{{"project", w.Project}, {"dir", w.Dir}, {"branch", w.Branch}} {
+		if len(f.v) > MaxPathBytes || !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
+			return invalidf("workspace %s: not valid UTF-8 without NUL of at most %d bytes", f.name, MaxPathBytes)
+		}
+	}
+	return nil
+}
+
+// Origin records that a session was imported from another tool's file, and
+// what the latest import read. Tool and SessionID (with AgentID for a
+// sub-agent conversation stored in its parent's source) identify the
+// source and never change once set; the rest describes the latest import
+// and is replaced by each re-import (SetOrigin). An importer that finds a
+// session whose origin names the same source continues it instead of
+// creating another.
+type Origin struct {
+	// Tool is the tool that wrote the source, as a lower-case name
+	// ("claude-code", "codex"); required.
+	Tool string `json:"tool"`
+	// SessionID is the source's own session ID; required.
+	SessionID string `json:"session_id"`
+	// AgentID identifies a sub-agent's conversation within the source
+	// session, for sources that store it under its parent's session ID.
+	AgentID string `json:"agent_id,omitempty"`
+	// Path is where the source was read from, as the importer named it.
+	Path string `json:"path,omitempty"`
+	// Version is the version of the tool that wrote the source.
+	Version string `json:"version,omitempty"`
+	// Lines, Bytes and SHA256 (lower-case hex) describe what the latest
+	// import read of the source.
+	Lines  int64  `json:"lines,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Validate reports an origin without its identity or with values outside
+// their domain.
+func (o Origin) Validate() error {
+	if o.Tool == "" || o.SessionID == "" {
+		return invalidf("origin needs tool and session_id")
+	}
+	if !labelKeyChars(o.Tool) || len(o.Tool) > MaxMessageIDBytes {
+		return invalidf("origin tool %q: lower-case letters, digits, '.', '_', '-'", o.Tool)
+	}
+	for _, f := range [...]struct{ name, v string }{{"session_id", o.SessionID}, {"agent_id", o.AgentID}, {"version", o.Version}} {
+		if len(f.v) > MaxMessageIDBytes || !utf8.ValidString(f.v) {
+			return invalidf("origin %s: not valid UTF-8 of at most %d bytes", f.name, MaxMessageIDBytes)
+		}
+	}
+	if len(o.Path) > MaxPathBytes || !utf8.ValidString(o.Path) {
+		return invalidf("origin path: not valid UTF-8 of at most %d bytes", MaxPathBytes)
+	}
+	if o.Lines < 0 || o.Bytes < 0 {
+		return invalidf("origin: negative lines or bytes")
+	}
+	if o.SHA256 != "" && (len(o.SHA256) != 64 || strings.Trim(o.SHA256, "0123456789abcdef") != "") {
+		return invalidf("origin sha256 %q: 64 lower-case hex digits", o.SHA256)
+	}
+	return nil
+}
+
+// sameSource reports whether o and p name the same source.
+func (o Origin) sameSource(p Origin) bool {
+	return o.Tool == p.Tool && o.SessionID == p.SessionID && o.AgentID == p.AgentID
+}
+
+// Compaction describes how a compaction message came to be.
+type Compaction struct {
+	// Trigger says what started the compaction ("" when not recorded).
+	Trigger CompactionTrigger `json:"trigger,omitempty"`
+	// PreTokens is the size of the context it replaced, in tokens (0 when
+	// not recorded).
+	PreTokens int64 `json:"pre_tokens,omitempty"`
+}
+
+func (c Compaction) validate() error {
+	if c.Trigger != "" && !c.Trigger.Valid() {
+		return invalidf("compaction trigger %q", c.Trigger)
+	}
+	if c.PreTokens < 0 {
+		return invalidf("negative compaction pre_tokens")
+	}
+	return nil
+}

@@ -78,8 +78,9 @@ func Decode(data []byte) (*session.Session, error) {
 }
 
 var (
-	timeType = reflect.TypeFor[time.Time]()
-	rawType  = reflect.TypeFor[json.RawMessage]()
+	timeType     = reflect.TypeFor[time.Time]()
+	rawType      = reflect.TypeFor[json.RawMessage]()
+	messagesType = reflect.TypeFor[Messages]()
 )
 
 // checkEncodable walks v (a Snapshot or part of one) and reports the first
@@ -102,6 +103,14 @@ func checkEncodable(v reflect.Value, path string) error {
 		raw := v.Bytes()
 		if len(raw) > 0 && (!utf8.Valid(raw) || !json.Valid(raw)) {
 			return fail("raw JSON is not valid UTF-8 JSON")
+		}
+		return nil
+	case messagesType:
+		// Each message as it is encoded, so that paths use its JSON keys.
+		for i, m := range v.Interface().(Messages) {
+			if err := checkEncodable(reflect.ValueOf(dtoOf(m)), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
 		}
 		return nil
 	}

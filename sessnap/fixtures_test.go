@@ -9,12 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
-var update = flag.Bool("update", false, "rewrite the canonical fixtures (allowed only before the format freeze recorded in CHANGELOG.md)")
+var update = flag.Bool("update", false, "write the canonical fixtures that do not exist yet (committed ones are frozen and never rewritten)")
 
 const fixtureDir = "../testdata/sessnap"
 
@@ -29,6 +29,9 @@ var canonical = map[string]func() *session.Session{
 	"cancelled.json": func() *session.Session { return sessiontest.InState("01JDCANONCANCELLED", session.StateCancelled) },
 	"failed.json":    func() *session.Session { return sessiontest.InState("01JDCANONFAILED", session.StateFailed) },
 	"full.json":      fullSession,
+	// Schema 2.
+	"v2_full.json":             fullSessionV2,
+	"v2_labels_workspace.json": labelledSession,
 }
 
 // fullSession sets every optional field, so the fixture shows every key.
@@ -51,11 +54,6 @@ func fullSession() *session.Session {
 		panic(err)
 	}
 	at := sessiontest.Epoch
-	must := func(err error) {
-		if err != nil {
-			panic(err)
-		}
-	}
 	must(s.RestoreLabels(&session.Principal{Subject: "user:42", Issuer: "https://id.example", DisplayName: "Ada <ada@example.com>"}))
 	must(s.SetTitle("Review PR #7", session.TitleExplicit))
 	must(s.SetRunID("run-77"))
@@ -83,9 +81,13 @@ func fullSession() *session.Session {
 func TestFixtures(t *testing.T) {
 	if *update {
 		for name, build := range canonical {
+			path := filepath.Join(fixtureDir, name)
+			if _, err := os.Stat(path); err == nil {
+				continue // frozen: a fixture once committed is never rewritten
+			}
 			b, err := sessnap.Encode(build())
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, name), append(b, '\n'), 0o644))
+			require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
 		}
 	}
 	tests := []struct {
@@ -131,6 +133,9 @@ func TestFixtures(t *testing.T) {
 			require.Nil(t, s.Owner(), "missing owner restores as none")
 			require.Nil(t, s.Authority(), "missing authority is legacy")
 			require.Equal(t, 0, s.MessageCount(), "missing messages restore as empty")
+			require.Nil(t, s.Labels(), "missing labels restore as none")
+			require.True(t, s.Workspace().IsZero(), "a missing workspace restores as empty")
+			require.Nil(t, s.Origin(), "a missing origin means not imported")
 		}},
 		{file: "legacy_v1_running.json", wantState: session.StateRunning, check: func(t *testing.T, s *session.Session) {
 			require.Equal(t, session.KindUnknown, s.Kind())
@@ -143,6 +148,22 @@ func TestFixtures(t *testing.T) {
 		{file: "newer_writer_unknown_keys.json", wantState: session.StateAwaiting, check: func(t *testing.T, s *session.Session) {
 			require.Equal(t, 2, s.MessageCount())
 		}},
+		// Schema 2.
+		{file: "v2_full.json", wantState: session.StateRunning, check: checkFullV2},
+		{file: "v2_labels_workspace.json", wantState: session.StateIdle, check: func(t *testing.T, s *session.Session) {
+			require.Equal(t, map[string]string{"project": "app", "priority": "high"}, s.Labels())
+			require.Equal(t, session.Workspace{Project: "/home/ada/src/app", Dir: "/home/ada/src/app", Branch: "main"}, s.Workspace())
+			require.Nil(t, s.Origin(), "a session that was not imported has no origin")
+		}},
+		{file: "newer_writer_v3_unknown_keys.json", wantState: session.StateRunning, check: checkFullV2},
+		{file: "invalid_v2_label_key.json", wantErr: session.ErrInvalid},
+		{file: "invalid_v2_too_many_labels.json", wantErr: session.ErrInvalid},
+		{file: "invalid_v2_wrong_type_labels.json", wantErr: sessnap.ErrMalformed},
+		{file: "invalid_v2_origin_without_session_id.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_v2_duplicate_message_id.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_v2_signature_on_text.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_v2_nested_tool_call.json", wantErr: sessnap.ErrInvalid},
+		{file: "invalid_v2_compaction_trigger.json", wantErr: sessnap.ErrInvalid},
 		{file: "invalid_unknown_state.json", wantErr: sessnap.ErrUnknownState},
 		{file: "invalid_authority_unknown_capability.json", wantErr: sessnap.ErrInvalidAuthority},
 		{file: "invalid_authority_empty.json", wantErr: sessnap.ErrInvalidAuthority},
@@ -213,4 +234,38 @@ func trimNL(b []byte) []byte {
 		return b[:len(b)-1]
 	}
 	return b
+}
+
+// checkFullV2 checks what v2_full.json (and the newer writer's copy of it)
+// restores to, field by field.
+func checkFullV2(t *testing.T, s *session.Session) {
+	require.Equal(t, map[string]string{"team": "tools", "git.remote": "git@example.com:app.git", "pinned": ""}, s.Labels())
+	require.Equal(t, session.Workspace{Project: "/src/app", Dir: "/src/app/cmd", Branch: "feature/hooks"}, s.Workspace())
+	o := s.Origin()
+	require.NotNil(t, o)
+	require.Equal(t, "claude-code", o.Tool)
+	require.Equal(t, "a881341", o.AgentID)
+	require.Equal(t, int64(131721), o.Bytes)
+	require.Equal(t, session.SessionRelationship{ParentID: "01JDPARENT", RootID: "01JDPARENT", Role: "general-purpose", ToolCallID: "toolu_01Task"}, s.Relationship())
+	conv := s.Conversation()
+	require.Len(t, conv, 6)
+	require.True(t, conv[0].Injected)
+	a := conv[2]
+	require.Equal(t, "msg_013qape6", a.ResponseID)
+	require.Equal(t, "claude-sonnet-4-5", a.Model)
+	require.Equal(t, &session.Usage{InputTokens: 3, OutputTokens: 41, CacheReadTokens: 12118, CacheWriteTokens: 9923}, a.Usage)
+	require.Equal(t, session.PartReasoning, a.Parts[0].Type)
+	require.Equal(t, "EqECCkYIBRgCKkCq", a.Parts[0].Signature)
+	require.Equal(t, "gAAAAABqAZLpDBVX", a.Parts[1].Encrypted)
+	require.True(t, a.Parts[4].ProviderExecuted)
+	require.JSONEq(t, `[{"type":"web_search_result","url":"https://example.com"}]`, string(a.Parts[5].Result))
+	r := conv[3].Parts[0]
+	require.Len(t, r.Content, 3)
+	require.Equal(t, []byte{0x89, 'P', 'N', 'G'}, r.Content[1].Data)
+	require.Equal(t, "https://example.com/diagram.svg", r.Content[2].URL)
+	require.JSONEq(t, `{"code":200,"bytes":5120}`, string(r.Result))
+	require.True(t, conv[3].Parts[1].IsError)
+	require.Equal(t, "API Error: 529 overloaded", conv[4].Error)
+	require.Equal(t, &session.Compaction{Trigger: session.CompactionAuto, PreTokens: 167094}, conv[5].Compaction)
+	require.Equal(t, int64(3+41), s.Usage().RunTokens())
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -34,6 +34,14 @@ func roundTrip(t testing.TB, s *session.Session) {
 	require.Equal(t, s.StopReason(), r.StopReason())
 	require.Equal(t, s.Usage(), r.Usage())
 	require.Equal(t, s.Counters(), r.Counters())
+	require.Equal(t, s.Labels(), r.Labels())
+	require.Equal(t, s.Workspace(), r.Workspace())
+	require.Equal(t, s.Origin(), r.Origin())
+	c1, c2 := s.Conversation(), r.Conversation()
+	require.Len(t, c2, len(c1))
+	for i := range c1 {
+		require.True(t, c1[i].Equal(c2[i]), "message %d", i)
+	}
 	a1, e1 := s.PendingAsk()
 	a2, e2 := r.PendingAsk()
 	require.Equal(t, e1, e2)
@@ -51,7 +59,11 @@ func walk(t testing.TB, seed uint64, n int) {
 		at = at.Add(time.Duration(r.IntN(5000)) * time.Millisecond)
 		before, err := sessnap.Encode(s)
 		require.NoError(t, err)
-		name, err := sessiontest.Step(s, r, at)
+		step := sessiontest.Step
+		if r.IntN(3) == 0 {
+			step = sessiontest.StepSchema2
+		}
+		name, err := step(s, r, at)
 		after, err2 := sessnap.Encode(s)
 		require.NoError(t, err2)
 		if err != nil {
@@ -90,7 +102,7 @@ func TestRoundTripEveryState(t *testing.T) {
 
 // FuzzRoundTrip drives sessions with fuzzer-chosen seeds.
 func FuzzRoundTrip(f *testing.F) {
-	for _, s := range []uint64{0, 1, 42, 1 << 40} {
+	for _, s := range []uint64{0, 1, 42, 1 << 40, 7, 2026, 1<<63 + 5} {
 		f.Add(s, uint8(40))
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, n uint8) {
@@ -193,13 +205,17 @@ func TestOfNil(t *testing.T) {
 	require.EqualError(t, err, "sessnap: nil session")
 }
 
+// TestSnapshotIsACopy: a snapshot's fields are its own, except the
+// conversation, which it shares with the session (read-only: a message
+// never changes once appended), so that taking a snapshot copies nothing
+// of it, however long.
 func TestSnapshotIsACopy(t *testing.T) {
 	s := fullSession()
 	snap, err := sessnap.Of(s)
 	require.NoError(t, err)
 	before, err := sessnap.Encode(s)
 	require.NoError(t, err)
-	snap.Messages[1].Parts[1].Data[0] = 'X'
+	require.Same(t, &s.Conversation()[1], &snap.Messages[1], "the conversation is shared")
 	snap.DebugMCPTools[0] = "evil"
 	snap.Placement.Labels["team"] = "evil"
 	snap.Authority.Capabilities[0] = "evil"
@@ -207,6 +223,46 @@ func TestSnapshotIsACopy(t *testing.T) {
 	after, err := sessnap.Encode(s)
 	require.NoError(t, err)
 	require.Equal(t, string(before), string(after))
+}
+
+// TestSnapshotIsACopyV2: the fields schema 2 adds outside the
+// conversation share no memory with the session either.
+func TestSnapshotIsACopyV2(t *testing.T) {
+	s := fullSessionV2()
+	snap, err := sessnap.Of(s)
+	require.NoError(t, err)
+	before, err := sessnap.Encode(s)
+	require.NoError(t, err)
+	snap.Labels["team"] = "evil"
+	snap.Origin.SessionID = "evil"
+	after, err := sessnap.Encode(s)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after))
+}
+
+func TestMarshalRefusesInexactValuesV2(t *testing.T) {
+	tests := []struct {
+		name     string
+		mutate   func(*sessnap.Snapshot)
+		wantPath string
+	}{
+		{"invalid utf-8 label value", func(s *sessnap.Snapshot) { s.Labels["team"] = "\xff" }, "$.labels.team"},
+		{"invalid utf-8 workspace", func(s *sessnap.Snapshot) { s.Workspace.Branch = "\xc3\x28" }, "$.workspace.branch"},
+		{"origin bytes above 2^53-1", func(s *sessnap.Snapshot) { s.Origin.Bytes = 1 << 60 }, "$.origin.bytes"},
+		{"invalid raw result", func(s *sessnap.Snapshot) { s.Messages[3].Parts[0].Result = json.RawMessage(`{"x":`) }, "$.messages[3].parts[0].result"},
+		{"invalid utf-8 nested text", func(s *sessnap.Snapshot) { s.Messages[3].Parts[0].Content[0].Text = "\xff" }, "$.messages[3].parts[0].content[0].text"},
+		{"message usage above 2^53-1", func(s *sessnap.Snapshot) { s.Messages[2].Usage.OutputTokens = 1 << 54 }, "$.messages[2].usage.output_tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, err := sessnap.Of(fullSessionV2())
+			require.NoError(t, err)
+			tt.mutate(&snap)
+			_, err = sessnap.Marshal(snap)
+			require.ErrorIs(t, err, sessnap.ErrUnencodable)
+			require.Contains(t, err.Error(), tt.wantPath)
+		})
+	}
 }
 
 func TestRestoreStateRules(t *testing.T) {
@@ -286,4 +342,17 @@ func TestBudgetSurvivesRestore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, session.StopMaxRunTokens, r.StopReason())
 	require.Equal(t, session.StopReason(""), r.RecordedStopReason())
+}
+
+// TestOfCostsNothingPerMessage: taking a snapshot allocates the same for a
+// conversation of ten messages and of ten thousand.
+func TestOfCostsNothingPerMessage(t *testing.T) {
+	allocs := func(n int) float64 {
+		s := fullSession()
+		for range n {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "more", time.Time{})))
+		}
+		return testing.AllocsPerRun(50, func() { _, _ = sessnap.Of(s) })
+	}
+	require.Equal(t, allocs(10), allocs(10000))
 }

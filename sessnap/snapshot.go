@@ -3,7 +3,6 @@ package sessnap
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sessionstore/sessionstore/session"
@@ -24,9 +23,16 @@ const Format = "sessnap/v1"
 // History:
 //
 //	1  the fields of Snapshot as first released
-const SchemaVersion = 1
+//	2  labels, workspace, origin; relationship.tool_call_id; message id,
+//	   response_id, model, usage, injected, error, compaction; part type
+//	   reasoning and part url, signature, encrypted, provider_executed,
+//	   content, result
+//	3  part blob: content kept out of line (session.ContentRef)
+const SchemaVersion = 3
 
-// Snapshot is the on-the-wire form of a session.Session. It is a plain data struct with JSON tags so it serializes deterministically regardless of the (untagged) layout of the domain types.
+// Snapshot is the on-the-wire form of a session.Session. It is a plain
+// data struct with JSON tags so it serializes deterministically regardless
+// of the (untagged) layout of the domain types.
 //
 // Omitted keys decode to documented defaults, which are part of the
 // compatibility contract: a missing format is a legacy v1 snapshot; a
@@ -34,8 +40,10 @@ const SchemaVersion = 1
 // missing usage is zero; a missing owner is none; a missing authority is a
 // legacy record without one (a present authority must validate); missing
 // retry facts are "unknown"; a missing messages array is an empty
-// conversation. A missing or incomplete environment_ref, id or created_at
-// fails. Unknown keys (from a newer writer) are ignored.
+// conversation; missing labels are none; a missing workspace is an empty
+// one; a missing origin means the session was not imported. A missing or
+// incomplete environment_ref, id or created_at fails. Unknown keys (from a
+// newer writer) are ignored.
 type Snapshot struct {
 	// Format is the format tag (Format). Empty in legacy snapshots.
 	Format string `json:"format,omitempty"`
@@ -47,117 +55,132 @@ type Snapshot struct {
 	Counters    session.Counters       `json:"counters"`
 	CreatedAt   time.Time              `json:"created_at"`
 	Incarnation session.IncarnationID  `json:"incarnation,omitempty"`
-	Messages    []messageDTO           `json:"messages"`
-	Pending     *session.PendingAsk    `json:"pending,omitempty"`
-	StopReason  session.StopReason     `json:"stop_reason,omitempty"`
-	// Kind and Relationship are the validated producer taxonomy from ADR 0217.
-	// A missing kind is legacy data and restores as unknown (fail-closed).
+	// Messages is the conversation, shared with the session Of took it
+	// from (see Messages): read-only.
+	Messages   Messages            `json:"messages"`
+	Pending    *session.PendingAsk `json:"pending,omitempty"`
+	StopReason session.StopReason  `json:"stop_reason,omitempty"`
+	// Kind and Relationship are the validated producer taxonomy. A missing
+	// kind is legacy data and restores as unknown (fail-closed). A missing
+	// relationship, or a missing key in it, is empty.
 	Kind         session.SessionKind         `json:"kind,omitempty"`
 	Relationship session.SessionRelationship `json:"relationship,omitzero"`
-	// Profile is the session's opaque tool-surface profile label. omitempty keeps a
-	// v1 snapshot with no "profile" key decoding to "" (the default profile) —
-	// purely additive, no format-tag bump (the same precedent as ProviderPhase /
-	// Parts).
+	// Profile is the session's opaque tool-surface profile label. A missing
+	// key decodes to "" (the default profile).
 	Profile string `json:"profile,omitempty"`
-	// ProviderID and ModelID are the session's opaque neutral provider+model
-	// selector pair. omitempty keeps a v1 snapshot with no key decoding to the empty
-	// pair ("server default") — additive, no version bump. Persisting them lets a
-	// restarted process re-derive the SAME per-session engine via the factory.
+	// ProviderID and ModelID are the session's opaque neutral provider and
+	// model selector pair. Missing keys decode to the empty pair ("server
+	// default"). Persisting them lets a restarted process rebuild the same
+	// per-session engine.
 	ProviderID string `json:"provider_id,omitempty"`
 	ModelID    string `json:"model_id,omitempty"`
-	// ReasoningEffort is the session's opaque neutral reasoning-effort token (ADR
-	// 0055). omitempty keeps a pre-0055 snapshot with no key decoding to "" (unset)
-	// — additive, no version bump. Persisting it lets a restarted process re-mint the
-	// SAME per-session engine (the same-effort adapter) via the factory.
+	// ReasoningEffort is the session's opaque neutral reasoning-effort
+	// token. A missing key decodes to "" (unset). Persisting it lets a
+	// restarted process rebuild the same per-session engine, with the same
+	// effort.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	// DebugMCPServers names only the configured server-global MCP servers selected
 	// for a debug session. DebugMCPTools is the exact direct-tool ceiling captured
 	// at creation; neither field contains URLs, headers, or connection details.
 	DebugMCPServers []string `json:"debug_mcp_servers,omitempty"`
 	DebugMCPTools   []string `json:"debug_mcp_tools,omitempty"`
-	// DebugTargetFingerprint is the non-projectable target-incarnation binding.
+	// DebugTargetFingerprint binds a debug session to the incarnation of
+	// its target; it is never shown in summaries.
 	DebugTargetFingerprint string `json:"debug_target_fingerprint,omitempty"`
-	// Title is the session's human-readable label seeded from the first genuine
-	// user prompt. omitempty keeps a pre-Title snapshot with no "title" key
-	// decoding to "" — additive, no format-tag bump (the same precedent as
-	// Profile / ProviderID / Parts). Persisting it lets a restarted process show
-	// the label without re-deriving it. It is an inert stored label (like
-	// Profile), restored by direct assignment, NOT a state transition.
+	// Title is the session's human-readable label, seeded from the first
+	// genuine user prompt unless set otherwise (TitleProvenance says how).
+	// A missing key decodes to "" (no title). Persisting it lets a
+	// restarted process show the label without deriving it again. It is a
+	// stored label restored by assignment, not a state transition.
 	Title           string                  `json:"title,omitempty"`
 	TitleProvenance session.TitleProvenance `json:"title_provenance,omitempty"`
-	// Usage is the cumulative run-token accounting, a POINTER for true omitempty
-	// (matching the Pending precedent): a zero Usage marshals nothing and a v1
-	// snapshot with no "usage" key decodes to a nil pointer => the zero Usage on
-	// restore. It is what the MaxRunTokens budget brake is evaluated against, so
-	// persisting it lets the budget survive restart.
+	// Usage is the cumulative run-token accounting. It is a pointer so that
+	// a zero usage marshals nothing; a missing key restores as zero usage.
+	// It is what the MaxRunTokens budget brake is evaluated against, so
+	// persisting it lets the budget survive a restart.
 	Usage *session.Usage `json:"usage,omitempty"`
-	// Permanent records whether a StateFailed session's failure was flagged as
-	// permanent (session.RecordFailurePermanence). omitempty keeps a pre-flag
-	// snapshot with no "permanent" key decoding to false — purely additive, no
-	// format-tag bump.
+	// Permanent records whether a StateFailed session's failure was flagged
+	// as permanent (session.RecordFailurePermanence). A missing key decodes
+	// to false.
 	Permanent bool `json:"permanent,omitempty"`
 	// RetryDisposition and StreamProgress are the typed terminal facts for a failed
 	// model stream. Missing legacy fields decode conservatively to unknown.
 	RetryDisposition session.RetryDisposition `json:"retry_disposition,omitempty"`
 	StreamProgress   session.StreamProgress   `json:"stream_progress,omitempty"`
-	// RetryPending persists the consumed failed-step retry intent across the crash window
-	// between preparation and terminal completion. Its metadata remains separate
-	// from failed-state metadata because the prepared aggregate is idle/running.
+	// RetryPending persists the intent to retry a failed step across a
+	// crash between preparing the retry and finishing it. Its facts are kept
+	// apart from the failed state's, because the prepared session is idle
+	// or running, not failed.
 	RetryPending            bool                     `json:"retry_pending,omitempty"`
 	RetryPendingDisposition session.RetryDisposition `json:"retry_pending_disposition,omitempty"`
 	RetryPendingProgress    session.StreamProgress   `json:"retry_pending_progress,omitempty"`
-	// LastError records a StateFailed session's terminal failure CAUSE
-	// (session.RecordLastError, the Permanent-analog for the failure detail).
-	// omitempty keeps a pre-#332 snapshot with no "last_error" key decoding to ""
-	// — purely additive, no format-tag bump (the same precedent as Permanent). It
-	// is normalised at stamp time (one line, rune-clamped), mirroring the
-	// event-side subagentCausePayload so the snapshot and the subagent.end event
-	// carry the same persisted cause.
+	// LastError records a StateFailed session's terminal failure cause
+	// (session.RecordLastError, the counterpart of Permanent for the
+	// failure's detail). A missing key decodes to "". It is normalised when
+	// recorded (one line, clamped to session.MaxLastErrorRunes runes), so
+	// every reader shows the same cause.
 	LastError string `json:"last_error,omitempty"`
 	// RunID is the opaque, host-minted identity of the run this session is
-	// currently driving or most recently drove (ADR 0249). Persisting it is what
-	// makes an awaiting-approval resume continue THE SAME run across a process
-	// restart: the resume path reads it back and reuses it instead of minting a
-	// new one.
+	// currently driving or most recently drove. Persisting it is what makes
+	// an awaiting-approval resume continue the same run across a process
+	// restart: the resume path reads it back and reuses it instead of
+	// minting a new one.
 	//
-	// omitempty keeps a pre-0245 snapshot with no "run_id" key decoding to "" —
-	// purely additive, no format-tag bump (the Profile/ProviderID/Usage
-	// precedent). A legacy session restores with no run id and is stamped on its
-	// next run; there is no migration sweep.
+	// A missing key decodes to "": a session without one restores with no
+	// run id and is stamped on its next run; there is no migration sweep.
 	RunID string `json:"run_id,omitempty"`
-	// Owner is the verified caller the session is attributed to (ADR 0204). A
-	// POINTER for true omitempty: an ownerless session emits no "owner" key, so a
-	// pre-ship snapshot decodes to a nil owner and an ownerless snapshot stays
-	// byte-identical to a pre-ship one — purely additive, no format-tag bump.
-	// Restored via the write-once aggregate method Session.RestoreLabels, NOT a
-	// RestoreState parameter (widening that signature would be a Changed/breaking
-	// entry under engine/COMPATIBILITY.md; a direct-assignment field is
-	// Added/minor).
+	// Owner is the verified caller the session is attributed to. It is a
+	// pointer so that an ownerless session emits no "owner" key: a missing
+	// key decodes to no owner. It is restored through the write-once
+	// Session.RestoreLabels, not through RestoreState, whose signature stays
+	// as it is.
 	Owner *session.Principal `json:"owner,omitempty"`
-	// Authority is the plain, derived capability payload. A nil pointer is a
-	// genuinely pre-feature legacy record; a present payload must decode to the
-	// one governance.CapabilitySet representation or restore fails closed.
+	// Authority is the plain, derived capability payload. A nil pointer is
+	// a legacy record without one; a present payload must be in its one
+	// canonical representation (session.ValidateAuthority) or restore fails
+	// closed.
 	Authority *session.Authority `json:"authority,omitempty"`
 	// EnvironmentRef is the sole durable execution-environment identity. It is
 	// required and must contain the exact provider revision used for reattachment.
 	EnvironmentRef session.EnvironmentRef `json:"environment_ref"`
 	// Placement is safe display-only metadata and is never used for reattachment.
 	Placement session.PlacementMetadata `json:"placement,omitempty"`
+
+	// Labels are the session's mutable labels (session.ValidateLabel bounds
+	// them); omitted when there are none, and a missing key is none.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Workspace is the session's project root, working directory and git
+	// branch; omitted when all are empty, and a missing key is an empty
+	// workspace.
+	Workspace session.Workspace `json:"workspace,omitzero"`
+	// Origin records the source of an imported session (another tool's
+	// transcript); a missing key means the session was not imported. A
+	// present origin must name its tool and source session.
+	Origin *session.Origin `json:"origin,omitempty"`
 }
 
-// messageDTO is the persisted form of a session.Message:
-//
-//	{"role": "user"|"assistant"|"system"|"tool", "parts": [part…],
-//	 "provider_phase"?: str, "created_at"?: time}
+// messageDTO is the persisted form of a session.Message (see the package
+// documentation for the shape). Every key that schema 2 adds is omitted
+// when empty, so a message without them encodes as in schema 1.
 type messageDTO struct {
+	ID            string       `json:"id,omitempty"`
 	Role          session.Role `json:"role"`
 	Parts         []partDTO    `json:"parts"`
 	ProviderPhase string       `json:"provider_phase,omitempty"`
 	CreatedAt     time.Time    `json:"created_at,omitzero"`
+
+	ResponseID string              `json:"response_id,omitempty"`
+	Model      string              `json:"model,omitempty"`
+	Usage      *session.Usage      `json:"usage,omitempty"`
+	Injected   bool                `json:"injected,omitempty"`
+	Error      string              `json:"error,omitempty"`
+	Compaction *session.Compaction `json:"compaction,omitempty"`
 }
 
 // partDTO is the persisted form of a session.Part. Data is base64 (the
 // encoding/json rule for []byte); binary content never goes in a string.
+// Blob (schema 3) stands for content kept out of line: the field it names
+// is then absent.
 type partDTO struct {
 	Type       session.PartType `json:"type"`
 	Text       string           `json:"text,omitempty"`
@@ -168,9 +191,28 @@ type partDTO struct {
 	IsError    bool             `json:"is_error,omitempty"`
 	MediaType  string           `json:"media_type,omitempty"`
 	Data       []byte           `json:"data,omitempty"`
+
+	URL              string          `json:"url,omitempty"`
+	Signature        string          `json:"signature,omitempty"`
+	Encrypted        string          `json:"encrypted,omitempty"`
+	ProviderExecuted bool            `json:"provider_executed,omitempty"`
+	Content          []partDTO       `json:"content,omitempty"`
+	Result           json.RawMessage `json:"result,omitempty"`
+
+	Blob *blobDTO `json:"blob,omitempty"`
 }
 
-// Of captures s as a Snapshot. The snapshot shares no memory with s.
+// blobDTO is a session.ContentRef on the wire.
+type blobDTO struct {
+	Of     string `json:"of"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Of captures s as a Snapshot. The conversation is shared, not copied
+// (Session.Conversation): taking a snapshot costs the same however long
+// the conversation; its messages are read-only. Every other field is the
+// snapshot's own.
 func Of(s *session.Session) (Snapshot, error) {
 	if s == nil {
 		return Snapshot{}, ErrNilSession
@@ -185,7 +227,7 @@ func Of(s *session.Session) (Snapshot, error) {
 		Counters:               s.Counters(),
 		CreatedAt:              cfg.CreatedAt,
 		Incarnation:            cfg.Incarnation,
-		Messages:               messagesOf(s.Conversation()),
+		Messages:               Messages(s.Conversation()),
 		StopReason:             s.RecordedStopReason(),
 		Kind:                   omitUnknown(cfg.Kind, session.KindUnknown),
 		Relationship:           cfg.Relationship,
@@ -203,6 +245,9 @@ func Of(s *session.Session) (Snapshot, error) {
 		Authority:              cfg.Authority,
 		EnvironmentRef:         cfg.EnvironmentRef,
 		Placement:              cfg.Placement,
+		Labels:                 cfg.Labels,
+		Workspace:              cfg.Workspace,
+		Origin:                 cfg.Origin,
 	}
 	if ask, err := s.PendingAsk(); err == nil {
 		snap.Pending = &ask
@@ -238,32 +283,63 @@ func orUnknown[T ~string](v, unknown T) T {
 	return v
 }
 
-func messagesOf(msgs []session.Message) []messageDTO {
-	out := make([]messageDTO, len(msgs))
-	for i, m := range msgs {
-		parts := make([]partDTO, len(m.Parts))
-		for j, p := range m.Parts {
-			parts[j] = partDTO{
-				Type: p.Type, Text: p.Text, ToolCallID: p.ToolCallID, Name: p.Name,
-				Input: p.Input, Output: p.Output, IsError: p.IsError,
-				MediaType: p.MediaType, Data: p.Data,
-			}
+// dtoOf converts m for encoding; the DTO shares m's slices and pointers.
+func dtoOf(m session.Message) messageDTO {
+	return messageDTO{
+		ID: m.ID, Role: m.Role, Parts: partsOf(m.Parts), ProviderPhase: m.ProviderPhase, CreatedAt: m.CreatedAt,
+		ResponseID: m.ResponseID, Model: m.Model, Usage: m.Usage, Injected: m.Injected, Error: m.Error,
+		Compaction: m.Compaction,
+	}
+}
+
+func partsOf(ps []session.Part) []partDTO {
+	if ps == nil {
+		return nil
+	}
+	out := make([]partDTO, len(ps))
+	for j, p := range ps {
+		out[j] = partDTO{
+			Type: p.Type, Text: p.Text, ToolCallID: p.ToolCallID, Name: p.Name,
+			Input: p.Input, Output: p.Output, IsError: p.IsError,
+			MediaType: p.MediaType, Data: p.Data,
+			URL: p.URL, Signature: p.Signature, Encrypted: p.Encrypted, ProviderExecuted: p.ProviderExecuted,
+			Content: partsOf(p.Content), Result: p.Result,
 		}
-		out[i] = messageDTO{Role: m.Role, Parts: parts, ProviderPhase: m.ProviderPhase, CreatedAt: m.CreatedAt}
+		if r := p.Ref; r != nil {
+			out[j].Blob = &blobDTO{Of: r.Field, SHA256: r.SHA256, Size: r.Size}
+		}
 	}
 	return out
 }
 
+// message converts m into a session.Message that keeps m's slices (a
+// decoded DTO is nobody else's).
 func (m messageDTO) message() session.Message {
-	parts := make([]session.Part, len(m.Parts))
-	for j, p := range m.Parts {
-		parts[j] = session.Part{
+	return session.Message{
+		ID: m.ID, Role: m.Role, Parts: m.parts(m.Parts), ProviderPhase: m.ProviderPhase, CreatedAt: m.CreatedAt,
+		ResponseID: m.ResponseID, Model: m.Model, Usage: m.Usage, Injected: m.Injected, Error: m.Error,
+		Compaction: m.Compaction,
+	}
+}
+
+func (m messageDTO) parts(ps []partDTO) []session.Part {
+	if ps == nil {
+		return nil
+	}
+	out := make([]session.Part, len(ps))
+	for j, p := range ps {
+		out[j] = session.Part{
 			Type: p.Type, Text: p.Text, ToolCallID: p.ToolCallID, Name: p.Name,
-			Input: slices.Clone(p.Input), Output: p.Output, IsError: p.IsError,
-			MediaType: p.MediaType, Data: slices.Clone(p.Data),
+			Input: p.Input, Output: p.Output, IsError: p.IsError,
+			MediaType: p.MediaType, Data: p.Data,
+			URL: p.URL, Signature: p.Signature, Encrypted: p.Encrypted, ProviderExecuted: p.ProviderExecuted,
+			Content: m.parts(p.Content), Result: p.Result,
+		}
+		if b := p.Blob; b != nil {
+			out[j].Ref = &session.ContentRef{Field: b.Of, SHA256: b.SHA256, Size: b.Size}
 		}
 	}
-	return session.Message{Role: m.Role, Parts: parts, ProviderPhase: m.ProviderPhase, CreatedAt: m.CreatedAt}
+	return out
 }
 
 // Restore rebuilds an equivalent Session from the snapshot. It validates
@@ -310,12 +386,15 @@ func (snap Snapshot) Restore() (*session.Session, error) {
 		EnvironmentRef:         snap.EnvironmentRef,
 		Placement:              snap.Placement,
 		Authority:              snap.Authority,
+		Labels:                 snap.Labels,
+		Workspace:              snap.Workspace,
+		Origin:                 snap.Origin,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	for i, m := range snap.Messages {
-		if err := s.AppendMessage(m.message()); err != nil {
+		if err := s.AppendMessage(m); err != nil {
 			return nil, fmt.Errorf("%w: session %s: message %d: %w", ErrInvalid, snap.ID, i, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -190,7 +190,7 @@ func checkRecordsRestore(f *fixture) {
 	t := f.t
 	s := sessiontest.New("walk")
 	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "start", sessiontest.Epoch)))
-	w := f.createSnap(snapOf(t, s))
+	w := f.createSnap(sessiontest.Snap(t, s))
 	want := []string{mustEncode(t, s)}
 	r := rand.New(rand.NewPCG(7, 11))
 	at := sessiontest.Epoch
@@ -198,7 +198,7 @@ func checkRecordsRestore(f *fixture) {
 		at = at.Add(time.Second)
 		// Step a copy, so that a step into a terminal state can be
 		// discarded until the end of the walk.
-		next, err := snapOf(t, s).Restore()
+		next, err := sessiontest.Snap(t, s).Restore()
 		require.NoError(t, err)
 		if _, err := sessiontest.Step(next, r, at); err != nil {
 			continue
@@ -207,7 +207,7 @@ func checkRecordsRestore(f *fixture) {
 			continue
 		}
 		s = next
-		f.append(w, w.Revision(), snapOf(t, s))
+		f.append(w, w.Revision(), sessiontest.Snap(t, s))
 		want = append(want, mustEncode(t, s))
 	}
 	require.Len(t, want, 40)
@@ -232,7 +232,7 @@ func checkEachStateRoundTrips(f *fixture) {
 		id := "state-" + string(st)
 		w := f.create(id)
 		want := sessiontest.InState(id, st)
-		f.append(w, 1, snapOf(t, want))
+		f.append(w, 1, sessiontest.Snap(t, want))
 		rec := f.load(session.SessionID(id))
 		require.Equal(t, st, rec.Snapshot.State)
 		got, err := rec.Session()

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -102,14 +102,16 @@ func (e *unexpectedHistory) Error() string {
 	return "History yielded " + strings.Repeat("*", min(e.n, 10)) + " items where one error was expected"
 }
 
-// bigSnap is a valid snapshot whose encoding exceeds
-// DefaultMaxRecordBytes by a little.
+// bigSnap is a valid snapshot whose record would exceed
+// DefaultMaxRecordBytes by a little: a tool call whose input (JSON, which
+// no store keeps out of line, unlike large texts and data) is that large.
 func bigSnap(t *testing.T, id string) sessnap.Snapshot {
 	t.Helper()
 	s := sessiontest.New(id)
-	huge := strings.Repeat("x", sessionstore.DefaultMaxRecordBytes+1)
-	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, huge, sessiontest.Epoch)))
-	return snapOf(t, s)
+	input := `"` + strings.Repeat("x", sessionstore.DefaultMaxRecordBytes+1) + `"`
+	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
+	return sessiontest.Snap(t, s)
 }
 
 func checkOversized(f *fixture) {

@@ -20,6 +20,7 @@ var listChecks = []check{
 	{"ListFilterByKind", checkListKind},
 	{"ListFilterByParent", checkListParent},
 	{"ListFilterUpdatedSince", checkListUpdatedSince},
+	{"ListFilterByLabelsAndProject", checkListLabelsProject},
 	{"ListOrders", checkListOrders},
 	{"ListZeroQueryIsNewestFirst", checkListZeroQuery},
 	{"ListBadCursorIsErrBadCursor", checkListBadCursor},
@@ -195,6 +196,86 @@ func checkListUpdatedSince(f *fixture) {
 	require.Len(t, f.listAll(summary.Query{UpdatedSince: all[0].UpdatedAt.Add(-time.Hour)}), 6)
 }
 
+// checkListLabelsProject filters by labels (ANDed equality) and by
+// project (exact, or with its subdirectories), follows the latest
+// revision's labels, and pages such a listing with cursors.
+func checkListLabelsProject(f *fixture) {
+	t := f.t
+	type spec struct {
+		labels  map[string]string
+		project string
+	}
+	specs := map[string]spec{
+		"l-app-a":    {map[string]string{"team": "a", "env": "dev"}, "/src/app"},
+		"l-app-b":    {map[string]string{"team": "b", "env": "dev"}, "/src/app/"},
+		"l-lib":      {map[string]string{"team": "a", "pinned": ""}, "/src/lib"},
+		"l-sub":      {map[string]string{"team": "a"}, "/src/app/tools"},
+		"l-sibling":  {nil, "/src/apps"},
+		"l-nothing":  {nil, ""},
+		"l-relabels": {map[string]string{"team": "a", "env": "dev"}, "/src/app"},
+	}
+	writers := map[string]sessionstore.Writer{}
+	for id, sp := range specs {
+		writers[id] = f.createSnap(configured(t, id, func(c *session.Config) {
+			c.Labels = sp.labels
+			c.Workspace = session.Workspace{Project: sp.project, Dir: sp.project}
+		}))
+	}
+	// The listing follows the latest revision: l-relabels leaves team a.
+	w := writers["l-relabels"]
+	snap := f.load("l-relabels").Snapshot
+	snap.Labels = map[string]string{"team": "c", "env": "dev"}
+	f.append(w, w.Revision(), snap)
+
+	tests := []struct {
+		name string
+		q    summary.Query
+		want []string
+	}{
+		{"one label", summary.Query{Labels: map[string]string{"team": "a"}}, []string{"l-app-a", "l-lib", "l-sub"}},
+		{"labels are ANDed", summary.Query{Labels: map[string]string{"team": "a", "env": "dev"}}, []string{"l-app-a"}},
+		{"an empty value matches a tag", summary.Query{Labels: map[string]string{"pinned": ""}}, []string{"l-lib"}},
+		{"an empty value is not a wildcard", summary.Query{Labels: map[string]string{"env": ""}}, nil},
+		{"relabelled", summary.Query{Labels: map[string]string{"team": "c"}}, []string{"l-relabels"}},
+		{"project exact", summary.Query{Project: "/src/app"}, []string{"l-app-a", "l-app-b", "l-relabels"}},
+		{"project trailing slash", summary.Query{Project: "/src/app/"}, []string{"l-app-a", "l-app-b", "l-relabels"}},
+		{"project tree", summary.Query{Project: "/src/app", ProjectTree: true}, []string{"l-app-a", "l-app-b", "l-relabels", "l-sub"}},
+		{"project tree of the root", summary.Query{Project: "/", ProjectTree: true},
+			[]string{"l-app-a", "l-app-b", "l-lib", "l-relabels", "l-sibling", "l-sub"}},
+		{"project and label", summary.Query{Project: "/src/app", ProjectTree: true, Labels: map[string]string{"team": "a"}}, []string{"l-app-a", "l-sub"}},
+		{"unknown project", summary.Query{Project: "/nowhere"}, nil},
+	}
+	for _, tt := range tests {
+		for _, limit := range []int{0, 1} { // 1: every item on its own page, through cursors
+			q := tt.q
+			q.Order, q.Limit = summary.OrderIDAsc, limit
+			got := ids(f.listAll(q))
+			if tt.want == nil {
+				require.Empty(t, got, "%s, limit %d", tt.name, limit)
+				continue
+			}
+			require.Equal(t, tt.want, got, "%s, limit %d", tt.name, limit)
+		}
+	}
+	for _, s := range f.listAll(summary.Query{Labels: map[string]string{"team": "a", "env": "dev"}}) {
+		require.Equal(t, map[string]string{"team": "a", "env": "dev"}, s.Labels)
+		require.Equal(t, "/src/app", s.Project)
+		require.Equal(t, "/src/app", s.Dir)
+	}
+
+	q := summary.Query{Labels: map[string]string{"team": "a"}, Order: summary.OrderIDAsc, Limit: 1}
+	p, err := f.s.List(f.ctx, q)
+	require.NoError(t, err)
+	require.NotEmpty(t, p.Next)
+	other := q
+	other.Cursor, other.Labels = p.Next, map[string]string{"team": "b"}
+	_, err = f.s.List(f.ctx, other)
+	require.ErrorIs(t, err, summary.ErrBadCursor, "a cursor is bound to its labels")
+	other.Labels, other.Project = q.Labels, "/src/app"
+	_, err = f.s.List(f.ctx, other)
+	require.ErrorIs(t, err, summary.ErrBadCursor, "a cursor is bound to its project")
+}
+
 func checkListOrders(f *fixture) {
 	t := f.t
 	// Creation times in a different order from IDs and from updates.
@@ -293,6 +374,9 @@ func checkListInvalidQuery(f *fixture) {
 		{Limit: -1},
 		{States: []session.State{"sleeping"}},
 		{Kinds: []session.SessionKind{"robot"}},
+		{Labels: map[string]string{"Not A Key": "x"}},
+		{Labels: map[string]string{"k": "bad\nvalue"}},
+		{ProjectTree: true},
 	} {
 		_, err := f.s.List(f.ctx, q)
 		require.Error(t, err, "query %+v", q)

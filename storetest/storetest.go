@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -248,28 +248,17 @@ func ids(items []summary.Summary) []string {
 
 // --- snapshots -----------------------------------------------------------
 
-// snapOf captures s.
-func snapOf(t *testing.T, s *session.Session) sessnap.Snapshot {
-	t.Helper()
-	snap, err := sessnap.Of(s)
-	require.NoError(t, err)
-	return snap
-}
-
 // snapIn is the snapshot of a session called id in state st.
 func snapIn(t *testing.T, id string, st session.State) sessnap.Snapshot {
 	t.Helper()
-	return snapOf(t, sessiontest.InState(id, st))
+	return sessiontest.Snap(t, sessiontest.InState(id, st))
 }
 
 // stepSnap is a distinct idle snapshot of id for step n: its title names
 // the step, so each revision's content is identifiable.
 func stepSnap(t *testing.T, id session.SessionID, n int) sessnap.Snapshot {
 	t.Helper()
-	snap := snapIn(t, string(id), session.StateIdle)
-	snap.Title = fmt.Sprintf("step %d", n)
-	snap.TitleProvenance = session.TitleGenerated
-	return snap
+	return sessiontest.Snap(t, sessiontest.Titled(string(id), fmt.Sprintf("step %d", n)))
 }
 
 // configured returns the snapshot of a fresh session built from
@@ -281,7 +270,7 @@ func configured(t *testing.T, id string, edit func(*session.Config)) sessnap.Sna
 	s, err := session.New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "hello", sessiontest.Epoch)))
-	return snapOf(t, s)
+	return sessiontest.Snap(t, s)
 }
 
 // richSnap is a snapshot with every kind of shared memory a careless
@@ -310,7 +299,7 @@ func richSnap(t *testing.T, id string) sessnap.Snapshot {
 	require.NoError(t, s.PauseForApproval(session.PendingAsk{
 		ID: "ask-1", ToolCallID: "c2", Tool: "write", Input: json.RawMessage(`{"path":"a.go"}`), Reason: "writes", AskedAt: at,
 	}))
-	return snapOf(t, s)
+	return sessiontest.Snap(t, s)
 }
 
 // mutate changes everything reachable from snap through a reference

@@ -12,6 +12,7 @@
 //	ix.Delete(id)                                          // on delete
 //
 //	page, err := ix.Query(summary.Query{States: []session.State{session.StateRunning}, Limit: 20})
+//	mine, err := ix.Query(summary.Query{Labels: map[string]string{"team": "tools"}, Project: "/src/app", ProjectTree: true})
 //	next, err := ix.Query(summary.Query{States: []session.State{session.StateRunning}, Limit: 20, Cursor: page.Next})
 //
 //	sub := ix.Subscribe(ctx) // the current state first, then changes
@@ -21,6 +22,10 @@
 //		// c.Summary is c.ID's latest summary
 //		mirror.Apply(c) // another Index that follows this one
 //	}
+//
+// Filters are ANDed: states and kinds match any of those listed, labels
+// match when the session carries every one with the same value, and a
+// project matches exactly or, with ProjectTree, with its subdirectories.
 //
 // Paging with a cursor returns every session not modified during the
 // paging exactly once: a cursor is the key (time and ID) of the last item

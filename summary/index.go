@@ -3,6 +3,7 @@ package summary
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sync"
 
@@ -377,5 +378,6 @@ func clone(s Summary) Summary {
 		h := *s.Lease.Holder
 		s.Lease.Holder = &h
 	}
+	s.Labels = maps.Clone(s.Labels)
 	return s
 }

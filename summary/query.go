@@ -45,15 +45,27 @@ const (
 )
 
 // Query selects, orders and pages summaries. The zero Query lists the
-// first DefaultLimit sessions, most recently updated first.
+// first DefaultLimit sessions, most recently updated first. Every filter
+// that is set must match (they are ANDed).
 type Query struct {
 	States       []session.State       // any of these states (empty: all)
 	Kinds        []session.SessionKind // any of these kinds (empty: all)
 	ParentID     session.SessionID     // only children of this session
 	UpdatedSince time.Time             // only sessions updated at or after
-	Order        Order
-	Limit        int    // 0 means DefaultLimit; above MaxLimit is clamped
-	Cursor       string // from a previous Page.Next, with the same filter and order
+	// Labels selects sessions that carry every one of these labels with
+	// exactly this value (an empty value matches a label set to "", not
+	// any value). At most session.MaxLabels, each valid.
+	Labels map[string]string
+	// Project selects sessions whose workspace project is this directory.
+	// Paths compare as text once trailing slashes are trimmed ("/src/app/"
+	// is "/src/app"); nothing is resolved on a file system. With
+	// ProjectTree it also selects sessions whose project lies below it
+	// ("/src" selects "/src/app" but not "/srcs").
+	Project     string
+	ProjectTree bool
+	Order       Order
+	Limit       int    // 0 means DefaultLimit; above MaxLimit is clamped
+	Cursor      string // from a previous Page.Next, with the same filter and order
 }
 
 // Page is one page of a listing.
@@ -116,7 +128,47 @@ func (q Query) Normalize() (Query, error) {
 			return q, fmt.Errorf("summary: unknown kind %q", k)
 		}
 	}
+	if len(q.Labels) > session.MaxLabels {
+		return q, fmt.Errorf("summary: %d labels in a query (at most %d)", len(q.Labels), session.MaxLabels)
+	}
+	for k, v := range q.Labels {
+		if err := session.ValidateLabel(k, v); err != nil {
+			return q, fmt.Errorf("summary: query label: %w", err)
+		}
+	}
+	if q.ProjectTree && q.Project == "" {
+		return q, fmt.Errorf("summary: ProjectTree without a Project")
+	}
+	if len(q.Project) > session.MaxPathBytes {
+		return q, fmt.Errorf("summary: project of %d bytes (at most %d)", len(q.Project), session.MaxPathBytes)
+	}
+	q.Project = trimSlashes(q.Project)
 	return q, nil
+}
+
+// trimSlashes drops trailing slashes from a path, keeping a lone "/".
+func trimSlashes(p string) string {
+	t := strings.TrimRight(p, "/")
+	if t == "" && p != "" {
+		return "/"
+	}
+	return t
+}
+
+// inProject reports whether a session's project matches q's project
+// filter.
+func (q Query) inProject(project string) bool {
+	want := trimSlashes(q.Project)
+	project = trimSlashes(project)
+	switch {
+	case project == want:
+		return true
+	case !q.ProjectTree:
+		return false
+	case want == "/":
+		return strings.HasPrefix(project, "/")
+	}
+	return strings.HasPrefix(project, want+"/")
 }
 
 // Match reports whether s passes q's filter.
@@ -132,6 +184,14 @@ func (q Query) Match(s *Summary) bool {
 	}
 	if !q.UpdatedSince.IsZero() && s.UpdatedAt.Before(q.UpdatedSince) {
 		return false
+	}
+	if q.Project != "" && !q.inProject(s.Project) {
+		return false
+	}
+	for k, v := range q.Labels {
+		if got, ok := s.Labels[k]; !ok || got != v {
+			return false
+		}
 	}
 	return true
 }
@@ -173,13 +233,19 @@ type cursor struct {
 	After  Key    `json:"k"`
 }
 
+// filterFingerprint binds a cursor to its query's filter. The filters
+// added after the first release are omitted when unset, so that a query
+// without them keeps the fingerprint (and the cursors) it always had.
 func filterFingerprint(q Query) string {
 	b, _ := json.Marshal(struct {
 		S []session.State
 		K []session.SessionKind
 		P session.SessionID
 		U time.Time
-	}{q.States, q.Kinds, q.ParentID, q.UpdatedSince})
+		L map[string]string `json:",omitempty"`
+		W string            `json:",omitempty"`
+		T bool              `json:",omitempty"`
+	}{q.States, q.Kinds, q.ParentID, q.UpdatedSince, q.Labels, q.Project, q.ProjectTree})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 

@@ -1,6 +1,7 @@
 package summary
 
 import (
+	"maps"
 	"time"
 
 	"github.com/sessionstore/sessionstore/session"
@@ -33,6 +34,13 @@ type Summary struct {
 	LastError    string           `json:"last_error,omitempty"`
 	// Owner is the subject of the principal the session is attributed to.
 	Owner string `json:"owner,omitempty"`
+	// Labels are the session's labels (nil when it has none).
+	Labels map[string]string `json:"labels,omitempty"`
+	// Project, Dir and Branch are the session's workspace: the project
+	// root, the working directory and the git branch.
+	Project string `json:"project,omitempty"`
+	Dir     string `json:"dir,omitempty"`
+	Branch  string `json:"branch,omitempty"`
 	// Lease is computed from lease evidence when the summary is read (never
 	// cached, never from process-local state); in a Change, when the change
 	// was made. Adapters that cannot compute it cheaply leave it at
@@ -109,6 +117,10 @@ func Project(snap *sessnap.Snapshot, revision, generation uint64, updatedAt time
 		MessageCount:    len(snap.Messages),
 		Counters:        snap.Counters,
 		LastError:       snap.LastError,
+		Labels:          maps.Clone(snap.Labels),
+		Project:         snap.Workspace.Project,
+		Dir:             snap.Workspace.Dir,
+		Branch:          snap.Workspace.Branch,
 	}
 	if s.Kind == "" {
 		s.Kind = session.KindUnknown

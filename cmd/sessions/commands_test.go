@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/clitest"
-	"github.com/sessionstore/sessionstore/internal/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/testing/clitest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -433,7 +433,7 @@ func TestLogArchived(t *testing.T) {
 // record and records the missing one; verify then exits 0, noting it, and
 // a newer version's session is never salvaged.
 func TestRepairSalvageCLI(t *testing.T) {
-	root := fixtureStore(t, "bitflip-middle", "duplicated-tail-full", "newer-format")
+	root := fixtureStore(t, "bitflip-middle", "duplicated-tail-full", "newer-format-v5")
 	r := sessions(t, nil, "--dir", root, "repair", "bitflip-middle", "--salvage")
 	require.Equal(t, exitOK, r.Code, r.String())
 	require.Contains(t, r.Stdout, "salvaged: kept 4 records, dropped 0 duplicate lines")
@@ -449,11 +449,11 @@ func TestRepairSalvageCLI(t *testing.T) {
 	require.Contains(t, r.Stdout, "dropped 3 duplicate lines")
 	require.Contains(t, r.Stdout, "log: 16 records, revisions 1-16")
 
-	r = sessions(t, nil, "--dir", root, "verify", "newer-format")
+	r = sessions(t, nil, "--dir", root, "verify", "newer-format-v5")
 	require.Equal(t, exitNewer, r.Code, r.String())
-	require.Contains(t, r.Stdout, "newer-format: written by a newer version")
+	require.Contains(t, r.Stdout, "newer-format-v5: written by a newer version")
 	require.NotContains(t, r.Stdout, "CORRUPT")
-	r = sessions(t, nil, "--dir", root, "repair", "newer-format", "--salvage")
+	r = sessions(t, nil, "--dir", root, "repair", "newer-format-v5", "--salvage")
 	require.Equal(t, exitFail, r.Code, r.String())
 	require.Contains(t, r.Stderr, "newer version")
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/summary"
 )

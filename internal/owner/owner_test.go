@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
 	"github.com/sessionstore/sessionstore/internal/owner"
-	"github.com/sessionstore/sessionstore/internal/unprivtest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
 )
 
 func TestMain(m *testing.M) { leaktest.Main(m) }

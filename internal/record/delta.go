@@ -360,7 +360,7 @@ func (d *doc) apply(ops deltaOps, maxOut int) error {
 			d.members[i] = m
 		}
 	}
-	if n := d.size(); n != ops.snapLen {
+	if n := d.size(); ops.snapLen >= 0 && n != ops.snapLen {
 		return fmt.Errorf("result is %d bytes, the delta says %d", n, ops.snapLen)
 	}
 	return nil

@@ -47,10 +47,14 @@ const (
 	Version2 = 2
 	// Version3 adds gap records.
 	Version3 = 3
+	// Version4 is a full or delta record whose snapshot holds references
+	// to content kept out of line (blobs, FORMAT.md "Blobs"): a reader
+	// must resolve them, so a program that cannot stops before it.
+	Version4 = 4
 	// Version is the newest format this package reads. A line with a
 	// valid checksum and a higher version, or a kind this package does not
 	// know, was written by a newer program (ErrNewer).
-	Version = Version3
+	Version = Version4
 )
 
 // Record kinds.

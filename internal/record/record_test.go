@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func TestParseNewer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, _, err := Parse(tt.line, 1<<20)
 			require.ErrorIs(t, err, tt.wantErr)
-			if tt.wantErr == ErrNewer {
+			if errors.Is(tt.wantErr, ErrNewer) {
 				require.Equal(t, tt.wantRev, m.Rev)
 			}
 		})

@@ -3,7 +3,7 @@ package vfs
 import (
 	"testing"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
 )
 
 // TestMain fails the run when a test leaves a goroutine or a file

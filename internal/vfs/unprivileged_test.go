@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore/internal/unprivtest"
+	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
 )
 
 // The OS seam's symlink and permission behaviour proves little as root,

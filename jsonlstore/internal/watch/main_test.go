@@ -3,7 +3,7 @@ package watch
 import (
 	"testing"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
 )
 
 // TestMain checks that no test leaked a goroutine or a file descriptor.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
 )
 
 // Build compiles the main package in each of pkgDirs (relative to the

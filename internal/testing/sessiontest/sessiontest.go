@@ -1,6 +1,7 @@
-// Package sessiontest builds sessions for tests across packages: one fixed
-// builder for each lifecycle state, and a deterministic random walk through
-// legal transitions.
+// Package sessiontest builds sessions and their snapshots for tests across
+// packages: one fixed builder for each lifecycle state, a deterministic
+// random walk through legal transitions, and Snap, the one way tests turn
+// a session into a snapshot.
 package sessiontest
 
 import (
@@ -145,5 +146,58 @@ func Step(s *session.Session, r *rand.Rand, at time.Time) (string, error) {
 func must(err error) {
 	if err != nil {
 		panic(err)
+	}
+}
+
+// StepSchema2 applies one random action on the fields sessnap schema 2
+// added (labels, workspace, origin, and messages that use every new field),
+// drawn from r. Like Step, it returns the action's name and the session's
+// answer; a refused action must leave s unchanged.
+func StepSchema2(s *session.Session, r *rand.Rand, at time.Time) (string, error) {
+	n := r.IntN(1000)
+	switch r.IntN(7) {
+	case 0:
+		return "set_label", s.SetLabel(fmt.Sprintf("k%d", r.IntN(80)), fmt.Sprintf("v%d ✓", n))
+	case 1:
+		s.RemoveLabel(fmt.Sprintf("k%d", r.IntN(80)))
+		return "remove_label", nil
+	case 2:
+		project := "/src/app"
+		if r.IntN(8) == 0 {
+			project = "/src/other" // refused once a project is set
+		}
+		return "workspace", s.SetWorkspace(session.Workspace{Project: project, Dir: fmt.Sprintf("/src/app/d%d", n), Branch: fmt.Sprintf("b%d", n%7)})
+	case 3:
+		o := session.Origin{Tool: "codex", SessionID: "thread-1", Lines: int64(n), Bytes: int64(n) * 100}
+		if r.IntN(8) == 0 {
+			o.SessionID = "thread-2" // refused once an origin is set
+		}
+		return "origin", s.SetOrigin(&o)
+	case 4:
+		u := session.Usage{InputTokens: int64(n), OutputTokens: int64(n / 2)}
+		return "assistant_v2", s.AppendMessage(session.Message{
+			ID: fmt.Sprintf("a%d", n), Role: session.RoleAssistant, ResponseID: fmt.Sprintf("resp_%d", n), Model: "m",
+			Usage: &u, CreatedAt: at, ProviderPhase: "commentary", Parts: []session.Part{
+				{Type: session.PartReasoning, Text: "think", Signature: "sig", Encrypted: "enc"},
+				{Type: session.PartToolCall, ToolCallID: fmt.Sprintf("c%d", n), Name: "web_search", Input: json.RawMessage(`{"q":"x"}`), ProviderExecuted: r.IntN(2) == 0},
+			},
+		})
+	case 5:
+		return "tool_v2", s.AppendMessage(session.Message{
+			ID: fmt.Sprintf("t%d", n), Role: session.RoleTool, CreatedAt: at, Parts: []session.Part{
+				{Type: session.PartToolResult, ToolCallID: fmt.Sprintf("c%d", n), Result: json.RawMessage(`{"exit_code":1}`), IsError: true,
+					Content: []session.Part{{Type: session.PartText, Text: "out"}, {Type: session.PartImage, URL: "https://e.x/a.png"},
+						{Type: session.PartBlob, MediaType: "application/pdf", Data: []byte{0, byte(n)}}}},
+			},
+		})
+	default:
+		m := session.Message{ID: fmt.Sprintf("u%d", n), Role: session.RoleUser, CreatedAt: at, Injected: r.IntN(2) == 0,
+			Parts: []session.Part{{Type: session.PartText, Text: "summary"}}}
+		if r.IntN(2) == 0 {
+			m.Compaction = &session.Compaction{Trigger: session.CompactionManual, PreTokens: int64(n)}
+		} else {
+			m.Error = "API Error"
+		}
+		return "user_v2", s.AppendMessage(m)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore/internal/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
 )
 
 func TestMain(m *testing.M) { leaktest.Main(m) }

@@ -1,0 +1,220 @@
+package claudecode
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/sessionstore/sessionstore/importer"
+)
+
+// Claude Code keeps a project's sessions in ~/.claude/projects/<project>/,
+// where <project> is the working directory with '/' and '.' replaced by
+// '-':
+//
+//	<project>/<session>.jsonl                        a session
+//	<project>/<session>/subagents/agent-<id>.jsonl   its sub-agents (2.1)
+//	<project>/<session>/subagents/agent-<id>.meta.json  {agentType, description} (2.1.1xx)
+//	<project>/agent-<id>.jsonl                       a sub-agent (2.0), whose lines carry its parent's session ID
+//
+// The functions below read that layout from an fs.FS rooted at the
+// projects directory; they never write.
+
+// Discover returns the session transcripts of fsys, a Claude Code projects
+// directory: every "<project>/<name>.jsonl" that is not a sub-agent's, in
+// lexical order.
+func Discover(fsys fs.FS) ([]string, error) {
+	matches, err := fs.Glob(fsys, "*/*.jsonl")
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: discover: %w", err)
+	}
+	var out []string
+	for _, m := range matches {
+		if !strings.HasPrefix(path.Base(m), "agent-") {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Load reads the session transcript name of fsys and its sub-agents'
+// files (2.1's subagents directory and 2.0's sibling agent files), and
+// attaches each sub-agent to it (Transcript.Adopt). Paths are recorded as
+// given. A sub-agent file that cannot be read fails the load; lines that
+// cannot be used are counted in each transcript's report as Parse counts
+// them.
+func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
+	t, err := parseFile(fsys, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	dir := path.Dir(name)
+	sessionDir := strings.TrimSuffix(name, ".jsonl")
+	agents, err := fs.Glob(fsys, path.Join(globEscape(sessionDir), "subagents", "agent-*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
+	}
+	siblings, err := fs.Glob(fsys, path.Join(globEscape(dir), "agent-*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
+	}
+	for _, s := range siblings {
+		id, err := firstSessionID(fsys, s)
+		if err != nil {
+			return nil, err
+		}
+		if id == t.SourceID && id != "" {
+			agents = append(agents, s)
+		}
+	}
+	slices.Sort(agents)
+	for _, a := range agents {
+		child, err := parseFile(fsys, a, opts)
+		if err != nil {
+			return nil, err
+		}
+		if child.Link == nil {
+			continue // not a sub-agent transcript after all
+		}
+		if role, ok := metaRole(fsys, strings.TrimSuffix(a, ".jsonl")+".meta.json"); ok && child.Link.Role == "" {
+			child.Link.Role = role
+		}
+		t.Adopt(child)
+	}
+	return t, nil
+}
+
+// LoadProject loads every session of the project directory dir of fsys
+// (Load), and folds resumed sessions: Claude Code continues a resumed
+// session in a new file that starts with copies of the earlier one's
+// messages, so a transcript whose conversation another one begins with
+// (message for message) is left out, and the one that contains it records
+// the earlier session's ID in its label ResumesLabel.
+func LoadProject(fsys fs.FS, dir string, opts Options) ([]*importer.Transcript, error) {
+	names, err := fs.Glob(fsys, path.Join(globEscape(dir), "*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: load project %s: %w", dir, err)
+	}
+	slices.Sort(names)
+	var ts []*importer.Transcript
+	for _, n := range names {
+		if strings.HasPrefix(path.Base(n), "agent-") {
+			continue
+		}
+		t, err := Load(fsys, n, opts)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	return fold(ts), nil
+}
+
+// ResumesLabel is the label a transcript that continues a resumed session
+// carries: the earlier session's source ID.
+const ResumesLabel = "claude-code.resumes"
+
+// fold leaves out each transcript whose whole conversation another one
+// begins with, labelling the one that continues it.
+func fold(ts []*importer.Transcript) []*importer.Transcript {
+	var out []*importer.Transcript
+	for i, a := range ts {
+		var by *importer.Transcript
+		for j, b := range ts {
+			if i != j && len(a.Messages) > 0 && len(b.Messages) > len(a.Messages) && a.SourceID != b.SourceID && startsWith(b, a) {
+				by = b
+				break
+			}
+		}
+		if by == nil {
+			out = append(out, a)
+			continue
+		}
+		if by.Labels == nil {
+			by.Labels = map[string]string{}
+		}
+		by.Labels[ResumesLabel] = a.SourceID
+	}
+	return out
+}
+
+func startsWith(b, a *importer.Transcript) bool {
+	for k, m := range a.Messages {
+		if m.ID == "" || !m.Equal(b.Messages[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func parseFile(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: %w", err)
+	}
+	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
+	t, err := Parse(f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: %s: %w", name, err)
+	}
+	t.Path = name
+	if t.SourceID == "" && t.Link == nil {
+		// A session file is named by its session's ID.
+		t.SourceID = strings.TrimSuffix(path.Base(name), ".jsonl")
+	}
+	for _, c := range t.Children {
+		c.Path = name
+	}
+	return t, nil
+}
+
+// firstSessionID returns the sessionId of the first line of name that has
+// one, reading at most the first few lines.
+func firstSessionID(fsys fs.FS, name string) (string, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return "", fmt.Errorf("claudecode: %w", err)
+	}
+	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, importer.DefaultMaxLineBytes)
+	for n := 0; n < 16 && sc.Scan(); n++ {
+		var e struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.SessionID != "" {
+			return e.SessionID, nil
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
+		return "", fmt.Errorf("claudecode: %s: %w", name, err)
+	}
+	return "", nil
+}
+
+// metaRole reads a sub-agent's .meta.json for its agent type.
+func metaRole(fsys fs.FS, name string) (string, bool) {
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil || len(b) > 1<<20 {
+		return "", false
+	}
+	var meta struct {
+		AgentType string `json:"agentType"`
+	}
+	if json.Unmarshal(b, &meta) != nil || meta.AgentType == "" {
+		return "", false
+	}
+	return meta.AgentType, true
+}
+
+// globEscape quotes the glob metacharacters of a literal path.
+func globEscape(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(p)
+}

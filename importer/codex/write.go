@@ -1,0 +1,301 @@
+package codex
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sessionstore/sessionstore/importer"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// WriteOptions adjust Write. The zero value works.
+type WriteOptions struct {
+	// ThreadID is the rollout's thread ID (default: the origin's session
+	// ID when the session was imported from Codex, else the session's ID).
+	ThreadID string
+	// ParentThreadID, when set, marks the rollout as a sub-agent's thread
+	// spawned by that thread.
+	ParentThreadID string
+	// CLIVersion is the cli_version the rollout claims (default: the
+	// origin's, or "sessionstore").
+	CLIVersion string
+}
+
+// Write writes the conversation of s to w as a Codex rollout (JSONL of
+// {timestamp, type, payload} lines): a session_meta line, a turn_context
+// at each turn (and wherever the model changes), the history as
+// response_item lines, and the event_msg lines that carry what the history
+// does not: a user_message for each prompt a person typed, a token_count
+// after each model response, each tool run's structured result, errors
+// and the thread's name. Parse reads it back to the same conversation for
+// a session imported from Codex.
+func Write(w io.Writer, s *session.Session, opts WriteOptions) error {
+	wr := &writer{lw: importer.NewLineWriter(w), s: s, custom: map[string]bool{}}
+	if o := s.Origin(); o != nil && o.Tool == Tool {
+		if opts.ThreadID == "" {
+			opts.ThreadID = o.SessionID
+		}
+		if opts.CLIVersion == "" {
+			opts.CLIVersion = o.Version
+		}
+	}
+	if opts.ThreadID == "" {
+		opts.ThreadID = string(s.ID())
+	}
+	if opts.CLIVersion == "" {
+		opts.CLIVersion = "sessionstore"
+	}
+	wr.opts = opts
+	wr.meta()
+	turn := 0
+	for _, m := range s.Conversation() {
+		at := m.CreatedAt
+		if at.IsZero() {
+			at = s.CreatedAt()
+		}
+		if m.Role == session.RoleUser && !m.Injected && m.Compaction == nil || m.Model != "" && m.Model != wr.model {
+			turn++
+			model := wr.model
+			if m.Model != "" {
+				model = m.Model
+			}
+			wr.turnContext(at, fmt.Sprintf("%s-turn-%d", opts.ThreadID, turn), model)
+		}
+		wr.message(at, m)
+	}
+	if title, prov := s.Title(); prov == session.TitleExplicit || prov == session.TitleGenerated {
+		wr.put(s.CreatedAt(), "event_msg", map[string]any{"type": "thread_name_updated", "thread_id": opts.ThreadID, "thread_name": title})
+	}
+	if err := wr.lw.Flush(); err != nil {
+		return fmt.Errorf("codex: write: %w", err)
+	}
+	return nil
+}
+
+type writer struct {
+	lw     *importer.LineWriter
+	s      *session.Session
+	opts   WriteOptions
+	model  string
+	total  tokenUsage
+	custom map[string]bool // call IDs of custom tool calls
+}
+
+func (wr *writer) put(at time.Time, typ string, payload any) {
+	wr.lw.Put(map[string]any{"timestamp": at.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), "type": typ, "payload": payload})
+}
+
+func (wr *writer) meta() {
+	s := wr.s
+	provider, model := s.Provider()
+	wr.model = model
+	ws := s.Workspace()
+	cwd := ws.Project
+	if cwd == "" {
+		cwd = ws.Dir
+	}
+	meta := map[string]any{"id": wr.opts.ThreadID, "timestamp": s.CreatedAt().UTC().Format(time.RFC3339Nano), "cwd": cwd,
+		"originator": "sessionstore", "cli_version": wr.opts.CLIVersion, "source": "cli", "model_provider": provider}
+	if wr.opts.ParentThreadID != "" {
+		rel := s.Relationship()
+		meta["source"] = map[string]any{"subagent": map[string]any{"thread_spawn": map[string]any{
+			"parent_thread_id": wr.opts.ParentThreadID, "depth": 1, "agent_role": rel.Role}}}
+	}
+	labels := s.Labels()
+	if ws.Branch != "" || labels[LabelGitRemote] != "" || labels[LabelGitCommit] != "" {
+		git := map[string]any{}
+		if ws.Branch != "" {
+			git["branch"] = ws.Branch
+		}
+		if v := labels[LabelGitRemote]; v != "" {
+			git["repository_url"] = v
+		}
+		if v := labels[LabelGitCommit]; v != "" {
+			git["commit_hash"] = v
+		}
+		meta["git"] = git
+	}
+	if v := labels[LabelForkedFrom]; v != "" {
+		meta["forked_from_id"] = v
+	}
+	wr.put(s.CreatedAt(), "session_meta", meta)
+}
+
+func (wr *writer) turnContext(at time.Time, turnID, model string) {
+	wr.model = model
+	tc := map[string]any{"turn_id": turnID, "cwd": wr.s.Workspace().Dir, "model": model}
+	if e := wr.s.ReasoningEffort(); e != "" {
+		tc["effort"] = e
+	}
+	wr.put(at, "turn_context", tc)
+}
+
+func (wr *writer) message(at time.Time, m session.Message) {
+	switch {
+	case m.Compaction != nil:
+		wr.compaction(at, m)
+	case m.Error != "" && m.Role == session.RoleAssistant:
+		wr.put(at, "event_msg", map[string]any{"type": "error", "message": m.Error})
+	case m.Role == session.RoleAssistant:
+		wr.assistant(at, m)
+	case m.Role == session.RoleTool:
+		wr.tool(at, m)
+	default:
+		role := "user"
+		if m.Role == session.RoleSystem {
+			role = "developer"
+		}
+		item := map[string]any{"type": "message", "role": role, "content": inputContent(m.Parts)}
+		if m.ID != "" {
+			item["id"] = m.ID
+		}
+		wr.put(at, "response_item", item)
+		if m.Role == session.RoleUser && !m.Injected {
+			wr.put(at, "event_msg", map[string]any{"type": "user_message", "message": importer.Text(m.Parts),
+				"images": []any{}, "local_images": []any{}, "text_elements": []any{}})
+		}
+	}
+}
+
+// assistant writes a model response: its parts as items, then the token
+// count that closes it (with no counts when the message has none).
+func (wr *writer) assistant(at time.Time, m session.Message) {
+	first := true
+	item := func(v map[string]any) {
+		if first && m.ID != "" {
+			v["id"] = m.ID
+		}
+		first = false
+		wr.put(at, "response_item", v)
+	}
+	var texts []any
+	flush := func() {
+		if len(texts) == 0 {
+			return
+		}
+		v := map[string]any{"type": "message", "role": "assistant", "content": texts}
+		if m.ProviderPhase != "" {
+			v["phase"] = m.ProviderPhase
+		}
+		item(v)
+		texts = nil
+	}
+	for _, p := range m.Parts {
+		if p.Type == session.PartText {
+			texts = append(texts, map[string]any{"type": "output_text", "text": p.Text})
+			continue
+		}
+		flush()
+		switch p.Type {
+		case session.PartReasoning:
+			summary := []any{}
+			if p.Text != "" {
+				summary = append(summary, map[string]any{"type": "summary_text", "text": p.Text})
+			}
+			v := map[string]any{"type": "reasoning", "summary": summary, "content": nil, "encrypted_content": nil}
+			if p.Encrypted != "" {
+				v["encrypted_content"] = p.Encrypted
+			}
+			item(v)
+		case session.PartToolCall:
+			item(wr.call(p))
+		case session.PartImage:
+			texts = append(texts, map[string]any{"type": "input_image", "image_url": imageURL(p)})
+		}
+	}
+	flush()
+	info := any(nil)
+	if u := m.Usage; u != nil {
+		last := tokenUsage{InputTokens: u.InputTokens + u.CacheReadTokens, CachedInputTokens: u.CacheReadTokens, OutputTokens: u.OutputTokens}
+		last.TotalTokens = last.InputTokens + last.OutputTokens
+		wr.total.InputTokens += last.InputTokens
+		wr.total.CachedInputTokens += last.CachedInputTokens
+		wr.total.OutputTokens += last.OutputTokens
+		wr.total.TotalTokens += last.TotalTokens
+		info = map[string]any{"total_token_usage": wr.total, "last_token_usage": last}
+	}
+	wr.put(at, "event_msg", map[string]any{"type": "token_count", "info": info, "rate_limits": nil})
+}
+
+func (wr *writer) call(p session.Part) map[string]any {
+	var text string
+	switch {
+	case p.ProviderExecuted && p.Name == "web_search":
+		v := map[string]any{"type": "web_search_call", "id": p.ToolCallID, "status": "completed"}
+		if len(p.Input) > 0 {
+			v["action"] = p.Input
+		}
+		return v
+	case json.Unmarshal(p.Input, &text) == nil:
+		// Input that is a JSON string is a custom tool's free text.
+		wr.custom[p.ToolCallID] = true
+		return map[string]any{"type": "custom_tool_call", "status": "completed", "call_id": p.ToolCallID, "name": p.Name, "input": text}
+	}
+	return map[string]any{"type": "function_call", "name": p.Name, "arguments": string(p.Input), "call_id": p.ToolCallID}
+}
+
+// tool writes each result as an output item, and its structured result
+// as the event Codex wrote it in.
+func (wr *writer) tool(at time.Time, m session.Message) {
+	for i, p := range m.Parts {
+		if p.Type != session.PartToolResult {
+			continue
+		}
+		typ := "function_call_output"
+		if wr.custom[p.ToolCallID] {
+			typ = "custom_tool_call_output"
+		}
+		v := map[string]any{"type": typ, "call_id": p.ToolCallID, "output": p.Output}
+		if len(p.Content) > 0 {
+			v["output"] = inputContent(p.Content)
+		}
+		if i == 0 && m.ID != "" {
+			v["id"] = m.ID
+		}
+		wr.put(at, "response_item", v)
+		var ev map[string]json.RawMessage
+		if json.Unmarshal(p.Result, &ev) == nil && ev["type"] != nil {
+			ev["call_id"], _ = json.Marshal(p.ToolCallID)
+			wr.put(at, "event_msg", ev)
+		}
+	}
+}
+
+// compaction writes a compaction: its summary as the message, its
+// encrypted content as the replacement history's compaction item.
+func (wr *writer) compaction(at time.Time, m session.Message) {
+	var history []any
+	for _, p := range m.Parts {
+		if p.Type == session.PartReasoning && p.Encrypted != "" {
+			history = append(history, map[string]any{"type": "compaction", "encrypted_content": p.Encrypted})
+		}
+	}
+	v := map[string]any{"message": importer.Text(m.Parts)}
+	if len(history) > 0 {
+		v["replacement_history"] = history
+	}
+	wr.put(at, "compacted", v)
+}
+
+func inputContent(parts []session.Part) []any {
+	out := make([]any, 0, len(parts))
+	for _, p := range parts {
+		switch p.Type {
+		case session.PartImage:
+			out = append(out, map[string]any{"type": "input_image", "image_url": imageURL(p)})
+		case session.PartText:
+			out = append(out, map[string]any{"type": "input_text", "text": p.Text})
+		}
+	}
+	return out
+}
+
+func imageURL(p session.Part) string {
+	if p.URL != "" {
+		return p.URL
+	}
+	return "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)
+}

@@ -1,0 +1,70 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// RawJSON returns raw compacted, as the domain keeps raw JSON; nil for
+// nothing, null, or JSON that is not valid.
+func RawJSON(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// Text returns the non-empty texts of parts' text parts, a line apart:
+// what a format that has one text per message (an error, a prompt event,
+// a system line) says.
+func Text(parts []session.Part) string {
+	var texts []string
+	for _, p := range parts {
+		if p.Type == session.PartText && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// LineWriter writes JSONL for the converters' writers: one JSON value a
+// line, without HTML escaping (text keeps its bytes). The first error
+// sticks: later Puts do nothing and Flush returns it.
+type LineWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+	err error
+}
+
+// NewLineWriter returns a LineWriter writing to w.
+func NewLineWriter(w io.Writer) *LineWriter {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &LineWriter{bw: bw, enc: enc}
+}
+
+// Put writes v as a line.
+func (lw *LineWriter) Put(v any) {
+	if lw.err == nil {
+		lw.err = lw.enc.Encode(v)
+	}
+}
+
+// Flush writes what is buffered and returns the first error.
+func (lw *LineWriter) Flush() error {
+	if lw.err != nil {
+		return lw.err
+	}
+	return lw.bw.Flush()
+}

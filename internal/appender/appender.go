@@ -1,0 +1,230 @@
+package appender
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// Package appender builds the records of a session's appends at a cost
+// that follows what changed, for every adapter that writes the record
+// format (internal/record): jsonlstore's log, pgstore's rows.
+//
+// An append costs what changed, not the session (FORMAT.md "Appending").
+// The writer remembers the revision it stored last: the stored snapshot
+// as pieces (record.Tracker), the messages it held (the caller's, shared:
+// a message never changes once appended), and what it validated
+// (sessnap.Checker). The next snapshot's messages that are the same
+// memory as those — as sessnap.Of gives them, from a growing session — are
+// recognised at no cost per message; only the messages after them are
+// validated, encoded (their large content going out of line, as blobs)
+// and appended, and the small head (every field but the conversation) is
+// encoded and compared member by member. The delta record is built from
+// those pieces and its checksum combined from theirs. A snapshot whose
+// messages are not a continuation of the stored ones is encoded whole.
+
+// Appender is a writer's memory of its latest stored revision. The zero
+// value knows none: the next record is full.
+type Appender struct {
+	track   record.Tracker
+	msgs    sessnap.Messages // the stored revision's messages
+	known   bool             // msgs are the tracker snapshot's messages, element for element
+	check   sessnap.Checker
+	hasRefs bool // the stored snapshot holds blob references
+
+	// Ext keeps large content out of line (nil: none is).
+	Ext sessnap.Externalizer
+	// Max is the record cap.
+	Max int
+	// FullOnly makes every record a full record of the snapshot as
+	// sessnap.Marshal writes it, content inline (a log the programs from
+	// before delta records read).
+	FullOnly bool
+}
+
+// New returns an Appender with those settings.
+func New(ext sessnap.Externalizer, maxRecord int, fullOnly bool) *Appender {
+	return &Appender{Ext: ext, Max: maxRecord, FullOnly: fullOnly}
+}
+
+// Resume sets a to the chain recovered from a store: its full record and
+// the deltas after it, in order (their payloads retained). The next record
+// can then be a delta on it; the messages are not known until an append
+// (the first one encodes them all).
+func (a *Appender) Resume(full *record.Rec, deltas []*record.Rec) error {
+	if a.FullOnly || full == nil || full.Kind != record.KindFull {
+		return nil // after a gap, or full records only: the next record is full
+	}
+	payloads := make([][]byte, len(deltas))
+	held := 0
+	for i, d := range deltas {
+		payloads[i] = d.Payload
+		held += int(d.LineLen)
+		a.hasRefs = a.hasRefs || d.Version >= record.Version4
+	}
+	a.hasRefs = a.hasRefs || full.Version >= record.Version4
+	return a.track.Resume(full.Payload, payloads, held)
+}
+
+var messagesKey = []byte(`"messages"`)
+
+// prefix returns how many of next's messages are the stored ones (all of
+// them, or -1 when they are not a prefix of next or are not known).
+func (a *Appender) prefix(next sessnap.Messages) int {
+	if !a.known || len(next) < len(a.msgs) {
+		return -1
+	}
+	if len(a.msgs) == 0 || &next[0] == &a.msgs[0] {
+		return len(a.msgs) // the same memory: the same messages
+	}
+	for i := range a.msgs {
+		if !sameMessage(&a.msgs[i], &next[i]) {
+			return -1
+		}
+	}
+	return len(a.msgs)
+}
+
+// Line returns the next record's line for snap, as revision m (whose
+// Kind and Version it sets), and remembers snap as the stored revision
+// (the caller writes the line, or gives the writer up). Errors wrap
+// ErrInvalidSnapshot or ErrTooLarge; then nothing changed. An error of the
+// Externalizer is returned as it is.
+func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapshot) ([]byte, error) {
+	if snap.ID != id {
+		return nil, fmt.Errorf("%w: snapshot id %q in session %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+	}
+	if snap.Format == "" {
+		snap.Format = sessnap.Format
+	}
+	if a.FullOnly {
+		payload, err := sessionstore.EncodeSnapshot(id, snap, a.Max)
+		if err != nil {
+			return nil, err
+		}
+		m.Kind, m.Version = record.KindFull, record.VersionOf(record.KindFull)
+		a.known = false
+		return record.Encode(m, payload), nil
+	}
+	k := a.prefix(snap.Messages)
+	if k < 0 {
+		a.check.Reset()
+	}
+	if err := a.check.Check(snap); err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
+	}
+	head, err := sessnap.MarshalHead(snap)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
+	}
+	members, err := record.Members(head)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
+	}
+	grow := k >= 0 && a.track.Known()
+	from := 0
+	if grow {
+		from = k
+	}
+	refs := &refCounter{ext: a.Ext}
+	elems := make([][]byte, 0, len(snap.Messages)-from)
+	for i, msg := range snap.Messages[from:] {
+		e, err := sessnap.AppendMessage(nil, msg, refs)
+		if err != nil {
+			if errors.Is(err, sessnap.ErrUnencodable) {
+				return nil, fmt.Errorf("%w: session %s: message %d: %w", sessionstore.ErrInvalidSnapshot, id, from+i, err)
+			}
+			return nil, err
+		}
+		elems = append(elems, e)
+	}
+	for i := range members {
+		if !bytes.Equal(members[i].Key, messagesKey) {
+			continue
+		}
+		if grow {
+			members[i] = record.Member{Key: messagesKey, Grown: true, Append: elems}
+		} else {
+			members[i].Value = append(append([]byte{'['}, bytes.Join(elems, []byte{','})...), ']')
+		}
+	}
+	// The format version: 4 for a full record of a snapshot holding
+	// references to blobs, and for a delta whose own payload holds some (a
+	// reader must resolve them); else the lowest for the kind.
+	hasRefs := refs.n > 0 || grow && a.hasRefs
+	var v record.Versions
+	if hasRefs {
+		v.Full = record.Version4
+	}
+	if refs.n > 0 {
+		v.Delta = record.Version4
+	}
+	line, err := a.track.Next(m, members, a.Max, v)
+	if errors.Is(err, record.ErrFullRecordTooLarge) {
+		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrTooLarge, id, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
+	}
+	a.hasRefs = hasRefs
+	a.msgs, a.known = snap.Messages, true
+	a.check.Advance(snap)
+	return line, nil
+}
+
+// refCounter counts the references an Externalizer writes.
+type refCounter struct {
+	ext sessnap.Externalizer
+	n   int
+}
+
+func (r *refCounter) Externalize(field string, content []byte) (session.ContentRef, bool, error) {
+	if r.ext == nil {
+		return session.ContentRef{}, false, nil
+	}
+	ref, ok, err := r.ext.Externalize(field, content)
+	if ok {
+		r.n++
+	}
+	return ref, ok, err
+}
+
+// sameMessage reports whether a and b encode alike for certain: every
+// field equal, compared cheaply where they share memory (strings and
+// slices that are the same bytes compare at once). A false answer may be
+// wrong (the caller then encodes the message), a true one never is.
+func sameMessage(a, b *session.Message) bool {
+	if a.ID != b.ID || a.Role != b.Role || a.ProviderPhase != b.ProviderPhase || a.CreatedAt != b.CreatedAt ||
+		a.ResponseID != b.ResponseID || a.Model != b.Model || a.Injected != b.Injected || a.Error != b.Error ||
+		a.Usage != b.Usage && (a.Usage == nil || b.Usage == nil || *a.Usage != *b.Usage) ||
+		a.Compaction != b.Compaction && (a.Compaction == nil || b.Compaction == nil || *a.Compaction != *b.Compaction) {
+		return false
+	}
+	return sameParts(a.Parts, b.Parts)
+}
+
+func sameParts(a, b []session.Part) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		p, q := &a[i], &b[i]
+		if p.Type != q.Type || p.Text != q.Text || p.ToolCallID != q.ToolCallID || p.Name != q.Name ||
+			p.Output != q.Output || p.IsError != q.IsError || p.MediaType != q.MediaType || p.URL != q.URL ||
+			p.Signature != q.Signature || p.Encrypted != q.Encrypted || p.ProviderExecuted != q.ProviderExecuted ||
+			!bytes.Equal(p.Data, q.Data) || !bytes.Equal(p.Input, q.Input) || !bytes.Equal(p.Result, q.Result) ||
+			p.Ref != q.Ref && (p.Ref == nil || q.Ref == nil || *p.Ref != *q.Ref) ||
+			!sameParts(p.Content, q.Content) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,110 @@
+package record
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// piecesOf describes next as a writer that knows its messages grew from
+// prevN elements does: every top-level member of next, the messages
+// member as the elements appended.
+func piecesOf(t *testing.T, next []byte, prevN int) ([]Member, int) {
+	t.Helper()
+	d, err := newDoc(next)
+	require.NoError(t, err)
+	var out []Member
+	n := 0
+	for _, m := range d.members {
+		if string(m.key) == `"messages"` {
+			var elems [][]byte
+			require.NoError(t, eachElement(m.val, func(e []byte) error { elems = append(elems, e); return nil }))
+			n = len(elems)
+			out = append(out, Member{Key: m.key, Grown: prevN >= 0, Append: elems[max(prevN, 0):]})
+			if prevN < 0 {
+				out[len(out)-1] = Member{Key: m.key, Value: m.val}
+			}
+			continue
+		}
+		out = append(out, Member{Key: m.key, Value: m.val})
+	}
+	return out, n
+}
+
+// TestTrackerBuildsFromPieces: the records a Tracker builds from pieces
+// rebuild every revision byte for byte (a reader applying each delta to
+// the previous snapshot), keep within the chain policy, and are mostly
+// deltas for a growing conversation.
+func TestTrackerBuildsFromPieces(t *testing.T) {
+	snaps := growingSnapshots(300)
+	var tr Tracker
+	m := Meta{Version: Version1, Schema: 1, Gen: 1, Time: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), Kind: KindFull}
+	rd := NewSnapshots("s", 1<<20)
+	prevN := -1 // unknown: the first record is full
+	deltas := 0
+	for i, want := range snaps {
+		m.Rev = uint64(i + 1)
+		pieces, n := piecesOf(t, want, prevN)
+		if !tr.Known() {
+			pieces, _ = piecesOf(t, want, -1)
+		}
+		line, err := tr.Next(m, pieces, 1<<20, Versions{})
+		require.NoError(t, err)
+		got, payload, err := Parse(line[:len(line)-1], 1<<20)
+		require.NoError(t, err)
+		if got.Kind == KindDelta {
+			deltas++
+		}
+		require.NoError(t, rd.Add(&Rec{Meta: got, Payload: payload, LineLen: int64(len(line))}))
+		require.Equal(t, string(want), string(rd.Bytes()), "revision %d", i+1)
+		require.Equal(t, string(want), string(tr.Snapshot()), "the tracker's own picture, revision %d", i+1)
+		prevN = n
+	}
+	require.Greater(t, deltas, 250, "a growing conversation is written as deltas")
+}
+
+// TestTrackerChangesAndOrder: members that change, appear, go or move are
+// set, deleted and reordered, and a full record is refused above the cap.
+func TestTrackerChangesAndOrder(t *testing.T) {
+	var tr Tracker
+	m := Meta{Version: Version1, Schema: 1, Rev: 1, Gen: 1, Time: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
+	big := `"` + strings.Repeat("x", 3000) + `"`
+	first := []Member{{Key: []byte(`"id"`), Value: []byte(`"a"`)}, {Key: []byte(`"big"`), Value: []byte(big)}, {Key: []byte(`"messages"`), Value: []byte(`[]`)}, {Key: []byte(`"state"`), Value: []byte(`"idle"`)}}
+	line, err := tr.Next(m, first, 1<<20, Versions{})
+	require.NoError(t, err)
+	prev := payloadOf(t, line)
+	cases := [][]Member{
+		{{Key: []byte(`"id"`), Value: []byte(`"a"`)}, {Key: []byte(`"big"`), Value: []byte(big)}, {Key: []byte(`"messages"`), Grown: true, Append: [][]byte{[]byte(`{"m":1}`)}}, {Key: []byte(`"state"`), Value: []byte(`"running"`)}},
+		{{Key: []byte(`"id"`), Value: []byte(`"a"`)}, {Key: []byte(`"messages"`), Grown: true}, {Key: []byte(`"big"`), Value: []byte(big)}, {Key: []byte(`"pending"`), Value: []byte(`{"q":1}`)}},
+		{{Key: []byte(`"id"`), Value: []byte(`"a"`)}, {Key: []byte(`"big"`), Value: []byte(big)}, {Key: []byte(`"messages"`), Grown: true, Append: [][]byte{[]byte(`{"m":2}`), []byte(`{"m":3}`)}}},
+	}
+	for i, next := range cases {
+		m.Rev = uint64(i + 2)
+		line, err := tr.Next(m, next, 1<<20, Versions{})
+		require.NoError(t, err)
+		got, payload, err := Parse(line[:len(line)-1], 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, KindDelta, got.Kind, "revision %d", m.Rev)
+		snap, err := Apply(prev, payload, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, string(tr.Snapshot()), string(snap))
+		prev = snap
+	}
+	require.Equal(t, `{"id":"a","big":`+big+`,"messages":[{"m":1},{"m":2},{"m":3}]}`, string(prev))
+
+	// A full record above the cap is refused and changes nothing.
+	var fresh Tracker
+	_, err = fresh.Next(m, first, 100, Versions{})
+	require.ErrorIs(t, err, ErrFullRecordTooLarge)
+	require.False(t, fresh.Known())
+}
+
+func payloadOf(t *testing.T, line []byte) []byte {
+	t.Helper()
+	_, p, err := Parse(bytes.TrimSuffix(line, []byte("\n")), 1<<20)
+	require.NoError(t, err)
+	return bytes.Clone(p)
+}

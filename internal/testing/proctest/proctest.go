@@ -1,0 +1,356 @@
+package proctest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// LineWithin is how long a wait for a child's line or exit lasts unless
+// Cmd.Within says otherwise: generous, because children are race-enabled
+// and the machine (2 cores) is loaded.
+const LineWithin = 30 * time.Second
+
+// Helper runs helper mode os.Getenv(modeEnv) with run and exits, when
+// modeEnv is set: with status 0 when run returns nil, else with status 1
+// after writing the error to standard error. When modeEnv is not set it
+// returns at once, and TestMain goes on to run the tests.
+func Helper(modeEnv string, run func(mode string) error) {
+	mode := os.Getenv(modeEnv)
+	if mode == "" {
+		return
+	}
+	if err := run(mode); err != nil {
+		fmt.Fprintf(os.Stderr, "%s helper %s (pid %d): %v\n", filepath.Base(os.Args[0]), mode, os.Getpid(), err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Cmd describes a child: the test binary again, in a helper mode.
+type Cmd struct {
+	// ModeEnv is the environment variable TestMain dispatches on, and
+	// Mode the helper mode it is set to.
+	ModeEnv, Mode string
+	// Env is more environment for the child, as KEY=VALUE.
+	Env []string
+	// Args are flags for the test binary; none are needed when TestMain
+	// dispatches before any test runs.
+	Args []string
+	// Acks makes lines "ack N" (N a decimal number) acknowledgements:
+	// counted (Acks, WaitAcks, WaitAck), not queued for Next. A child that
+	// acknowledges every write can then print thousands of them.
+	Acks bool
+	// Within bounds each wait for a line or an exit; zero means
+	// LineWithin.
+	Within time.Duration
+}
+
+// Child is a running child process. Its stdout is read by one goroutine
+// into a queue of lines; the methods are for the test's goroutine.
+type Child struct {
+	cmd    *exec.Cmd
+	mode   string
+	stdin  io.WriteCloser
+	stderr *stderrBuf
+	within time.Duration
+
+	mu      sync.Mutex
+	lines   []string
+	read    int
+	acks    int
+	lastAck uint64
+	eof     bool
+	notify  chan struct{} // capacity 1: something changed
+
+	exited  chan struct{} // closed after Wait returned
+	waitErr error         // Wait's result, valid once exited is closed
+	reaped  bool          // test goroutine only
+}
+
+// Start starts the child described by c. It is stopped (SIGCONT, in case
+// a test stopped it, then SIGKILL) and reaped at cleanup unless the test
+// reaped it.
+func Start(tb testing.TB, c Cmd) *Child {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatalf("proctest: %v", err)
+	}
+	cmd := exec.Command(exe, c.Args...)
+	// The race runtime sleeps a second at exit by default, and children
+	// exit often. (exec keeps the last of duplicate variables.)
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), append([]string{c.ModeEnv + "=" + c.Mode, "GORACE=" + gorace}, c.Env...)...)
+	ch := &Child{
+		cmd: cmd, mode: c.Mode, stderr: &stderrBuf{}, within: c.Within,
+		notify: make(chan struct{}, 1), exited: make(chan struct{}),
+	}
+	if ch.within == 0 {
+		ch.within = LineWithin
+	}
+	cmd.Stderr = ch.stderr
+	if ch.stdin, err = cmd.StdinPipe(); err != nil {
+		tb.Fatalf("proctest: %v", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatalf("proctest: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("proctest: start helper %s: %v", c.Mode, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			ch.onLine(sc.Text(), c.Acks)
+		}
+		ch.mu.Lock()
+		ch.eof = true
+		ch.mu.Unlock()
+		ch.poke()
+		// Wait only after stdout reached EOF, as os/exec requires.
+		ch.waitErr = cmd.Wait()
+		close(ch.exited)
+	}()
+	tb.Cleanup(func() {
+		if ch.reaped {
+			return
+		}
+		_ = ch.stdin.Close()
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		select {
+		case <-ch.exited:
+		case <-time.After(ch.within):
+			tb.Errorf("proctest: %s did not exit after SIGKILL", ch)
+			return
+		}
+		ch.reaped = true
+		ch.checkStderr(tb)
+	})
+	return ch
+}
+
+func (c *Child) String() string { return fmt.Sprintf("helper %s pid %d", c.mode, c.PID()) }
+
+// PID is the child's process ID.
+func (c *Child) PID() int { return c.cmd.Process.Pid }
+
+func (c *Child) onLine(l string, acks bool) {
+	c.mu.Lock()
+	if rest, ok := strings.CutPrefix(l, "ack "); ok && acks {
+		if n, err := strconv.ParseUint(rest, 10, 64); err == nil {
+			c.acks++
+			c.lastAck = max(c.lastAck, n)
+			c.mu.Unlock()
+			c.poke()
+			return
+		}
+	}
+	c.lines = append(c.lines, l)
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *Child) poke() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until cond (called with c.mu held) is true, failing tb if
+// the child's stdout ends first or within passes.
+func (c *Child) waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		ok, eof := cond(), c.eof
+		c.mu.Unlock()
+		if ok {
+			return
+		}
+		if eof {
+			<-c.exited
+			tb.Fatalf("proctest: %s exited while the test waited for %s: %v\nstderr:\n%s", c, what, c.waitErr, c.stderr)
+		}
+		select {
+		case <-c.notify:
+		case <-deadline.C:
+			tb.Fatalf("proctest: timed out after %v waiting for %s from %s\nstderr:\n%s", within, what, c, c.stderr)
+		}
+	}
+}
+
+// Next returns the child's next line (other than an acknowledgement),
+// failing tb if none comes in time or the child's stdout ends first.
+// Lines a child printed before it exited are still returned after it is
+// reaped.
+func (c *Child) Next(tb testing.TB) string {
+	tb.Helper()
+	return c.NextWithin(tb, c.within)
+}
+
+// NextWithin is Next with a deadline of d.
+func (c *Child) NextWithin(tb testing.TB, d time.Duration) string {
+	tb.Helper()
+	var l string
+	c.waitFor(tb, d, "a line", func() bool {
+		if c.read < len(c.lines) {
+			l = c.lines[c.read]
+			c.read++
+			return true
+		}
+		return false
+	})
+	return l
+}
+
+// TryNext returns the next line (other than an acknowledgement) if one is
+// queued.
+func (c *Child) TryNext() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read < len(c.lines) {
+		c.read++
+		return c.lines[c.read-1], true
+	}
+	return "", false
+}
+
+// Acks reports how many acknowledgements the child printed and the
+// highest number among them (see Cmd.Acks).
+func (c *Child) Acks() (n int, last uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.acks, c.lastAck
+}
+
+// WaitAcks waits until the child has printed n acknowledgements in all.
+func (c *Child) WaitAcks(tb testing.TB, n int) {
+	tb.Helper()
+	c.waitFor(tb, c.within, fmt.Sprintf("%d acks", n), func() bool { return c.acks >= n })
+}
+
+// WaitAck waits until the child has acknowledged number n or a higher
+// one.
+func (c *Child) WaitAck(tb testing.TB, n uint64) {
+	tb.Helper()
+	c.waitFor(tb, c.within, fmt.Sprintf("ack %d", n), func() bool { return c.lastAck >= n })
+}
+
+// Exited reports whether the child's stdout has ended (it exited, or is
+// exiting).
+func (c *Child) Exited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.eof
+}
+
+// Stderr is what the child wrote to standard error so far (the first
+// MiB).
+func (c *Child) Stderr() string { return c.stderr.String() }
+
+// Send writes line and a newline to the child's stdin.
+func (c *Child) Send(tb testing.TB, line string) {
+	tb.Helper()
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		tb.Fatalf("proctest: write to %s: %v", c, err)
+	}
+}
+
+// CloseStdin closes the child's stdin, which asks it to finish; closing
+// it twice is harmless.
+func (c *Child) CloseStdin() { _ = c.stdin.Close() }
+
+// Signal sends sig to the child.
+func (c *Child) Signal(tb testing.TB, sig syscall.Signal) {
+	tb.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		tb.Fatalf("proctest: signal %v to %s: %v", sig, c, err)
+	}
+}
+
+// Wait waits for the child to exit and returns exec.Cmd.Wait's error.
+// Its output stays queued for Next and TryNext.
+func (c *Child) Wait(tb testing.TB) error {
+	tb.Helper()
+	if c.reaped {
+		return c.waitErr
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(c.within):
+		tb.Fatalf("proctest: timed out after %v waiting for %s to exit\nstderr:\n%s", c.within, c, c.stderr)
+	}
+	c.reaped = true
+	c.checkStderr(tb)
+	return c.waitErr
+}
+
+// Kill sends SIGKILL and reaps the child, which must have died of it (not
+// exited on its own before).
+func (c *Child) Kill(tb testing.TB) {
+	tb.Helper()
+	c.Signal(tb, syscall.SIGKILL)
+	err := c.Wait(tb)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		tb.Fatalf("proctest: %s did not die of SIGKILL: %v\nstderr:\n%s", c, err, c.stderr)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		tb.Fatalf("proctest: %s did not die of SIGKILL: %v\nstderr:\n%s", c, err, c.stderr)
+	}
+}
+
+// Stop closes the child's stdin and requires a clean exit (status 0).
+func (c *Child) Stop(tb testing.TB) {
+	tb.Helper()
+	c.CloseStdin()
+	if err := c.Wait(tb); err != nil {
+		tb.Fatalf("proctest: %s: %v\nstderr:\n%s", c, err, c.stderr)
+	}
+}
+
+func (c *Child) checkStderr(tb testing.TB) {
+	tb.Helper()
+	if s := c.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
+		tb.Errorf("proctest: %s reported a data race:\n%s", c, s)
+	}
+}
+
+// stderrBuf keeps a child's standard error, up to 1 MiB.
+type stderrBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (e *stderrBuf) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.buf.Len() < 1<<20 {
+		e.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (e *stderrBuf) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.buf.String()
+}

@@ -1,0 +1,274 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Blobs are part content kept out of line, content-addressed, in the
+// session's own directory (so `cp -r` of a session directory copies
+// everything it needs):
+//
+//	<session>/blobs/<sha256 hex>        the content, as is
+//	<session>/blobs/<sha256 hex>.zst    the content, zstd-compressed (when that saves an eighth)
+//
+// The name is the SHA-256 of the content (uncompressed). A blob is written
+// under a temporary name (.blob-<random>.tmp), synced, and renamed to its
+// name; the directory is synced before any record that references the
+// blob is written. So a committed record's blobs are durable, a blob file
+// under its name is whole, and a crash leaves at worst a temporary file (a
+// holder sweeps it) or a blob no record references (compaction or repair
+// removes it; a reader never does). The same content attached twice is
+// the same name: it is stored once.
+
+const (
+	// BlobDir is the directory of a session's blobs.
+	BlobDir = "blobs"
+	// DefaultBlobThreshold is the size from which part content goes out
+	// of line (Options.BlobThreshold).
+	DefaultBlobThreshold = 16 << 10
+	blobTmpPrefix        = ".blob-"
+	zstSuffix            = ".zst"
+)
+
+func blobDir(id session.SessionID) string { return sessionDir(id) + "/" + BlobDir }
+
+// blobName returns the file name of a blob of hash, compressed or not.
+func blobName(hash string, compressed bool) string {
+	if compressed {
+		return hash + zstSuffix
+	}
+	return hash
+}
+
+// validBlobHash reports whether s is a blob's name stem: 64 lower-case hex
+// digits.
+func validBlobHash(s string) bool {
+	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// blobWriter puts a holder's new blobs into a session directory dir (the
+// final one, or the temporary one of a session being created) and makes
+// them durable before the record that references them.
+type blobWriter struct {
+	fs        vfs.FS
+	dir       string // the session directory
+	threshold int
+	known     map[string]bool // hashes present in the directory
+	pending   []string        // hashes written since the last sync
+	dirMade   bool            // blobs/ was created since the last sync
+}
+
+// blobEncoder compresses blobs. EncodeAll may be called concurrently and
+// keeps nothing between calls, so one encoder serves every writer.
+var blobEncoder = sync.OnceValue(func() *zstd.Encoder {
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest)) // fixed options: cannot fail
+	return enc
+})
+
+func newBlobWriter(fsys vfs.FS, dir string, threshold int) *blobWriter {
+	return &blobWriter{fs: fsys, dir: dir, threshold: threshold, known: map[string]bool{}}
+}
+
+// Externalize implements sessnap.Externalizer: content of at least the
+// threshold is put into the store (unless there already) and replaced by
+// its reference.
+func (b *blobWriter) Externalize(field string, content []byte) (session.ContentRef, bool, error) {
+	if b == nil || b.threshold <= 0 || len(content) < b.threshold {
+		return session.ContentRef{}, false, nil
+	}
+	sum := sha256.Sum256(content)
+	hash := hex.EncodeToString(sum[:])
+	if err := b.put(hash, content); err != nil {
+		return session.ContentRef{}, false, err
+	}
+	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
+}
+
+// put writes content under hash, unless a blob of that hash is there.
+func (b *blobWriter) put(hash string, content []byte) error {
+	if b.known[hash] {
+		return nil
+	}
+	dir := b.dir + "/" + BlobDir
+	for _, name := range []string{blobName(hash, false), blobName(hash, true)} {
+		if fi, err := b.fs.Lstat(dir + "/" + name); err == nil && fi.Mode().IsRegular() {
+			b.known[hash] = true
+			return nil
+		}
+	}
+	if err := b.fs.Mkdir(dir, dirPerm); err == nil {
+		b.dirMade = true
+	} else if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("jsonlstore: blobs: %w", err)
+	}
+	data, compressed := b.compress(content)
+	tmp := dir + "/" + blobTmpPrefix + randomSuffix() + tmpSuffix
+	f, err := b.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return fmt.Errorf("jsonlstore: blob %s: %w", hash, err)
+	}
+	err = writeAll(f, data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = b.fs.Rename(tmp, dir+"/"+blobName(hash, compressed))
+	}
+	if err != nil {
+		_ = b.fs.Remove(tmp)
+		return fmt.Errorf("jsonlstore: blob %s: %w", hash, err)
+	}
+	b.known[hash] = true
+	b.pending = append(b.pending, hash)
+	return nil
+}
+
+// compress returns content zstd-compressed when that saves at least an
+// eighth, else content as is.
+func (b *blobWriter) compress(content []byte) ([]byte, bool) {
+	z := blobEncoder().EncodeAll(content, make([]byte, 0, len(content)/2))
+	if len(z) <= len(content)-len(content)/8 {
+		return z, true
+	}
+	return content, false
+}
+
+// sync makes the blobs written since the last sync durable under their
+// names (each file was synced when written): it syncs blobs/ and, when it
+// was just created, the session directory.
+func (b *blobWriter) sync() error {
+	if b == nil || len(b.pending) == 0 && !b.dirMade {
+		return nil
+	}
+	if err := b.fs.SyncDir(b.dir + "/" + BlobDir); err != nil {
+		return fmt.Errorf("jsonlstore: sync blobs: %w", err)
+	}
+	if b.dirMade {
+		if err := b.fs.SyncDir(b.dir); err != nil {
+			return fmt.Errorf("jsonlstore: sync blobs: %w", err)
+		}
+	}
+	b.pending, b.dirMade = b.pending[:0], false
+	return nil
+}
+
+// moved points the writer at the session's directory after creation
+// renamed it into place.
+func (b *blobWriter) moved(dir string) {
+	if b != nil {
+		b.dir = dir
+	}
+}
+
+// maxBlobBytes bounds the content of one blob a reader accepts.
+const maxBlobBytes = 1 << 40
+
+// blobDecoders are capped zstd decoders for blobs, shared by readers.
+var blobDecoders = sync.Pool{New: func() any {
+	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(archiveWindow)) // fixed options: cannot fail
+	return d
+}}
+
+// ErrBlob reports a blob that is missing, damaged or of the wrong content.
+var ErrBlob = errors.New("jsonlstore: blob missing or damaged")
+
+// readBlob returns the content of ref from session id's blobs, checked
+// against its size and SHA-256. A missing blob, or one whose content is
+// not what the reference says, is a *sessionstore.CorruptionError naming
+// the blob file (wrapping ErrBlob).
+func (s *Store) readBlob(id session.SessionID, ref session.ContentRef) ([]byte, error) {
+	corrupt := func(name string, err error) error {
+		return &sessionstore.CorruptionError{ID: id, Path: blobDir(id) + "/" + name, Err: fmt.Errorf("%w: %w", ErrBlob, err)}
+	}
+	if !validBlobHash(ref.SHA256) || ref.Size < 0 || ref.Size > maxBlobBytes {
+		return nil, corrupt(ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
+	}
+	content, name, err := s.readBlobFile(id, ref.SHA256, ref.Size)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, corrupt(ref.SHA256, errors.New("no such blob"))
+		}
+		var ce *sessionstore.CorruptionError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, corrupt(name, err)
+	}
+	if int64(len(content)) != ref.Size {
+		return nil, corrupt(name, fmt.Errorf("holds %d bytes, the reference says %d", len(content), ref.Size))
+	}
+	if sum := sha256.Sum256(content); hex.EncodeToString(sum[:]) != ref.SHA256 {
+		return nil, corrupt(name, errors.New("content does not match its SHA-256"))
+	}
+	return content, nil
+}
+
+// readBlobFile reads the blob of hash (raw or compressed), reading at most
+// size bytes of content (one more to notice a longer one).
+func (s *Store) readBlobFile(id session.SessionID, hash string, size int64) ([]byte, string, error) {
+	dir := blobDir(id)
+	name := blobName(hash, false)
+	f, err := s.fs.OpenFile(dir+"/"+name, osRDONLY, 0)
+	compressed := false
+	if errors.Is(err, fs.ErrNotExist) {
+		name, compressed = blobName(hash, true), true
+		f, err = s.fs.OpenFile(dir+"/"+name, osRDONLY, 0)
+	}
+	if err != nil {
+		return nil, name, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	var r io.Reader = f
+	if compressed {
+		dec := blobDecoders.Get().(*zstd.Decoder)
+		defer blobDecoders.Put(dec)
+		if err := dec.Reset(f); err != nil {
+			return nil, name, err
+		}
+		defer func() { _ = dec.Reset(nil) }() // drop the file
+		r = dec
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(min(size, 1<<30)))
+	if _, err := io.Copy(&buf, io.LimitReader(r, size+1)); err != nil {
+		return nil, name, err
+	}
+	return buf.Bytes(), name, nil
+}
+
+// blobNames lists the blob files of session id (temporary files left
+// out), in name order.
+func (s *Store) blobNames(id session.SessionID) ([]string, error) {
+	entries, err := s.fs.ReadDir(blobDir(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && validBlobHash(strings.TrimSuffix(e.Name(), zstSuffix)) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
