@@ -115,7 +115,11 @@ func BenchmarkAppendTouch(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.Cleanup(func() { st.Close() })
+				b.Cleanup(func() {
+					if err := st.Close(); err != nil {
+						b.Error(err)
+					}
+				})
 				return st
 			}
 			plain := open("plain", Options{})
