@@ -66,16 +66,12 @@ func (w *Watcher) refreshLease(id session.SessionID, t *tracked) {
 	if summary.SameLease(before, ls) {
 		return
 	}
-	w.mu.RLock() // for form: only this goroutine writes sums
+	// Only this goroutine writes sums and slot: it reads them unlocked.
 	i, ok := w.slot[id]
-	var sum summary.Summary
-	if ok {
-		sum = w.sums[i]
-	}
-	w.mu.RUnlock()
 	if !ok {
 		return // unreadable: no summary to carry the lease
 	}
+	sum := w.sums[i]
 	sum.Lease = ls
 	w.put(sum)
 }
