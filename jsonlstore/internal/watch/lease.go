@@ -2,7 +2,9 @@ package watch
 
 import (
 	"context"
+	"errors"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -51,7 +53,10 @@ func (w *Watcher) lookLease(id session.SessionID, t *tracked) summary.LeaseStatu
 	t.leaseDue = false
 	t.leaseFile = w.leaseFileOf(id)
 	ls, err := w.disk.Lease(context.Background(), id)
-	if err != nil {
+	switch {
+	case errors.Is(err, sessionstore.ErrClosed):
+		return t.lease // closing: nothing to report
+	case err != nil:
 		ls = summary.LeaseStatus{}
 	}
 	w.setLease(id, t, ls)
@@ -106,11 +111,14 @@ func (w *Watcher) probeHeld(ids []session.SessionID) map[session.SessionID]summa
 		if w.stopping() {
 			break
 		}
-		if ls, err := w.disk.Lease(context.Background(), id); err == nil {
-			out[id] = ls
-		} else {
-			out[id] = summary.LeaseStatus{}
+		ls, err := w.disk.Lease(context.Background(), id)
+		switch {
+		case errors.Is(err, sessionstore.ErrClosed):
+			return out // closing
+		case err != nil:
+			ls = summary.LeaseStatus{}
 		}
+		out[id] = ls
 	}
 	return out
 }

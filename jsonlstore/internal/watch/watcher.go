@@ -57,7 +57,8 @@ type Disk interface {
 	// file.
 	StatLease(id session.SessionID) (fs.FileInfo, error)
 	// Lease reports session id's lease status, computed now, modifying
-	// nothing (Store.Lease).
+	// nothing (Store.Lease). Errors: sessionstore.ErrClosed once the store
+	// is closing; anything else leaves the status unknown.
 	Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error)
 	// Affects says what a change to the entry at rest, a path inside a
 	// session directory, may change.
