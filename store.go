@@ -11,9 +11,15 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// DefaultMaxRecordBytes is the default cap on one encoded snapshot. A larger
-// snapshot is refused with ErrTooLarge and nothing is written; a reader
-// never allocates more than the cap for one record.
+// DefaultMaxRecordBytes is the default record cap: the most one record of a
+// log takes, and so what a reader allocates for one. It bounds a record,
+// not a session: a store that writes deltas keeps large content out of
+// line and a long conversation's older messages in pages, so a session
+// grows as far as the disk allows, and the cap bounds one message (its
+// large content out of line) and the snapshot without its messages. A
+// store that writes full records only (the previous format) bounds the
+// whole snapshot. What exceeds the cap is refused with ErrTooLarge and
+// nothing is written.
 const DefaultMaxRecordBytes = 16 << 20
 
 // Record is one revision of a session as stored.

@@ -72,7 +72,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		return rc, err
 	}
 	if last.Kind != KindGap {
-		if _, err := decodeRecord(id, last, snap, nil); err != nil {
+		if _, err := decodeRecord(id, last, snap, s.newPageCache(id)); err != nil {
 			return rc, err
 		}
 	}
@@ -279,7 +279,8 @@ func (s *Store) checkNoSymlinks(id session.SessionID) error {
 }
 
 // sweepSession removes leftover temporary files in a session directory
-// (torn summary and lease replacements); called under the lease.
+// (torn summary and lease replacements, torn blobs); called under the
+// lease.
 func (s *Store) sweepSession(id session.SessionID) []string {
 	entries, err := s.fs.ReadDir(sessionDir(id))
 	if err != nil {
@@ -291,6 +292,14 @@ func (s *Store) sweepSession(id session.SessionID) []string {
 		if isSessionTemp(name) {
 			p := sessionDir(id) + "/" + name
 			if s.fs.Remove(p) == nil {
+				swept = append(swept, p)
+			}
+		}
+	}
+	// Temporary blob files: a blob being written when its writer died.
+	if entries, err := s.fs.ReadDir(blobDir(id)); err == nil {
+		for _, e := range entries {
+			if p := blobDir(id) + "/" + e.Name(); isBlobTemp(e.Name()) && s.fs.Remove(p) == nil {
 				swept = append(swept, p)
 			}
 		}

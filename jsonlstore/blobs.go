@@ -99,6 +99,13 @@ func (b *blobWriter) Externalize(field string, content []byte) (session.ContentR
 	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
 }
 
+// PutPage implements record.PageStore: a page is a blob like any other.
+func (b *blobWriter) PutPage(content []byte) (string, error) {
+	sum := sha256.Sum256(content)
+	hash := hex.EncodeToString(sum[:])
+	return hash, b.put(hash, content)
+}
+
 // put writes content under hash, unless a blob of that hash is there.
 func (b *blobWriter) put(hash string, content []byte) error {
 	if b.known[hash] {

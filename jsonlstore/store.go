@@ -255,7 +255,9 @@ func (s *Store) newAppender(dir string) (*appender.Appender, *blobWriter) {
 		return appender.New(nil, s.opts.MaxRecordBytes, true), nil
 	}
 	blobs := newBlobWriter(s.fs, dir, s.opts.BlobThreshold)
-	return appender.New(blobs, s.opts.MaxRecordBytes, false), blobs
+	a := appender.New(blobs, s.opts.MaxRecordBytes, false)
+	a.Pages = blobs
+	return a, blobs
 }
 
 // newSession is a session directory being built under a temporary name
