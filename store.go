@@ -143,16 +143,24 @@ type Store interface {
 
 	// Watch returns a channel of level-triggered changes: first the current
 	// state of every session, then a Change whenever a session's latest
-	// revision changes or it is deleted. Changes to one session may be
-	// coalesced; each carries that session's latest state, so a watcher
-	// always converges to the current state. A session that cannot be read
-	// (as for List) is a Change with Unreadable set. The channel is closed
-	// when ctx is done or the store is closed.
+	// revision changes, its lease changes hands or it is deleted. Changes
+	// to one session may be coalesced; each carries that session's latest
+	// state, lease status included, so a watcher always converges to the
+	// current state. A lease change is an acquisition (LeaseHeld, with the
+	// new holder's generation: a takeover too), a clean release
+	// (LeaseFree) or a holder that died (LeaseStale: a killed process, an
+	// expired lease), seen within a few seconds although a dead holder
+	// writes nothing; a heartbeat is not a change (summary.SameLease), and
+	// the lease's heartbeat age is as of the change (Lease and List compute
+	// it when asked). A session that cannot be read (as for List) is a
+	// Change with Unreadable set. The channel is closed when ctx is done or
+	// the store is closed.
 	Watch(ctx context.Context) (<-chan summary.Change, error)
 
 	// Lease reports the session's lease status for readers: free, held
-	// (with the holder's identity and heartbeat age) or stale. It never
-	// modifies anything. Errors: ErrNotFound, ErrInvalidID, ErrClosed.
+	// (with the holder's identity and heartbeat age: an append counts as a
+	// heartbeat) or stale. It never modifies anything. Errors:
+	// ErrNotFound, ErrInvalidID, ErrClosed.
 	Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error)
 
 	// Close releases the store's resources. Writers obtained from it should
@@ -188,7 +196,9 @@ type Writer interface {
 	Append(ctx context.Context, expected uint64, snap sessnap.Snapshot) (uint64, error)
 
 	// Heartbeat proves the holder alive and checks that the lease is still
-	// its own (ErrLeaseLost otherwise).
+	// its own (ErrLeaseLost otherwise). A successful Append proves it alive
+	// as well, at no extra cost to the append, so a holder that appends
+	// need not heartbeat to look busy.
 	Heartbeat(ctx context.Context) error
 
 	// Delete removes the session and releases the lease. Afterwards the ID

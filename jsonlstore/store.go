@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -35,7 +36,8 @@ type Options struct {
 	// of one line in memory.
 	MaxRecordBytes int
 	// PollInterval is how often the watcher rescans when it cannot rely on
-	// file system events (0: 1s).
+	// file system events, and probes the leases it saw held, to see a
+	// holder that died (0: 1s).
 	PollInterval time.Duration
 	// LeftoverAge is how old an unheld temporary or trash directory must be
 	// before it is swept (0: 1 minute).
@@ -92,7 +94,7 @@ type Store struct {
 
 	closed atomic.Bool
 	mu     sync.Mutex
-	watch  *watcher // started by the first Watch
+	watch  *watch.Watcher // started by the first Watch
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -146,7 +148,7 @@ func (s *Store) Close() error {
 	w := s.watch
 	s.mu.Unlock()
 	if w != nil {
-		w.close()
+		w.Close()
 	}
 	if s.root != nil {
 		return s.root.Close()

@@ -6,13 +6,14 @@
 // Every revision is kept as its sessnap encoding, produced by
 // sessionstore.EncodeSnapshot (the validation every adapter runs), and
 // decoded afresh on every read, so a caller never shares memory with the
-// store. A summary.Index is fed on every create, append and delete and
-// answers List and Watch; lease status is filled in when a page is read.
+// store. A summary.Index is fed on every create, append and delete, and
+// on every acquisition, release and loss of a lease, and answers List and
+// Watch; List fills in lease status when a page is read.
 //
 // Leases exclude holders within this process (there is no other). Nothing
 // expires them, so AcquireOptions.HeartbeatInterval is ignored and
-// Heartbeat only records the time; Supersede simulates a holder that lost
-// its lease, for tests of recovery paths.
+// Heartbeat and Append only record the time; Supersede simulates a holder
+// that lost its lease, for tests of recovery paths.
 //
 // # Usage
 //

@@ -188,13 +188,30 @@ func (s *Store) appendLocked(e *entry, gen uint64, snap *sessnap.Snapshot, data 
 		t = e.records[n-1].time // the clock stepped back: never go backwards
 	}
 	e.records = append(e.records, record{gen: gen, time: t, schema: sessnap.SchemaVersion, data: data})
+	if e.holder != nil && e.holder.gen == gen {
+		e.identity.HeartbeatAt = t // an append proves the holder alive, as a heartbeat does
+	}
 	e.logBytes += int64(len(data))
 	rev := uint64(len(e.records))
 	sum := summary.Project(snap, rev, gen, t)
 	sum.Sizes.LogBytes = e.logBytes
-	// Under s.mu, so the index sees each session's revisions in order.
+	sum.Lease = e.statusLocked(t)
+	// Under s.mu, so the index sees each session's revisions and lease
+	// changes in order.
 	s.index.Put(sum)
 	return rev
+}
+
+// leaseChangedLocked publishes e's summary again with its lease status,
+// which just changed (acquired, released, lost), so that watchers see the
+// change.
+func (s *Store) leaseChangedLocked(e *entry) {
+	sum, ok := s.index.Get(e.id)
+	if !ok {
+		return // being created: its first revision carries the lease
+	}
+	sum.Lease = e.statusLocked(s.now())
+	s.index.Put(sum)
 }
 
 // recordAt returns revision rev of id (0: the latest) and its number.
@@ -323,11 +340,11 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	return page, nil
 }
 
-// Watch implements sessionstore.Store. The summaries in changes carry no
-// lease status (LeaseUnknown): acquiring or releasing a lease is not a
-// change, so a status in an event would go stale unseen; List and Lease
-// compute it when asked. The channel's goroutine ends when ctx is done or
-// the store is closed.
+// Watch implements sessionstore.Store. Every change carries the session's
+// lease status as it was when the change was made: acquiring the lease,
+// releasing it and losing it (Supersede) are changes, as appends are; a
+// heartbeat is not (List and Lease compute the heartbeat age when asked).
+// The channel's goroutine ends when ctx is done or the store is closed.
 func (s *Store) Watch(ctx context.Context) (<-chan summary.Change, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
