@@ -66,6 +66,8 @@ func runChild(mode string, args []string) error {
 		return ""
 	}
 	switch mode {
+	case "sl-fts5", "sl-bleve": // PATH WORD
+		return slChild(mode, arg(0), arg(1))
 	case "noop":
 		result("ns=0")
 		return nil

@@ -36,6 +36,9 @@ type config struct {
 	w5MiB       int
 	w5Rounds    int
 	preallocOps map[int]int
+	slSessions  int
+	slAppends   int
+	slFresh     int
 }
 
 func fullConfig() config {
@@ -45,6 +48,7 @@ func fullConfig() config {
 		w4Sessions: 10000, w4Fresh: 20, w4Live: 2000,
 		w5MiB: 256, w5Rounds: 3,
 		preallocOps: map[int]int{1 << 10: 2000, 16 << 10: 1500, 256 << 10: 400},
+		slSessions:  10000, slAppends: 500, slFresh: 15,
 	}
 }
 
@@ -56,6 +60,7 @@ func quickConfig() config {
 		w4Sessions: 1000, w4Fresh: 5, w4Live: 300,
 		w5MiB: 24, w5Rounds: 1,
 		preallocOps: map[int]int{1 << 10: 200, 16 << 10: 200, 256 << 10: 60},
+		slSessions:  1000, slAppends: 100, slFresh: 5,
 	}
 }
 
@@ -72,6 +77,7 @@ var workloads = []workload{
 	{"W3", runW3},
 	{"W4", runW4},
 	{"W5", runW5},
+	{"SL", runSearchLib},
 }
 
 func main() {
