@@ -52,6 +52,7 @@ type Store struct {
 	mu       sync.Mutex
 	sessions map[session.SessionID]*entry
 	closed   bool
+	search   searchIndex // fed under mu, in order
 }
 
 // entry is one session: its log and its lease.
@@ -199,6 +200,7 @@ func (s *Store) appendLocked(e *entry, gen uint64, snap *sessnap.Snapshot, data 
 	// Under s.mu, so the index sees each session's revisions and lease
 	// changes in order.
 	s.index.Put(sum)
+	s.search.appended(snap, rev, &sum)
 	return rev
 }
 

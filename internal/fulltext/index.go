@@ -239,7 +239,7 @@ func (ix *Index) Search(q Query, f Filter, limit int) []Hit {
 		}
 		spans := q.MatchFields(fields...)
 		field := 0
-		if spans[0] == nil {
+		if spans[0] == nil && len(spans) > 1 {
 			field = 1
 		}
 		if spans[field] == nil {
