@@ -191,3 +191,21 @@ func SearchHitOf(h fulltext.Hit) SearchHit {
 	}
 	return out
 }
+
+// SearchIndexReport is what rebuilding a search index did.
+type SearchIndexReport struct {
+	// Sessions is the number of sessions indexed.
+	Sessions int `json:"sessions"`
+	// Unreadable lists the sessions that could not be read (and so are
+	// not in the index).
+	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
+}
+
+// SearchReindexer is a Searcher whose index is kept apart from its
+// records and can be rebuilt from them.
+type SearchReindexer interface {
+	Searcher
+	// ReindexSearch rebuilds the index from the records. Searches during
+	// the rebuild stay correct. Errors: ErrClosed, a done context's, I/O.
+	ReindexSearch(ctx context.Context) (SearchIndexReport, error)
+}

@@ -95,6 +95,7 @@ type Store struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
+	search searchIndex    // search.go
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -150,6 +151,7 @@ func (s *Store) Close() error {
 	if w != nil {
 		w.Close()
 	}
+	s.closeSearch()
 	if s.root != nil {
 		return s.root.Close()
 	}
@@ -246,8 +248,10 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
 		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
 		app:    app, blobs: blobs,
+		search: searchMark{known: true}, // a new session: the index holds nothing of it
 	}
 	w.writeSummary(&rec, &snap)
+	w.indexAppended(&rec, &snap)
 	return w, nil
 }
 

@@ -42,6 +42,7 @@ type indexed struct {
 	labels   map[string]string
 	updated  time.Time
 	titleRev uint64
+	count    int // messages indexed, when msgs is not kept (PutDocs)
 }
 
 // NewIndex returns an empty index.
@@ -101,13 +102,29 @@ func (ix *Index) Put(r Revision) {
 	s.rev, s.msgs, s.project, s.labels, s.updated = r.Revision, r.Messages, r.Project, r.Labels, r.Updated
 }
 
+// PutDocs sets what the index holds of session r.ID to r's title and
+// the docs of its messages, message i having appeared at revs[i] and the
+// title at titleRev (r.Messages is not read).
+func (ix *Index) PutDocs(r Revision, titleRev uint64, docs []Doc, revs []uint64) {
+	ix.Remove(r.ID)
+	s := &indexed{rev: r.Revision, title: r.Title, titleRev: titleRev, project: r.Project, labels: r.Labels, updated: r.Updated}
+	ix.sessions[r.ID] = s
+	for i := range docs {
+		ix.add(docKey{r.ID, i}, &doc{fields: [2]string{docs[i].Text, docs[i].Tool}, role: docs[i].Role, rev: revs[i]})
+	}
+	s.count = len(docs)
+	if r.Title != "" {
+		ix.add(docKey{r.ID, -1}, &doc{fields: [2]string{r.Title, ""}, rev: titleRev})
+	}
+}
+
 // Remove forgets session id.
 func (ix *Index) Remove(id session.SessionID) {
 	s := ix.sessions[id]
 	if s == nil {
 		return
 	}
-	for i := range s.msgs {
+	for i := range max(len(s.msgs), s.count) {
 		ix.drop(docKey{id, i})
 	}
 	ix.drop(docKey{id, -1})
