@@ -140,20 +140,28 @@ func (s *Store) makeSearchFile() error {
 				return fmt.Errorf("jsonlstore: search index: %w", err)
 			}
 		}
-		return nil
+		// Made here, so that it has the store's permissions (SQLite gives
+		// its -wal and -shm the database file's).
+		f, err := s.fs.OpenFile(searchFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		if err != nil {
+			return fmt.Errorf("jsonlstore: search index: %w", err)
+		}
+		return f.Close()
 	})
 }
 
-// replaceSearchFile removes a damaged index and what goes with it.
+// replaceSearchFile removes a damaged index and makes a new one.
 func (s *Store) replaceSearchFile() error {
-	return s.withSearchLock(func() error {
-		for _, ext := range []string{"", "-wal", "-shm", "-journal"} {
-			if err := s.fs.Remove(searchFile + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("jsonlstore: search index: %w", err)
-			}
+	err := s.withSearchLock(func() error {
+		if err := s.fs.Remove(searchFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("jsonlstore: search index: %w", err)
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return s.makeSearchFile()
 }
 
 // withSearchLock runs fn holding the search directory's lock, which

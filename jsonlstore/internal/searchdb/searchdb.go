@@ -313,8 +313,7 @@ func (d *DB) Delete(ctx context.Context, ids []session.SessionID, wait Wait) err
 func (d *DB) Clear(ctx context.Context, wait Wait) error {
 	return d.classify("clear", d.write(ctx, wait, func(tx *sql.Tx) error {
 		for _, q := range []string{
-			"DELETE FROM sessions", "DELETE FROM labels", "DELETE FROM msgs",
-			"INSERT INTO docs (docs) VALUES ('delete-all')",
+			"DELETE FROM sessions", "DELETE FROM labels", "DELETE FROM msgs", "DELETE FROM docs",
 		} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
