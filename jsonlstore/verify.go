@@ -193,7 +193,9 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// check decodes and restores the snapshot of r, its pages expanded
 	// (its blobs checked, each once, but not read into it).
 	check := func(r *rawRecord, snap []byte) error {
-		rec, err := decodeRecord(id, r, snap, s.newPageCache(id))
+		c := s.newPageCache(id)
+		rec, err := decodeRecord(id, r, snap, c)
+		c.Close()
 		if err != nil {
 			return err
 		}
