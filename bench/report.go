@@ -18,7 +18,7 @@ func (r *report) set(key string, v float64) {
 	r.fig[key] = v
 }
 
-// targets checks issue 8's targets against the figures this run measured
+// targets checks the targets against the figures this run measured
 // (a target whose workload did not run is left out).
 func (r *report) targets() []target {
 	var ts []target

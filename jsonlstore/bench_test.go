@@ -103,7 +103,7 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkLoadLatest loads the latest revision of sessions whose logs hold
 // 1, 1,000 and 10,000 revisions of the same final snapshot: the cost must
-// not grow with the history (DESIGN: within 2x). With records=delta the
+// not grow with the history (within 2x). With records=delta the
 // log is what a writer with delta records writes (its chain policy,
 // record.Tracker): chains of deltas after full records, so Load reads back to
 // the last full record and applies the deltas after it.
