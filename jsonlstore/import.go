@@ -99,7 +99,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			return 0, err
 		}
 		if r.Kind != KindGap {
-			if latest, err = decodeRecord(id, r, snaps.Bytes(), s.newPageCache(id)); err != nil {
+			c := s.newPageCache(id)
+			latest, err = decodeRecord(id, r, snaps.Bytes(), c)
+			c.Close()
+			if err != nil {
 				return 0, err
 			}
 		}
