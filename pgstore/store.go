@@ -241,8 +241,11 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, data []byte,
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
-		_, err = s.appendTx(ctx, tx, id, 1, snap, data, latest{})
-		return err
+		if _, err = s.appendTx(ctx, tx, id, 1, snap, data, latest{}); err != nil {
+			return err
+		}
+		s.indexTx(ctx, tx, &w.search, id, 1, snap)
+		return nil
 	})
 	if err != nil {
 		return nil, wrapErr("create", id, err)

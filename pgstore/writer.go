@@ -39,9 +39,10 @@ type writer struct {
 	report sessionstore.RecoveryReport
 	rev    atomic.Uint64
 
-	mu    sync.Mutex
-	state writerState
-	hb    *heartbeater // nil until started
+	mu     sync.Mutex
+	state  writerState
+	hb     *heartbeater // nil until started
+	search searchMark   // what the writer gave the search index last (search.go)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -167,6 +168,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		if rev, err = w.s.appendTx(ctx, tx, w.id, w.gen, &snap, data, prev); err != nil {
 			return err
 		}
+		w.s.indexTx(ctx, tx, &w.search, w.id, rev, &snap)
 		_, err = tx.Exec(ctx, extendSQL, string(w.id), w.s.opts.LeaseTTL.Microseconds())
 		return err
 	})

@@ -118,6 +118,25 @@ func (ix *Index) PutDocs(r Revision, titleRev uint64, docs []Doc, revs []uint64)
 	}
 }
 
+// Docs returns what the index holds of session id: its revision's
+// title, the revision the title was set at, and each message's doc and
+// the revision it appeared at.
+func (ix *Index) Docs(id session.SessionID) (title string, titleRev uint64, docs []Doc, revs []uint64, ok bool) {
+	s := ix.sessions[id]
+	if s == nil {
+		return "", 0, nil, nil, false
+	}
+	for i := range max(len(s.msgs), s.count) {
+		d := ix.docs[docKey{id, i}]
+		if d == nil {
+			break
+		}
+		docs = append(docs, Doc{Role: d.role, Text: d.fields[0], Tool: d.fields[1]})
+		revs = append(revs, d.rev)
+	}
+	return s.title, s.titleRev, docs, revs, true
+}
+
 // Remove forgets session id.
 func (ix *Index) Remove(id session.SessionID) {
 	s := ix.sessions[id]
