@@ -46,7 +46,7 @@ func Snippet(text string, spans []Span, width int) (string, []Span) {
 	for si < len(spans) && spans[si].End <= from {
 		si++
 	}
-	space := false
+	space, wrote := false, false
 	open := -1
 	for i := from; i < to; {
 		for si < len(spans) && open < 0 && i >= spans[si].Start {
@@ -54,12 +54,12 @@ func Snippet(text string, spans []Span, width int) (string, []Span) {
 		}
 		r, size := utf8.DecodeRuneInString(text[i:])
 		if unicode.IsSpace(r) {
-			if !space && len(out) > 0 {
+			if !space && wrote {
 				out = append(out, ' ')
 			}
 			space = true
 		} else {
-			space = false
+			space, wrote = false, true
 			out = append(out, text[i:i+size]...)
 		}
 		i += size
@@ -72,10 +72,10 @@ func Snippet(text string, spans []Span, width int) (string, []Span) {
 	if open >= 0 {
 		marks = append(marks, Span{open, len(out)})
 	}
+	if n := len(out); space && n > 0 && out[n-1] == ' ' {
+		out = out[:n-1]
+	}
 	if to < len(text) {
-		if n := len(out); space && n > 0 && out[n-1] == ' ' {
-			out = out[:n-1]
-		}
 		out = append(out, Ellipsis...)
 	}
 	return string(out), marks
