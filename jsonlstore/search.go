@@ -297,7 +297,11 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB) (caughtUp, e
 	read := make([]*indexed, len(stale))
 	errs := make([]error, len(stale))
 	err = parallel(ctx, len(stale), func(i int) error {
-		read[i], errs[i] = s.readIndexed(ctx, stale[i])
+		var hint *searchdb.State
+		if st, ok := states[stale[i]]; ok {
+			hint = &st
+		}
+		read[i], errs[i] = s.readIndexed(ctx, stale[i], hint)
 		return nil
 	})
 	if err != nil {
@@ -307,8 +311,11 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB) (caughtUp, e
 	var upIdx []int
 	for i, id := range stale {
 		switch {
-		case errs[i] == nil:
+		case errs[i] == nil && read[i].update.Reset:
 			ups = append(ups, incremental(read[i], states[id]))
+			upIdx = append(upIdx, i)
+		case errs[i] == nil:
+			ups = append(ups, read[i].update) // only what the row lacks
 			upIdx = append(upIdx, i)
 		case endsStoreWide(errs[i]):
 			return cu, errs[i]
@@ -340,8 +347,18 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB) (caughtUp, e
 			continue
 		}
 		// The index did not take it (unwritable, or changed meanwhile):
-		// the session is searched in memory, from what was read.
+		// the session is searched in memory, from what was read (all of
+		// it: the whole history).
 		ix := read[i]
+		if !ix.update.Reset {
+			whole, err := s.readIndexed(ctx, ix.update.ID, nil)
+			if err != nil {
+				cu.unreadable = append(cu.unreadable, summary.UnreadableOf(ix.update.ID, err))
+				cu.skip[ix.update.ID] = true
+				continue
+			}
+			ix = whole
+		}
 		if cu.mem == nil {
 			cu.mem = fulltext.NewIndex()
 		}

@@ -235,7 +235,7 @@ func (s *Store) refreshLocked(ctx context.Context, db *searchdb.DB, ids []sessio
 			continue
 		}
 		seen[id] = true
-		ix, err := s.readIndexed(ctx, id)
+		ix, err := s.readIndexed(ctx, id, nil)
 		if err != nil {
 			continue // deleted, unreadable: the next search sees to it
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -23,7 +24,7 @@ func proofOf(fi fs.FileInfo) searchdb.Proof {
 // the latest revision's title, project, labels and every message's doc
 // with the revision it appeared at.
 type indexed struct {
-	update searchdb.Update // Reset: every message in Add
+	update searchdb.Update // Reset: every message in Add; else the messages after the row's
 	digest []fulltext.Digest
 }
 
@@ -32,7 +33,13 @@ type indexed struct {
 // (not rebuilt: their payloads are read for message counts and titles)
 // for the revision each message and the title appeared at. Its cost is
 // reading the log and the latest revision's content once.
-func (s *Store) readIndexed(ctx context.Context, id session.SessionID) (*indexed, error) {
+//
+// With a row (st: what the index holds of the session), only the
+// records after the row's revision are read, backwards from the end of
+// the log, when they merely add messages to the ones the row holds (its
+// digest says they are the conversation's first): the update then adds
+// the new messages. Otherwise it is a reset, read from the whole history.
+func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searchdb.State) (*indexed, error) {
 	var out *indexed
 	err := s.read(ctx, id, func(v *view) error {
 		fi, err := v.f.Stat()
@@ -45,16 +52,22 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID) (*indexed
 		if proof.Size != v.size {
 			proof.Size = v.size
 		}
-		_, rec, err := s.loadLatest(id, v, false)
+		last, rec, err := s.loadLatest(id, v, false)
 		if err != nil {
 			return err
+		}
+		msgs := rec.Snapshot.Messages
+		if st != nil {
+			if ix := s.readAfter(id, v, last, &rec, st, proof); ix != nil {
+				out = ix
+				return nil
+			}
 		}
 		counts, titleRev, err := s.historyCounts(id, v, rec.Revision)
 		if err != nil {
 			return err
 		}
 		revs, ok := fulltext.Appearances(0, counts, 0)
-		msgs := rec.Snapshot.Messages
 		if !ok || len(revs) != len(msgs) {
 			// The history's counts and the snapshot disagree (they are
 			// read from the same file, so this is damage that the read
@@ -81,6 +94,79 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID) (*indexed
 	return out, err
 }
 
+// readAfter is readIndexed's way for a row in state st: from the records
+// after st.Rev alone. It returns nil when they do not merely add
+// messages to the row's (or are not all in the log).
+func (s *Store) readAfter(id session.SessionID, v *view, last *rawRecord, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
+	msgs := rec.Snapshot.Messages
+	if st.Rev == 0 || st.Rev > rec.Revision || st.Messages > len(msgs) {
+		return nil
+	}
+	// The records after st.Rev, newest first.
+	var after []*rawRecord
+	for r := last; r.Rev > st.Rev; {
+		if r.Kind == record.KindGap || len(after) >= maxReadAfter {
+			return nil
+		}
+		after = append(after, r.Clone())
+		prev, err := v.back.Before(r)
+		if err != nil || prev == nil {
+			return nil // archived, or damage the whole read reports
+		}
+		r = prev
+	}
+	var conv record.Conversation
+	conv.StartAt(st.Messages)
+	counts := make([]fulltext.Count, len(after))
+	titleRev, title := uint64(0), st.Title
+	for k := range after {
+		r := after[len(after)-1-k]
+		n, kept, err := conv.Apply(r.Kind, r.Payload)
+		if err != nil {
+			return nil
+		}
+		counts[k] = fulltext.Count{N: n, Kept: kept}
+		val, changed, err := record.MemberChange(r.Kind, r.Payload, titleKey)
+		if err != nil {
+			return nil
+		}
+		if changed {
+			var t string
+			if val != nil && json.Unmarshal(val, &t) != nil {
+				return nil
+			}
+			if t != title {
+				title, titleRev = t, r.Rev
+			}
+		}
+	}
+	revs, ok := fulltext.Appearances(st.Rev, counts, st.Messages)
+	if !ok || len(revs) != len(msgs)-st.Messages {
+		return nil
+	}
+	ix := &indexed{digest: make([]fulltext.Digest, len(msgs)+1)}
+	docs := make([]fulltext.Doc, len(msgs))
+	for i := range msgs {
+		docs[i], _ = fulltext.MessageDoc(&msgs[i]) // loaded with its content
+		ix.digest[i+1] = ix.digest[i].Add(&docs[i])
+	}
+	if ix.digest[st.Messages] != st.Digest {
+		return nil // not the conversation the row holds
+	}
+	u := &ix.update
+	*u = searchdb.Update{ID: id, FromRev: st.Rev, FromMessages: st.Messages, Rev: rec.Revision, Messages: len(msgs),
+		Digest: ix.digest[len(msgs)], Title: rec.Snapshot.Title, TitleRev: max(titleRev, 1), Updated: rec.Time,
+		Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Proof: proof}
+	for i := st.Messages; i < len(msgs); i++ {
+		u.Add = append(u.Add, searchdb.Message{Index: i, Rev: revs[i-st.Messages], Doc: docs[i]})
+	}
+	return ix
+}
+
+// maxReadAfter bounds how many records readAfter reads back before it
+// leaves the work to a read of the whole history.
+const maxReadAfter = 4096
+
 var titleKey = `"title"`
 
 // errShortHistory reports a history that ends before the revision read
@@ -94,7 +180,7 @@ func (s *Store) historyCounts(id session.SessionID, v *view, last uint64) ([]ful
 	h := s.scanHistory(id, v)
 	defer h.Close()
 	counts := make([]fulltext.Count, 0, last)
-	prev := 0
+	var conv record.Conversation
 	var title []byte
 	var titleRev uint64
 	for h.Next() {
@@ -108,15 +194,14 @@ func (s *Store) historyCounts(id session.SessionID, v *view, last uint64) ([]ful
 			for rev := r.Rev; rev <= r.Through() && rev <= last; rev++ {
 				counts = append(counts, fulltext.Count{})
 			}
-			prev = 0
+			conv.Reset()
 			continue
 		}
-		n, kept, err := record.MessageCount(r.Kind, r.Payload, prev)
+		n, kept, err := conv.Apply(r.Kind, r.Payload)
 		if err != nil {
 			return nil, 0, err
 		}
 		counts = append(counts, fulltext.Count{N: n, Kept: kept})
-		prev = n
 		t, changed, err := record.MemberChange(r.Kind, r.Payload, titleKey)
 		if err != nil {
 			return nil, 0, err

@@ -100,6 +100,7 @@ type Proof struct {
 // State is what the index holds of one session.
 type State struct {
 	ID       session.SessionID
+	Title    string
 	Rev      uint64
 	Messages int
 	Digest   fulltext.Digest
@@ -256,7 +257,7 @@ func (d *DB) Path() string { return d.path }
 
 // States returns what the index holds of every session.
 func (d *DB) States(ctx context.Context) (map[session.SessionID]State, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT id, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions")
+	rows, err := d.db.QueryContext(ctx, "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions")
 	if err != nil {
 		return nil, d.classify("read sessions", err)
 	}
@@ -266,7 +267,7 @@ func (d *DB) States(ctx context.Context) (map[session.SessionID]State, error) {
 		var s State
 		var dig []byte
 		var dev, ino int64
-		if err := rows.Scan(&s.ID, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime); err != nil {
+		if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime); err != nil {
 			return nil, d.classify("read sessions", err)
 		}
 		s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino)
