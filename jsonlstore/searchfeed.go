@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
@@ -85,10 +86,25 @@ func (w *writer) indexAppended(rec *rawRecord, snap *sessnap.Snapshot) {
 }
 
 // continues reports whether next begins with prev's messages, known for
-// certain at no cost: the same memory (sessnap.Of shares a growing
-// session's messages), or no messages before.
+// certain and cheaply: the same memory (sessnap.Of shares a growing
+// session's messages), or, after the session's slice grew into a new
+// array, messages whose parts are the same memory (a message never
+// changes once appended). A false answer may be wrong: the index is
+// then brought up to date from the log.
 func continues(prev, next sessnap.Messages) bool {
-	return len(next) >= len(prev) && (len(prev) == 0 || &prev[0] == &next[0])
+	if len(next) < len(prev) {
+		return false
+	}
+	if len(prev) == 0 || &prev[0] == &next[0] {
+		return true
+	}
+	for i := range prev {
+		a, b := &prev[i], &next[i]
+		if a.Role != b.Role || len(a.Parts) != len(b.Parts) || len(a.Parts) > 0 && &a.Parts[0] != &b.Parts[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // indexDeleted queues the removal of session id from the index.
@@ -133,15 +149,8 @@ func (s *Store) queueSearch(ev searchEvent) {
 // another process's write as wait says. Sessions whose update does not
 // build on what the index holds are read from their logs.
 func (s *Store) flushSearch(ctx context.Context, wait searchdb.Wait) {
-	s.search.feedMu.Lock()
 	f := &s.search.feed
-	events := f.pending
-	f.pending, f.bytes = nil, 0
-	if f.timer != nil {
-		f.timer.Stop()
-		f.timer = nil
-	}
-	s.search.feedMu.Unlock()
+	events := s.takeQueue()
 	if len(events) == 0 {
 		return
 	}
@@ -181,17 +190,24 @@ func (s *Store) writeSearch(ctx context.Context, events []searchEvent, wait sear
 	}
 	ups := make([]searchdb.Update, 0, len(events))
 	var behind []session.SessionID
+	// A session read from its log is read as it is at the end: its
+	// updates queued after the one that needs the read are in it.
+	reread := map[session.SessionID]bool{}
 	for i := range events {
 		ev := &events[i]
 		switch {
 		case ev.deleted:
 			ups = append(ups, searchdb.Update{ID: ev.id, Delete: true})
+			delete(reread, ev.id)
+		case reread[ev.id]:
 		case ev.catchUp:
 			behind = append(behind, ev.id)
+			reread[ev.id] = true
 		default:
 			u, ok := ev.update()
 			if !ok {
 				behind = append(behind, ev.id) // content not in memory: read it from the log
+				reread[ev.id] = true
 				continue
 			}
 			ups = append(ups, u)
@@ -256,4 +272,38 @@ func (s *Store) closeSearch() {
 	s.closeSearchLocked()
 	s.search.closed = true
 	s.search.mu.Unlock()
+}
+
+// FlushSearch writes the search index updates that appends queued, now,
+// waiting up to a few seconds for another process's write to the index;
+// it returns what kept it from writing them (they are then left to the
+// next search). Appends need not call it: the store writes its queue
+// soon after each append, and when it is closed.
+func (s *Store) FlushSearch(ctx context.Context) error {
+	if s.closed.Load() {
+		return sessionstore.ErrClosed
+	}
+	events := s.takeQueue()
+	if len(events) == 0 {
+		return nil
+	}
+	err := s.writeSearch(ctx, events, searchWait)
+	if errors.Is(err, searchdb.ErrMissing) {
+		return nil // no index: the first search builds it
+	}
+	return err
+}
+
+// takeQueue empties the queue and returns what it held.
+func (s *Store) takeQueue() []searchEvent {
+	s.search.feedMu.Lock()
+	defer s.search.feedMu.Unlock()
+	f := &s.search.feed
+	events := f.pending
+	f.pending, f.bytes = nil, 0
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
+	return events
 }

@@ -27,9 +27,11 @@ package searchdb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -65,6 +67,7 @@ CREATE TABLE sessions (
 	title_rev INTEGER NOT NULL,
 	updated   INTEGER NOT NULL,
 	project   TEXT    NOT NULL,
+	labels    TEXT    NOT NULL, -- the labels as JSON, to tell whether they changed
 	log_dev   INTEGER NOT NULL,
 	log_ino   INTEGER NOT NULL,
 	log_size  INTEGER NOT NULL,
@@ -89,6 +92,19 @@ CREATE INDEX msgs_sid ON msgs (sid, msg);
 CREATE VIRTUAL TABLE docs USING fts5(title, text, tool, tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'");
 PRAGMA user_version = 1;
 `
+
+// The statements of every append's index write, prepared once.
+const (
+	selectRowSQL = "SELECT sid, rev, messages, title, title_rev, digest, labels FROM sessions WHERE id = ?"
+	updateRowSQL = `UPDATE sessions SET rev = ?, messages = ?, digest = ?, title = ?, title_rev = ?, updated = ?,
+			project = ?, labels = ?, log_dev = ?, log_ino = ?, log_size = ?, log_mtime = ? WHERE sid = ?`
+	insertRowSQL = `INSERT INTO sessions (id, rev, messages, digest, title, title_rev, updated, project, labels,
+			log_dev, log_ino, log_size, log_mtime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertMsgSQL = "INSERT INTO msgs (sid, msg, role, rev) VALUES (?, ?, ?, ?)"
+	insertDocSQL = "INSERT INTO docs (rowid, title, text, tool) VALUES (?, ?, ?, ?)"
+)
+
+var writeStatements = []string{selectRowSQL, updateRowSQL, insertRowSQL, insertMsgSQL, insertDocSQL}
 
 // Proof is the state of a session's log when the index read it: its
 // identity, size and modification time (nanoseconds).
@@ -155,6 +171,10 @@ const NoWait Wait = 0
 type DB struct {
 	db   *sql.DB
 	path string
+
+	mu    sync.Mutex // guards stmts and wait
+	stmts map[string]*sql.Stmt
+	wait  Wait // the connection's busy timeout; -1: not set
 }
 
 // OpenOptions tune Open.
@@ -177,9 +197,13 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
-	d := &DB{db: db, path: path}
+	d := &DB{db: db, path: path, stmts: map[string]*sql.Stmt{}, wait: -1}
 	if err := d.init(ctx, opts.Create); err != nil {
 		_ = db.Close()
+		return nil, err
+	}
+	if err := d.prepare(ctx); err != nil {
+		_ = d.Close()
 		return nil, err
 	}
 	return d, nil
@@ -245,12 +269,69 @@ func (d *DB) classify(what string, err error) error {
 }
 
 func (d *DB) setWait(ctx context.Context, w Wait) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.wait == w {
+		return nil
+	}
 	_, err := d.db.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", time.Duration(w).Milliseconds()))
+	if err == nil {
+		d.wait = w
+	}
 	return d.classify("set busy timeout", err)
 }
 
+// stmt returns query as Open prepared it (statements are parsed once,
+// not at every append), or nil for one it did not.
+func (d *DB) stmt(query string) *sql.Stmt {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stmts[query]
+}
+
+// prepare prepares the statements of every write. It runs outside any
+// transaction: the DB's one connection is free.
+func (d *DB) prepare(ctx context.Context) error {
+	for _, q := range writeStatements {
+		st, err := d.db.PrepareContext(ctx, q)
+		if err != nil {
+			return d.classify("prepare", err)
+		}
+		d.stmts[q] = st
+	}
+	return nil
+}
+
 // Close closes the index.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.mu.Lock()
+	for _, st := range d.stmts {
+		_ = st.Close() // closing the database closes what is left
+	}
+	d.stmts = nil
+	d.mu.Unlock()
+	return d.db.Close()
+}
+
+// wtx is a write transaction whose statements are the DB's prepared ones.
+type wtx struct {
+	d  *DB
+	tx *sql.Tx
+}
+
+func (w *wtx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := w.d.stmt(query); st != nil {
+		return w.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return w.tx.ExecContext(ctx, query, args...)
+}
+
+func (w *wtx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := w.d.stmt(query); st != nil {
+		return w.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return w.tx.QueryRowContext(ctx, query, args...)
+}
 
 // Path is the index file's path.
 func (d *DB) Path() string { return d.path }
@@ -282,7 +363,7 @@ func (d *DB) States(ctx context.Context) (map[session.SessionID]State, error) {
 // fails at once with ErrBusy when another process writes.
 func (d *DB) Apply(ctx context.Context, ups []Update, wait Wait) ([]bool, error) {
 	applied := make([]bool, len(ups))
-	err := d.write(ctx, wait, func(tx *sql.Tx) error {
+	err := d.write(ctx, wait, func(tx *wtx) error {
 		for i := range ups {
 			ok, err := apply(ctx, tx, &ups[i])
 			if err != nil {
@@ -300,7 +381,7 @@ func (d *DB) Apply(ctx context.Context, ups []Update, wait Wait) ([]bool, error)
 
 // Delete removes sessions from the index.
 func (d *DB) Delete(ctx context.Context, ids []session.SessionID, wait Wait) error {
-	return d.classify("delete", d.write(ctx, wait, func(tx *sql.Tx) error {
+	return d.classify("delete", d.write(ctx, wait, func(tx *wtx) error {
 		for _, id := range ids {
 			if err := remove(ctx, tx, id); err != nil {
 				return err
@@ -312,11 +393,11 @@ func (d *DB) Delete(ctx context.Context, ids []session.SessionID, wait Wait) err
 
 // Clear removes every session from the index.
 func (d *DB) Clear(ctx context.Context, wait Wait) error {
-	return d.classify("clear", d.write(ctx, wait, func(tx *sql.Tx) error {
+	return d.classify("clear", d.write(ctx, wait, func(tx *wtx) error {
 		for _, q := range []string{
 			"DELETE FROM sessions", "DELETE FROM labels", "DELETE FROM msgs", "DELETE FROM docs",
 		} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
+			if _, err := tx.exec(ctx, q); err != nil {
 				return err
 			}
 		}
@@ -324,7 +405,7 @@ func (d *DB) Clear(ctx context.Context, wait Wait) error {
 	}))
 }
 
-func (d *DB) write(ctx context.Context, wait Wait, fn func(tx *sql.Tx) error) error {
+func (d *DB) write(ctx context.Context, wait Wait, fn func(tx *wtx) error) error {
 	if err := d.setWait(ctx, wait); err != nil {
 		return err
 	}
@@ -333,14 +414,14 @@ func (d *DB) write(ctx context.Context, wait Wait, fn func(tx *sql.Tx) error) er
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit: nothing to roll back
-	if err := fn(tx); err != nil {
+	if err := fn(&wtx{d: d, tx: tx}); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
 // apply applies one update in tx.
-func apply(ctx context.Context, tx *sql.Tx, u *Update) (bool, error) {
+func apply(ctx context.Context, tx *wtx, u *Update) (bool, error) {
 	if u.Delete {
 		return true, remove(ctx, tx, u.ID)
 	}
@@ -349,7 +430,8 @@ func apply(ctx context.Context, tx *sql.Tx, u *Update) (bool, error) {
 	var titleRev int64
 	var title string
 	var dig []byte
-	err := tx.QueryRowContext(ctx, "SELECT sid, rev, messages, title, title_rev, digest FROM sessions WHERE id = ?", string(u.ID)).Scan(&sid, &rev, &msgs, &title, &titleRev, &dig)
+	var labelsWas string
+	err := tx.queryRow(ctx, selectRowSQL, string(u.ID)).Scan(&sid, &rev, &msgs, &title, &titleRev, &dig, &labelsWas)
 	exists := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, err
@@ -386,16 +468,15 @@ func apply(ctx context.Context, tx *sql.Tx, u *Update) (bool, error) {
 	} else {
 		u.Project = "/"
 	}
+	labels := labelsText(u.Labels)
 	if exists {
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET rev = ?, messages = ?, digest = ?, title = ?, title_rev = ?, updated = ?,
-			project = ?, log_dev = ?, log_ino = ?, log_size = ?, log_mtime = ? WHERE sid = ?`,
-			int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project,
+		_, err = tx.exec(ctx, updateRowSQL,
+			int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels,
 			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime, sid)
 	} else {
 		var res sql.Result
-		res, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, rev, messages, digest, title, title_rev, updated, project,
-			log_dev, log_ino, log_size, log_mtime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			string(u.ID), int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project,
+		res, err = tx.exec(ctx, insertRowSQL,
+			string(u.ID), int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels,
 			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime)
 		if err == nil {
 			sid, err = res.LastInsertId()
@@ -404,12 +485,14 @@ func apply(ctx context.Context, tx *sql.Tx, u *Update) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM labels WHERE sid = ?", sid); err != nil {
-		return false, err
-	}
-	for k, v := range u.Labels {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO labels (sid, key, value) VALUES (?, ?, ?)", sid, k, v); err != nil {
+	if !exists || labelsWas != labels {
+		if _, err := tx.exec(ctx, "DELETE FROM labels WHERE sid = ?", sid); err != nil {
 			return false, err
+		}
+		for k, v := range u.Labels {
+			if _, err := tx.exec(ctx, "INSERT INTO labels (sid, key, value) VALUES (?, ?, ?)", sid, k, v); err != nil {
+				return false, err
+			}
 		}
 	}
 	// The title's document, when it changed.
@@ -431,8 +514,8 @@ func apply(ctx context.Context, tx *sql.Tx, u *Update) (bool, error) {
 	return true, nil
 }
 
-func addDoc(ctx context.Context, tx *sql.Tx, sid int64, msg int, role string, rev uint64, cols [3]string) error {
-	res, err := tx.ExecContext(ctx, "INSERT INTO msgs (sid, msg, role, rev) VALUES (?, ?, ?, ?)", sid, msg, role, int64(rev))
+func addDoc(ctx context.Context, tx *wtx, sid int64, msg int, role string, rev uint64, cols [3]string) error {
+	res, err := tx.exec(ctx, insertMsgSQL, sid, msg, role, int64(rev))
 	if err != nil {
 		return err
 	}
@@ -440,22 +523,34 @@ func addDoc(ctx context.Context, tx *sql.Tx, sid int64, msg int, role string, re
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO docs (rowid, title, text, tool) VALUES (?, ?, ?, ?)", rowid, cols[0], cols[1], cols[2])
+	_, err = tx.exec(ctx, insertDocSQL, rowid, cols[0], cols[1], cols[2])
 	return err
+}
+
+// labelsText is the labels as JSON (keys sorted).
+func labelsText(l map[string]string) string {
+	if len(l) == 0 {
+		return "{}"
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // removeDocs removes the documents of the msgs rows where cond holds.
-func removeDocs(ctx context.Context, tx *sql.Tx, cond string, args ...any) error {
-	if _, err := tx.ExecContext(ctx, "DELETE FROM docs WHERE rowid IN (SELECT rowid FROM msgs WHERE "+cond+")", args...); err != nil {
+func removeDocs(ctx context.Context, tx *wtx, cond string, args ...any) error {
+	if _, err := tx.exec(ctx, "DELETE FROM docs WHERE rowid IN (SELECT rowid FROM msgs WHERE "+cond+")", args...); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, "DELETE FROM msgs WHERE "+cond, args...)
+	_, err := tx.exec(ctx, "DELETE FROM msgs WHERE "+cond, args...)
 	return err
 }
 
-func remove(ctx context.Context, tx *sql.Tx, id session.SessionID) error {
+func remove(ctx context.Context, tx *wtx, id session.SessionID) error {
 	var sid int64
-	err := tx.QueryRowContext(ctx, "SELECT sid FROM sessions WHERE id = ?", string(id)).Scan(&sid)
+	err := tx.queryRow(ctx, "SELECT sid FROM sessions WHERE id = ?", string(id)).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -466,7 +561,7 @@ func remove(ctx context.Context, tx *sql.Tx, id session.SessionID) error {
 		return err
 	}
 	for _, q := range []string{"DELETE FROM labels WHERE sid = ?", "DELETE FROM sessions WHERE sid = ?"} {
-		if _, err := tx.ExecContext(ctx, q, sid); err != nil {
+		if _, err := tx.exec(ctx, q, sid); err != nil {
 			return err
 		}
 	}
