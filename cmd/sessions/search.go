@@ -70,11 +70,10 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		for _, h := range res.Hits {
 			where := "title"
 			if h.Message >= 0 {
-				where = fmt.Sprintf("message %d (%s", h.Message, h.Role)
+				where = fmt.Sprintf("message %d (%s)", h.Message, h.Role)
 				if h.Field == "tool" {
-					where += ", tool"
+					where += " in tools"
 				}
-				where += ")"
 			}
 			fmt.Fprintf(stdout, "%s  rev %d  %s  %s\n", h.ID, h.Revision, where, cli.Cell(h.Title))
 			fmt.Fprintf(stdout, "    %s\n", marked(h.Snippet, h.Marks, mark))
