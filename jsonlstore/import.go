@@ -3,12 +3,14 @@ package jsonlstore
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -49,13 +51,21 @@ func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
 // with a free lease whose generation is above every generation in the
 // records, and a summary.
 //
+// The content the records reference (their blobs) comes from blobs, once
+// per content, checked against its reference's size and SHA-256, and is
+// written into the new session's blobs/ (compressed where that pays) and
+// synced before the session is published. A reference blobs cannot
+// satisfy (nil blobs, content it lacks or gives wrong) is corruption at
+// the first record that holds it: nothing is created.
+//
 // Import returns the number of records. Errors: ErrInvalidID, ErrClosed,
 // ErrExists, a *sessionstore.CorruptionError for a line that fails its
-// checks (nothing is created), a *sessionstore.NewerRecordError for a
-// record of a newer program, a *sessionstore.GapError when the last
-// record is a gap, lines' own errors, I/O errors. As with Create, on error
-// the session either does not exist or exists whole.
-func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error]) (n int, err error) {
+// checks or a blob the source lacks (nothing is created), a
+// *sessionstore.NewerRecordError for a record of a newer program, a
+// *sessionstore.GapError when the last record is a gap, lines' and blobs'
+// own errors, I/O errors. As with Create, on error the session either does
+// not exist or exists whole.
+func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error], blobs sessionstore.BlobSource) (n int, err error) {
 	if err := s.check(ctx, id); err != nil {
 		return 0, err
 	}
@@ -90,6 +100,9 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	var latest sessionstore.Record
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
+	copied := newBlobWriter(s.fs, b.tmp, 0)
+	defer copied.close()
+	seen := map[string]bool{}
 	for rd.Next() {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -100,6 +113,9 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		}
 		if r.Kind != KindGap {
 			if latest, err = decodeRecord(id, r, snaps.Bytes(), nil); err != nil {
+				return 0, err
+			}
+			if err := copyBlobs(id, r, latest.Snapshot.Messages, blobs, copied, seen); err != nil {
 				return 0, err
 			}
 		}
@@ -125,6 +141,9 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	}
 	if err != nil {
 		return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+	}
+	if err = copied.sync(); err != nil {
+		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, err)
 	}
 
 	// Retake the lease above the records' generations, so that the lease
@@ -178,4 +197,35 @@ func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap
 	if err := sw.write(dir, sf); err != nil {
 		s.opts.Logger.Warn("jsonlstore: summary not written", "session", b.id, "err", err)
 	}
+}
+
+// copyBlobs writes into w the content of every reference in msgs (the
+// snapshot of record r) not copied before (seen), from src, checked. A
+// reference src cannot satisfy is corruption at r.
+func copyBlobs(id session.SessionID, r *rawRecord, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobWriter, seen map[string]bool) error {
+	var err error
+	msgs.Refs(func(ref session.ContentRef) {
+		if err != nil || seen[ref.SHA256] {
+			return
+		}
+		var content []byte
+		if src == nil {
+			err = errors.New("no source of blobs")
+		} else {
+			content, err = src(ref)
+		}
+		if err == nil {
+			err = blob.Check(ref, content)
+		}
+		if err == nil {
+			seen[ref.SHA256] = true
+			err = w.put(ref.SHA256, content)
+			return
+		}
+		if src == nil || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrCorrupt) || errors.Is(err, blob.ErrMismatch) {
+			err = &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+				Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %w", ErrBlob, ref.SHA256, ref.Size, err)}
+		}
+	})
+	return err
 }

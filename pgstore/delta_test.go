@@ -27,7 +27,7 @@ func importFixture(t *testing.T, s *pgstore.Store, name string) ([][]byte, error
 				return
 			}
 		}
-	})
+	}, nil)
 	if err == nil {
 		require.Equal(t, len(lines), n)
 	}
