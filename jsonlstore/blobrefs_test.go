@@ -122,6 +122,7 @@ func TestImportCopiesBlobs(t *testing.T) {
 				var ce *sessionstore.CorruptionError
 				require.ErrorAs(t, err, &ce)
 				require.ErrorIs(t, err, ErrBlob)
+				require.NotErrorIs(t, err, sessionstore.ErrNotFound, "the source's missing content is not a missing session")
 				require.Equal(t, rev, ce.Revision)
 				require.Equal(t, logPath(id), ce.Path)
 				requireNoSession(t, dst, id)

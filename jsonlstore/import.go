@@ -224,7 +224,7 @@ func copyBlobs(id session.SessionID, r *rawRecord, msgs sessnap.Messages, src se
 		}
 		if src == nil || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrCorrupt) || errors.Is(err, blob.ErrMismatch) {
 			err = &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-				Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %w", ErrBlob, ref.SHA256, ref.Size, err)}
+				Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %v", ErrBlob, ref.SHA256, ref.Size, err)}
 		}
 	})
 	return err

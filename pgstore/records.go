@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -147,16 +148,21 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 //
 //	{"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z","schema":1,"snapshot":{…}}
 //
-// with the stored snapshot byte for byte, stopping at the first record
-// that fails its checks or does not decode (a *sessionstore.CorruptionError,
-// after the revisions before it); with latestOnly, the latest snapshot
-// alone, as indented JSON. The same session exports to the same bytes
-// from either store.
+// with the stored snapshot byte for byte (or, when its parts keep content
+// out of line, the snapshot with that content read back in, encoded
+// again, so that an export stands on its own), stopping at the first
+// record that fails its checks or does not decode (a
+// *sessionstore.CorruptionError, after the revisions before it); with
+// latestOnly, the latest snapshot alone, as indented JSON. The same
+// session exports to the same bytes from either store.
 func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, latestOnly bool) error {
 	if latestOnly {
 		// The stored snapshot, indented (not a re-encoding of the decoded
 		// snapshot, which would drop a newer schema's unknown keys).
-		_, _, payload, err := s.loadPayload(ctx, id, 0)
+		rec, last, payload, err := s.loadPayload(ctx, id, 0)
+		if err == nil {
+			payload, err = s.exportSnapshot(ctx, rec, last, payload, s.newBlobReader(id))
+		}
 		if err != nil {
 			return err
 		}
@@ -169,6 +175,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	}
 	var buf []byte
 	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	blobs := s.newBlobReader(id)
 	for r, err := range s.records(ctx, id) {
 		if err == nil {
 			err = snaps.Add(r)
@@ -180,7 +187,11 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 			continue // a gap's revisions have no snapshot to export
 		}
 		payload := snaps.Bytes()
-		if _, err := decode(id, r, payload); err != nil {
+		rec, err := decode(id, r, payload)
+		if err == nil {
+			payload, err = s.exportSnapshot(ctx, rec, r, payload, blobs)
+		}
+		if err != nil {
 			return err
 		}
 		buf = record.AppendExportLine(buf[:0], r.Meta, payload)
@@ -189,6 +200,27 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		}
 	}
 	return nil
+}
+
+// exportSnapshot returns the snapshot to export of rec, record r, whose
+// stored snapshot is payload: payload itself, byte for byte (a newer
+// schema's unknown keys included), or, when its parts keep content out of
+// line, the snapshot with that content read back in, encoded again, as the
+// file store exports it.
+func (s *Store) exportSnapshot(ctx context.Context, rec sessionstore.Record, r *record.Rec, payload []byte, blobs *blobReader) ([]byte, error) {
+	refs := 0
+	rec.Snapshot.Messages.Refs(func(session.ContentRef) { refs++ })
+	if refs == 0 {
+		return payload, nil
+	}
+	if err := blobs.resolve(ctx, r, &rec.Snapshot); err != nil {
+		return nil, err
+	}
+	out, err := sessnap.Marshal(rec.Snapshot)
+	if err != nil {
+		return nil, &sessionstore.CorruptionError{ID: rec.ID, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
+	}
+	return out, nil
 }
 
 // Verify checks every record of the given sessions (all sessions, in ID
