@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"testing"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +28,7 @@ var contentChecks = []check{
 	{"LoadWithoutContentKeepsReferences", checkLoadWithoutContent},
 	{"ReferenceToContentNotHeldIsErrInvalidSnapshot", checkForeignReference},
 	{"ForkKeepsContent", checkForkContent},
+	{"LargeContentIsCopied", checkContentCopied},
 }
 
 // large returns n bytes of incompressible content, the same for a seed.
@@ -86,10 +88,10 @@ func checkContentStoredOnce(f *fixture) {
 			}},
 		}}))
 	}
-	requireSameSnap(t, snaps[len(snaps)-1], f.load("once").Snapshot)
+	requireSameLarge(t, snaps[len(snaps)-1], f.load("once").Snapshot)
 	rec, err := f.s.LoadRevision(f.ctx, "once", 2)
 	require.NoError(t, err)
-	requireSameSnap(t, snaps[0], rec.Snapshot)
+	requireSameLarge(t, snaps[0], rec.Snapshot)
 
 	u, ok := f.s.(sessionstore.UsageReporter)
 	if !ok || !f.outOfLine() {
@@ -128,10 +130,10 @@ func checkLargerThanCap(f *fixture) {
 	got, err := sessnap.Marshal(rec.Snapshot)
 	require.NoError(t, err)
 	require.Greater(t, len(got), sessionstore.DefaultMaxRecordBytes)
-	require.True(t, string(want) == string(got), "the latest revision loads back different")
+	require.True(t, string(want) == string(got), "the latest revision loads back different (%d bytes, want %d)", len(got), len(want))
 	mid, err := f.s.LoadRevision(f.ctx, "big", messages/2+1)
 	require.NoError(t, err)
-	requireSameSnap(t, snaps[messages/2-1], mid.Snapshot)
+	requireSameLarge(t, snaps[messages/2-1], mid.Snapshot)
 }
 
 // checkLoadWithoutContent: LoadWith WithoutContent gives the large parts'
@@ -171,7 +173,7 @@ func checkLoadWithoutContent(f *fixture) {
 		requireRef(t, msgs[1].Parts[0], refOf(session.ContentOutput, []byte(output)))
 		requireRef(t, msgs[1].Parts[0].Content[0], refOf(session.ContentData, image))
 	} else {
-		requireSameSnap(t, whole, rec.Snapshot, "a store that keeps content inline loads it whole")
+		requireSameLarge(t, whole, rec.Snapshot, "a store that keeps content inline loads it whole")
 	}
 	require.Equal(t, "and a short one", msgs[0].Parts[1].Text)
 	require.Nil(t, msgs[0].Parts[1].Ref)
@@ -180,7 +182,7 @@ func checkLoadWithoutContent(f *fixture) {
 	require.Nil(t, msgs[1].Parts[1].Ref)
 	full, err := sessionstore.LoadWith(f.ctx, f.s, "light", sessionstore.LoadOptions{Revision: 1})
 	require.NoError(t, err)
-	requireSameSnap(t, whole, full.Snapshot, "LoadWith without options loads the content")
+	requireSameLarge(t, whole, full.Snapshot, "LoadWith without options loads the content")
 
 	// The light snapshot restores and is appended with one more message:
 	// the references stay the session's content.
@@ -190,10 +192,10 @@ func checkLoadWithoutContent(f *fixture) {
 	require.NoError(t, ls.AppendMessage(next))
 	f.append(w, 1, sessiontest.Snap(t, ls))
 	require.NoError(t, s.AppendMessage(next))
-	requireSameSnap(t, sessiontest.Snap(t, s), f.load("light").Snapshot, "the content after a light append")
+	requireSameLarge(t, sessiontest.Snap(t, s), f.load("light").Snapshot, "the content after a light append")
 	again, err := sessionstore.LoadWith(f.ctx, f.s, "light", sessionstore.LoadOptions{Revision: 2, WithoutContent: true})
 	require.NoError(t, err)
-	requireSameSnap(t, sessiontest.Snap(t, ls), again.Snapshot, "the light revision 2")
+	requireSameLarge(t, sessiontest.Snap(t, ls), again.Snapshot, "the light revision 2")
 }
 
 // requireRef requires p to hold want in place of its content.
@@ -245,7 +247,7 @@ func checkForeignReference(f *fixture) {
 	}
 	after := f.load("other")
 	require.Equal(t, before.Revision, after.Revision, "a refused append wrote something")
-	requireSameSnap(t, before.Snapshot, after.Snapshot)
+	requireSameLarge(t, before.Snapshot, after.Snapshot)
 	require.Equal(t, uint64(2), f.load("owner").Revision)
 	f.append(w, 1, stepSnap(t, "other", 2)) // still usable
 
@@ -269,9 +271,9 @@ func checkForkContent(f *fixture) {
 	require.NoError(t, err)
 	f.track(fw)
 	want := sessionstore.ForkSnapshot(first, "fork")
-	requireSameSnap(t, want, f.load("fork").Snapshot)
+	requireSameLarge(t, want, f.load("fork").Snapshot)
 	require.NoError(t, w.Delete(f.ctx))
-	requireSameSnap(t, want, f.load("fork").Snapshot, "the fork after its source's deletion")
+	requireSameLarge(t, want, f.load("fork").Snapshot, "the fork after its source's deletion")
 
 	// The fork appends on its content as its own.
 	light, err := sessionstore.LoadWith(f.ctx, f.s, "fork", sessionstore.LoadOptions{WithoutContent: true})
@@ -283,5 +285,71 @@ func checkForkContent(f *fixture) {
 	restored, err := want.Restore()
 	require.NoError(t, err)
 	require.NoError(t, restored.AppendMessage(session.TextMessage(session.RoleAssistant, "forked", sessiontest.Epoch)))
-	requireSameSnap(t, sessiontest.Snap(t, restored), f.load("fork").Snapshot)
+	requireSameLarge(t, sessiontest.Snap(t, restored), f.load("fork").Snapshot)
+}
+
+// checkContentCopied: large content is the store's own copy, as small
+// content is: a caller that changes its snapshot after an Append, or a
+// record it loaded, changes nothing stored.
+func checkContentCopied(f *fixture) {
+	t := f.t
+	s := sessiontest.New("copied")
+	w := f.createSnap(sessiontest.Snap(t, s))
+	var snaps []sessnap.Snapshot
+	for i := range 2 {
+		require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleUser, Parts: []session.Part{
+			{Type: session.PartImage, MediaType: "image/png", Data: large(10, 32<<10)},
+			{Type: session.PartText, Text: largeText(11, 32<<10)},
+		}}))
+		snap := sessiontest.Snap(t, s)
+		want := encode(t, snap)
+		f.append(w, uint64(i+1), snap)
+		kept := snap // a deep copy, to compare with
+		kept.Messages = append(sessnap.Messages(nil), snap.Messages...)
+		for j := range kept.Messages {
+			kept.Messages[j] = kept.Messages[j].Clone()
+		}
+		// The caller's bytes, changed after the append (its parts' Data
+		// is what it gave the store).
+		for _, m := range snap.Messages {
+			for _, p := range m.Parts {
+				for k := range p.Data {
+					p.Data[k] ^= 0xff
+				}
+			}
+		}
+		require.True(t, want == encode(t, f.load("copied").Snapshot), "the store kept a reference to the appended content")
+		for _, m := range snap.Messages { // restored, for the next revision
+			for _, p := range m.Parts {
+				for k := range p.Data {
+					p.Data[k] ^= 0xff
+				}
+			}
+		}
+		snaps = append(snaps, kept)
+	}
+	rec := f.load("copied")
+	mutate(&rec.Snapshot)
+	requireSameLarge(t, snaps[1], f.load("copied").Snapshot, "mutating a loaded record changed the store")
+	hist := f.history("copied")
+	require.Len(t, hist, 3)
+	mutate(&hist[1].Snapshot)
+	mutate(&hist[2].Snapshot)
+	requireSameLarge(t, snaps[0], f.history("copied")[1].Snapshot, "mutating a History record changed the store")
+}
+
+// requireSameLarge is requireSameSnap for snapshots too large to print:
+// it says where their encodings differ.
+func requireSameLarge(t *testing.T, want, got sessnap.Snapshot, msgAndArgs ...any) {
+	t.Helper()
+	a, b := encode(t, want), encode(t, got)
+	if a == b {
+		return
+	}
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-40)
+	require.Fail(t, fmt.Sprintf("snapshots differ at byte %d of %d (want %d): …%.80q… vs …%.80q…", i, len(b), len(a), a[lo:], b[lo:]), msgAndArgs...)
 }
