@@ -67,7 +67,7 @@ FUZZ_TARGETS = \
 	./session:FuzzNormalizeLastError \
 	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive \
 	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile \
-	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply \
+	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply ./internal/record:FuzzExpandPages \
 	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse
 
 fuzz:

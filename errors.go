@@ -56,8 +56,9 @@ var (
 	// restore.
 	ErrInvalidSnapshot = errors.New("sessionstore: invalid snapshot")
 
-	// ErrTooLarge reports a snapshot whose record would exceed the store's
-	// record size cap; nothing was written.
+	// ErrTooLarge reports a snapshot that does not fit the store's record
+	// cap (DefaultMaxRecordBytes says what the cap bounds); nothing was
+	// written.
 	ErrTooLarge = errors.New("sessionstore: record too large")
 
 	// ErrClosed reports use of a closed store, or of a writer after Release

@@ -11,9 +11,15 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// DefaultMaxRecordBytes is the default cap on one encoded snapshot. A larger
-// snapshot is refused with ErrTooLarge and nothing is written; a reader
-// never allocates more than the cap for one record.
+// DefaultMaxRecordBytes is the default record cap: the most one record of a
+// log takes, and so what a reader allocates for one. It bounds a record,
+// not a session: a store that writes deltas keeps large content out of
+// line and a long conversation's older messages in pages, so a session
+// grows as far as the disk allows, and the cap bounds one message (its
+// large content out of line) and the snapshot without its messages. A
+// store that writes full records only (the previous format) bounds the
+// whole snapshot. What exceeds the cap is refused with ErrTooLarge and
+// nothing is written.
 const DefaultMaxRecordBytes = 16 << 20
 
 // Record is one revision of a session as stored.
@@ -137,16 +143,24 @@ type Store interface {
 
 	// Watch returns a channel of level-triggered changes: first the current
 	// state of every session, then a Change whenever a session's latest
-	// revision changes or it is deleted. Changes to one session may be
-	// coalesced; each carries that session's latest state, so a watcher
-	// always converges to the current state. A session that cannot be read
-	// (as for List) is a Change with Unreadable set. The channel is closed
-	// when ctx is done or the store is closed.
+	// revision changes, its lease changes hands or it is deleted. Changes
+	// to one session may be coalesced; each carries that session's latest
+	// state, lease status included, so a watcher always converges to the
+	// current state. A lease change is an acquisition (LeaseHeld, with the
+	// new holder's generation: a takeover too), a clean release
+	// (LeaseFree) or a holder that died (LeaseStale: a killed process, an
+	// expired lease), seen within a few seconds although a dead holder
+	// writes nothing; a heartbeat is not a change (summary.SameLease), and
+	// the lease's heartbeat age is as of the change (Lease and List compute
+	// it when asked). A session that cannot be read (as for List) is a
+	// Change with Unreadable set. The channel is closed when ctx is done or
+	// the store is closed.
 	Watch(ctx context.Context) (<-chan summary.Change, error)
 
 	// Lease reports the session's lease status for readers: free, held
-	// (with the holder's identity and heartbeat age) or stale. It never
-	// modifies anything. Errors: ErrNotFound, ErrInvalidID, ErrClosed.
+	// (with the holder's identity and heartbeat age: an append counts as a
+	// heartbeat) or stale. It never modifies anything. Errors:
+	// ErrNotFound, ErrInvalidID, ErrClosed.
 	Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error)
 
 	// Close releases the store's resources. Writers obtained from it should
@@ -193,7 +207,9 @@ type Writer interface {
 	Append(ctx context.Context, expected uint64, snap sessnap.Snapshot) (uint64, error)
 
 	// Heartbeat proves the holder alive and checks that the lease is still
-	// its own (ErrLeaseLost otherwise).
+	// its own (ErrLeaseLost otherwise). A successful Append proves it alive
+	// as well, at no extra cost to the append, so a holder that appends
+	// need not heartbeat to look busy.
 	Heartbeat(ctx context.Context) error
 
 	// Delete removes the session and releases the lease. Afterwards the ID

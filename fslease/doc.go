@@ -21,6 +21,7 @@
 //			return err
 //		}
 //		write(l.Generation(), ...)
+//		_ = l.Touch(time.Now()) // readers see the holder at work
 //	}
 //
 // TryAcquire fails at once with a *HeldError (errors.Is(err, ErrHeld)) that
@@ -29,7 +30,8 @@
 // # Files
 //
 //	DIR/
-//	  lease.lock            flock target, 0600; created on first Acquire, never unlinked
+//	  lease.lock            flock target, 0600; created on first Acquire, never unlinked;
+//	                        its modification time is the holder's latest Touch
 //	  lease.json            the Record, 0600; replaced atomically (temp, fsync, rename, fsync DIR)
 //	  lease.json.tmp-<hex>  transient; a leftover from a killed holder is swept by the next Acquire
 //
@@ -60,7 +62,12 @@
 // process start time and boot ID are for people and diagnostics only: a
 // copy of a held directory (cp -r, a backup restore) is Stale in the copy
 // although the pid in its record still runs. Heartbeats only tell people
-// how recently a holder was active.
+// how recently a holder was active; so does Touch, which a store calls
+// after each write it makes under the lease: at most once a second it sets
+// lease.lock's modification time (one system call, no data, nothing
+// synced), and Inspect reports the later of that and the record's
+// heartbeat as the holder's last sign of life (Status.ActiveAt), so that a
+// busy holder never looks idle though it never heartbeats.
 //
 // The lock descriptor is close-on-exec, so children a holder starts do not
 // keep the lease alive after it dies. Two Leases in one process exclude

@@ -4,6 +4,7 @@ package fslease
 
 import (
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,3 +24,13 @@ const (
 	// O_CREATE, so that a reader never creates a file.
 	probeOpenFlags = os.O_RDONLY | noFollowFlags
 )
+
+// setModTime sets the modification (and access) time of the file at path,
+// without following a symlink planted there.
+func setModTime(path string, t time.Time) error {
+	ts := unix.NsecToTimespec(t.UnixNano())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, path, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "utimensat", Path: path, Err: err}
+	}
+	return nil
+}

@@ -111,3 +111,102 @@ func TestManualHeartbeat(t *testing.T) {
 		require.Equal(t, 30*time.Second, st.HeartbeatAge)
 	})
 }
+
+// TestTouch: Touch sets lease.lock's modification time only when the
+// holder's latest heartbeat or touch is at least TouchInterval old, and
+// never writes lease.json; Inspect takes the later of the two as the
+// holder's last sign of life, however many writes the holder reports.
+func TestTouch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		l, err := fslease.Acquire(t.Context(), dir, fslease.Options{})
+		require.NoError(t, err)
+		start := l.Record().AcquiredAt
+		stat := func(name string) os.FileInfo {
+			fi, err := os.Stat(filepath.Join(dir, name))
+			require.NoError(t, err)
+			return fi
+		}
+		record := stat(fslease.RecordFile)
+		lockTime := stat(fslease.LockFile).ModTime()
+
+		// Ten writes a second for three seconds.
+		for i := 1; i <= 30; i++ {
+			time.Sleep(fslease.TouchInterval / 10)
+			require.NoError(t, l.Touch(time.Now()))
+			now := start.Add(time.Duration(i) * fslease.TouchInterval / 10)
+			active := start.Add(now.Sub(start).Truncate(fslease.TouchInterval))
+			if i%10 == 0 {
+				require.True(t, stat(fslease.LockFile).ModTime().Equal(now), "touch %d did not touch lease.lock", i)
+				lockTime = now
+			} else {
+				require.True(t, stat(fslease.LockFile).ModTime().Equal(lockTime), "touch %d touched lease.lock within the interval", i)
+			}
+			require.True(t, os.SameFile(record, stat(fslease.RecordFile)), "touch %d rewrote lease.json", i)
+			require.Equal(t, start, l.Record().HeartbeatAt, "the record is left alone")
+			st, err := fslease.Inspect(t.Context(), dir)
+			require.NoError(t, err)
+			require.Equal(t, fslease.Held, st.State)
+			require.Equal(t, active, st.ActiveAt, "touch %d", i)
+			require.Equal(t, now.Sub(active), st.HeartbeatAge, "touch %d", i)
+		}
+
+		// A heartbeat counts as a sign of life too: the next touch waits a
+		// whole interval after it.
+		time.Sleep(fslease.TouchInterval / 2)
+		require.NoError(t, l.Heartbeat(t.Context()))
+		beat := l.Record().HeartbeatAt
+		time.Sleep(fslease.TouchInterval / 2)
+		require.NoError(t, l.Touch(time.Now()))
+		require.True(t, stat(fslease.LockFile).ModTime().Equal(lockTime), "touched within the interval after a heartbeat")
+		st, err := fslease.Inspect(t.Context(), dir)
+		require.NoError(t, err)
+		require.Equal(t, beat, st.ActiveAt)
+
+		// Fencing: a lost lease touches nothing.
+		time.Sleep(fslease.TouchInterval)
+		tmp := filepath.Join(dir, "replacement")
+		require.NoError(t, os.WriteFile(tmp, nil, 0o600))
+		require.NoError(t, os.Chtimes(tmp, start, start))
+		require.NoError(t, os.Rename(tmp, filepath.Join(dir, fslease.LockFile)))
+		require.ErrorIs(t, l.Touch(time.Now()), fslease.ErrLost)
+		require.True(t, stat(fslease.LockFile).ModTime().Equal(start))
+		require.ErrorIs(t, l.Release(t.Context()), fslease.ErrLost)
+	})
+}
+
+// TestTouchAfterRelease: a released lease is not touched, even within the
+// interval, and Inspect shows the release time as the last sign of life.
+func TestTouchAfterRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		l, err := fslease.Acquire(t.Context(), dir, fslease.Options{})
+		require.NoError(t, err)
+		time.Sleep(2 * fslease.TouchInterval)
+		require.NoError(t, l.Touch(time.Now()))
+		time.Sleep(2 * fslease.TouchInterval)
+		require.NoError(t, l.Release(t.Context()))
+		released := l.Record().HeartbeatAt
+		require.ErrorIs(t, l.Touch(time.Now()), fslease.ErrReleased)
+		time.Sleep(2 * fslease.TouchInterval)
+		require.ErrorIs(t, l.Touch(time.Now()), fslease.ErrReleased)
+		st, err := fslease.Inspect(t.Context(), dir)
+		require.NoError(t, err)
+		require.Equal(t, fslease.Free, st.State)
+		require.Equal(t, released, st.ActiveAt)
+	})
+}
+
+// TestTouchIgnoresFutureLockTime: a lock file's time in the future (left
+// by another clock) is not taken for a sign of life.
+func TestTouchIgnoresFutureLockTime(t *testing.T) {
+	dir := t.TempDir()
+	l, err := fslease.Acquire(t.Context(), dir, fslease.Options{})
+	require.NoError(t, err)
+	defer l.Release(t.Context())
+	future := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(dir, fslease.LockFile), future, future))
+	st, err := fslease.Inspect(t.Context(), dir)
+	require.NoError(t, err)
+	require.Equal(t, l.Record().HeartbeatAt, st.ActiveAt)
+}

@@ -24,10 +24,17 @@ type Status struct {
 	// RecordErr says why an existing lease.json is unreadable (it wraps
 	// ErrCorruptRecord or ErrFutureVersion), or nil.
 	RecordErr error
-	// HeartbeatAge is the time since Record.HeartbeatAt (zero without a
-	// record, never negative). For a Held lease whose holder heartbeats, a
-	// growing age means a stopped or hung holder; it does not make the
-	// lease any less held.
+	// ActiveAt is when the holder last showed it was alive: the later of
+	// Record.HeartbeatAt and the time of its latest Touch (lease.lock's
+	// modification time, counted only when it is after the record's
+	// heartbeat and not in the future). For a Free lease it is the
+	// record's: a released record is the holder's last word, and a lock
+	// file's later time can only come from a copy. Zero without a record.
+	ActiveAt time.Time
+	// HeartbeatAge is the time since ActiveAt (zero without a record,
+	// never negative). For a Held lease whose holder heartbeats, or
+	// touches the lease at each write, a growing age means a stopped, hung
+	// or idle holder; it does not make the lease any less held.
 	HeartbeatAge time.Duration
 }
 
@@ -79,7 +86,7 @@ const inspectAttempts = 4
 
 func inspect(lockPath, recordPath string) (Status, error) {
 	// Held and Free need one probe and one read of the record after it.
-	held, err := probe(lockPath, nil)
+	held, lock, err := probe(lockPath, nil)
 	if err != nil {
 		return Status{}, err
 	}
@@ -89,14 +96,14 @@ func inspect(lockPath, recordPath string) (Status, error) {
 	}
 	switch {
 	case held:
-		return newStatus(Held, before), nil
+		return newStatus(Held, before, lock), nil
 	case !before.exists || (before.err == nil && before.rec.Released):
-		return newStatus(Free, before), nil
+		return newStatus(Free, before, lock), nil
 	}
 	// Unlocked and not released: Stale only if the same record is read on
 	// both sides of a successful probe.
 	for range inspectAttempts {
-		held, err := probe(lockPath, nil)
+		held, lock, err := probe(lockPath, nil)
 		if err != nil {
 			return Status{}, err
 		}
@@ -106,15 +113,15 @@ func inspect(lockPath, recordPath string) (Status, error) {
 		}
 		switch {
 		case held:
-			return newStatus(Held, after), nil
+			return newStatus(Held, after, lock), nil
 		case !after.exists || (after.err == nil && after.rec.Released):
-			return newStatus(Free, after), nil
+			return newStatus(Free, after, lock), nil
 		case after.err != nil:
 			// Holders only ever rename whole records into place: an
 			// unreadable one is damage, not a write in progress.
-			return newStatus(Stale, after), nil //nolint:nilerr // the damage is reported in Status.RecordErr; Inspect's error is for failing to look
+			return newStatus(Stale, after, lock), nil //nolint:nilerr // the damage is reported in Status.RecordErr; Inspect's error is for failing to look
 		case before.exists && before.err == nil && before.rec == after.rec:
-			return newStatus(Stale, after), nil
+			return newStatus(Stale, after, lock), nil
 		}
 		// The record changed around the probe: a holder came since.
 		before = after
@@ -125,73 +132,82 @@ func inspect(lockPath, recordPath string) (Status, error) {
 // inspectLocked is the exact fallback of inspect: it reads the record while
 // holding the shared lock, which no holder can take while it writes.
 func inspectLocked(lockPath, recordPath string) (Status, error) {
-	var st Status
-	held, err := probe(lockPath, func() error {
-		ld, err := loadRecord(recordPath)
-		if err != nil {
-			return err
-		}
-		if !ld.exists || (ld.err == nil && ld.rec.Released) {
-			st = newStatus(Free, ld)
-		} else {
-			st = newStatus(Stale, ld)
-		}
-		return nil
+	var ld loaded
+	held, lock, err := probe(lockPath, func() (err error) {
+		ld, err = loadRecord(recordPath)
+		return err
 	})
-	if err != nil || !held {
-		return st, err
+	switch {
+	case err != nil:
+		return Status{}, err
+	case !held && (!ld.exists || (ld.err == nil && ld.rec.Released)):
+		return newStatus(Free, ld, lock), nil
+	case !held:
+		return newStatus(Stale, ld, lock), nil
 	}
-	ld, err := loadRecord(recordPath)
-	if err != nil {
+	if ld, err = loadRecord(recordPath); err != nil {
 		return Status{}, err
 	}
-	return newStatus(Held, ld), nil
+	return newStatus(Held, ld, lock), nil
 }
 
-// newStatus builds a Status from a loaded record.
-func newStatus(s State, ld loaded) Status {
+// newStatus builds a Status from a loaded record and the lock file's
+// FileInfo (nil when there is none), whose modification time is the
+// holder's latest Touch.
+func newStatus(s State, ld loaded, lock fs.FileInfo) Status {
 	st := Status{State: s, RecordErr: ld.err}
 	if ld.exists && ld.err == nil {
 		rec := ld.rec
 		st.Record = &rec
-		st.HeartbeatAge = max(0, time.Since(rec.HeartbeatAt))
+		now := time.Now()
+		st.ActiveAt = rec.HeartbeatAt
+		// A time from another clock (the kernel's, when the lock file was
+		// created, or that of a holder with a clock of its own) is ignored
+		// when it is in the future.
+		if lock != nil && s != Free {
+			if t := lock.ModTime().UTC(); t.After(st.ActiveAt) && !t.After(now) {
+				st.ActiveAt = t
+			}
+		}
+		st.HeartbeatAge = max(0, now.Sub(st.ActiveAt))
 	}
 	return st
 }
 
 // probe tries a non-blocking shared lock on the lock file, opened without
-// O_CREATE so that a reader never creates it, and reports whether another
-// process holds the exclusive lock. A missing lock file is not held. When
-// the probe gets the shared lock it runs whileLocked, if not nil, before
-// releasing it (without a lock file, it runs it unguarded).
-func probe(path string, whileLocked func() error) (held bool, err error) {
+// O_CREATE, so that a reader never creates it, and reports whether another
+// process holds the exclusive lock, with the lock file's FileInfo (nil
+// when it is missing). A missing lock file is not held. When the probe
+// gets the shared lock it runs whileLocked, if not nil, before releasing
+// it (without a lock file, it runs it unguarded).
+func probe(path string, whileLocked func() error) (held bool, lock fs.FileInfo, err error) {
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return false, run(whileLocked)
+		return false, nil, run(whileLocked)
 	case err != nil:
-		return false, err
+		return false, nil, err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return false, fmt.Errorf("%w: %s", ErrSymlink, path)
+		return false, nil, fmt.Errorf("%w: %s", ErrSymlink, path)
 	case !fi.Mode().IsRegular():
-		return false, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+		return false, nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
 	}
 	fl := flock.New(path, flock.SetFlag(probeOpenFlags))
 	ok, err := fl.TryRLock()
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, run(whileLocked) // removed since the lstat
+		return false, nil, run(whileLocked) // removed since the lstat
 	}
 	if err != nil {
-		return false, fmt.Errorf("probe %s: %w", path, classifyOpenErr(path, err))
+		return false, nil, fmt.Errorf("probe %s: %w", path, classifyOpenErr(path, err))
 	}
 	if !ok {
-		return true, nil
+		return true, fi, nil
 	}
 	err = run(whileLocked)
 	if uerr := fl.Unlock(); err == nil && uerr != nil {
 		err = fmt.Errorf("unlock probe %s: %w", path, uerr)
 	}
-	return false, err
+	return false, fi, err
 }
 
 // run calls fn if it is not nil.

@@ -91,6 +91,9 @@ type Lease struct {
 	fl     *flock.Flock
 	rec    Record
 	closed bool
+	// touched is the time the last Touch wrote on lease.lock; zero before
+	// the first.
+	touched time.Time
 	// checked is the FileInfo of the lease.json that the last check read
 	// and found to be this lease's; nil: read it again. The file is only
 	// ever replaced whole (a rename), so an Lstat of the same file with
@@ -209,6 +212,11 @@ func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) 
 	if err := writeRecordFile(dir, l.rec, true); err != nil {
 		return nil, err
 	}
+	// The lock file's time is the holder's latest Touch; set it from this
+	// lease's clock now, so that neither the time the file was created
+	// (the kernel's clock) nor a previous holder's touch is mistaken for
+	// this holder's. Best effort: Inspect ignores a time in the future.
+	_ = setModTime(lockPath, now)
 	return l, nil
 }
 
@@ -350,6 +358,50 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 		return fmt.Errorf("fslease: heartbeat %s: %w", l.dir, err)
 	}
 	l.rec = rec
+	return nil
+}
+
+// TouchInterval is the least time between two writes of Touch: a holder
+// that writes many times a second touches its lock file about once a
+// second.
+const TouchInterval = time.Second
+
+// Touch tells readers that the holder was at work at time at (the time of
+// a write it made, by its clock): it sets the modification time of
+// lease.lock to at, which Inspect reads as the holder's latest sign of
+// life when it is later than the record's HeartbeatAt (Status.ActiveAt).
+// A store calls it after each write it makes under the lease, with the
+// time it gave the write, so that a busy holder never looks idle although
+// it never heartbeats.
+//
+// When at is less than TouchInterval after the holder's latest heartbeat
+// or touch, Touch returns at once, touching no file and reading no clock;
+// otherwise it checks fencing (see Check) and makes one system call. It
+// writes no data and syncs nothing: the new time reaches the disk with the
+// file system's next commit, and one lost in a crash only makes a dead
+// holder look idle for longer. lease.json is left alone, so Touch never
+// weakens what Acquire and Release make durable.
+//
+// Errors: a *LostError when fencing fails (nothing is touched), I/O
+// errors (a lock file owned by another user refuses an explicit time).
+func (l *Lease) Touch(at time.Time) error {
+	at = at.Round(0).UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := l.rec.HeartbeatAt
+	if l.touched.After(last) {
+		last = l.touched
+	}
+	if since := at.Sub(last); since >= 0 && since < TouchInterval && !l.closed {
+		return nil
+	}
+	if err := l.checkLocked(); err != nil {
+		return err
+	}
+	if err := setModTime(l.lockPath, at); err != nil {
+		return fmt.Errorf("fslease: touch %s: %w", l.dir, err)
+	}
+	l.touched = at
 	return nil
 }
 

@@ -67,7 +67,9 @@ type Record struct {
 	// AcquiredAt is when the holder acquired the lease.
 	AcquiredAt time.Time `json:"acquired_at"`
 	// HeartbeatAt is the holder's last heartbeat (AcquiredAt at first, the
-	// release time once Released).
+	// release time once Released). A holder's touches (Lease.Touch) are
+	// not in the record but on lease.lock: Status.ActiveAt is the later of
+	// the two.
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 	// Released is true once the holder released the lease cleanly.
 	Released bool `json:"released"`

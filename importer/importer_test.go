@@ -15,7 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/importer"
 	"github.com/sessionstore/sessionstore/importer/claudecode"
-	"github.com/sessionstore/sessionstore/internal/importtest"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 	"github.com/sessionstore/sessionstore/memstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -279,8 +279,8 @@ func TestApplyTitleOnly(t *testing.T) {
 		require.Equal(t, session.TitleGenerated, prov)
 	}
 	require.Equal(t, 1, n)
-	for range titled.Apply(s) {
-		t.Fatal("applied twice, the second time changes nothing")
+	for _, err := range titled.Apply(s) {
+		t.Fatal("applied twice, the second time changes nothing", err)
 	}
 }
 

@@ -72,7 +72,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		return rc, err
 	}
 	if last.Kind != KindGap {
-		if _, err := decodeRecord(id, last, snap, nil); err != nil {
+		if _, err := decodeRecord(id, last, snap, s.newPageCache(id)); err != nil {
 			return rc, err
 		}
 	}
@@ -119,6 +119,10 @@ func (s *Store) refuse(id session.SessionID, err error) error {
 // on it.
 func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appender.Appender, *blobWriter) {
 	app, blobs := s.newAppender(sessionDir(id))
+	// The cap is the store's: a holder whose own cap is smaller writes
+	// with the one the session records (readCap), so that it can go on
+	// from the records written under it.
+	app.Max = readCap(s.fs, id, s.opts.MaxRecordBytes)
 	if err := app.Resume(rc.full, rc.deltas); err != nil {
 		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision not resumed; the next revision is written in full", "session", id, "err", err)
 	}
@@ -236,6 +240,9 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 		return nil, fmt.Errorf("jsonlstore: acquire %s: lease generation %d is not above generation %d in the log (lease record lost?); retry", id, lease.Generation(), last.Gen)
 	}
 	report.Swept = s.sweepSession(id)
+	if err := s.recordCap(sessionDir(id), true); err != nil {
+		return nil, err
+	}
 	f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: open log %s: %w", id, err)
@@ -279,7 +286,8 @@ func (s *Store) checkNoSymlinks(id session.SessionID) error {
 }
 
 // sweepSession removes leftover temporary files in a session directory
-// (torn summary and lease replacements); called under the lease.
+// (torn summary and lease replacements, torn blobs); called under the
+// lease.
 func (s *Store) sweepSession(id session.SessionID) []string {
 	entries, err := s.fs.ReadDir(sessionDir(id))
 	if err != nil {
@@ -291,6 +299,14 @@ func (s *Store) sweepSession(id session.SessionID) []string {
 		if isSessionTemp(name) {
 			p := sessionDir(id) + "/" + name
 			if s.fs.Remove(p) == nil {
+				swept = append(swept, p)
+			}
+		}
+	}
+	// Temporary blob files: a blob being written when its writer died.
+	if entries, err := s.fs.ReadDir(blobDir(id)); err == nil {
+		for _, e := range entries {
+			if p := blobDir(id) + "/" + e.Name(); isBlobTemp(e.Name()) && s.fs.Remove(p) == nil {
 				swept = append(swept, p)
 			}
 		}

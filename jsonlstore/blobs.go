@@ -72,12 +72,18 @@ type blobWriter struct {
 	known     map[string]bool // hashes present in the directory
 	pending   []string        // hashes written since the last sync
 	dirMade   bool            // blobs/ was created since the last sync
-	enc       *zstd.Encoder
 	// arrivals and sizes are the check of references that parts bring
 	// (checkRefs): what was checked, and the content sizes found.
 	arrivals blob.Arrivals
 	sizes    map[string]int64
 }
+
+// blobEncoder compresses blobs. EncodeAll may be called concurrently and
+// keeps nothing between calls, so one encoder serves every writer.
+var blobEncoder = sync.OnceValue(func() *zstd.Encoder {
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest)) // fixed options: cannot fail
+	return enc
+})
 
 func newBlobWriter(fsys vfs.FS, dir string, threshold int) *blobWriter {
 	return &blobWriter{fs: fsys, dir: dir, threshold: threshold, known: map[string]bool{}}
@@ -96,6 +102,13 @@ func (b *blobWriter) Externalize(field string, content []byte) (session.ContentR
 		return session.ContentRef{}, false, err
 	}
 	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
+}
+
+// PutPage implements record.PageStore: a page is a blob like any other.
+func (b *blobWriter) PutPage(content []byte) (string, error) {
+	sum := sha256.Sum256(content)
+	hash := hex.EncodeToString(sum[:])
+	return hash, b.put(hash, content)
 }
 
 // put writes content under hash, unless a blob of that hash is there.
@@ -143,10 +156,7 @@ func (b *blobWriter) put(hash string, content []byte) error {
 // compress returns content zstd-compressed when that saves at least an
 // eighth, else content as is.
 func (b *blobWriter) compress(content []byte) ([]byte, bool) {
-	if b.enc == nil {
-		b.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest)) // fixed options: cannot fail
-	}
-	z := b.enc.EncodeAll(content, make([]byte, 0, len(content)/2))
+	z := blobEncoder().EncodeAll(content, make([]byte, 0, len(content)/2))
 	if len(z) <= len(content)-len(content)/8 {
 		return z, true
 	}
@@ -177,14 +187,6 @@ func (b *blobWriter) sync() error {
 func (b *blobWriter) moved(dir string) {
 	if b != nil {
 		b.dir = dir
-	}
-}
-
-// close releases the encoder.
-func (b *blobWriter) close() {
-	if b != nil && b.enc != nil {
-		_ = b.enc.Close() // releases buffers; nothing is pending in EncodeAll's use
-		b.enc = nil
 	}
 }
 

@@ -215,7 +215,7 @@ func TestBlobsSurvivePowerLoss(t *testing.T) {
 		st := newStore(fltRoot, nil, sim, newSimLeaser(sim, fltRoot), Options{})
 		sim.OnSync(func(vfs.Op, string) { points++ })
 		blobAppends(t, st, id, text, 8)
-		st.Close()
+		require.NoError(t, st.Close())
 	}
 	require.Greater(t, points, 10)
 	for k := 1; k <= points; k++ {
@@ -231,7 +231,7 @@ func TestBlobsSurvivePowerLoss(t *testing.T) {
 				}
 			})
 			acked = blobAppendsUntil(t, st, id, text, 8, func() bool { return crashed != nil })
-			st.Close()
+			require.NoError(t, st.Close())
 			require.NotNil(t, crashed)
 			after := crashed.Crash(rand.New(rand.NewPCG(seed, uint64(k))))
 			st2 := newStore(fltRoot, nil, after, newSimLeaser(after, fltRoot), Options{})
@@ -243,7 +243,7 @@ func TestBlobsSurvivePowerLoss(t *testing.T) {
 					require.Equal(t, text(rev-1), rec.Snapshot.Messages[rev-2].Parts[0].Text)
 				}
 			}
-			st2.Close()
+			require.NoError(t, st2.Close())
 		}
 	}
 }

@@ -96,6 +96,9 @@ type CompactReport struct {
 	// segments crashed compactions left unlisted or overlapping the log,
 	// temporary files.
 	Reclaimed []string `json:"reclaimed,omitempty"`
+	// Blobs is what the compaction's blob collection removed: blobs no
+	// record references (a compaction that trims collects them).
+	Blobs BlobCollection `json:"blobs,omitzero"`
 }
 
 // Compactor is implemented by the writers of a jsonlstore.Store: a holder
@@ -232,6 +235,11 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 		return rep, err
 	}
 	w.writeSummaryAfterCompaction(v, pl.cut)
+	// The blobs no record references (collectBlobs); a failure to read
+	// every reference removes nothing and does not undo the compaction.
+	if rep.Blobs, err = s.collectBlobs(ctx, w); err != nil {
+		s.opts.Logger.Warn("jsonlstore: compaction left unreferenced blobs", "session", id, "err", err)
+	}
 	s.opts.Logger.Info("jsonlstore: compacted", "session", id, "trimmed", seg.Records, "first_kept", rep.FirstKept, "archive_bytes", seg.ZstBytes)
 	return rep, nil
 }

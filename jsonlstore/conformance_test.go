@@ -18,7 +18,8 @@ import (
 // Supersede replaces the session's lock file, as a restored or tampered
 // directory would: the holder's fencing check then fails (its lock is on
 // the old file) and the next acquirer finds an unreleased record: stale.
-// Damage deletes the session's log, leaving its other files.
+// Crash kills a holder process (SIGKILL) once it holds the lease. Damage
+// deletes the session's log, leaving its other files.
 //
 // It runs with delta records (the default) and with full records only.
 func TestConformance(t *testing.T) {
@@ -41,6 +42,9 @@ func conformance(t *testing.T, opts jsonlstore.Options) {
 			fresh := filepath.Join(dir, ".lease.lock.replacement")
 			require.NoError(t, os.WriteFile(fresh, nil, 0o600))
 			require.NoError(t, os.Rename(fresh, filepath.Join(dir, "lease.lock")))
+		},
+		Crash: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
+			jsonlstore.KillHolder(t, s.(*jsonlstore.Store).Dir(), id)
 		},
 		Damage: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
 			require.NoError(t, os.Remove(filepath.Join(s.(*jsonlstore.Store).Dir(), string(id), jsonlstore.LogFile)))

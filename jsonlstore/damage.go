@@ -40,7 +40,7 @@ var errLogMissing = errors.New(LogFile + " is missing: the session's records are
 var errNotSession = errors.New("no session")
 
 // sessionFiles are the names a session directory holds besides its log.
-var sessionFiles = []string{fslease.LockFile, fslease.RecordFile, SummaryFile, ArchiveDir, ForensicDir}
+var sessionFiles = []string{fslease.LockFile, fslease.RecordFile, SummaryFile, ArchiveDir, ForensicDir, BlobDir, SettingsFile}
 
 // damaged is the corruption error for session id whose log is unusable
 // because of cause.

@@ -39,7 +39,7 @@ func TestDU(t *testing.T) {
 		TotalBytes: size("clean", LogFile) + 100}, clean)
 	require.Equal(t, size("partial-last-line", LogFile), partial.LogBytes)
 	require.Equal(t, tail, partial.ForensicBytes)
-	require.Equal(t, size("partial-last-line", "lease.json")+size("partial-last-line", "lease.lock"), partial.OtherBytes)
+	require.Equal(t, size("partial-last-line", "lease.json")+size("partial-last-line", "lease.lock")+size("partial-last-line", SettingsFile), partial.OtherBytes)
 	require.Equal(t, partial.LogBytes+partial.ForensicBytes+partial.OtherBytes, partial.TotalBytes)
 	require.Equal(t, int64(len(toolFixture(t, "partial-last-line"))), partial.LogBytes+partial.ForensicBytes,
 		"recovery moved bytes, it did not lose any")

@@ -101,21 +101,21 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 
 // exportSnapshot checks that snap, the snapshot of record r, decodes, and
 // returns the snapshot to export: snap itself, byte for byte (a newer
-// schema's unknown keys included), or, when its parts keep content out of
-// line, the snapshot with that content read back in, encoded again, so
-// that an export stands on its own.
+// schema's unknown keys included), or, when it keeps messages in pages or
+// content out of line, the snapshot with those read back in, encoded
+// again, so that an export stands on its own.
 func exportSnapshot(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) ([]byte, error) {
-	rec, err := decodeRecord(id, r, snap, nil)
+	rec, err := decodeRecord(id, r, snap, c.withoutContent())
 	if err != nil {
 		return nil, err
 	}
 	refs := 0
 	rec.Snapshot.Messages.Refs(func(session.ContentRef) { refs++ })
-	if refs == 0 {
+	if refs == 0 && !record.MayHavePages(snap) {
 		return snap, nil
 	}
-	if rec, err = decodeRecord(id, r, snap, c); err != nil {
-		return nil, err
+	if err := rec.Snapshot.Messages.Resolve(c.fetch); err != nil {
+		return nil, blobAt(r, err)
 	}
 	out, err := sessnap.Marshal(rec.Snapshot)
 	if err != nil {

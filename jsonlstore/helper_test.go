@@ -62,6 +62,10 @@ const (
 	// checking every record against procSession; print "reads N" and exit
 	// 0. On the first failure print "fail MESSAGE" and exit 1.
 	procModeReader = "reader"
+	// procModeHold: acquire session ID (which must exist), print
+	// "held gen=G", then hold the lease, writing nothing, until stdin
+	// closes (then release and exit 0) or the process is killed.
+	procModeHold = "hold"
 	// The compaction children (compact_kill_test.go, compact_bench_test.go)
 	// open the store themselves: see compactChild.
 	procModeCompact      = "compact"
@@ -363,6 +367,14 @@ func procHelper(mode string) error {
 		}
 		fmt.Println("done")
 		return nil
+	case procModeHold:
+		w, err := st.Acquire(ctx, id, sessionstore.AcquireOptions{Label: "holder"})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("held gen=%d\n", w.Generation())
+		<-stop
+		return w.Release(ctx)
 	case procModeReader:
 		procNice()
 		r := rand.New(rand.NewPCG(seed, uint64(os.Getpid())))

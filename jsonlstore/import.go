@@ -101,7 +101,6 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
 	copied := newBlobWriter(s.fs, b.tmp, 0)
-	defer copied.close()
 	seen := map[string]bool{}
 	for rd.Next() {
 		if err := ctx.Err(); err != nil {
@@ -112,7 +111,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			return 0, err
 		}
 		if r.Kind != KindGap {
-			if latest, err = decodeRecord(id, r, snaps.Bytes(), nil); err != nil {
+			if latest, err = decodeRecord(id, r, snaps.Bytes(), s.newPageCache(id)); err != nil {
 				return 0, err
 			}
 			if err := copyBlobs(id, r, latest.Snapshot.Messages, blobs, copied, seen); err != nil {

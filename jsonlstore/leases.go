@@ -26,6 +26,10 @@ type leaseHandle interface {
 	PreviousState() fslease.PrevState
 	Check() error
 	Heartbeat(ctx context.Context) error
+	// Touch counts a write made at time at as a heartbeat
+	// (fslease.Lease.Touch): at most once a second, one system call,
+	// nothing synced.
+	Touch(at time.Time) error
 	Release(ctx context.Context) error
 	// Moved tells the lease its directory was renamed to dir while held.
 	Moved(dir string) error
@@ -65,8 +69,11 @@ func leaseStatus(st fslease.Status, now time.Time) summary.LeaseStatus {
 	if r := st.Record; r != nil {
 		out.Generation = r.Generation
 		out.Holder = holderOf(*r)
+		// The holder's last sign of life: a heartbeat, or an append (which
+		// touches the lease, see writer.touchLease).
+		out.Holder.HeartbeatAt = st.ActiveAt
 		if st.State == fslease.Held {
-			out.HeartbeatAge = age(now, r.HeartbeatAt)
+			out.HeartbeatAge = age(now, st.ActiveAt)
 		}
 	}
 	return out

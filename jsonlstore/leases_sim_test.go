@@ -54,7 +54,10 @@ type simLeaseDir struct {
 	holder *simLease      // nil when nobody holds the lease
 	rec    fslease.Record // the last record written (valid when hasRec)
 	hasRec bool
-	wake   chan struct{} // closed when the holder lets go
+	// touched is the time of the holder's latest Touch (lease.lock's
+	// modification time, for fslease).
+	touched time.Time
+	wake    chan struct{} // closed when the holder lets go
 }
 
 // simLease is a held lease (a leaseHandle).
@@ -239,7 +242,11 @@ func (l *simLeaser) inspect(ctx context.Context, dir string) (fslease.Status, er
 	default:
 		st.State = fslease.Stale
 	}
-	if d := l.now().Sub(rec.HeartbeatAt); d > 0 {
+	st.ActiveAt = rec.HeartbeatAt
+	if d.touched.After(st.ActiveAt) {
+		st.ActiveAt = d.touched
+	}
+	if d := l.now().Sub(st.ActiveAt); d > 0 {
 		st.HeartbeatAge = d
 	}
 	return st, nil
@@ -314,6 +321,27 @@ func (h *simLease) Heartbeat(ctx context.Context) error {
 	}
 	h.rec.HeartbeatAt = h.l.now().Round(0).UTC()
 	h.l.dirs[h.dir].rec = h.rec
+	return nil
+}
+
+// Touch records a sign of life beside the record, as fslease's Touch
+// does on lease.lock: at most once per fslease.TouchInterval.
+func (h *simLease) Touch(at time.Time) error {
+	h.l.mu.Lock()
+	defer h.l.mu.Unlock()
+	d := h.l.dirs[h.dir]
+	now := at.Round(0).UTC()
+	last := h.rec.HeartbeatAt
+	if d != nil && d.touched.After(last) {
+		last = d.touched
+	}
+	if since := now.Sub(last); since >= 0 && since < fslease.TouchInterval && !h.released {
+		return nil
+	}
+	if err := h.checkLocked(); err != nil {
+		return err
+	}
+	d.touched = now
 	return nil
 }
 

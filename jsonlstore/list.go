@@ -106,7 +106,7 @@ func (s *Store) revisionAt(id session.SessionID, off int64) uint64 {
 
 // List returns a page of summaries. When the watcher runs (see Watch) and
 // confirms that its index is current, the page comes from the index;
-// otherwise every session's summary is read from disk (watch_list.go).
+// otherwise every session's summary is read from disk (listscan.go).
 // Either way its cost grows with the number of sessions and the page, not
 // with the length of their histories, and lease status is computed for
 // the page's items only, when read.

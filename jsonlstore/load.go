@@ -13,20 +13,20 @@ import (
 
 // decodeRecord turns r, a verified record whose snapshot (its payload, or
 // what its delta chain rebuilds) is snap, into a contract Record. The
-// content its parts keep out of line is read from the session's blobs
-// through c (each checked against its SHA-256), or, with c nil, left as
-// references (a load without the content).
+// pages its messages array references are read from the session's blobs
+// through c, and so is the content its parts keep out of line unless c is
+// light (a load without the content: the parts keep their references);
+// each blob is checked against its SHA-256.
 func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) (sessionstore.Record, error) {
-	decoded, err := sessnap.Unmarshal(snap)
+	snap, err := record.ExpandPages(snap, c.page)
 	if err != nil {
-		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("payload is not a snapshot: %w", err)}
+		return sessionstore.Record{}, pageAt(id, r, err)
 	}
-	if decoded.ID != id {
-		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("payload belongs to session %q", decoded.ID)}
+	decoded, err := decodeSnapshot(id, r, snap)
+	if err != nil {
+		return sessionstore.Record{}, err
 	}
-	if c != nil {
+	if !c.light {
 		if err := decoded.Messages.Resolve(c.fetch); err != nil {
 			return sessionstore.Record{}, blobAt(r, err)
 		}
@@ -34,20 +34,73 @@ func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache)
 	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
 }
 
+// decodeSnapshot decodes snap, the snapshot of record r, with its pages
+// expanded (or left out) and its content left as references.
+func decodeSnapshot(id session.SessionID, r *rawRecord, snap []byte) (sessnap.Snapshot, error) {
+	decoded, err := sessnap.Unmarshal(snap)
+	if err != nil {
+		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+			Err: fmt.Errorf("payload is not a snapshot: %w", err)}
+	}
+	if decoded.ID != id {
+		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+			Err: fmt.Errorf("payload belongs to session %q", decoded.ID)}
+	}
+	return decoded, nil
+}
+
+// pageAt locates a failure to expand a record's pages at r: a damaged or
+// missing page blob (blobAt), or a page or reference that is malformed.
+func pageAt(id session.SessionID, r *rawRecord, err error) error {
+	var ce *sessionstore.CorruptionError
+	if errors.As(err, &ce) {
+		return blobAt(r, err)
+	}
+	return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
+}
+
 // blobCache holds the blob contents one read has fetched, so that a
-// History of many revisions reads each blob once; it keeps at most
-// blobCacheBytes (then starts again).
+// History of many revisions reads each blob (and page) once; it keeps at
+// most blobCacheBytes (then starts again). A light cache reads pages only:
+// the parts' content stays out of line.
 type blobCache struct {
-	s    *Store
-	id   session.SessionID
-	m    map[string][]byte
-	size int64
+	s     *Store
+	id    session.SessionID
+	light bool
+	m     map[string][]byte
+	size  int64
 }
 
 const blobCacheBytes = 256 << 20
 
+// newBlobCache returns a cache for reads with the content.
 func (s *Store) newBlobCache(id session.SessionID) *blobCache {
 	return &blobCache{s: s, id: id, m: map[string][]byte{}}
+}
+
+// newPageCache returns a cache for reads without the content (light).
+func (s *Store) newPageCache(id session.SessionID) *blobCache {
+	return &blobCache{s: s, id: id, light: true, m: map[string][]byte{}}
+}
+
+// cacheFor returns the cache for a read with the content, or, light,
+// without it.
+func (s *Store) cacheFor(id session.SessionID, light bool) *blobCache {
+	if light {
+		return s.newPageCache(id)
+	}
+	return s.newBlobCache(id)
+}
+
+// withoutContent returns a light cache sharing c's blobs.
+func (c *blobCache) withoutContent() *blobCache {
+	l := *c
+	l.light = true
+	return &l
+}
+
+func (c *blobCache) page(p record.PageRef) ([]byte, error) {
+	return c.fetch(session.ContentRef{SHA256: p.SHA256, Size: p.Size})
 }
 
 func (c *blobCache) fetch(ref session.ContentRef) ([]byte, error) {
@@ -79,11 +132,7 @@ func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*rawRecor
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}
-	var c *blobCache
-	if !light {
-		c = s.newBlobCache(id)
-	}
-	rec, err := decodeRecord(id, last, snap, c)
+	rec, err := decodeRecord(id, last, snap, s.cacheFor(id, light))
 	return last, rec, err
 }
 
@@ -130,10 +179,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 }
 
 func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
-	var c *blobCache
-	if !light {
-		c = s.newBlobCache(id)
-	}
+	c := s.cacheFor(id, light)
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
 		last, _, err := s.latest(id, v)

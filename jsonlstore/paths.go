@@ -73,8 +73,9 @@ func isSuffix(s string) bool {
 
 // sessionTemps are the prefixes of the temporary files the store writes
 // in a session directory, each followed by a random suffix and tmpSuffix:
-// a compaction's new log, and a summary.json replacing a hard-linked one.
-var sessionTemps = []string{"." + LogFile + ".compact-", "." + SummaryFile + "-"}
+// a compaction's new log, a summary.json replacing a hard-linked one, and
+// a settings.json being written.
+var sessionTemps = []string{"." + LogFile + ".compact-", "." + SummaryFile + "-", "." + SettingsFile + "-"}
 
 // isSessionTemp reports whether name, in a session directory, is one of
 // the store's temporary files (sessionTemps).

@@ -423,6 +423,11 @@ func (c *plChecker) check(crashed *vfs.Sim, p crashtest.Point[plAck], _ crashtes
 		if ack.created[i] && rec.Revision < ack.rev[i] {
 			return crashtest.Violate("acknowledged-revision", "%s: latest revision %d, but %d was acknowledged", id, rec.Revision, ack.rev[i])
 		}
+		// The cap the records were written with is recorded (a reader
+		// with a smaller one still reads them).
+		if got, err := recordedCap(crashed, sessionDir(id)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
+			return crashtest.Violate("record-cap", "%s: settings.json records cap %d (%v), the writer's was %d", id, got, err, sessionstore.DefaultMaxRecordBytes)
+		}
 		hist, err := c.history(ctx, st, crashed, i, rec.Revision)
 		if err != nil {
 			return err
@@ -670,7 +675,7 @@ func TestPowerLoss(t *testing.T) {
 	start := time.Now()
 	run := plWorkload(t, -1)
 	points := run.Points()
-	require.Len(t, points, 71+2, "sync points of the workload changed: update the count")
+	require.Len(t, points, 74+2, "sync points of the workload changed: update the count")
 	built := time.Since(start)
 
 	c := &plChecker{run: run, stats: &plStats{}}

@@ -67,6 +67,9 @@ type RepairReport struct {
 	// Swept lists leftover temporary and trash directories at the store
 	// root that Repair removed.
 	Swept []string `json:"swept,omitempty"`
+	// Blobs is what the repair's blob collection removed: blobs no record
+	// references, once the log is sound.
+	Blobs BlobCollection `json:"blobs,omitzero"`
 }
 
 // Repair is the explicit, reported way out of corruption for session id.
@@ -131,6 +134,10 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	c, cerr := s.verifyRecords(ctx, id, false)
 	rep.Records = c.records
 	rep.Revision = c.last.Through()
+	if cerr == nil {
+		// A sound log: the blobs no record references go.
+		rep.Blobs, cerr = s.collectBlobs(ctx, w)
+	}
 	rep.Swept = s.repairSweepRoot(ctx)
 	rerr := w.Release(context.WithoutCancel(ctx))
 	var ce *sessionstore.CorruptionError

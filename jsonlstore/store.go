@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -25,13 +26,18 @@ var _ sessionstore.Store = (*Store)(nil)
 
 // Options tune a Store. The zero value works.
 type Options struct {
-	// MaxRecordBytes caps one encoded snapshot (0:
-	// sessionstore.DefaultMaxRecordBytes). A larger snapshot is refused and
-	// nothing is written; a reader never holds more than this (plus the
-	// envelope) of one line in memory.
+	// MaxRecordBytes is the record cap this store writes with (0:
+	// sessionstore.DefaultMaxRecordBytes, which says what the cap bounds):
+	// a snapshot that does not fit is refused and nothing is written. A
+	// cap above the default is recorded in the session (SettingsFile), so
+	// that every reader reads what was written: a reader reads with the
+	// largest of its own cap, the default and the recorded one (at most
+	// MaxReadRecordBytes), and holds no more than that (plus the envelope)
+	// of one line in memory.
 	MaxRecordBytes int
 	// PollInterval is how often the watcher rescans when it cannot rely on
-	// file system events (0: 1s).
+	// file system events, and probes the leases it saw held, to see a
+	// holder that died (0: 1s).
 	PollInterval time.Duration
 	// LeftoverAge is how old an unheld temporary or trash directory must be
 	// before it is swept (0: 1 minute).
@@ -88,7 +94,7 @@ type Store struct {
 
 	closed atomic.Bool
 	mu     sync.Mutex
-	watch  *watcher // started by the first Watch
+	watch  *watch.Watcher // started by the first Watch
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -142,7 +148,7 @@ func (s *Store) Close() error {
 	w := s.watch
 	s.mu.Unlock()
 	if w != nil {
-		w.close()
+		w.Close()
 	}
 	if s.root != nil {
 		return s.root.Close()
@@ -258,7 +264,9 @@ func (s *Store) newAppender(dir string) (*appender.Appender, *blobWriter) {
 		return appender.New(nil, s.opts.MaxRecordBytes, true), nil
 	}
 	blobs := newBlobWriter(s.fs, dir, s.opts.BlobThreshold)
-	return appender.New(blobs, s.opts.MaxRecordBytes, false), blobs
+	a := appender.New(blobs, s.opts.MaxRecordBytes, false)
+	a.Pages = blobs
+	return a, blobs
 }
 
 // newSession is a session directory being built under a temporary name
@@ -295,6 +303,9 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
 	}
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	if err := s.recordCap(b.tmp, false); err != nil { // synced with the directory, before publish
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
 	return b, nil

@@ -48,6 +48,9 @@ var mutQuick = []struct {
 	{"create: temp directory", 0, func(op vfs.Op, name string) bool {
 		return op == vfs.OpSyncDir && strings.HasPrefix(name, tmpDirPrefix)
 	}},
+	{"create: settings", 0, func(op vfs.Op, name string) bool {
+		return op == vfs.OpSync && strings.Contains(name, "/."+SettingsFile+"-")
+	}},
 	{"create: publish", 0, func(op vfs.Op, name string) bool { return op == vfs.OpSyncDir && name == "." }},
 	// B's writer appends through the descriptor its creation opened.
 	{"append", 1, func(op vfs.Op, name string) bool {

@@ -175,17 +175,11 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	defer h.Close()
 	snaps := record.NewSnapshots(id, v.maxPayload)
 	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
-	// check decodes and restores the snapshot of r (its blobs checked,
-	// each once, but not read into it).
-	check := func(r *rawRecord, snap []byte) error {
-		rec, err := decodeRecord(id, r, snap, nil)
-		if err != nil {
+	restore := func(r *rawRecord, snap sessnap.Snapshot) error {
+		if err := blobs.check(r, snap.Messages); err != nil {
 			return err
 		}
-		if err := blobs.check(r, rec.Snapshot.Messages); err != nil {
-			return err
-		}
-		if _, err := rec.Session(); err != nil {
+		if _, err := snap.Restore(); err != nil {
 			return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
 				Err: fmt.Errorf("snapshot does not restore: %w", err)}
 		}
@@ -194,8 +188,67 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
 				Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)})
 		}
+		return nil
+	}
+	// check decodes and restores the snapshot of r, its pages expanded
+	// (its blobs checked, each once, but not read into it).
+	check := func(r *rawRecord, snap []byte) error {
+		rec, err := decodeRecord(id, r, snap, s.newPageCache(id))
+		if err != nil {
+			return err
+		}
+		if err := restore(r, rec.Snapshot); err != nil {
+			return err
+		}
 		lastSnap = rec.Snapshot
 		return nil
+	}
+	// checkPaged checks the snapshot of r, a full record, at the cost of
+	// what it holds itself: its inline messages decoded and restored, and
+	// each page it references, the first time one does (its blob checked,
+	// its messages decoded and restored), so that the pages full records
+	// share are checked once. It reports whether r held pages (else it was
+	// checked as check checks it).
+	pages := map[string]bool{}
+	checkPaged := func(r *rawRecord, snap []byte) (bool, error) {
+		inline, refs, err := record.SplitPages(snap)
+		if err != nil {
+			return false, pageAt(id, r, err)
+		}
+		if refs == nil {
+			return false, check(r, snap)
+		}
+		decoded, err := decodeSnapshot(id, r, inline)
+		if err != nil {
+			return true, err
+		}
+		if err := restore(r, decoded); err != nil {
+			return true, err
+		}
+		for _, p := range refs {
+			if pages[p.SHA256] {
+				continue
+			}
+			content, err := s.readBlob(id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+			if err == nil {
+				_, err = record.PageMessages(p, content)
+			}
+			var page []byte
+			if err == nil {
+				page, err = record.WithMessages(inline, content)
+			}
+			if err != nil {
+				return true, pageAt(id, r, err)
+			}
+			if decoded, err = decodeSnapshot(id, r, page); err != nil {
+				return true, err
+			}
+			if err := restore(r, decoded); err != nil {
+				return true, err
+			}
+			pages[p.SHA256] = true
+		}
+		return true, nil
 	}
 	var pending *rawRecord // the latest record not yet decoded (a delta)
 	for h.Next() {
@@ -214,11 +267,19 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 			g, _ := record.ParseGap(r.Payload)
 			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
 				"revisions %d to %d are missing: a repair set them aside (%s)%s", r.Rev, r.Through(), g.Reason, forensicNote(g.Forensic))})
-		case deep || r.Kind == KindFull:
-			// A full record is decoded and restored (a pass over what it
-			// holds); with deep, every revision is.
+		case deep:
 			if err := check(r, snaps.Bytes()); err != nil {
 				return err
+			}
+		case r.Kind == KindFull:
+			// A full record is decoded and restored (a pass over what it
+			// holds, pages checked once); with deep, every revision is.
+			paged, err := checkPaged(r, snaps.Bytes())
+			if err != nil {
+				return err
+			}
+			if paged {
+				pending = r.Clone() // the latest is checked whole below
 			}
 		default:
 			pending = r.Clone()

@@ -59,7 +59,10 @@ const (
 	RecordVersion = record.Version
 )
 
-func openView(fsys vfs.FS, id session.SessionID, maxPayload int) (*view, error) {
+// openView opens a view of session id's log, read with the record cap
+// that a store whose own cap is own reads it with (readCap).
+func openView(fsys vfs.FS, id session.SessionID, own int) (*view, error) {
+	maxPayload := readCap(fsys, id, own)
 	name := logPath(id)
 	f, err := fsys.OpenFile(name, osRDONLY, 0)
 	// A compaction may rename a new log over the old one between the

@@ -3,415 +3,203 @@ package jsonlstore
 import (
 	"context"
 	"fmt"
-	"syscall"
+	"os"
+	"path/filepath"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// The watcher tests that involve time run in a synctest bubble, on a
-// simulated file system, with a fake event source the test feeds: the
-// bubble's clock is fake, so debounce and polling are exact and instant.
-// The fixtures are in watch_fixtures_test.go; watch_fsnotify_test.go runs
-// the real thing on temporary directories.
+// These tests run the watcher on real directories, with fsnotify.
 
-// TestWatchDebounce: a burst of events for one session within the
-// debounce window causes exactly one recomputation, at the end of the
-// window, which sees the burst's last append; a sustained stream of 1,000
-// events a second causes about ten a second, never two within the
-// window, and the last append is always picked up.
-func TestWatchDebounce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ss.create("a", 1)
-		ss.create("quiet", 1)
-		ss.startWatcher(nil)
-		ss.resetRecomputes()
-
-		// A burst: 50 appends, one every millisecond.
-		t0 := time.Now()
-		for range 50 {
-			ss.appendRev("a")
-			ss.src.emit("a/"+LogFile, fsnotify.Write)
-			ss.src.emit("a/"+SummaryFile, fsnotify.Write)
-			time.Sleep(time.Millisecond)
-		}
-		synctest.Wait()
-		require.Empty(t, ss.recomputes("a"), "nothing before the window ends")
-		time.Sleep(time.Until(t0.Add(debounce)))
-		synctest.Wait()
-		require.Equal(t, []time.Time{t0.Add(debounce)}, ss.recomputes("a"))
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix), "the burst's last append is seen")
-		time.Sleep(time.Second)
-		synctest.Wait()
-		require.Len(t, ss.recomputes("a"), 1, "nothing more without events")
-		require.Empty(t, ss.recomputes("quiet"))
-
-		// A stream: 1,000 appends a second for a second.
-		ss.resetRecomputes()
-		t1 := time.Now()
-		for range 1000 {
-			ss.appendRev("a")
-			ss.src.emit("a/"+LogFile, fsnotify.Write)
-			time.Sleep(time.Millisecond)
-		}
-		last := time.Now()
-		time.Sleep(debounce)
-		synctest.Wait()
-		at := ss.recomputes("a")
-		require.GreaterOrEqual(t, len(at), 9)
-		require.LessOrEqual(t, len(at), 11)
-		for i := 1; i < len(at); i++ {
-			require.GreaterOrEqual(t, at[i].Sub(at[i-1]), debounce, "two recomputations within the window")
-		}
-		require.False(t, at[0].Before(t1.Add(debounce)))
-		require.False(t, at[len(at)-1].After(last.Add(debounce)))
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix), "the stream's last append is seen")
-	})
-}
-
-// TestWatchIgnoresIrrelevantEvents: events about lease files, forensic
-// copies and leftovers schedule nothing; an event about the summary file
-// schedules a look, which recomputes only if the log changed.
-func TestWatchIgnoresIrrelevantEvents(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ss.create("a", 2)
-		ss.startWatcher(nil)
-		ss.resetRecomputes()
-		ss.appendRev("a")
-		ss.src.emit("a/lease.json", fsnotify.Create)
-		ss.src.emit("a/lease.json.tmp-1234", fsnotify.Create)
-		ss.src.emit("a/lease.lock", fsnotify.Chmod)
-		ss.src.emit("a/"+ForensicDir+"/x", fsnotify.Create)
-		ss.src.emit(".tmp-a-1234", fsnotify.Create)
-		time.Sleep(debounce)
-		synctest.Wait()
-		require.Empty(t, ss.recomputes("a"), "nothing scheduled")
-		ss.src.emit("a/"+SummaryFile, fsnotify.Write)
-		time.Sleep(debounce)
-		synctest.Wait()
-		require.Len(t, ss.recomputes("a"), 1, "the log changed")
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix))
-		ss.src.emit("a/"+SummaryFile, fsnotify.Write)
-		time.Sleep(debounce)
-		synctest.Wait()
-		require.Len(t, ss.recomputes("a"), 1, "the log did not change: a stat, no recompute")
-	})
-}
-
-// TestWatchOverflowRescans: when the source reports lost events, the
-// watcher rescans at once and sees changes no event announced.
-func TestWatchOverflowRescans(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ss.create("a", 1)
-		ss.create("b", 1)
-		ss.startWatcher(nil)
-		time.Sleep(ss.st.opts.PollInterval / 2) // before any poll
-		t0 := time.Now()
-		ss.appendRev("a")
-		ss.remove("b")
-		ss.create("c", 3)
-		synctest.Wait()
-		require.Equal(t, map[session.SessionID]uint64{"a": 1, "b": 1}, indexed(t, ss.w.ix))
-		ss.src.errs <- fmt.Errorf("read: %w", fsnotify.ErrEventOverflow)
-		synctest.Wait()
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix))
-		require.Equal(t, t0, time.Now(), "at once")
-		require.True(t, ss.src.isWatched("c"), "the new session is watched")
-
-		// Right after a recomputation, the rescan keeps to the debounce.
-		ss.appendRev("a")
-		ss.src.errs <- fsnotify.ErrEventOverflow
-		synctest.Wait()
-		require.NotEqual(t, ss.want(), indexed(t, ss.w.ix))
-		time.Sleep(debounce)
-		synctest.Wait()
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix))
-	})
-}
-
-// TestWatchLimitPolls: directories the kernel refuses to watch (ENOSPC
-// from inotify) are polled, and their changes are seen within two poll
-// intervals; the directories watched before the limit keep their events.
-func TestWatchLimitPolls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		src := newFakeSource()
-		src.refuse = func(path string) error {
-			if path == simRoot+"/b" {
-				return fmt.Errorf("inotify_add_watch: %w", syscall.ENOSPC)
+// watchView follows a subscription until it equals want, failing after a
+// deadline (no sleeps: it blocks on the channel).
+func watchView(t *testing.T, ch <-chan summary.Change, view, want map[session.SessionID]uint64) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for !mapsEqual(view, want) {
+		select {
+		case c, ok := <-ch:
+			require.True(t, ok, "channel closed; view %v, want %v", view, want)
+			if c.Deleted {
+				delete(view, c.ID)
+			} else {
+				view[c.ID] = c.Summary.Revision
 			}
-			return nil
+		case <-deadline.C:
+			t.Fatalf("no convergence:\n view %v\n want %v", view, want)
 		}
-		ss := newSimStore(t, src)
-		for _, id := range []session.SessionID{"a", "b", "c"} {
-			ss.create(id, 1)
-		}
-		ss.startWatcher(nil)
-		require.True(t, src.isWatched("a"))
-		require.False(t, src.isWatched("b"), "refused")
-		require.False(t, src.isWatched("c"), "not tried once the limit is hit")
-		poll := ss.st.opts.PollInterval
-
-		time.Sleep(poll / 2)
-		ss.appendRev("b")
-		ss.appendRev("c")
-		ss.appendRev("c")
-		ss.create("d", 1) // announced: the root is watched
-		src.emit("d", fsnotify.Create)
-		ss.appendRev("a")
-		src.emit("a/"+LogFile, fsnotify.Write)
-		time.Sleep(debounce)
-		synctest.Wait()
-		got := indexed(t, ss.w.ix)
-		require.Equal(t, uint64(2), got["a"], "events still drive watched sessions")
-		require.Equal(t, uint64(1), got["d"])
-		time.Sleep(2*poll - debounce)
-		synctest.Wait()
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix), "converged within two poll intervals")
-	})
+	}
 }
 
-// TestWatchBudgetPolls: beyond its own budget of watched directories (the
-// macOS descriptor budget) the watcher polls.
-func TestWatchBudgetPolls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ids := []session.SessionID{"a", "b", "c", "d", "e"}
-		for _, id := range ids {
-			ss.create(id, 1)
+func mapsEqual(a, b map[session.SessionID]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
 		}
-		ss.startWatcher(func(w *watcher) { w.budget = 3 })
-		watched := 0
-		for _, id := range ids {
-			if ss.src.isWatched(string(id)) {
-				watched++
-			}
-		}
-		require.Equal(t, 2, watched, "the root and two sessions")
-		require.Equal(t, 3, ss.w.budget)
-		for _, id := range ids {
-			ss.appendRev(id) // no events at all
-		}
-		time.Sleep(2 * ss.st.opts.PollInterval)
-		synctest.Wait()
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix))
-
-		// A deleted session frees its watch for a polled one.
-		ss.remove("a")
-		ss.src.emit("a", fsnotify.Rename)
-		time.Sleep(2 * ss.st.opts.PollInterval)
-		synctest.Wait()
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix))
-		watched = 0
-		for _, id := range ids {
-			if ss.src.isWatched(string(id)) {
-				watched++
-			}
-		}
-		require.Equal(t, 2, watched)
-	})
+	}
+	return true
 }
 
-// TestWatchEventsLost: with a source that never delivers anything, the
-// watcher still converges within two poll intervals of any change.
-func TestWatchEventsLost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		src := newFakeSource()
-		src.silent = true
-		ss := newSimStore(t, src)
-		ss.create("a", 1)
-		ss.create("b", 1)
-		ss.startWatcher(nil)
-		poll := ss.st.opts.PollInterval
-
-		// Just after a full rescan: the worst case.
-		time.Sleep(rescanTicks*poll + time.Millisecond)
-		synctest.Wait()
-		ss.appendRev("a")
-		ss.remove("b")
-		ss.create("c", 2)
-		time.Sleep(2*poll - 2*time.Millisecond)
-		synctest.Wait()
-		require.NotEqual(t, ss.want(), indexed(t, ss.w.ix), "watched sessions wait for the full rescan")
-		time.Sleep(2 * time.Millisecond)
-		synctest.Wait()
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix), "converged within two poll intervals")
-
-		// List cannot confirm the index is current (its barrier is lost
-		// too): it scans, and is right.
-		page, err := ss.st.List(context.Background(), summary.Query{Order: summary.OrderIDAsc})
+// TestWatchFsnotify runs the watcher on a real directory with fsnotify.
+// The poll interval is an hour, so only events can make it converge.
+func TestWatchFsnotify(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStoreWith(t, Options{PollInterval: time.Hour})
+	want := map[session.SessionID]uint64{}
+	writers := map[session.SessionID]sessionstore.Writer{}
+	create := func(id session.SessionID) {
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
-		require.Len(t, page.Items, 2)
-		require.Equal(t, session.SessionID("a"), page.Items[0].ID)
-		require.Equal(t, uint64(2), page.Items[0].Revision)
-	})
-}
-
-// TestWatchPollsWithoutSource: with no event source at all (a store on a
-// simulated file system) the watcher is a poller.
-func TestWatchPollsWithoutSource(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, nil)
-		ss.create("a", 1)
-		ss.startWatcher(nil)
-		ss.appendRev("a")
-		ss.create("b", 1)
-		time.Sleep(ss.st.opts.PollInterval)
-		synctest.Wait()
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix))
-	})
-}
-
-// TestWatchCreateDelete: sessions created (renamed in) and deleted
-// (renamed to trash) are picked up from the root's events; a session
-// created again under a deleted one's name, with a lower revision,
-// replaces it; and subscribers converge to all of it.
-func TestWatchCreateDelete(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ss.create("a", 1)
-		ss.startWatcher(nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		sub := ss.w.ix.Subscribe(ctx)
-		view := map[session.SessionID]uint64{}
-		// drain takes every change the subscription has to deliver: once
-		// all goroutines are blocked, its sender is blocked on the send
-		// if, and only if, it has one.
-		drain := func() {
-			for {
-				synctest.Wait()
-				select {
-				case c := <-sub.C():
-					if c.Deleted {
-						delete(view, c.ID)
-					} else {
-						view[c.ID] = c.Summary.Revision
-					}
-				default:
-					return
-				}
-			}
+		writers[id], want[id] = w, 1
+	}
+	appendTo := func(id session.SessionID, n int) {
+		s := sessiontest.New(string(id))
+		for range n {
+			rev, err := writers[id].Append(ctx, writers[id].Revision(), sessiontest.Snap(t, s))
+			require.NoError(t, err)
+			want[id] = rev
 		}
+	}
+	create("before-1")
+	create("before-2")
+	ch, err := st.Watch(ctx)
+	require.NoError(t, err)
+	view := map[session.SessionID]uint64{}
+	watchView(t, ch, view, want)
+	w := st.watch
 
-		ss.create("n", 3)
-		ss.src.emit("n", fsnotify.Create)
-		time.Sleep(debounce)
-		drain()
-		require.Equal(t, ss.want(), view)
-		require.True(t, ss.src.isWatched("n"))
+	create("new-1")
+	create("new-2")
+	appendTo("before-1", 20)
+	appendTo("new-1", 3)
+	watchView(t, ch, view, want)
 
-		ss.remove("n")
-		ss.src.emit("n", fsnotify.Rename)
-		ss.src.emit(".trash-n-1234", fsnotify.Create)
-		time.Sleep(debounce)
-		drain()
-		require.Equal(t, ss.want(), view)
-		require.False(t, ss.src.isWatched("n"), "the watch went with the directory")
+	require.NoError(t, writers["before-2"].Delete(ctx))
+	delete(want, "before-2")
+	appendTo("new-2", 1)
+	watchView(t, ch, view, want)
 
-		ss.create("n", 3)
-		ss.src.emit("n", fsnotify.Create)
-		ss.remove("n")
-		ss.src.emit("n", fsnotify.Rename)
-		ss.create("n", 1)
-		ss.src.emit("n", fsnotify.Create)
-		time.Sleep(debounce)
-		drain()
-		require.Equal(t, ss.want(), view)
-		require.Equal(t, ss.want(), indexed(t, ss.w.ix))
+	// List answers from the index, and sees what was just written.
+	appendTo("new-1", 1)
+	require.True(t, w.Current(ctx))
+	page, err := st.List(ctx, summary.Query{Order: summary.OrderIDAsc})
+	require.NoError(t, err)
+	got := map[session.SessionID]uint64{}
+	for _, s := range page.Items {
+		got[s.ID] = s.Revision
+		require.Equal(t, summary.LeaseHeld, s.Lease.State)
+	}
+	require.Equal(t, want, got)
 
-		// Deleted and created again with the root's events lost (only one
-		// about the new log arrives): the new directory is recognised by
-		// its identity, watched, and its lower revision wins.
-		ss.appendRev("n")
-		ss.src.emit("n/"+LogFile, fsnotify.Write)
-		time.Sleep(debounce)
-		drain()
-		ss.remove("n")
-		ss.create("n", 1)
-		ss.src.emit("n/"+LogFile, fsnotify.Create)
-		time.Sleep(debounce)
-		drain()
-		require.Equal(t, map[session.SessionID]uint64{"a": 1, "n": 1}, view)
-		require.True(t, ss.src.isWatched("n"))
-	})
+	for _, wr := range writers {
+		_ = wr.Release(ctx)
+	}
+	// Close stops the watcher, its event source and its goroutines (the
+	// watch package's TestSourceClose looks inside; leaktest, run by
+	// TestMain, fails the package on a goroutine left over).
+	require.NoError(t, st.Close())
+	for range ch { // closed with the store
+	}
 }
 
-// TestWatchCompaction: a log replaced by rename (a new identity, the same
-// revision) is picked up.
-func TestWatchCompaction(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ss.create("a", 5)
-		ss.startWatcher(nil)
-		before, ok := ss.w.ix.Get("a")
-		require.True(t, ok)
-		ss.resetRecomputes()
-		ss.compact("a")
-		ss.src.emit("a/"+ArchiveDir, fsnotify.Create)
-		ss.src.emit("a/"+LogFile, fsnotify.Create)
-		time.Sleep(debounce)
-		synctest.Wait()
-		require.Len(t, ss.recomputes("a"), 1)
-		after, ok := ss.w.ix.Get("a")
-		require.True(t, ok)
-		require.Equal(t, before.Revision, after.Revision)
-		require.Less(t, after.Sizes.LogBytes, before.Sizes.LogBytes)
-	})
-}
-
-// TestWatchListFromIndex: once the watcher runs, List answers from its
-// index, after the barrier proves every earlier event was taken in and
-// due sessions were recomputed; it sees a change made just before it,
-// though the debounce has not elapsed.
-func TestWatchListFromIndex(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ss.create("a", 1)
-		ss.create("b", 1)
-		ss.startWatcher(nil)
-		ctx := context.Background()
-		ss.appendRev("b")
-		ss.src.emit("b/"+LogFile, fsnotify.Write)
-		t0 := time.Now()
-		require.True(t, ss.w.current(ctx))
-		require.Equal(t, t0, time.Now())
-		page, ok, err := ss.st.listIndexed(ctx, summary.Query{})
+// TestWatchFsnotifyListReadsItsWrites: with the watcher running, List
+// answers from the index yet never misses a change completed before it.
+func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStoreWith(t, Options{PollInterval: time.Hour})
+	_, err := st.Watch(ctx)
+	require.NoError(t, err)
+	list := func() summary.Page {
+		t.Helper()
+		page, ok, err := st.listIndexed(ctx, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit})
 		require.NoError(t, err)
-		require.True(t, ok)
-		require.Len(t, page.Items, 2)
-		require.Equal(t, session.SessionID("b"), page.Items[0].ID, "newest first")
-		require.Equal(t, uint64(2), page.Items[0].Revision)
-		require.Equal(t, summary.LeaseFree, page.Items[0].Lease.State, "lease status computed")
-	})
+		require.True(t, ok, "answered from the index")
+		viaList, err := st.List(ctx, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit})
+		require.NoError(t, err)
+		require.Len(t, viaList.Items, len(page.Items))
+		return page
+	}
+	live := 0
+	for i := range 20 {
+		id := session.SessionID(fmt.Sprintf("s%02d", i))
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		page := list()
+		require.Len(t, page.Items, live+1)
+		require.Equal(t, id, page.Items[live].ID)
+		rev, err := w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.New(string(id))))
+		require.NoError(t, err)
+		page = list()
+		require.Equal(t, rev, page.Items[live].Revision)
+		if i%3 == 0 {
+			require.NoError(t, w.Delete(ctx))
+			for _, s := range list().Items {
+				require.NotEqual(t, id, s.ID)
+			}
+		} else {
+			require.NoError(t, w.Release(ctx))
+			live++
+		}
+	}
 }
 
-// TestWatchClose: closing the store stops the watcher's goroutine, closes
-// its event source and its subscribers' channels, inside the bubble (which
-// itself fails the test if a goroutine is left).
-func TestWatchClose(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ss := newSimStore(t, newFakeSource())
-		ss.create("a", 1)
-		ss.startWatcher(nil)
-		ch, err := ss.st.Watch(context.Background())
+// TestWatchListScanChecksPage: the scan ranks sessions by the summary
+// files that name the log on disk, but checks every item it returns as
+// summaryOf does; an item that fails the check (here a planted summary
+// with the log's identity and size but another revision, and a time in
+// the future) is recomputed from the log and the page selected again.
+func TestWatchListScanChecksPage(t *testing.T) {
+	ctx := context.Background()
+	st := openUncheckedStore(t) // a summary.json is made to lie, on purpose
+	dir := st.Dir()
+	for i, id := range []session.SessionID{"a", "b", "c"} {
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
-		<-ch
-		require.NoError(t, ss.st.Close())
-		<-ss.w.done
-		_, ok := <-ch
-		require.False(t, ok)
-		require.True(t, ss.src.closed)
-		_, err = ss.st.Watch(context.Background())
-		require.ErrorIs(t, err, sessionstore.ErrClosed)
-	})
+		for range i + 1 {
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, sessiontest.New(string(id))))
+			require.NoError(t, err)
+		}
+		require.NoError(t, w.Release(ctx))
+	}
+	honest, err := st.List(ctx, summary.Query{})
+	require.NoError(t, err)
+	require.Len(t, honest.Items, 3)
+
+	sf, ok := readSummaryFile(st.fs, "a")
+	require.True(t, ok)
+	sf.Revision--
+	sf.Summary.Revision = sf.Revision
+	sf.Summary.UpdatedAt = time.Now().Add(24 * time.Hour)
+	b, err := encodeSummaryFile(sf)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", SummaryFile), b, filePerm))
+	dirA, err := vfs.Sub(st.fs, "a")
+	require.NoError(t, err)
+	defer dirA.Close()
+	k, ok := readSummaryKeys(dirA, "a")
+	require.True(t, ok, "the planted summary passes the ranking check")
+	require.Equal(t, sf.Summary.UpdatedAt.UTC(), k.Summary.UpdatedAt.UTC())
+
+	for _, limit := range []int{1, 2, 3} {
+		page, err := st.List(ctx, summary.Query{Limit: limit})
+		require.NoError(t, err)
+		require.Len(t, page.Items, limit)
+		for i := range page.Items {
+			require.Equal(t, honest.Items[i].ID, page.Items[i].ID)
+			require.Equal(t, honest.Items[i].Revision, page.Items[i].Revision)
+			require.True(t, honest.Items[i].UpdatedAt.Equal(page.Items[i].UpdatedAt))
+		}
+	}
 }

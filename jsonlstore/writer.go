@@ -153,7 +153,21 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
 	w.lastOffset, w.size = rec.Offset, rec.End()
 	w.writeSummary(&rec, &snap)
+	w.touchLease(rec.Time)
 	return rec.Rev, nil
+}
+
+// touchLease lets the append, whose record has time at, count as a
+// heartbeat, so that a busy holder never looks idle to readers (Lease,
+// List, Watch): at most once a second it sets lease.lock's modification
+// time (fslease.Lease.Touch), one system call that writes no data and
+// syncs nothing, so that an append costs no more for it
+// (BenchmarkAppendTouch). Failure is logged, not returned: the append is
+// durable.
+func (w *writer) touchLease(at time.Time) {
+	if err := w.lease.Touch(at); err != nil {
+		w.s.opts.Logger.Warn("jsonlstore: lease heartbeat not refreshed", "session", w.id, "err", err)
+	}
 }
 
 // writeSummary refreshes summary.json. Failure is harmless (the summary is

@@ -11,21 +11,24 @@
 // per revision. Reads rebuild a revision from its chain (the latest full
 // record before it and the deltas after it) and decode it afresh, so a
 // caller never shares memory with the store. A summary.Index is fed on
-// every create, append and delete and answers List and Watch; lease status
-// is filled in when a page is read.
+// every create, append and delete, and on every acquisition, release and
+// loss of a lease, and answers List and Watch; List fills in lease status
+// when a page is read.
 //
 // Part content at or above Options.BlobThreshold (16 KiB by default: long
 // texts and tool outputs, images) is kept out of line: once per session,
 // under its SHA-256, however often it is attached, the records holding
-// its reference. Load, LoadRevision and History give it back in place;
-// LoadWith with WithoutContent leaves the references, and an append of
-// such a snapshot keeps them. DiskUsage reports the bytes of the records
-// (LogBytes) and of the content (BlobBytes); ReadBlob reads one content.
+// its reference; so are the pages of a long conversation's full records
+// (its older messages, a run per page). Load, LoadRevision and History
+// give the content back in place; LoadWith with WithoutContent leaves the
+// references, and an append of such a snapshot keeps them. DiskUsage
+// reports the bytes of the records (LogBytes) and of the content and
+// pages (BlobBytes); ReadBlob reads one.
 //
 // Leases exclude holders within this process (there is no other). Nothing
 // expires them, so AcquireOptions.HeartbeatInterval is ignored and
-// Heartbeat only records the time; Supersede simulates a holder that lost
-// its lease, for tests of recovery paths.
+// Heartbeat and Append only record the time; Supersede simulates a holder
+// that lost its lease, for tests of recovery paths.
 //
 // # Usage
 //

@@ -37,6 +37,7 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 		}
 		if e.holder == nil {
 			w := s.takeLocked(e, opts)
+			s.leaseChangedLocked(e)
 			s.mu.Unlock()
 			return w, nil
 		}
@@ -150,5 +151,6 @@ func (s *Store) Supersede(ctx context.Context, id session.SessionID) error {
 	}
 	e.holder.state = writerLost
 	e.freeLocked(summary.LeaseStale)
+	s.leaseChangedLocked(e)
 	return nil
 }

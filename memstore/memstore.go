@@ -267,9 +267,26 @@ func (s *Store) appendLocked(e *entry, rec record.Rec, snap *sessnap.Snapshot, a
 	e.records = append(e.records, rec)
 	e.logBytes += rec.LineLen
 	s.addBlobsLocked(e, added)
+	if e.holder != nil && e.holder.gen == rec.Gen {
+		e.identity.HeartbeatAt = rec.Time // an append proves the holder alive, as a heartbeat does
+	}
 	sum := summary.Project(snap, rec.Rev, rec.Gen, rec.Time)
 	sum.Sizes.LogBytes = e.logBytes
-	// Under s.mu, so the index sees each session's revisions in order.
+	sum.Lease = e.statusLocked(rec.Time)
+	// Under s.mu, so the index sees each session's revisions and lease
+	// changes in order.
+	s.index.Put(sum)
+}
+
+// leaseChangedLocked publishes e's summary again with its lease status,
+// which just changed (acquired, released, lost), so that watchers see the
+// change.
+func (s *Store) leaseChangedLocked(e *entry) {
+	sum, ok := s.index.Get(e.id)
+	if !ok {
+		return // being created: its first revision carries the lease
+	}
+	sum.Lease = e.statusLocked(s.now())
 	s.index.Put(sum)
 }
 
@@ -426,11 +443,11 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	return page, nil
 }
 
-// Watch implements sessionstore.Store. The summaries in changes carry no
-// lease status (LeaseUnknown): acquiring or releasing a lease is not a
-// change, so a status in an event would go stale unseen; List and Lease
-// compute it when asked. The channel's goroutine ends when ctx is done or
-// the store is closed.
+// Watch implements sessionstore.Store. Every change carries the session's
+// lease status as it was when the change was made: acquiring the lease,
+// releasing it and losing it (Supersede) are changes, as appends are; a
+// heartbeat is not (List and Lease compute the heartbeat age when asked).
+// The channel's goroutine ends when ctx is done or the store is closed.
 func (s *Store) Watch(ctx context.Context) (<-chan summary.Change, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err

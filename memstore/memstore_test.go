@@ -20,6 +20,14 @@ var harness = storetest.Harness{
 	Supersede: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
 		require.NoError(t, s.(*memstore.Store).Supersede(t.Context(), id))
 	},
+	// memstore's leases live in one process: a holder dies when it is
+	// superseded, with nobody taking over (the in-memory analogue of a
+	// killed process).
+	Crash: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
+		_, err := s.TryAcquire(t.Context(), id, sessionstore.AcquireOptions{Label: "doomed"})
+		require.NoError(t, err)
+		require.NoError(t, s.(*memstore.Store).Supersede(t.Context(), id))
+	},
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, harness) }

@@ -113,6 +113,28 @@ func TestLeaseIdentity(t *testing.T) {
 	require.Zero(t, st.HeartbeatAge)
 }
 
+// TestAppendCountsAsHeartbeat: a holder that appends but never
+// heartbeats shows as active at its latest append.
+func TestAppendCountsAsHeartbeat(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clk := &clock{t: t0}
+	s := newStore(t, memstore.Options{Now: clk.Now})
+	ctx := t.Context()
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.InState("a", session.StateIdle)), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	clk.Set(t0.Add(time.Minute))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.InState("a", session.StateRunning)))
+	require.NoError(t, err)
+	clk.Set(t0.Add(time.Minute + 2*time.Second))
+	st, err := s.Lease(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, st.HeartbeatAge)
+	require.Equal(t, t0.Add(time.Minute), st.Holder.HeartbeatAt)
+	page, err := s.List(ctx, summary.Query{})
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, page.Items[0].Lease.HeartbeatAge)
+}
+
 func TestMaxRecordBytes(t *testing.T) {
 	tests := []struct {
 		name    string

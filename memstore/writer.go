@@ -199,5 +199,6 @@ func (w *writer) Release(context.Context) error {
 		return fmt.Errorf("%w: session %s: store closed", sessionstore.ErrClosed, w.e.id)
 	}
 	w.e.freeLocked(summary.LeaseFree)
+	w.s.leaseChangedLocked(w.e)
 	return nil
 }

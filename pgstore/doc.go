@@ -105,9 +105,13 @@
 // # Summaries and watch
 //
 // Every create, append and delete updates the session's summary row and
-// sends NOTIFY pgstore_changes with the session ID, in its transaction.
-// List is one indexed query per page with package summary's keyset
-// cursors. Watch listens on a dedicated connection, coalesces bursts,
-// reads the changed summaries back, and reconnects and reloads everything
+// sends NOTIFY pgstore_changes with the session ID, in its transaction, as
+// does every acquisition and release of a lease and ExpireLease. List is
+// one indexed query per page with package summary's keyset cursors. Watch
+// listens on a dedicated connection, coalesces bursts, reads the changed
+// summaries back with their leases, and reconnects and reloads everything
 // when the connection breaks, so a watcher converges to the current state.
+// A lease that expires notifies nobody: Watch reads each held lease again
+// when it expects it to expire, so a dead holder's lease shows stale in
+// the change feed at its expiry.
 package pgstore

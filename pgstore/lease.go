@@ -193,6 +193,10 @@ func (s *Store) tryTake(ctx context.Context, id session.SessionID, opts sessions
 			string(id), gen, s.opts.LeaseTTL.Microseconds(), nw.nonce, s.host, s.pid, opts.Label); err != nil {
 			return err
 		}
+		// A new holder is a change for watchers, at commit.
+		if err := notify(ctx, tx, id); err != nil {
+			return err
+		}
 		var rev int64
 		if err := tx.QueryRow(ctx, `SELECT revision FROM pgstore_summaries WHERE session_id = $1`, string(id)).Scan(&rev); err != nil {
 			return err
@@ -237,8 +241,10 @@ func (s *Store) ExpireLease(ctx context.Context, id session.SessionID) error {
 		if !l.live() {
 			return fmt.Errorf("%w: session %s", ErrNotHeld, id)
 		}
-		_, err = tx.Exec(ctx, `UPDATE pgstore_sessions SET expires_at = clock_timestamp() - interval '1 microsecond' WHERE id = $1`, string(id))
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE pgstore_sessions SET expires_at = clock_timestamp() - interval '1 microsecond' WHERE id = $1`, string(id)); err != nil {
+			return err
+		}
+		return notify(ctx, tx, id)
 	})
 	if err != nil {
 		if errors.Is(err, ErrNotHeld) {

@@ -110,7 +110,7 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	if o.desc {
 		dir = " DESC"
 	}
-	sql := `SELECT s.doc, ` + leaseColsOf("l.") + ` FROM pgstore_summaries s JOIN pgstore_sessions l ON l.id = s.session_id`
+	sql := summarySelect
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -127,7 +127,7 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 			more = true
 			break
 		}
-		sum, err := scanSummary(rows)
+		sum, _, err := scanSummary(rows)
 		if err != nil {
 			rows.Close()
 			return summary.Page{}, fmt.Errorf("pgstore: list: %w", err)
@@ -144,29 +144,34 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	return page, nil
 }
 
-// scanSummary reads a summary row (doc and lease columns).
-func scanSummary(row pgx.Row) (summary.Summary, error) {
+// scanSummary reads a summary row (doc and lease columns): the summary,
+// with its lease status, and the lease row.
+func scanSummary(row pgx.Row) (summary.Summary, leaseRow, error) {
 	var doc []byte
 	var l leaseRow
 	var gen, remaining, age int64
 	var pid int32
 	if err := row.Scan(&doc, &gen, &l.state, &l.nonce, &l.host, &pid, &l.label, &l.acquiredAt, &l.heartbeatAt,
 		&l.expired, &remaining, &age); err != nil {
-		return summary.Summary{}, err
+		return summary.Summary{}, l, err
 	}
 	l.pid = int(pid)
 	l.remaining, l.age = time.Duration(remaining)*time.Microsecond, time.Duration(age)*time.Microsecond
 	var err error
 	if l.gen, err = fromBigint("generation", gen); err != nil {
-		return summary.Summary{}, err
+		return summary.Summary{}, l, err
 	}
 	sum, err := decodeSummary(doc)
 	if err != nil {
-		return sum, err
+		return sum, l, err
 	}
 	sum.Lease = l.status()
-	return sum, nil
+	return sum, l, nil
 }
+
+// summarySelect selects what scanSummary reads, for a WHERE clause on s
+// (the summary) and l (the session's lease) to follow.
+var summarySelect = `SELECT s.doc, ` + leaseColsOf("l.") + ` FROM pgstore_summaries s JOIN pgstore_sessions l ON l.id = s.session_id`
 
 // decodeSummary decodes a stored summary document.
 func decodeSummary(doc []byte) (summary.Summary, error) {

@@ -17,7 +17,9 @@ import (
 )
 
 // changesChannel is the NOTIFY channel of every create, append and
-// delete; the payload is the session ID. Watch listens on it.
+// delete, and of every change of a lease's holder (an acquisition, a
+// release, ExpireLease; not a heartbeat); the payload is the session ID.
+// Watch listens on it.
 const changesChannel = "pgstore_changes"
 
 // latest is what a session's summary row says of its latest record: what

@@ -206,6 +206,30 @@ func TestExpiredLeaseFencesWithoutTakeover(t *testing.T) {
 	require.Equal(t, uint64(1), rec.Revision)
 }
 
+// An append proves the holder alive: a holder that appends but has not
+// heartbeated for an hour shows a fresh heartbeat, and its lease lives a
+// TTL from the append.
+func TestAppendCountsAsHeartbeat(t *testing.T) {
+	ctx := t.Context()
+	dsn := newDSN(t)
+	s := openDSN(t, dsn, pgstore.Options{HeartbeatInterval: time.Hour})
+	w, err := s.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("a", "one")), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	defer w.Release(ctx)
+	_, err = rawConn(t, dsn).Exec(ctx, `UPDATE pgstore_sessions SET heartbeat_at = heartbeat_at - interval '1 hour'`)
+	require.NoError(t, err)
+	st, err := s.Lease(ctx, "a")
+	require.NoError(t, err)
+	require.Greater(t, st.HeartbeatAge, time.Hour)
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, sessiontest.Titled("a", "two")))
+	require.NoError(t, err)
+	st, err = s.Lease(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, summary.LeaseHeld, st.State)
+	require.Less(t, st.HeartbeatAge, time.Minute)
+	require.True(t, st.Holder.HeartbeatAt.After(st.Holder.AcquiredAt))
+}
+
 // The writer's own heartbeat keeps its lease alive for many TTLs.
 func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 	ctx := t.Context()

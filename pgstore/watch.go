@@ -25,28 +25,40 @@ const (
 	// reconnect a watch whose connection broke.
 	reconnectMin = 50 * time.Millisecond
 	reconnectMax = 2 * time.Second
+	// expiryMargin is how long after a held lease's expected expiry the
+	// watch reads it again: a little late rather than early, when the
+	// holder would still be live and the read wasted.
+	expiryMargin = 10 * time.Millisecond
 )
 
 // Watch implements sessionstore.Store through LISTEN/NOTIFY. Each watch
 // has a dedicated connection listening on the changes channel (every
-// create, append and delete notifies it with the session ID, at commit),
-// and a summary.Index of its own that holds the current state and feeds
-// the returned channel: the index's subscription delivers the initial
-// state, then coalesces changes per session, so a slow receiver converges
-// to the latest state. Notifications are read in bursts, and the changed
-// summaries are read back in one query: a notification is a hint, the
-// table is the truth. If the connection breaks, the watch reconnects with
-// backoff, listens again and reloads every summary (deleting from the
-// index what is gone), so it converges even across lost notifications.
-// The summaries carry no lease status (LeaseUnknown), as in memstore:
-// acquiring or releasing is not a change.
+// create, append and delete, every acquisition and release of a lease and
+// ExpireLease notify it with the session ID, at commit), and a
+// summary.Index of its own that holds the current state and feeds the
+// returned channel: the index's subscription delivers the initial state,
+// then coalesces changes per session, so a slow receiver converges to the
+// latest state. Notifications are read in bursts, and the changed
+// summaries are read back with their leases in one query: a notification
+// is a hint, the tables are the truth. If the connection breaks, the
+// watch reconnects with backoff, listens again and reloads every summary
+// (deleting from the index what is gone), so it converges even across
+// lost notifications.
+//
+// Every change carries the session's lease status. A lease that expires
+// (its holder died or stopped heartbeating) writes nothing and notifies
+// nobody, so the watch reads each held lease again when it expects it to
+// expire (its TTL after the last heartbeat the watch saw): a dead holder's
+// lease shows stale within expiryMargin of its expiry, a live holder's is
+// found extended and looked at again later, one query per lease per TTL.
+// Heartbeats are not changes (summary.SameLease).
 func (s *Store) Watch(ctx context.Context) (<-chan summary.Change, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.life, cancel) // Close ends the watch
-	w := &watch{s: s, ix: summary.NewIndex(), known: map[session.SessionID]uint64{}}
+	w := &watch{s: s, ix: summary.NewIndex(), known: map[session.SessionID]known{}, held: map[session.SessionID]time.Time{}}
 	conn, err := w.connect(wctx)
 	if err == nil {
 		err = w.resync(wctx, conn)
@@ -84,11 +96,19 @@ func (s *Store) Watch(ctx context.Context) (<-chan summary.Change, error) {
 	return sub.C(), nil
 }
 
-// watch is one Watch: its index and the revision of each session in it.
+// watch is one Watch: its index, what it published of each session, and
+// when it expects the held leases to expire.
 type watch struct {
 	s     *Store
 	ix    *summary.Index
-	known map[session.SessionID]uint64
+	known map[session.SessionID]known
+	held  map[session.SessionID]time.Time // by the local clock, as estimated at the last read
+}
+
+// known is what a watch published of one session.
+type known struct {
+	rev   uint64
+	lease summary.LeaseStatus
 }
 
 // connect opens a dedicated connection and listens on the channel.
@@ -142,10 +162,20 @@ func (w *watch) run(ctx context.Context, conn *pgx.Conn) {
 }
 
 // collect waits for a notification, then gathers those that follow
-// within coalesceWindow: the IDs of one burst, without duplicates.
+// within coalesceWindow: the IDs of one burst, without duplicates, and of
+// the held leases due to expire by then. It returns early with only the
+// latter when an expiry comes first.
 func (w *watch) collect(ctx context.Context, conn *pgx.Conn) ([]session.SessionID, error) {
-	n, err := conn.WaitForNotification(ctx)
+	wait, cancel := ctx, context.CancelFunc(func() {})
+	if at, ok := w.nextExpiry(); ok {
+		wait, cancel = context.WithDeadline(ctx, at)
+	}
+	n, err := conn.WaitForNotification(wait)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return w.expiring(time.Now(), nil, map[session.SessionID]bool{}), nil // the connection is fine
+		}
 		return nil, err
 	}
 	seen := map[session.SessionID]bool{session.SessionID(n.Payload): true}
@@ -165,21 +195,44 @@ func (w *watch) collect(ctx context.Context, conn *pgx.Conn) ([]session.SessionI
 			ids = append(ids, id)
 		}
 	}
-	return ids, nil
+	return w.expiring(time.Now(), ids, seen), nil
 }
 
-// refresh reads the current summaries of ids into the index; an ID
-// without a summary was deleted.
+// nextExpiry returns when the first held lease the watch knows of is due
+// to be read again.
+func (w *watch) nextExpiry() (time.Time, bool) {
+	var first time.Time
+	for _, at := range w.held {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// expiring appends to ids (the IDs in seen) those of the held leases due
+// to be read again by now, up to coalesceMax in all.
+func (w *watch) expiring(now time.Time, ids []session.SessionID, seen map[session.SessionID]bool) []session.SessionID {
+	for id, at := range w.held {
+		if len(ids) >= coalesceMax {
+			break
+		}
+		if !at.After(now) && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// refresh reads the current summaries and leases of ids into the index;
+// an ID without a summary was deleted.
 func (w *watch) refresh(ctx context.Context, conn *pgx.Conn, ids []session.SessionID) error {
 	strs := make([]string, len(ids))
 	for i, id := range ids {
 		strs[i] = string(id)
 	}
-	rows, err := conn.Query(ctx, `SELECT doc FROM pgstore_summaries WHERE session_id = ANY($1)`, strs)
-	if err != nil {
-		return err
-	}
-	found, err := w.putRows(rows)
+	found, err := w.putRows(ctx, conn, summarySelect+` WHERE s.session_id = ANY($1)`, strs)
 	if err != nil {
 		return err
 	}
@@ -191,13 +244,10 @@ func (w *watch) refresh(ctx context.Context, conn *pgx.Conn, ids []session.Sessi
 	return nil
 }
 
-// resync reads every summary into the index and removes what is gone.
+// resync reads every summary and lease into the index and removes what is
+// gone.
 func (w *watch) resync(ctx context.Context, conn *pgx.Conn) error {
-	rows, err := conn.Query(ctx, `SELECT doc FROM pgstore_summaries`)
-	if err != nil {
-		return err
-	}
-	found, err := w.putRows(rows)
+	found, err := w.putRows(ctx, conn, summarySelect)
 	if err != nil {
 		return err
 	}
@@ -209,33 +259,52 @@ func (w *watch) resync(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-func (w *watch) putRows(rows pgx.Rows) (map[session.SessionID]bool, error) {
+// putRows runs the query sql (of summarySelect) and puts what it reads.
+func (w *watch) putRows(ctx context.Context, conn *pgx.Conn, sql string, args ...any) (map[session.SessionID]bool, error) {
+	// Taken before the query: a lease's expiry is then expected a little
+	// early, never late (the watch finds it live and looks again).
+	at := time.Now()
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	found := map[session.SessionID]bool{}
-	var doc []byte
-	_, err := pgx.ForEachRow(rows, []any{&doc}, func() error {
-		sum, err := decodeSummary(doc)
+	for rows.Next() {
+		sum, l, err := scanSummary(rows)
 		if err != nil {
-			return err
+			return found, err
 		}
 		found[sum.ID] = true
-		w.put(sum)
-		return nil
-	})
-	return found, err
+		w.put(sum, l, at)
+	}
+	return found, rows.Err()
 }
 
-// put stores sum. A lower revision than the index holds means the session
-// was deleted and created again between two looks: the index ignores a
-// lower revision, so the old one is removed first.
-func (w *watch) put(sum summary.Summary) {
-	if rev, ok := w.known[sum.ID]; ok && sum.Revision < rev {
-		w.ix.Delete(sum.ID)
+// put stores sum, whose lease row l was read at about at, unless it
+// changes nothing a watcher sees (the same revision, and a lease that
+// differs at most in its heartbeat). A lower revision than the index holds
+// means the session was deleted and created again between two looks: the
+// index ignores a lower revision, so the old one is removed first.
+func (w *watch) put(sum summary.Summary, l leaseRow, at time.Time) {
+	if l.live() {
+		w.held[sum.ID] = at.Add(l.remaining + expiryMargin)
+	} else {
+		delete(w.held, sum.ID)
 	}
-	w.known[sum.ID] = sum.Revision
+	k, had := w.known[sum.ID]
+	w.known[sum.ID] = known{rev: sum.Revision, lease: sum.Lease}
+	switch {
+	case had && sum.Revision < k.rev:
+		w.ix.Delete(sum.ID)
+	case had && sum.Revision == k.rev && summary.SameLease(k.lease, sum.Lease):
+		return
+	}
 	w.ix.Put(sum)
 }
 
 func (w *watch) remove(id session.SessionID) {
 	delete(w.known, id)
+	delete(w.held, id)
 	w.ix.Delete(id)
 }

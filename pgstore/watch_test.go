@@ -87,3 +87,65 @@ func TestWatchSurvivesLostConnection(t *testing.T) {
 	_, err = s.List(ctx, summary.Query{})
 	require.ErrorIs(t, err, sessionstore.ErrClosed)
 }
+
+// A lease whose holder stops heartbeating expires without a write or a
+// notification; the watch reads it again when it expects it to expire and
+// shows it stale. A holder that keeps heartbeating, read again at each of
+// its expected expiries, stays held, and its heartbeats are not changes.
+func TestWatchSeesLeaseExpire(t *testing.T) {
+	ctx := t.Context()
+	dsn := newDSN(t)
+	const ttl = time.Second
+	holders := openDSN(t, dsn, pgstore.Options{LeaseTTL: ttl})
+	watcher := openDSN(t, dsn, pgstore.Options{})
+	silent, err := holders.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("silent", "one")), sessionstore.AcquireOptions{Label: "silent", HeartbeatInterval: time.Hour})
+	require.NoError(t, err)
+	defer silent.Release(ctx)
+	beating, err := holders.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("beating", "one")), sessionstore.AcquireOptions{Label: "beating", HeartbeatInterval: ttl / 20})
+	require.NoError(t, err)
+	defer beating.Release(ctx)
+
+	ch, err := watcher.Watch(ctx)
+	require.NoError(t, err)
+	last := map[session.SessionID]summary.LeaseStatus{}
+	changes := map[session.SessionID]int{}
+	read := func(c summary.Change, ok bool) {
+		t.Helper()
+		require.True(t, ok, "the watch ended")
+		last[c.ID] = c.Summary.Lease
+		changes[c.ID]++
+	}
+	timer := time.NewTimer(20 * time.Second)
+	defer timer.Stop()
+	for last["silent"].State != summary.LeaseStale {
+		select {
+		case c, ok := <-ch:
+			read(c, ok)
+		case <-timer.C:
+			t.Fatalf("the expiry was not seen; last leases %+v", last)
+		}
+	}
+	require.Equal(t, silent.Generation(), last["silent"].Generation)
+	require.Equal(t, "silent", last["silent"].Holder.Label)
+
+	// Past the beating holder's expected expiry: the watch reads it again
+	// and finds it extended.
+	past := time.NewTimer(3 * ttl)
+	defer past.Stop()
+	for waiting := true; waiting; {
+		select {
+		case c, ok := <-ch:
+			read(c, ok)
+		case <-past.C:
+			waiting = false
+		}
+	}
+	if err := beating.Heartbeat(ctx); err != nil {
+		// A lost lease never comes back: the machine held the heartbeats
+		// up for longer than the TTL, and the lease did expire.
+		t.Logf("the beating holder's lease expired (%v): its changes are not checked", err)
+		return
+	}
+	require.Equal(t, summary.LeaseHeld, last["beating"].State)
+	require.Equal(t, 1, changes["beating"], "heartbeats are not changes")
+}

@@ -341,9 +341,12 @@ func (w *writer) Release(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	_, err = w.s.pool.Exec(ctx, `UPDATE pgstore_sessions SET lease_state = 'free', expires_at = NULL
-		WHERE id = $1 AND generation = $2 AND nonce = $3 AND lease_state = 'held' AND expires_at > clock_timestamp()`,
-		string(w.id), gen, w.nonce)
+	// One statement frees the lease and, if it did, notifies watchers (at
+	// commit).
+	_, err = w.s.pool.Exec(ctx, `WITH freed AS (UPDATE pgstore_sessions SET lease_state = 'free', expires_at = NULL
+		WHERE id = $1 AND generation = $2 AND nonce = $3 AND lease_state = 'held' AND expires_at > clock_timestamp()
+		RETURNING id) SELECT pg_notify($4, id) FROM freed`,
+		string(w.id), gen, w.nonce, changesChannel)
 	if err != nil {
 		return wrapErr("release lease of", w.id, err)
 	}

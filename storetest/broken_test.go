@@ -38,6 +38,7 @@ const (
 	sharedSnapshots    = "shared-snapshots"     // Load returns the same snapshot memory every time
 	noGenerationBump   = "no-generation-bump"   // every holder reports generation 1
 	watchDropsDeletion = "watch-drops-deletion" // Watch never delivers a deletion
+	watchHidesLeases   = "watch-hides-leases"   // Watch's changes carry no lease status
 )
 
 func TestSuiteCatchesBrokenAdapters(t *testing.T) {
@@ -53,6 +54,7 @@ func TestSuiteCatchesBrokenAdapters(t *testing.T) {
 		{sharedSnapshots, []string{"LoadedRecordIsCopy"}},
 		{noGenerationBump, []string{"GenerationsIncreaseAcrossAcquisitions", "AcquireAfterSupersedeReportsStale"}},
 		{watchDropsDeletion, []string{"WatchConvergesAndSeesDeletions"}},
+		{watchHidesLeases, []string{"WatchChangesCarryLeaseStatus", "WatchSeesRelease", "WatchSeesTakeover", "WatchSeesHolderDeath"}},
 	}
 	names := storetest.CheckNames()
 	failLine := regexp.MustCompile(`--- FAIL: TestBrokenAdapterHelper/(\S+) `)
@@ -107,6 +109,11 @@ func TestBrokenAdapterHelper(t *testing.T) {
 			return &brokenStore{Store: memstore.New(memstore.Options{}), mode: mode}
 		},
 		Supersede: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
+			require.NoError(t, s.(*brokenStore).Store.(*memstore.Store).Supersede(t.Context(), id))
+		},
+		Crash: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
+			_, err := s.TryAcquire(t.Context(), id, sessionstore.AcquireOptions{})
+			require.NoError(t, err)
 			require.NoError(t, s.(*brokenStore).Store.(*memstore.Store).Supersede(t.Context(), id))
 		},
 	})
@@ -165,18 +172,22 @@ func (b *brokenStore) Load(ctx context.Context, id session.SessionID) (sessionst
 	return rec, nil
 }
 
-// Watch, when dropping deletions, filters them out.
+// Watch, when dropping deletions, filters them out; when hiding leases,
+// it strips the lease status from every change.
 func (b *brokenStore) Watch(ctx context.Context) (<-chan summary.Change, error) {
 	ch, err := b.Store.Watch(ctx)
-	if err != nil || b.mode != watchDropsDeletion {
+	if err != nil || (b.mode != watchDropsDeletion && b.mode != watchHidesLeases) {
 		return ch, err
 	}
 	out := make(chan summary.Change)
 	go func() {
 		defer close(out)
 		for c := range ch {
-			if c.Deleted {
+			if c.Deleted && b.mode == watchDropsDeletion {
 				continue
+			}
+			if b.mode == watchHidesLeases {
+				c.Summary.Lease = summary.LeaseStatus{}
 			}
 			select {
 			case out <- c:

@@ -14,6 +14,9 @@
 //				// make the current holder lose its lease, e.g. by
 //				// replacing the lock file
 //			},
+//			Crash: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
+//				// take the lease in another process, then kill it
+//			},
 //		})
 //	}
 //

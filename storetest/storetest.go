@@ -30,6 +30,17 @@ type Harness struct {
 	// stale. Required.
 	Supersede func(t *testing.T, s sessionstore.Store, id session.SessionID)
 
+	// Crash makes a holder of session id die without releasing the lease,
+	// as a killed process does: it takes the lease, free when Crash is
+	// called, in a holder of its own — in another process, where the
+	// adapter's leases reach across processes, which it then kills
+	// (SIGKILL) — and returns once that holder is dead. The holder writes
+	// no record. Readers must then see the lease stale within a few
+	// seconds: at once for a lease that rests on a kernel lock, when it
+	// expires for one with a time to live (which the harness keeps short
+	// for its dead holders). Required.
+	Crash func(t *testing.T, s sessionstore.Store, id session.SessionID)
+
 	// Damage makes session id's records unreadable, as damage outside the
 	// store's control would (a file store's log deleted). Optional: an
 	// adapter whose records cannot be damaged that way leaves it nil, and
@@ -80,8 +91,8 @@ func CheckNames() []string {
 // contract check as a parallel subtest on a fresh store.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	if h.New == nil || h.Supersede == nil {
-		t.Fatal("storetest: Harness.New and Harness.Supersede are required")
+	if h.New == nil || h.Supersede == nil || h.Crash == nil {
+		t.Fatal("storetest: Harness.New, Harness.Supersede and Harness.Crash are required")
 	}
 	for _, c := range checks() {
 		t.Run(c.name, func(t *testing.T) {

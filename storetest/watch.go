@@ -22,6 +22,10 @@ var watchChecks = []check{
 	{"WatchConvergesAndSeesDeletions", checkWatchConverges},
 	{"WatchClosesOnContextCancel", checkWatchCancel},
 	{"WatchClosesOnStoreClose", checkWatchStoreClose},
+	{"WatchChangesCarryLeaseStatus", checkWatchLeaseInitial},
+	{"WatchSeesRelease", checkWatchRelease},
+	{"WatchSeesTakeover", checkWatchTakeover},
+	{"WatchSeesHolderDeath", checkWatchDeath},
 }
 
 // view is what a watcher knows: the latest revision of each session.
@@ -193,4 +197,148 @@ func checkWatchStoreClose(f *fixture) {
 	f.converge(ch, view{}, view{"y": 1})
 	f.close()
 	requireClosed(t, ch, "closing the store")
+}
+
+// leaseWant is what awaitLeases waits for of one session: a change with
+// its latest revision, rev, whose lease status pred accepts.
+type leaseWant struct {
+	rev  uint64
+	what string
+	pred func(summary.LeaseStatus) bool
+}
+
+// awaitLease reads changes until the latest one for session id carries
+// revision rev and a lease status that pred accepts, failing after
+// waitBound, and returns that change.
+func (f *fixture) awaitLease(ch <-chan summary.Change, id session.SessionID, rev uint64, what string, pred func(summary.LeaseStatus) bool) summary.Change {
+	f.t.Helper()
+	return f.awaitLeases(ch, map[session.SessionID]leaseWant{id: {rev, what, pred}})[id]
+}
+
+// awaitLeases reads changes until, for every session in want, one has
+// arrived that satisfies it, failing after waitBound; it returns those
+// changes. Changes for other sessions are read and let go. Every change of
+// a session in want must carry its revision: a lease change never loses
+// the session's summary.
+func (f *fixture) awaitLeases(ch <-chan summary.Change, want map[session.SessionID]leaseWant) map[session.SessionID]summary.Change {
+	f.t.Helper()
+	timer := time.NewTimer(waitBound)
+	defer timer.Stop()
+	got := map[session.SessionID]summary.Change{}
+	last := map[session.SessionID]summary.LeaseStatus{}
+	for len(got) < len(want) {
+		select {
+		case c, ok := <-ch:
+			require.True(f.t, ok, "watch channel closed before it showed %v", want)
+			w, ok := want[c.ID]
+			if !ok {
+				continue
+			}
+			require.False(f.t, c.Deleted, "session %s deleted", c.ID)
+			require.Nil(f.t, c.Unreadable, "session %s unreadable", c.ID)
+			require.Equal(f.t, c.ID, c.Summary.ID)
+			require.Equal(f.t, w.rev, c.Summary.Revision, "a change of session %s carries its summary: %+v", c.ID, c.Summary)
+			last[c.ID] = c.Summary.Lease
+			if w.pred(c.Summary.Lease) {
+				got[c.ID] = c
+			} else {
+				delete(got, c.ID) // a later state replaced it
+			}
+		case <-timer.C:
+			for id, w := range want {
+				if _, ok := got[id]; !ok {
+					f.t.Fatalf("watch did not show %s of session %s within %s; its last lease: %+v", w.what, id, waitBound, last[id])
+				}
+			}
+		}
+	}
+	return got
+}
+
+// heldBy accepts a lease held by generation gen under label.
+func heldBy(gen uint64, label string) func(summary.LeaseStatus) bool {
+	return func(l summary.LeaseStatus) bool {
+		return l.State == summary.LeaseHeld && l.Generation == gen && l.Holder != nil && l.Holder.Label == label
+	}
+}
+
+// leaseIn accepts a lease in state st, of generation gen or later.
+func leaseIn(st summary.LeaseState, gen uint64) func(summary.LeaseStatus) bool {
+	return func(l summary.LeaseStatus) bool { return l.State == st && l.Generation >= gen }
+}
+
+// checkWatchLeaseInitial: the initial state carries each session's lease
+// status, as Lease reports it: held (generation, holder) or free.
+func checkWatchLeaseInitial(f *fixture) {
+	t := f.t
+	held := f.createLabel(snapIn(t, "held", session.StateIdle), "holder")
+	free := f.createLabel(snapIn(t, "free", session.StateIdle), "gone")
+	f.appendSteps(free, 1)
+	require.NoError(t, free.Release(f.ctx))
+
+	ch, err := f.s.Watch(f.ctx)
+	require.NoError(t, err)
+	got := f.awaitLeases(ch, map[session.SessionID]leaseWant{
+		"held": {1, "the lease held", heldBy(held.Generation(), "holder")},
+		"free": {2, "the lease free", leaseIn(summary.LeaseFree, free.Generation())},
+	})
+	require.Equal(t, free.Generation(), got["free"].Summary.Lease.Generation)
+	require.Equal(t, "gone", got["free"].Summary.Lease.Holder.Label, "a free lease names its last holder")
+}
+
+// checkWatchRelease: a clean release is a change, with the lease free and
+// the released generation; the next acquisition one with it held again.
+func checkWatchRelease(f *fixture) {
+	t := f.t
+	w := f.createLabel(snapIn(t, "rel", session.StateIdle), "first")
+	f.appendSteps(w, 1)
+	ch, err := f.s.Watch(f.ctx)
+	require.NoError(t, err)
+	f.awaitLease(ch, "rel", 2, "the lease held", heldBy(w.Generation(), "first"))
+
+	require.NoError(t, w.Release(f.ctx))
+	c := f.awaitLease(ch, "rel", 2, "the release", leaseIn(summary.LeaseFree, w.Generation()))
+	require.Equal(t, w.Generation(), c.Summary.Lease.Generation)
+
+	next := f.acquire("rel", "second")
+	f.awaitLease(ch, "rel", 2, "the next acquisition", heldBy(next.Generation(), "second"))
+}
+
+// checkWatchTakeover: a holder that lost its lease (Harness.Supersede) is
+// taken over; the takeover is a change with the new holder's generation.
+func checkWatchTakeover(f *fixture) {
+	t := f.t
+	old := f.createLabel(snapIn(t, "over", session.StateIdle), "old")
+	ch, err := f.s.Watch(f.ctx)
+	require.NoError(t, err)
+	f.awaitLease(ch, "over", 1, "the lease held", heldBy(old.Generation(), "old"))
+
+	f.h.Supersede(t, f.s, "over")
+	w := f.acquire("over", "successor")
+	require.Greater(t, w.Generation(), old.Generation())
+	f.awaitLease(ch, "over", 1, "the takeover", heldBy(w.Generation(), "successor"))
+	f.append(w, 1, stepSnap(t, "over", 2))
+	f.awaitLease(ch, "over", 2, "the successor's append", heldBy(w.Generation(), "successor"))
+}
+
+// checkWatchDeath: a holder that dies without releasing (Harness.Crash: a
+// killed process) is a change, with the lease stale, within waitBound
+// and with no reader polling for it.
+func checkWatchDeath(f *fixture) {
+	t := f.t
+	first := f.create("dies")
+	f.appendSteps(first, 1)
+	require.NoError(t, first.Release(f.ctx))
+	ch, err := f.s.Watch(f.ctx)
+	require.NoError(t, err)
+	f.awaitLease(ch, "dies", 2, "the lease free", leaseIn(summary.LeaseFree, first.Generation()))
+
+	f.h.Crash(t, f.s, "dies")
+	c := f.awaitLease(ch, "dies", 2, "the holder's death", leaseIn(summary.LeaseStale, first.Generation()+1))
+	require.NotNil(t, c.Summary.Lease.Holder, "a stale lease names its dead holder")
+
+	// The next holder recovers it, and that is a change too.
+	w := f.acquire("dies", "heir")
+	require.Equal(t, summary.LeaseStale, w.Recovery().Previous.State)
+	f.awaitLease(ch, "dies", 2, "the heir's acquisition", heldBy(w.Generation(), "heir"))
 }

@@ -42,8 +42,9 @@ type Summary struct {
 	Dir     string `json:"dir,omitempty"`
 	Branch  string `json:"branch,omitempty"`
 	// Lease is computed from lease evidence when the summary is read (never
-	// cached, never from process-local state). Adapters that cannot compute
-	// it cheaply leave it at LeaseUnknown.
+	// cached, never from process-local state); in a Change, when the change
+	// was made. Adapters that cannot compute it cheaply leave it at
+	// LeaseUnknown.
 	Lease LeaseStatus `json:"lease"`
 	Sizes Sizes       `json:"sizes"`
 }
@@ -72,7 +73,9 @@ const (
 )
 
 // Holder identifies a lease holder, for people and diagnostics. It is never
-// evidence of liveness.
+// evidence of liveness. HeartbeatAt is when the holder last showed it was
+// alive: its latest heartbeat or append (every adapter counts an append as
+// a heartbeat).
 type Holder struct {
 	Host        string    `json:"host,omitempty"`
 	PID         int       `json:"pid,omitempty"`
@@ -88,7 +91,8 @@ type LeaseStatus struct {
 	Generation uint64 `json:"generation,omitempty"`
 	// Holder is the current holder (held) or the last one (free, stale).
 	Holder *Holder `json:"holder,omitempty"`
-	// HeartbeatAge is how long ago the holder last heartbeated, when held.
+	// HeartbeatAge is how long ago the holder last heartbeated or
+	// appended (Holder.HeartbeatAt), when held.
 	HeartbeatAge time.Duration `json:"heartbeat_age_ns,omitempty"`
 }
 
@@ -134,9 +138,11 @@ func Project(snap *sessnap.Snapshot, revision, generation uint64, updatedAt time
 }
 
 // Change is a level-triggered change event: the current state of one
-// session (its latest summary, or that it cannot be read) or its deletion.
-// Changes may be coalesced: a watcher sees the latest state of each
-// changed session, not every revision, and never counts events per append.
+// session (its latest summary with its lease status, or that it cannot be
+// read) or its deletion. A new revision is a change, and so is a lease
+// that changes hands (SameLease). Changes may be coalesced: a watcher sees
+// the latest state of each changed session, not every revision, and never
+// counts events per append.
 type Change struct {
 	ID      session.SessionID `json:"id"`
 	Deleted bool              `json:"deleted,omitempty"`

@@ -342,7 +342,8 @@ func TestShowExportDu(t *testing.T) {
 }
 
 // TestWatch starts the watch binary, sees the table, sees a session
-// created meanwhile appear, and stops it with SIGINT: exit status 0.
+// created meanwhile appear, sees its lease taken and given back (from the
+// change feed alone), and stops it with SIGINT: exit status 0.
 func TestWatch(t *testing.T) {
 	root := statesStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -362,13 +363,16 @@ func TestWatch(t *testing.T) {
 		}
 		close(lines)
 	}()
-	waitFor := func(what string) {
+	// waitFor reads lines until one holds every one of what. Tables are
+	// printed one after the other, so a line read after another shows a
+	// later state.
+	waitFor := func(what ...string) {
 		t.Helper()
 		for {
 			select {
 			case l, ok := <-lines:
 				require.True(t, ok, "watch ended before showing %q; stderr: %s", what, stderr.String())
-				if strings.Contains(l, what) {
+				if containsAll(l, what) {
 					return
 				}
 			case <-ctx.Done():
@@ -382,6 +386,11 @@ func TestWatch(t *testing.T) {
 	defer st.Close()
 	writeSession(t, st, sessiontest.InState("s12-late", session.StateCompleted), 0)
 	waitFor("s12-late")
+	w, err := st.Acquire(ctx, "s12-late", sessionstore.AcquireOptions{Label: "tester"})
+	require.NoError(t, err)
+	waitFor("s12-late", "held by tester")
+	require.NoError(t, w.Release(ctx))
+	waitFor("s12-late", "free")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	for range lines {
 	}
@@ -447,4 +456,14 @@ func TestRepairSalvageCLI(t *testing.T) {
 	r = sessions(t, nil, "--dir", root, "repair", "newer-format-v5", "--salvage")
 	require.Equal(t, exitFail, r.Code, r.String())
 	require.Contains(t, r.Stderr, "newer version")
+}
+
+// containsAll reports whether s contains every one of subs.
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -15,8 +15,8 @@ import (
 const leaseDoc = `
 Shows a session's operation lease: free, held or stale; the holder's
 identity (label, pid, host); its generation; when it acquired the lease and
-how long ago it last heartbeated; and what to do about a session that seems
-stuck.
+how long ago it was last active (its latest append or heartbeat: an append
+counts as one); and what to do about a session that seems stuck.
 
 Liveness is decided by the lock alone: a held lease has a live holder (maybe
 stopped, but alive), so nothing takes it away; stop the holder or wait. A
@@ -61,7 +61,7 @@ func cmdLease(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				fmt.Fprintf(tw, "acquired\t%s (%s)\n", h.AcquiredAt.UTC().Format(time.RFC3339), ago(now.Sub(h.AcquiredAt)))
 			}
 			if ls.State == summary.LeaseHeld {
-				fmt.Fprintf(tw, "heartbeat\t%s ago\n", ls.HeartbeatAge.Round(time.Millisecond))
+				fmt.Fprintf(tw, "active\t%s ago (latest append or heartbeat)\n", ls.HeartbeatAge.Round(time.Millisecond))
 			} else if !h.HeartbeatAt.IsZero() {
 				fmt.Fprintf(tw, "last seen\t%s (%s)\n", h.HeartbeatAt.UTC().Format(time.RFC3339), ago(now.Sub(h.HeartbeatAt)))
 			}

@@ -145,7 +145,7 @@ func deepEstimate(ctx context.Context, st sessionstore.Store, ids []session.Sess
 	for _, s := range page.Items {
 		if len(ids) == 0 || want[s.ID] {
 			revs += s.Revision
-			bytes += int64(s.Revision) * s.Sizes.LogBytes / 3
+			bytes += int64(min(s.Revision, 1<<32)) * s.Sizes.LogBytes / 3
 		}
 	}
 	fmt.Fprintf(w, "sessions verify --deep: decoding %d revisions, up to about %s; at about 100 MB/s that takes up to %s\n",

@@ -14,15 +14,19 @@ import (
 
 const watchDoc = `
 Shows the sessions table of 'sessions ls' and keeps it current from the
-store's change feed until Ctrl-C. On a terminal the table is redrawn in
+store's change feed until Ctrl-C, leases included: a session whose holder
+is killed turns stale within a few seconds (jsonlstore: a poll interval,
+one second; PostgreSQL: when its lease expires), with no polling. On a terminal the table is redrawn in
 place, fits the terminal's width (titles and leases are cut short first,
 then the KIND, REV and UPDATED columns are left out), shows as many
 sessions as the terminal has rows, and is colored unless NO_COLOR is set;
 otherwise each refresh is printed below the previous one.`
 
 // watchRefresh bounds how often the table is redrawn: changes arriving
-// faster are coalesced. Relative times and lease states change without any
-// change event, so the table is also redrawn every watchIdle.
+// faster are coalesced. Relative times change without any change event, so
+// the table is also redrawn every watchIdle. Leases need no polling: every
+// change carries the session's lease status, and an acquisition, a
+// release, a takeover and a holder's death are changes.
 const (
 	watchRefresh = 200 * time.Millisecond
 	watchIdle    = 2 * time.Second
@@ -63,12 +67,6 @@ func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			page, err := ix.Query(wq)
 			if err != nil {
 				return err
-			}
-			for i := range page.Items {
-				// Lease status is computed when read, never carried by changes.
-				if ls, err := st.Lease(ctx, page.Items[i].ID); err == nil {
-					page.Items[i].Lease = ls
-				}
 			}
 			tf, _ := tfl.timeFormat()
 			var buf bytes.Buffer

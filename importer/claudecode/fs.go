@@ -158,7 +158,7 @@ func parseFile(fsys fs.FS, name string, opts Options) (*importer.Transcript, err
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: %w", err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
 	t, err := Parse(f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: %s: %w", name, err)
@@ -181,7 +181,7 @@ func firstSessionID(fsys fs.FS, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("claudecode: %w", err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, importer.DefaultMaxLineBytes)
 	for n := 0; n < 16 && sc.Scan(); n++ {

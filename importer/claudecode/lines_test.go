@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/importer"
-	"github.com/sessionstore/sessionstore/internal/importtest"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 	"github.com/sessionstore/sessionstore/session"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/importer"
 	"github.com/sessionstore/sessionstore/importer/claudecode"
-	"github.com/sessionstore/sessionstore/internal/importtest"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 	"github.com/sessionstore/sessionstore/session"
 )
 

@@ -156,7 +156,7 @@ func (wr *writer) message(i int, m session.Message) {
 		}
 		for _, p := range m.Parts {
 			if p.Type == session.PartToolResult && len(p.Result) > 0 {
-				v["toolUseResult"] = json.RawMessage(p.Result)
+				v["toolUseResult"] = p.Result
 				v["sourceToolUseID"] = p.ToolCallID
 				break // a line carries one structured result
 			}
@@ -215,7 +215,7 @@ func assistantBlock(p session.Part, calls map[string]string) map[string]any {
 		if p.ProviderExecuted {
 			typ = "server_tool_use"
 		}
-		input := json.RawMessage(p.Input)
+		input := p.Input
 		if len(input) == 0 {
 			input = json.RawMessage(`{}`)
 		}
@@ -227,7 +227,7 @@ func assistantBlock(p session.Part, calls map[string]string) map[string]any {
 		}
 		b := map[string]any{"type": name + "_tool_result", "tool_use_id": p.ToolCallID}
 		if len(p.Result) > 0 {
-			b["content"] = json.RawMessage(p.Result)
+			b["content"] = p.Result
 		}
 		if p.IsError {
 			b["is_error"] = true

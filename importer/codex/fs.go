@@ -35,7 +35,7 @@ func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
 	t, err := Parse(f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("codex: %s: %w", name, err)

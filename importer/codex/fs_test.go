@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/importer/codex"
-	"github.com/sessionstore/sessionstore/internal/importtest"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 )
 
 // TestLoadAll reads a sessions directory laid out as Codex lays it out: the

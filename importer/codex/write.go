@@ -226,7 +226,7 @@ func (wr *writer) call(p session.Part) map[string]any {
 	case p.ProviderExecuted && p.Name == "web_search":
 		v := map[string]any{"type": "web_search_call", "id": p.ToolCallID, "status": "completed"}
 		if len(p.Input) > 0 {
-			v["action"] = json.RawMessage(p.Input)
+			v["action"] = p.Input
 		}
 		return v
 	case json.Unmarshal(p.Input, &text) == nil:

@@ -16,7 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore/importer/claudecode"
 	"github.com/sessionstore/sessionstore/importer/codex"
 	"github.com/sessionstore/sessionstore/importer/transcript"
-	"github.com/sessionstore/sessionstore/internal/importtest"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 	"github.com/sessionstore/sessionstore/session"
 )
 

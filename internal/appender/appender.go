@@ -39,6 +39,9 @@ type Appender struct {
 
 	// Ext keeps large content out of line (nil: none is).
 	Ext sessnap.Externalizer
+	// Pages stores the pages of full records (record.Tracker.Pages; nil:
+	// full records hold every message inline).
+	Pages record.PageStore
 	// Max is the record cap.
 	Max int
 	// FullOnly makes every record a full record of the snapshot as
@@ -122,6 +125,10 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
+	if len(head) > a.Max {
+		return nil, fmt.Errorf("%w: session %s: the snapshot without its messages encodes to %d bytes, above the record cap %d",
+			sessionstore.ErrTooLarge, id, len(head), a.Max)
+	}
 	members, err := record.Members(head)
 	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
@@ -140,6 +147,10 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 				return nil, fmt.Errorf("%w: session %s: message %d: %w", sessionstore.ErrInvalidSnapshot, id, from+i, err)
 			}
 			return nil, err
+		}
+		if len(e) > a.Max {
+			return nil, fmt.Errorf("%w: session %s: message %d encodes to %d bytes (its large content out of line), above the record cap %d",
+				sessionstore.ErrTooLarge, id, from+i, len(e), a.Max)
 		}
 		elems = append(elems, e)
 	}
@@ -164,6 +175,7 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 	if refs.n > 0 {
 		v.Delta = record.Version4
 	}
+	a.track.Pages = a.Pages
 	line, err := a.track.Next(m, members, a.Max, v)
 	if errors.Is(err, record.ErrFullRecordTooLarge) {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrTooLarge, id, err)

@@ -19,6 +19,12 @@ import (
 //
 // The zero value knows no snapshot: the next record is full.
 type Tracker struct {
+	// Pages, when set, stores the pages of full records: their older
+	// messages go into pages (PageBytes), so that a full record holds the
+	// conversation's tail and one reference per page, however long the
+	// conversation. Without it, full records hold every message inline.
+	Pages PageStore
+
 	d      *doc
 	full   int // payload bytes of the chain's full record
 	deltas int // line bytes of the chain's deltas
@@ -39,8 +45,10 @@ type Member struct {
 // Policy bounds a chain (FORMAT.md, "Chains"): a writer writes a delta only
 // while the chain's bytes — its full record's payload and its deltas'
 // lines, the new one included — stay within ChainBudgetNum/ChainBudgetDen
-// of the new snapshot, its deltas' lines within the record cap, and its
-// deltas at most MaxChainDeltas. So loading the latest revision reads at
+// of the new snapshot, its deltas' lines and the snapshot it rebuilds
+// within the record cap, and its deltas at most MaxChainDeltas. (A full
+// record with pages is small, so the snapshot a chain rebuilds reaches
+// the cap only long after the chain began.) So loading the latest revision reads at
 // most that, however long the history.
 const ChainBudgetNum, ChainBudgetDen = 3, 2
 
@@ -53,10 +61,10 @@ func (t *Tracker) Known() bool { return t.d != nil }
 func (t *Tracker) Start(snap []byte) error {
 	d, err := newDoc(snap)
 	if err != nil {
-		*t = Tracker{}
+		*t = Tracker{Pages: t.Pages}
 		return fmt.Errorf("%w: snapshot is not a JSON object: %w", ErrDelta, err)
 	}
-	*t = Tracker{d: d, full: len(snap)}
+	*t = Tracker{Pages: t.Pages, d: d, full: len(snap)}
 	return nil
 }
 
@@ -76,7 +84,7 @@ func (t *Tracker) Resume(full []byte, deltas [][]byte, lineBytes int) error {
 			err = errors.New("checksum mismatch")
 		}
 		if err != nil {
-			*t = Tracker{}
+			*t = Tracker{Pages: t.Pages}
 			return fmt.Errorf("%w: delta %d: %w", ErrDelta, i+1, err)
 		}
 	}
@@ -150,11 +158,14 @@ func (t *Tracker) Next(m Meta, next []Member, maxRecord int, v Versions) ([]byte
 	}
 	// A full record: the snapshot written out, from the latest one's
 	// pieces for grown members.
-	payload, err := t.fullPayload(next, maxRecord)
+	payload, paged, err := t.fullPayload(next, maxRecord)
 	if err != nil {
 		return nil, err
 	}
 	m.Kind, m.Version = KindFull, v.of(KindFull)
+	if paged {
+		m.Version = max(m.Version, Version4)
+	}
 	line := Encode(m, payload)
 	if err := t.Start(payload); err != nil {
 		return nil, err
@@ -220,7 +231,7 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 	m.Kind = KindDelta
 	line := Encode(m, payload)
 	budget := size * ChainBudgetNum / ChainBudgetDen
-	if t.full+t.deltas+len(line) > budget || t.deltas+len(line) > maxRecord {
+	if t.full+t.deltas+len(line) > budget || t.deltas+len(line) > maxRecord || size > maxRecord {
 		return nil, false
 	}
 	t.d = nd
@@ -236,8 +247,10 @@ func opsWithLen(ops deltaOps, n int) deltaOps {
 	return ops
 }
 
-// fullPayload writes out the snapshot next describes.
-func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, error) {
+// fullPayload writes out the snapshot next describes, its older messages
+// in pages when t.Pages is set, and reports whether it holds a page.
+func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, bool, error) {
+	paged := false
 	n := 2
 	vals := make([][]byte, len(next))
 	for i, nm := range next {
@@ -245,7 +258,7 @@ func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, error) {
 		if nm.Grown {
 			old, ok := t.Value(nm.Key)
 			if !ok || len(old) < 2 || old[0] != '[' {
-				return nil, fmt.Errorf("%w: member %s grows an array the latest snapshot does not hold", ErrDelta, nm.Key)
+				return nil, false, fmt.Errorf("%w: member %s grows an array the latest snapshot does not hold", ErrDelta, nm.Key)
 			}
 			v = old
 			if len(nm.Append) > 0 {
@@ -258,6 +271,19 @@ func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, error) {
 				v = append(b, ']')
 			}
 		}
+		if limit := pageLimit(maxRecord); t.Pages != nil && string(nm.Key) == messagesKey && len(v) > limit {
+			var elems [][]byte
+			if err := eachElement(v, func(e []byte) error { elems = append(elems, e); return nil }); err != nil {
+				return nil, false, fmt.Errorf("%w: member %s: %w", ErrDelta, nm.Key, err)
+			}
+			elems, p, err := paginate(elems, t.Pages, limit)
+			if err != nil {
+				return nil, false, err
+			}
+			v, paged = joinArray(elems), paged || p
+		} else if string(nm.Key) == messagesKey && MayHavePages(v) {
+			paged = paged || hasPage(v)
+		}
 		vals[i] = v
 		n += len(nm.Key) + 1 + len(v)
 		if i > 0 {
@@ -265,7 +291,7 @@ func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, error) {
 		}
 	}
 	if n > maxRecord {
-		return nil, fmt.Errorf("%w: %d bytes, cap %d", ErrFullRecordTooLarge, n, maxRecord)
+		return nil, false, fmt.Errorf("%w: %d bytes, cap %d", ErrFullRecordTooLarge, n, maxRecord)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '{')
@@ -277,7 +303,7 @@ func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, error) {
 		b = append(b, ':')
 		b = append(b, vals[i]...)
 	}
-	return append(b, '}'), nil
+	return append(b, '}'), paged, nil
 }
 
 // encodeDelta writes a delta's JSON (see delta.go), keys in order.

@@ -1,10 +1,10 @@
-package jsonlstore
+package watch
 
 import (
 	"time"
 
-	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // Polling: what the watcher does to converge whatever events are lost —
@@ -13,14 +13,14 @@ import (
 // rescan lists the root and brings every session up to date; sessions no
 // longer listed are forgotten. It costs a stat per session plus a
 // recomputation per changed one, on the watcher's goroutine: for the
-// initial scan, after lost events, and for a List when the root itself
+// initial scan, after lost events, and for a Current when the root itself
 // is not watched. Periodic scans go through startScan.
-func (w *watcher) rescan() {
+func (w *Watcher) rescan() {
 	w.limited = false // kernel limits may have eased: try again
-	ids, err := w.s.sessionIDs()
+	ids, err := w.disk.IDs()
 	if err != nil {
 		if !w.listFailed {
-			w.s.opts.Logger.Warn("jsonlstore: watcher cannot list the root", "err", err)
+			w.logger.Warn("jsonlstore: watcher cannot list the root", "err", err)
 		}
 		w.listFailed = true
 		return
@@ -47,21 +47,29 @@ func (w *watcher) rescan() {
 	}
 }
 
-// scanResult is what a periodic scan saw: the state of the logs of the
-// sessions it looked at (zero: no readable log).
+// scanResult is what a periodic scan saw: the files of the sessions it
+// looked at, and the lease status of those last seen held.
 type scanResult struct {
-	full   bool // the root was listed: a session not in logs is gone
-	logs   map[session.SessionID]logState
+	full   bool // the root was listed: a session not in files is gone
+	files  map[session.SessionID]scannedFiles
+	held   map[session.SessionID]summary.LeaseStatus
 	failed error // the root could not be listed
 }
 
+// scannedFiles is what a scan saw of one session's files.
+type scannedFiles struct {
+	log   fileState // zero: no readable log
+	lease fileState // zero: no lease record
+}
+
 // startScan starts a periodic scan: of every session (full), or of those
-// no watch covers. Its system calls — a stat per log — run on their own
-// goroutine, so that a scan of many sessions does not hold up events and
-// Lists; the watcher's goroutine then recomputes what changed
-// (applyScan). One scan runs at a time: a tick that finds one running
-// skips its own.
-func (w *watcher) startScan(full bool) {
+// no watch covers, and of the leases last seen held (probeHeld). Its
+// system calls — two stats per session, an inspection per held lease —
+// run on their own goroutine, so that a scan of many sessions does not
+// hold up events and Currents; the watcher's goroutine then looks again at
+// what changed (applyScan). One scan runs at a time: a tick that finds one
+// running skips its own.
+func (w *Watcher) startScan(full bool) {
 	if w.scanning {
 		return
 	}
@@ -72,23 +80,26 @@ func (w *watcher) startScan(full bool) {
 			ids = append(ids, id)
 		}
 	}
+	held := w.heldIDs()
 	w.scanning = true
 	w.scans.Go(func() {
 		res := scanResult{full: full}
 		if full {
-			ids, res.failed = w.s.sessionIDs()
+			ids, res.failed = w.disk.IDs()
 		}
-		res.logs = make(map[session.SessionID]logState, len(ids))
+		res.files = make(map[session.SessionID]scannedFiles, len(ids))
 		for _, id := range ids {
 			if w.stopping() {
 				return
 			}
-			var st logState
-			if fi, err := w.s.fs.Lstat(logPath(id)); err == nil && fi.Mode().IsRegular() {
-				st = logState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+			var sf scannedFiles
+			if fi, err := w.disk.StatLog(id); err == nil {
+				sf.log = fileStateOf(fi)
 			}
-			res.logs[id] = st
+			sf.lease = w.leaseFileOf(id)
+			res.files[id] = sf
 		}
+		res.held = w.probeHeld(held)
 		select {
 		case w.scanned <- res:
 		case <-w.stop:
@@ -96,14 +107,16 @@ func (w *watcher) startScan(full bool) {
 	})
 }
 
-// applyScan brings up to date the sessions whose log a periodic scan saw
-// changed (against the state the summary was computed from), and those it
+// applyScan brings up to date the sessions whose log or lease record a
+// periodic scan saw changed (against what the watcher last looked at),
+// those whose held lease it saw change (a holder that died), and those it
 // did not see at all (created since, or gone). A change since the scan's
 // stat is not missed: it has an event, or the next scan sees it.
-func (w *watcher) applyScan(res scanResult) {
+func (w *Watcher) applyScan(res scanResult) {
+	w.applyHeld(res.held)
 	if res.failed != nil {
 		if !w.listFailed {
-			w.s.opts.Logger.Warn("jsonlstore: watcher cannot list the root", "err", res.failed)
+			w.logger.Warn("jsonlstore: watcher cannot list the root", "err", res.failed)
 		}
 		w.listFailed = true
 		return
@@ -112,19 +125,22 @@ func (w *watcher) applyScan(res scanResult) {
 		w.listFailed = false
 		w.limited = false // kernel limits may have eased: try again
 	}
-	for id, st := range res.logs {
+	for id, sf := range res.files {
 		t := w.sessions[id]
 		if t != nil && !t.watched {
 			w.watchSession(id, t)
 		}
-		if t != nil && st != (logState{}) && t.log == st {
-			continue
+		if t != nil && sf.log != (fileState{}) && t.log == sf.log {
+			if t.leaseFile == sf.lease {
+				continue
+			}
+			t.leaseDue = true
 		}
 		w.check(id)
 	}
 	if res.full {
 		for id := range w.sessions {
-			if _, ok := res.logs[id]; !ok {
+			if _, ok := res.files[id]; !ok {
 				w.check(id)
 			}
 		}
@@ -135,7 +151,7 @@ func (w *watcher) applyScan(res scanResult) {
 }
 
 // pollUnwatched brings the sessions no event covers up to date.
-func (w *watcher) pollUnwatched() {
+func (w *Watcher) pollUnwatched() {
 	for id, t := range w.polled {
 		if w.stopping() {
 			return
@@ -150,7 +166,7 @@ func (w *watcher) pollUnwatched() {
 // debounce ago is scheduled rather than recomputed again (a poll can see
 // a change whose event is still on its way, right after the recomputation
 // an earlier event caused).
-func (w *watcher) check(id session.SessionID) {
+func (w *Watcher) check(id session.SessionID) {
 	if t := w.sessions[id]; t != nil {
 		if t.due {
 			return

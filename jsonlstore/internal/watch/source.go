@@ -1,4 +1,4 @@
-package jsonlstore
+package watch
 
 import (
 	"errors"
@@ -14,11 +14,11 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// eventSource is how the watcher hears about changes: fsnotify in
-// production, a channel fed by the test in tests (watch_test.go). Paths are
+// EventSource is how the watcher hears about changes: fsnotify in
+// production (NewSource), a channel fed by the test in tests. Paths are
 // absolute, as fsnotify has them. Only the watcher's goroutine calls its
 // methods.
-type eventSource interface {
+type EventSource interface {
 	// Add starts watching the directory at path (not its subdirectories).
 	// An error for which isWatchLimit is true means a kernel limit was
 	// reached: the watcher polls what it cannot watch.
@@ -35,17 +35,17 @@ type eventSource interface {
 	// Barrier arranges for an event named token to be delivered after
 	// the events of every change completed before the call, so that a
 	// reader can wait until the watcher has seen everything that happened
-	// before it asked. It fails with errNoBarrier when the source cannot.
+	// before it asked. It fails with ErrNoBarrier when the source cannot.
 	Barrier() (token string, err error)
 	// Close stops the source and returns once its goroutines are gone.
 	Close() error
 }
 
-// errNoBarrier reports an event source that cannot order a barrier after
+// ErrNoBarrier reports an event source that cannot order a barrier after
 // earlier events; the watcher then never claims that its index is current.
-var errNoBarrier = errors.New("jsonlstore: event source has no barrier")
+var ErrNoBarrier = errors.New("watch: event source has no barrier")
 
-// isWatchLimit reports whether err from eventSource.Add means a kernel
+// isWatchLimit reports whether err from EventSource.Add means a kernel
 // limit: inotify's max_user_watches (ENOSPC), or descriptors (kqueue opens
 // one per watched directory and file: EMFILE, ENFILE).
 func isWatchLimit(err error) bool {
@@ -65,6 +65,12 @@ type fsnotifySource struct {
 	dir     string // the barrier directory; "" when it could not be made
 	n       uint64 // barriers issued
 	lastTok string // the file of the latest barrier, removed by the next
+}
+
+// NewSource returns the real event source, fsnotify. Errors: those of
+// fsnotify.NewWatcher (the kernel's limit on instances, for one).
+func NewSource() (EventSource, error) {
+	return newFsnotifySource()
 }
 
 func newFsnotifySource() (*fsnotifySource, error) {
@@ -123,7 +129,7 @@ func (f *fsnotifySource) Errors() <-chan error          { return f.w.Errors }
 
 func (f *fsnotifySource) Barrier() (string, error) {
 	if f.dir == "" {
-		return "", errNoBarrier
+		return "", ErrNoBarrier
 	}
 	f.n++
 	tok := filepath.Join(f.dir, strconv.FormatUint(f.n, 10))
@@ -157,7 +163,7 @@ func (f *fsnotifySource) Close() error {
 
 // addWatch asks the source to watch path, within the budget. A refusal
 // for a kernel limit stops further attempts until the next full rescan.
-func (w *watcher) addWatch(path string) bool {
+func (w *Watcher) addWatch(path string) bool {
 	if w.src == nil || w.limited || (w.budget >= 0 && w.watching >= w.budget) {
 		return false
 	}
@@ -170,21 +176,21 @@ func (w *watcher) addWatch(path string) bool {
 		w.limited = true
 		if !w.limitLogged {
 			w.limitLogged = true
-			w.s.opts.Logger.Info("jsonlstore: watch limit reached; polling the directories beyond it",
-				"err", err, "watched", w.watching, "interval", w.s.opts.PollInterval)
+			w.logger.Info("jsonlstore: watch limit reached; polling the directories beyond it",
+				"err", err, "watched", w.watching, "interval", w.poll)
 		}
 	}
 	return false
 }
 
-func (w *watcher) watchSession(id session.SessionID, t *tracked) {
+func (w *Watcher) watchSession(id session.SessionID, t *tracked) {
 	if !t.watched && w.rootWatched && w.addWatch(w.prefix+string(id)) {
 		t.watched = true
 		delete(w.polled, id)
 	}
 }
 
-func (w *watcher) unwatchSession(id session.SessionID, t *tracked) {
+func (w *Watcher) unwatchSession(id session.SessionID, t *tracked) {
 	// The error is ignored: a directory renamed or removed took its watch
 	// with it.
 	_ = w.src.Remove(w.prefix + string(id))
@@ -194,8 +200,8 @@ func (w *watcher) unwatchSession(id session.SessionID, t *tracked) {
 }
 
 // sourceLost turns the watcher into a poller when its event source dies.
-func (w *watcher) sourceLost() {
-	w.s.opts.Logger.Warn("jsonlstore: file system events stopped; polling", "interval", w.s.opts.PollInterval)
+func (w *Watcher) sourceLost() {
+	w.logger.Warn("jsonlstore: file system events stopped; polling", "interval", w.poll)
 	w.rootWatched = false
 	for id, t := range w.sessions {
 		t.watched = false

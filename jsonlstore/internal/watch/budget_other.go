@@ -1,6 +1,6 @@
 //go:build !darwin
 
-package jsonlstore
+package watch
 
 // watchBudget is how many directories the watcher may watch at once, or -1
 // for no limit of its own: inotify costs no descriptor per watch, and when

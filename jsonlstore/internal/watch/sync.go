@@ -1,4 +1,4 @@
-package jsonlstore
+package watch
 
 import (
 	"context"
@@ -9,18 +9,18 @@ import (
 
 // Being current, for List. The index is current when it holds every change
 // completed before a List began. Events arrive after the change they
-// announce, so the watcher proves it with a barrier (eventSource.Barrier):
+// announce, so the watcher proves it with a barrier (EventSource.Barrier):
 // once the barrier's event is in, so is every earlier event; the watcher
 // then polls what no watch covers and recomputes every due session at
 // once, not waiting for the debounce.
 
-// current reports whether the index reflects every change completed
+// Current reports whether the index reflects every change completed
 // before the call: the watcher has completed its initial scan, and its
 // goroutine confirms it has taken in every event up to a barrier issued
 // after the call, polled what no event covers, and recomputed every due
 // session. It reports false (List then scans the disk itself) when the
-// watcher cannot say so within syncWait.
-func (w *watcher) current(ctx context.Context) bool {
+// watcher cannot say so within a second, or ctx is done first.
+func (w *Watcher) Current(ctx context.Context) bool {
 	select {
 	case <-w.ready:
 	default:
@@ -46,7 +46,7 @@ func (w *watcher) current(ctx context.Context) bool {
 	return false
 }
 
-func (w *watcher) requestSync(reply chan bool) {
+func (w *Watcher) requestSync(reply chan bool) {
 	if w.src == nil {
 		w.syncNow()
 		reply <- true
@@ -63,7 +63,7 @@ func (w *watcher) requestSync(reply chan bool) {
 	w.issueBarrier()
 }
 
-func (w *watcher) issueBarrier() {
+func (w *Watcher) issueBarrier() {
 	tok, err := w.src.Barrier()
 	if err != nil {
 		w.answer(w.waiters, false)
@@ -74,7 +74,7 @@ func (w *watcher) issueBarrier() {
 }
 
 // barrierReached: every event before the barrier has been taken in.
-func (w *watcher) barrierReached() {
+func (w *Watcher) barrierReached() {
 	w.barrier = ""
 	w.syncNow()
 	w.answer(w.waiters, true)
@@ -86,7 +86,7 @@ func (w *watcher) barrierReached() {
 
 // checkBarrier gives up on a barrier whose event has not come within two
 // poll intervals (lost), so that later Lists are not kept waiting for it.
-func (w *watcher) checkBarrier() {
+func (w *Watcher) checkBarrier() {
 	if w.barrier == "" || w.ticks-w.barrierTick < 2 {
 		return
 	}
@@ -100,7 +100,7 @@ func (w *watcher) checkBarrier() {
 
 // syncNow makes the index current with what events have announced and
 // with what no event covers.
-func (w *watcher) syncNow() {
+func (w *Watcher) syncNow() {
 	if !w.rootWatched {
 		w.rescan()
 	} else {
@@ -109,25 +109,27 @@ func (w *watcher) syncNow() {
 	w.flushDue()
 }
 
-func (w *watcher) answer(replies []chan bool, ok bool) {
+func (w *Watcher) answer(replies []chan bool, ok bool) {
 	for _, r := range replies {
 		r <- ok // buffered: never blocks
 	}
 }
 
-// page answers q from the index: the same selection as a scan, over the
-// summaries in memory, without copying any but the page's.
-func (w *watcher) page(q summary.Query) (summary.Page, error) {
-	sel, err := newPageSelection(q, func(i int) *summary.Summary { return &w.sums[i] })
+// Page answers q from the index: the same selection as a scan of the
+// store (summary.Selection), over the summaries in memory, without copying
+// any but the page's. Call it once Current reports true. Errors: those of
+// summary.NewSelection.
+func (w *Watcher) Page(q summary.Query) (summary.Page, error) {
+	sel, err := summary.NewSelection(q, func(i int) *summary.Summary { return &w.sums[i] })
 	if err != nil {
 		return summary.Page{}, err
 	}
 	w.mu.RLock()
-	sel.reset(len(w.sums))
+	sel.Reset(len(w.sums))
 	for i := range w.sums {
-		sel.offer(i)
+		sel.Offer(i)
 	}
-	entries, next := sel.page(sel.sorted())
+	entries, next := sel.Page(sel.Sorted())
 	items := make([]summary.Summary, len(entries))
 	for j, i := range entries {
 		items[j] = w.sums[i]

@@ -1,4 +1,4 @@
-package jsonlstore
+package watch
 
 import "syscall"
 

@@ -22,7 +22,7 @@ import (
 // of sessions and the page, never to the length of histories:
 //
 //   - listIndexed, when the watcher runs: once it confirms that its index
-//     holds every change made before the call (watcher.current), the page
+//     holds every change made before the call (watch.Watcher.Current), the page
 //     is selected from memory; only its items' lease status is read.
 //   - listScan otherwise: each session's summary.json is read and checked
 //     against a stat of its log, but only the fields a filter or an order
@@ -50,10 +50,10 @@ func (s *Store) listIndexed(ctx context.Context, q summary.Query) (_ summary.Pag
 	s.mu.Lock()
 	w := s.watch
 	s.mu.Unlock()
-	if w == nil || !w.current(ctx) {
+	if w == nil || !w.Current(ctx) {
 		return summary.Page{}, false, nil
 	}
-	page, err := w.page(q)
+	page, err := w.Page(q)
 	if err != nil {
 		return summary.Page{}, true, err
 	}
@@ -75,7 +75,7 @@ type scanned struct {
 // listScan answers q by reading every session's summary from disk.
 func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, error) {
 	var all []scanned
-	sel, err := newPageSelection(q, func(i int) *summary.Summary { return &all[i].sum })
+	sel, err := summary.NewSelection(q, func(i int) *summary.Summary { return &all[i].sum })
 	if err != nil {
 		return summary.Page{}, err
 	}
@@ -96,13 +96,13 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 	// (or that vanished) changes the selection: select again. Each round
 	// checks at least one more session, and checked ones stay checked.
 	for {
-		sel.reset(len(all))
+		sel.Reset(len(all))
 		for i := range all {
 			if all[i].listed {
-				sel.offer(i)
+				sel.Offer(i)
 			}
 		}
-		kept := sel.sorted()
+		kept := sel.Sorted()
 		changed := false
 		for _, i := range kept {
 			c := &all[i]
@@ -125,7 +125,7 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 		if changed {
 			continue
 		}
-		entries, next := sel.page(kept)
+		entries, next := sel.Page(kept)
 		page := summary.Page{Items: make([]summary.Summary, len(entries)), Next: next}
 		for j, i := range entries {
 			page.Items[j] = all[i].sum

@@ -1,29 +1,37 @@
-package jsonlstore
+package summary
 
 import (
 	"cmp"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/sessionstore/sessionstore/summary"
 )
 
-// pageSelection picks the first Limit+1 summaries offered, in a query's
+// Selection picks the first Limit+1 summaries offered, in a query's
 // order, among those matching its filter and following its cursor: the
-// page, and whether there is a next one. Summaries are offered with an
-// index into the caller's collection, which the selection reads back
-// through at (for IDs, which break ties). It selects with a quickselect
-// over compact keys — expected O(n) comparisons, then a sort of the page
-// — rather than keep a bounded heap, whose worst case (sessions offered in
-// time order) is the common case, since IDs are time-ordered.
-type pageSelection struct {
-	q      summary.Query
-	after  summary.Key
+// page, and whether there is a next one. It pages exactly as Index.Query
+// does, for an adapter that keeps its summaries in a collection of its
+// own (a slice it streams through, files it scans). Summaries are offered
+// with an index into the caller's collection, which the selection reads
+// back through at (for IDs, which break ties). It selects with a
+// quickselect over compact keys — expected O(n) comparisons, then a sort
+// of the page — rather than keep a bounded heap, whose worst case
+// (sessions offered in time order) is the common case, since IDs are
+// time-ordered.
+//
+//	sel, err := summary.NewSelection(q, func(i int) *summary.Summary { return &all[i] })
+//	sel.Reset(len(all))
+//	for i := range all {
+//		sel.Offer(i)
+//	}
+//	page, next := sel.Page(sel.Sorted()) // indices into all, and Page.Next
+type Selection struct {
+	q      Query
+	after  Key
 	resume bool
 	// dir is 1 when the order puts earlier times first, -1 otherwise.
 	dir  int
-	at   func(i int) *summary.Summary
+	at   func(i int) *Summary
 	cand []rankKey
 }
 
@@ -36,42 +44,45 @@ type rankKey struct {
 	i    int32
 }
 
-func newPageSelection(q summary.Query, at func(i int) *summary.Summary) (*pageSelection, error) {
+// NewSelection returns an empty selection for q, reading the summaries
+// offered through at. Errors: an invalid query (see Query.Normalize),
+// ErrBadCursor.
+func NewSelection(q Query, at func(i int) *Summary) (*Selection, error) {
 	q, err := q.Normalize()
 	if err != nil {
 		return nil, err
 	}
-	after, resume, err := summary.DecodeCursor(q)
+	after, resume, err := DecodeCursor(q)
 	if err != nil {
 		return nil, err
 	}
 	dir := 1
-	if summary.Compare(q.Order, summary.Key{Time: time.Unix(0, 0)}, summary.Key{Time: time.Unix(1, 0)}) > 0 {
+	if Compare(q.Order, Key{Time: time.Unix(0, 0)}, Key{Time: time.Unix(1, 0)}) > 0 {
 		dir = -1
 	}
-	return &pageSelection{q: q, after: after, resume: resume, dir: dir, at: at}, nil
+	return &Selection{q: q, after: after, resume: resume, dir: dir, at: at}, nil
 }
 
-// reset empties the selection, making room for n candidates.
-func (p *pageSelection) reset(n int) { p.cand = slices.Grow(p.cand[:0], n) }
+// Reset empties the selection, making room for n candidates.
+func (p *Selection) Reset(n int) { p.cand = slices.Grow(p.cand[:0], n) }
 
-// offer considers summary i.
-func (p *pageSelection) offer(i int) {
+// Offer considers summary i.
+func (p *Selection) Offer(i int) {
 	s := p.at(i)
 	if !p.q.Match(s) {
 		return
 	}
-	k := summary.KeyOf(p.q.Order, s)
-	if p.resume && summary.Compare(p.q.Order, k, p.after) <= 0 {
+	k := KeyOf(p.q.Order, s)
+	if p.resume && Compare(p.q.Order, k, p.after) <= 0 {
 		return
 	}
 	p.cand = append(p.cand, rankKey{sec: k.Time.Unix(), nsec: int32(k.Time.Nanosecond()), i: int32(i)}) //nolint:gosec // G115: nanoseconds are < 1e9; 2^31 summaries would not fit in memory
 }
 
-// cmp orders two candidates as summary.Compare orders their keys: by
-// time, then by ID, reversed for descending orders. (TestWatchPageSelection
-// holds the two to the same pages.)
-func (p *pageSelection) cmp(a, b rankKey) int {
+// cmp orders two candidates as Compare orders their keys: by time, then
+// by ID, reversed for descending orders. (TestSelectionPagesAsQuery holds
+// the two to the same pages.)
+func (p *Selection) cmp(a, b rankKey) int {
 	c := cmp.Compare(a.sec, b.sec)
 	if c == 0 {
 		c = cmp.Compare(a.nsec, b.nsec)
@@ -82,9 +93,9 @@ func (p *pageSelection) cmp(a, b rankKey) int {
 	return c * p.dir
 }
 
-// sorted returns the indices of the first Limit+1 candidates in order:
+// Sorted returns the indices of the first Limit+1 candidates in order:
 // the page and, if there is a next page, the first item of it.
-func (p *pageSelection) sorted() []int {
+func (p *Selection) Sorted() []int {
 	c := p.cand
 	if n := p.q.Limit + 1; len(c) > n {
 		selectFirst(c, n, p.cmp)
@@ -98,14 +109,14 @@ func (p *pageSelection) sorted() []int {
 	return out
 }
 
-// page cuts sorted to the page and returns the cursor of the next page
-// ("" when this is the last), as summary.Index.Query does.
-func (p *pageSelection) page(sorted []int) ([]int, string) {
+// Page cuts sorted (from Sorted) to the page and returns the cursor of
+// the next page ("" when this is the last), as Index.Query does.
+func (p *Selection) Page(sorted []int) ([]int, string) {
 	if len(sorted) <= p.q.Limit {
 		return sorted, ""
 	}
 	page := sorted[:p.q.Limit]
-	return page, summary.EncodeCursor(p.q, summary.KeyOf(p.q.Order, p.at(page[len(page)-1])))
+	return page, EncodeCursor(p.q, KeyOf(p.q.Order, p.at(page[len(page)-1])))
 }
 
 // selectFirst reorders c so that its first k elements are its k least in

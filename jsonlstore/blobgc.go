@@ -1,0 +1,211 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Blob collection: a blob that no record references — left by an append
+// that failed or crashed after writing it, or by a full record refused
+// after its pages were stored — is removed by compaction (when it trims)
+// and by repair, under the session's lease, never by a reader. What
+// counts as a reference is generous, so that nothing referenced can go:
+// every "sha256":"<64 hex>" in any record of the log or the archives, in
+// any forensic copy (the revisions a repair set aside keep their
+// content), and in any page those reference. A blob named by a string
+// that merely looks like a reference is kept too; that costs its bytes,
+// never a revision.
+
+// BlobCollection is what a blob collection removed.
+type BlobCollection struct {
+	// Blobs and Bytes count the unreferenced blobs removed and their
+	// bytes on disk; Temporary the temporary blob files removed.
+	Blobs     int   `json:"blobs,omitempty"`
+	Bytes     int64 `json:"bytes,omitempty"`
+	Temporary int   `json:"temporary,omitempty"`
+}
+
+// refPrefix and pageRefPrefix precede a blob's and a page's hash in a
+// record (sessnap's part "blob" reference; record.EncodePage).
+var (
+	refPrefix     = []byte(`"sha256":"`)
+	pageRefPrefix = []byte(`{"page":{"sha256":"`)
+)
+
+// scanRefs calls fn with every hash b names after refPrefix, and whether
+// it names a page.
+func scanRefs(b []byte, fn func(hash string, page bool)) {
+	for {
+		i := bytes.Index(b, refPrefix)
+		if i < 0 {
+			return
+		}
+		h := b[i+len(refPrefix):]
+		if len(h) > 64 && h[64] == '"' && validBlobHash(string(h[:64])) {
+			page := i+len(refPrefix) >= len(pageRefPrefix) && bytes.Equal(b[i+len(refPrefix)-len(pageRefPrefix):i+len(refPrefix)], pageRefPrefix)
+			fn(string(h[:64]), page)
+		}
+		b = b[i+len(refPrefix):]
+	}
+}
+
+// collectBlobs removes session id's unreferenced blobs and temporary blob
+// files; the caller holds the lease (w is its writer, whose memory of the
+// blobs present it corrects). It removes nothing when it cannot read every
+// reference (a damaged log or archive: the error says why).
+func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, error) {
+	id := w.id
+	var c BlobCollection
+	entries, err := s.fs.ReadDir(blobDir(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("jsonlstore: collect blobs of %s: %w", id, err)
+	}
+	present := map[string]string{} // hash -> file name
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case !e.Type().IsRegular():
+		case isBlobTemp(name):
+			if s.fs.Remove(blobDir(id)+"/"+name) == nil {
+				c.Temporary++
+			}
+		case validBlobHash(strings.TrimSuffix(name, zstSuffix)):
+			present[strings.TrimSuffix(name, zstSuffix)] = name
+		}
+	}
+	if len(present) == 0 {
+		return c, nil
+	}
+	refs, err := s.blobRefs(ctx, id)
+	if err != nil {
+		return c, fmt.Errorf("jsonlstore: collect blobs of %s: %w", id, err)
+	}
+	for hash, name := range present {
+		if refs[hash] {
+			continue
+		}
+		p := blobDir(id) + "/" + name
+		fi, err := s.fs.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if err := s.fs.Remove(p); err != nil {
+			return c, fmt.Errorf("jsonlstore: collect blobs of %s: %w", id, err)
+		}
+		if w.blobs != nil {
+			delete(w.blobs.known, hash)
+		}
+		c.Blobs++
+		c.Bytes += fi.Size()
+	}
+	// The removals are not synced: one that a crash undoes leaves an
+	// unreferenced blob, which the next collection removes again.
+	return c, nil
+}
+
+// blobRefs returns every hash session id's records, forensic copies and
+// their pages reference.
+func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (map[string]bool, error) {
+	refs := map[string]bool{}
+	var pages []string
+	add := func(hash string, page bool) {
+		if !refs[hash] && page {
+			pages = append(pages, hash)
+		}
+		refs[hash] = true
+	}
+	err := s.read(ctx, id, func(v *view) error {
+		clear(refs)
+		pages = pages[:0]
+		h := s.scanHistory(id, v)
+		defer h.Close()
+		for h.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			scanRefs(h.Record().Payload, add)
+		}
+		return h.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.forensicRefs(id, add); err != nil {
+		return nil, err
+	}
+	for len(pages) > 0 {
+		hash := pages[len(pages)-1]
+		pages = pages[:len(pages)-1]
+		content, _, err := s.readBlobFile(id, hash, maxBlobBytes)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a missing page: verify reports it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("page %s: %w", hash, err)
+		}
+		scanRefs(content, add)
+	}
+	return refs, nil
+}
+
+// forensicRefs scans session id's forensic copies for references,
+// streaming (they may be large).
+func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page bool)) error {
+	dir := sessionDir(id) + "/" + ForensicDir
+	entries, err := s.fs.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// Each window holds the last bytes of the one before, more than a
+	// page reference with its prefix: a reference that straddles two
+	// windows is whole in the second (one found twice is added twice).
+	const chunk, overlap = 1 << 20, 128
+	buf := make([]byte, overlap+chunk)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		f, err := s.fs.OpenFile(dir+"/"+e.Name(), osRDONLY, 0)
+		if err != nil {
+			return err
+		}
+		carry := 0
+		for {
+			n, rerr := io.ReadFull(f, buf[carry:])
+			scanRefs(buf[:carry+n], fn)
+			if rerr != nil {
+				_ = f.Close() // read-only
+				if rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+					return rerr
+				}
+				break
+			}
+			carry = copy(buf, buf[carry+n-overlap:carry+n])
+		}
+	}
+	return nil
+}
+
+// isBlobTemp reports whether name, in a session's blobs/, is a temporary
+// blob file as the store names them (.blob-<suffix>.tmp).
+func isBlobTemp(name string) bool {
+	rest, ok := strings.CutPrefix(name, blobTmpPrefix)
+	if !ok {
+		return false
+	}
+	suffix, ok := strings.CutSuffix(rest, tmpSuffix)
+	return ok && isSuffix(suffix)
+}

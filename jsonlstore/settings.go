@@ -1,0 +1,109 @@
+package jsonlstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// The record cap is the store's, not the reader's: a process opened with
+// a smaller Options.MaxRecordBytes than the writer's must still read every
+// record the writer wrote, and never call one corrupt (nor let repair cut
+// it) because it is larger than its own cap. So every writer records its
+// cap in the session's settings.json before its first record there (at
+// creation, and at takeover when what is recorded is less), and a reader
+// reads with the larger of its own cap and the recorded one:
+//
+//	{"max_record_bytes":16777216}
+//
+// A recorded cap above MaxReadRecordBytes is not honoured (a reader never
+// allocates more than that for one record). A session without the file
+// (written by an earlier version) or with one that cannot be read is read
+// with the reader's own cap.
+
+// SettingsFile records what a session's records were written with.
+const SettingsFile = "settings.json"
+
+// MaxReadRecordBytes bounds the record cap a reader honours, whatever a
+// settings.json says.
+const MaxReadRecordBytes = 1 << 30
+
+type sessionSettings struct {
+	MaxRecordBytes int `json:"max_record_bytes"`
+}
+
+// recordedCap returns the cap recorded in dir's settings.json (0 when
+// there is none), or an error for one that cannot be read or is invalid.
+func recordedCap(fsys vfs.FS, dir string) (int, error) {
+	f, err := fsys.OpenFile(dir+"/"+SettingsFile, osRDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	data, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	if err != nil {
+		return 0, err
+	}
+	var st sessionSettings
+	if err := json.Unmarshal(data, &st); err != nil {
+		return 0, fmt.Errorf("%s: %w", SettingsFile, err)
+	}
+	if st.MaxRecordBytes <= 0 {
+		return 0, fmt.Errorf("%s: max_record_bytes %d is not positive", SettingsFile, st.MaxRecordBytes)
+	}
+	return st.MaxRecordBytes, nil
+}
+
+// readCap is the record cap a reader with cap own reads session id with.
+func readCap(fsys vfs.FS, id session.SessionID, own int) int {
+	if rec, err := recordedCap(fsys, sessionDir(id)); err == nil && rec > own {
+		return max(own, min(rec, MaxReadRecordBytes))
+	}
+	return own
+}
+
+// recordCap makes sure session directory dir records a cap of at least
+// the store's own before the store writes a record there: it writes
+// settings.json (temporary file, fsync, rename, directory sync) when what
+// is recorded is less, or nothing is. synced says whether dir must be
+// synced here (false for a session being created, whose directory is
+// synced before it is published).
+func (s *Store) recordCap(dir string, synced bool) error {
+	own := s.opts.MaxRecordBytes
+	if rec, err := recordedCap(s.fs, dir); err == nil && rec >= own {
+		return nil
+	}
+	data, _ := json.Marshal(sessionSettings{MaxRecordBytes: own}) // an int: cannot fail
+	tmp := dir + "/." + SettingsFile + "-" + randomSuffix() + tmpSuffix
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return fmt.Errorf("jsonlstore: %s: %w", SettingsFile, err)
+	}
+	err = writeAll(f, append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, dir+"/"+SettingsFile)
+	}
+	if err == nil && synced {
+		err = s.fs.SyncDir(dir)
+	}
+	if err != nil {
+		_ = s.fs.Remove(tmp)
+		return fmt.Errorf("jsonlstore: %s: %w", SettingsFile, err)
+	}
+	return nil
+}
