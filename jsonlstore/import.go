@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
@@ -102,6 +103,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	bw := bufio.NewWriterSize(b.log, 1<<20)
 	copied := newBlobWriter(s.fs, b.tmp, 0)
 	seen := map[string]bool{}
+	pages := map[string][]byte{} // the latest record's pages, by SHA-256
 	for rd.Next() {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -111,7 +113,12 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			return 0, err
 		}
 		if r.Kind != KindGap {
-			if latest, err = decodeRecord(id, r, snaps.Bytes(), s.newPageCache(id)); err != nil {
+			snap := snaps.Bytes()
+			pc, err := s.importPages(id, r, snap, blobs, copied, pages)
+			if err != nil {
+				return 0, err
+			}
+			if latest, err = decodeRecord(id, r, snap, pc); err != nil {
 				return 0, err
 			}
 			if err := copyBlobs(id, r, latest.Snapshot.Messages, blobs, copied, seen); err != nil {
@@ -198,33 +205,67 @@ func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap
 	}
 }
 
+// importPages copies into w the pages snap (record r's snapshot)
+// references, from src, checked, and returns a light cache holding them,
+// for decodeRecord: they are not in the session's directory yet. held is
+// the pages of the record before (a chain's records share its full
+// record's), kept so that each is read from src once, and becomes r's.
+func (s *Store) importPages(id session.SessionID, r *rawRecord, snap []byte, src sessionstore.BlobSource, w *blobWriter, held map[string][]byte) (*blobCache, error) {
+	c := s.newPageCache(id)
+	var err error
+	if perr := record.Pages(snap, func(p record.PageRef) {
+		if err != nil {
+			return
+		}
+		content, ok := held[p.SHA256]
+		if !ok {
+			content, err = copyBlob(id, r, session.ContentRef{SHA256: p.SHA256, Size: p.Size}, src, w)
+		}
+		c.m[p.SHA256] = content
+	}); perr != nil {
+		return nil, pageAt(id, r, perr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	clear(held)
+	maps.Copy(held, c.m)
+	return c, nil
+}
+
 // copyBlobs writes into w the content of every reference in msgs (the
-// snapshot of record r) not copied before (seen), from src, checked. A
-// reference src cannot satisfy is corruption at r.
+// snapshot of record r) not copied before (seen), from src, checked.
 func copyBlobs(id session.SessionID, r *rawRecord, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobWriter, seen map[string]bool) error {
 	var err error
 	msgs.Refs(func(ref session.ContentRef) {
 		if err != nil || seen[ref.SHA256] {
 			return
 		}
-		var content []byte
-		if src == nil {
-			err = errors.New("no source of blobs")
-		} else {
-			content, err = src(ref)
-		}
-		if err == nil {
-			err = blob.Check(ref, content)
-		}
-		if err == nil {
+		if _, err = copyBlob(id, r, ref, src, w); err == nil {
 			seen[ref.SHA256] = true
-			err = w.put(ref.SHA256, content)
-			return
-		}
-		if src == nil || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrCorrupt) || errors.Is(err, blob.ErrMismatch) {
-			err = &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-				Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %v", ErrBlob, ref.SHA256, ref.Size, err)}
 		}
 	})
 	return err
+}
+
+// copyBlob writes into w the blob ref names (a page, or part content), from
+// src, checked, and returns it. A reference src cannot satisfy is
+// corruption at r, the record that references it.
+func copyBlob(id session.SessionID, r *rawRecord, ref session.ContentRef, src sessionstore.BlobSource, w *blobWriter) ([]byte, error) {
+	var content []byte
+	err := errors.New("no source of blobs")
+	if src != nil {
+		content, err = src(ref)
+	}
+	if err == nil {
+		err = blob.Check(ref, content)
+	}
+	if err == nil {
+		return content, w.put(ref.SHA256, content)
+	}
+	if src == nil || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrCorrupt) || errors.Is(err, blob.ErrMismatch) {
+		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+			Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %v", ErrBlob, ref.SHA256, ref.Size, err)}
+	}
+	return nil, err
 }

@@ -220,7 +220,7 @@ func (s *Store) create(snap sessnap.Snapshot, held map[string][]byte, opts sessi
 // The record's line is parsed back, so that it is read as every record is.
 func (s *Store) line(app *appender.Appender, id session.SessionID, get func(hash string) ([]byte, bool), m record.Meta, snap sessnap.Snapshot) (record.Rec, map[string][]byte, error) {
 	added := map[string][]byte{}
-	app.Ext = &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: func(hash string, content []byte) error {
+	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: func(hash string, content []byte) error {
 		if _, ok := get(hash); !ok {
 			if _, ok := added[hash]; !ok {
 				// A copy: the caller may change its snapshot afterwards.
@@ -229,6 +229,7 @@ func (s *Store) line(app *appender.Appender, id session.SessionID, get func(hash
 		}
 		return nil
 	}}
+	app.Ext, app.Pages = ext, ext // a full record's pages are kept as content is
 	line, err := app.Line(id, m, snap)
 	if err != nil {
 		return record.Rec{}, nil, err
@@ -333,13 +334,22 @@ func (s *Store) decode(e *entry, recs []record.Rec, rev uint64, light bool) (ses
 }
 
 // decodeRecord turns r, whose snapshot is payload, into a Record: a fresh
-// decoding, so no caller shares memory with the store, its references
-// resolved unless light.
+// decoding, so no caller shares memory with the store, its pages expanded
+// and its references resolved unless light.
 func (s *Store) decodeRecord(e *entry, r *record.Rec, payload []byte, light bool) (sessionstore.Record, error) {
 	corrupt := func(err error) error {
 		// Only records the appender built are stored, so this is a bug,
 		// not damage; it is reported as corruption all the same.
 		return &sessionstore.CorruptionError{ID: e.id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
+	}
+	payload, err := record.ExpandPages(payload, func(p record.PageRef) ([]byte, error) {
+		if b, ok := s.get(e, p.SHA256); ok {
+			return b, nil // held under its SHA-256 since the append that made it
+		}
+		return nil, fmt.Errorf("page %s (%d bytes) is not held", p.SHA256, p.Size)
+	})
+	if err != nil {
+		return sessionstore.Record{}, corrupt(err)
 	}
 	snap, err := sessnap.Unmarshal(payload)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -138,76 +140,138 @@ func copyBlobs(ctx context.Context, tx pgx.Tx, from, to session.SessionID, refs 
 // the one it was fetched for.
 const blobCacheBytes = 256 << 20
 
-// blobReader resolves the references of the records one read yields (a
-// Load, a History), fetching the content each record lacks in one query
-// and keeping it for the next records, each content checked against its
-// reference once per read.
+// blobReader reads the pages and content of the records one read yields
+// (a Load, a History, an export): what a record needs and the read has not
+// fetched yet comes in one query, and stays for the records after; each
+// blob is checked against its reference once per read.
 type blobReader struct {
 	s       *Store
+	q       querier // the pool, or the transaction of an import (which reads back the pages it inserted)
 	id      session.SessionID
 	cache   map[string][]byte
-	checked map[session.ContentRef]bool
+	checked map[string]bool
 	size    int64
 }
 
 func (s *Store) newBlobReader(id session.SessionID) *blobReader {
-	return &blobReader{s: s, id: id, cache: map[string][]byte{}, checked: map[session.ContentRef]bool{}}
+	return s.blobReaderOn(s.pool, id)
 }
 
-// resolve fills in the content of snap, record r's snapshot. Content that
-// is missing or not what its reference says is a
-// *sessionstore.CorruptionError at r (or ErrNotFound, when the session
-// was deleted meanwhile).
-func (b *blobReader) resolve(ctx context.Context, r *record.Rec, snap *sessnap.Snapshot) error {
+func (s *Store) blobReaderOn(q querier, id session.SessionID) *blobReader {
+	return &blobReader{s: s, q: q, id: id, cache: map[string][]byte{}, checked: map[string]bool{}}
+}
+
+// fetch brings the blobs of hashes that are not cached into the cache, in
+// one query.
+func (b *blobReader) fetch(ctx context.Context, hashes []string) error {
 	var want []string
-	wanted := map[string]bool{}
-	snap.Messages.Refs(func(ref session.ContentRef) {
-		if _, ok := b.cache[ref.SHA256]; !ok && !wanted[ref.SHA256] {
-			wanted[ref.SHA256] = true
-			want = append(want, ref.SHA256)
-		}
-	})
-	if len(want) > 0 {
-		if b.size > blobCacheBytes {
-			clear(b.cache)
-			clear(b.checked)
-			b.size = 0
-		}
-		rows, err := b.s.pool.Query(ctx, `SELECT sha256, content FROM pgstore_blobs WHERE session_id = $1 AND sha256 = ANY($2)`,
-			string(b.id), want)
-		if err != nil {
-			return wrapErr("read content of", b.id, err)
-		}
-		var hash string
-		var content []byte
-		if _, err := pgx.ForEachRow(rows, []any{&hash, &content}, func() error {
-			b.cache[hash] = content
-			b.size += int64(len(content))
-			content = nil // the next row's own
-			return nil
-		}); err != nil {
-			return wrapErr("read content of", b.id, err)
+	for _, h := range hashes {
+		if _, ok := b.cache[h]; !ok && !slices.Contains(want, h) {
+			want = append(want, h)
 		}
 	}
-	err := snap.Messages.Resolve(func(ref session.ContentRef) ([]byte, error) {
-		c, ok := b.cache[ref.SHA256]
-		if !ok {
-			return nil, errNoContent
-		}
-		if !b.checked[ref] {
-			if err := blob.Check(ref, c); err != nil {
-				return nil, err
-			}
-			b.checked[ref] = true
-		}
-		if ref.Field == session.ContentData {
-			return bytes.Clone(c), nil // Resolve keeps the slice; a string is a copy already
-		}
-		return c, nil
-	})
-	if err == nil {
+	if len(want) == 0 {
 		return nil
 	}
+	if b.size > blobCacheBytes {
+		clear(b.cache)
+		clear(b.checked)
+		b.size = 0
+	}
+	rows, err := b.q.Query(ctx, `SELECT sha256, content FROM pgstore_blobs WHERE session_id = $1 AND sha256 = ANY($2)`,
+		string(b.id), want)
+	if err != nil {
+		return wrapErr("read content of", b.id, err)
+	}
+	var hash string
+	var content []byte
+	if _, err := pgx.ForEachRow(rows, []any{&hash, &content}, func() error {
+		b.cache[hash] = content
+		b.size += int64(len(content))
+		content = nil // the next row's own
+		return nil
+	}); err != nil {
+		return wrapErr("read content of", b.id, err)
+	}
+	return nil
+}
+
+// get returns the cached blob ref names, checked against it.
+func (b *blobReader) get(ref session.ContentRef) ([]byte, error) {
+	c, ok := b.cache[ref.SHA256]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", errNoContent, ref.SHA256)
+	}
+	if !b.checked[ref.SHA256] || int64(len(c)) != ref.Size {
+		if err := blob.Check(ref, c); err != nil {
+			return nil, fmt.Errorf("content %s: %w", ref.SHA256, err)
+		}
+		b.checked[ref.SHA256] = true
+	}
+	return c, nil
+}
+
+// decode turns record r, whose stored snapshot is payload, into a Record:
+// its pages expanded (record.ExpandPages), and, unless light, the content
+// its parts keep out of line read in. A blob that is missing or not what
+// its reference says is a *sessionstore.CorruptionError at r (or
+// ErrNotFound, when the session was deleted meanwhile).
+func (b *blobReader) decode(ctx context.Context, r *record.Rec, payload []byte, light bool) (sessionstore.Record, error) {
+	full, err := b.expand(ctx, r, payload)
+	if err != nil {
+		return sessionstore.Record{}, err
+	}
+	rec, err := decode(b.id, r, full)
+	if err != nil || light {
+		return rec, err
+	}
+	return rec, b.resolve(ctx, r, &rec.Snapshot)
+}
+
+// expand returns payload, record r's snapshot, with the page references of
+// its messages array replaced by the messages they hold.
+func (b *blobReader) expand(ctx context.Context, r *record.Rec, payload []byte) ([]byte, error) {
+	if !record.MayHavePages(payload) {
+		return payload, nil
+	}
+	var want []string
+	if err := record.Pages(payload, func(p record.PageRef) { want = append(want, p.SHA256) }); err != nil {
+		return nil, b.corrupt(ctx, r, err)
+	}
+	if err := b.fetch(ctx, want); err != nil {
+		return nil, err
+	}
+	out, err := record.ExpandPages(payload, func(p record.PageRef) ([]byte, error) {
+		return b.get(session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+	})
+	if err != nil {
+		return nil, b.corrupt(ctx, r, err)
+	}
+	return out, nil
+}
+
+// resolve fills in the content of snap, record r's snapshot.
+func (b *blobReader) resolve(ctx context.Context, r *record.Rec, snap *sessnap.Snapshot) error {
+	var want []string
+	snap.Messages.Refs(func(ref session.ContentRef) { want = append(want, ref.SHA256) })
+	if err := b.fetch(ctx, want); err != nil {
+		return err
+	}
+	err := snap.Messages.Resolve(func(ref session.ContentRef) ([]byte, error) {
+		c, err := b.get(ref)
+		if err == nil && ref.Field == session.ContentData {
+			c = bytes.Clone(c) // Resolve keeps the slice; a string is a copy already
+		}
+		return c, err
+	})
+	if err != nil {
+		return b.corrupt(ctx, r, err)
+	}
+	return nil
+}
+
+// corrupt is the error of a blob that record r needs and cannot have.
+func (b *blobReader) corrupt(ctx context.Context, r *record.Rec, err error) error {
 	if errors.Is(err, errNoContent) && b.s.gone(ctx, b.id) {
 		return fmt.Errorf("%w: session %s: deleted while reading", sessionstore.ErrNotFound, b.id)
 	}
@@ -322,18 +386,15 @@ func (s *Store) verifyBlobs(ctx context.Context, id session.SessionID, refs map[
 		Err: fmt.Errorf("%s: content %s: %w", blobsPath, at.ref.SHA256, why[first])}
 }
 
-// importBlobs inserts in tx, for session id, the content of every
-// reference in snap (record r's snapshot) not inserted before (seen),
+// importBlobs inserts in tx, for session id, the blobs refs name (the
+// pages or the content record r references) not inserted before (seen),
 // from src, checked. A reference src cannot satisfy is corruption at r.
-func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record.Rec, snap *sessnap.Snapshot, src sessionstore.BlobSource, seen map[string]int64) error {
-	var refs []session.ContentRef
-	snap.Messages.Refs(func(ref session.ContentRef) {
-		if _, ok := seen[ref.SHA256]; !ok {
-			refs = append(refs, ref)
-		}
-	})
+func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record.Rec, refs []session.ContentRef, src sessionstore.BlobSource, seen map[string]int64) error {
 	put := newBlobPutter(ctx, tx, id, seen)
 	for _, ref := range refs {
+		if _, ok := seen[ref.SHA256]; ok {
+			continue
+		}
 		if _, ok := put.added[ref.SHA256]; ok {
 			continue
 		}
@@ -356,8 +417,6 @@ func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record
 			return err
 		}
 	}
-	for h, n := range put.added {
-		seen[h] = n
-	}
+	maps.Copy(seen, put.added)
 	return nil
 }

@@ -62,7 +62,8 @@ func pullRows(rows pgx.Rows) func() (uint64, []byte, error) {
 	}
 }
 
-// decode turns a record whose snapshot encoding is payload into a Record.
+// decode turns a record whose snapshot encoding is payload (its pages
+// expanded: blobReader.decode) into a Record.
 func decode(id session.SessionID, r *record.Rec, payload []byte) (sessionstore.Record, error) {
 	snap, err := sessnap.Unmarshal(payload)
 	if err != nil {
@@ -120,23 +121,24 @@ const chainSQL = `SELECT rev, line FROM pgstore_records
 // load reads revision rev (0: the latest), with its content kept out of
 // line or (light) without it.
 func (s *Store) load(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
-	rec, last, _, err := s.loadPayload(ctx, id, rev)
-	if err != nil || light {
-		return rec, err
-	}
-	if err := s.newBlobReader(id).resolve(ctx, last, &rec.Snapshot); err != nil {
+	last, payload, err := s.loadPayload(ctx, id, rev)
+	if err != nil {
 		return sessionstore.Record{}, err
+	}
+	rec, err := s.newBlobReader(id).decode(ctx, last, payload, light)
+	if err != nil {
+		return sessionstore.Record{}, wrapErr("load", id, err)
 	}
 	return rec, nil
 }
 
-// loadPayload reads revision rev (0: the latest), its record and its
-// snapshot encoding: the rows from the chain's full record on, read with
-// the sequence rules and rebuilt as pieces (record.Snapshots), written out
-// once. The Record's parts hold the references the record does.
-func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, *record.Rec, []byte, error) {
+// loadPayload reads revision rev (0: the latest): its record and its
+// stored snapshot (pages not expanded, content as references), from the
+// rows of the chain's full record on, read with the sequence rules and
+// rebuilt as pieces (record.Snapshots), written out once.
+func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint64) (*record.Rec, []byte, error) {
 	if err := s.readyID(ctx, id); err != nil {
-		return sessionstore.Record{}, nil, nil, err
+		return nil, nil, err
 	}
 	target := int64(math.MaxInt64)
 	if rev > 0 {
@@ -144,7 +146,7 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 	}
 	rows, err := s.pool.Query(ctx, chainSQL, string(id), target)
 	if err != nil {
-		return sessionstore.Record{}, nil, nil, wrapErr("load", id, err)
+		return nil, nil, wrapErr("load", id, err)
 	}
 	defer rows.Close()
 	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Resumed())
@@ -153,28 +155,23 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 	var last *record.Rec
 	for rd.Next() {
 		if err := snaps.Add(rd.Record()); err != nil {
-			return sessionstore.Record{}, nil, nil, wrapErr("load", id, err)
+			return nil, nil, wrapErr("load", id, err)
 		}
 		last = rd.Record().Clone()
 	}
 	if err := rd.Err(); err != nil {
-		return sessionstore.Record{}, nil, nil, wrapErr("load", id, err)
+		return nil, nil, wrapErr("load", id, err)
 	}
 	if last == nil {
-		return sessionstore.Record{}, nil, nil, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
+		return nil, nil, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 	}
 	if rev > 0 && rev > last.Through() {
-		return sessionstore.Record{}, nil, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
+		return nil, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
 	}
 	if last.Kind == record.KindGap {
-		return sessionstore.Record{}, nil, nil, gapErr(id, last)
+		return nil, nil, gapErr(id, last)
 	}
-	payload := snaps.Bytes()
-	rec, err := decode(id, last, payload)
-	if err != nil {
-		return sessionstore.Record{}, nil, nil, wrapErr("load", id, err)
-	}
-	return rec, last, payload, nil
+	return last, snaps.Bytes(), nil
 }
 
 // historyPage is how many records History reads per query: it holds no
@@ -203,10 +200,7 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 				}
 				continue
 			}
-			rec, err := decode(id, r, snaps.Bytes())
-			if err == nil {
-				err = blobs.resolve(ctx, r, &rec.Snapshot)
-			}
+			rec, err := blobs.decode(ctx, r, snaps.Bytes(), false)
 			if !yield(rec, err) || err != nil {
 				return
 			}

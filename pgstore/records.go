@@ -97,16 +97,31 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		var lastRec *record.Rec
 		var logBytes int64
 		copied := map[string]int64{}
+		// The pages a record references are copied first: decoding it
+		// reads them back, from this transaction.
+		br := s.blobReaderOn(tx, id)
 		for rd.Next() {
 			r := rd.Record()
 			if err := snaps.Add(r); err != nil {
 				return err
 			}
 			if r.Kind != record.KindGap {
-				if last, err = decode(id, r, snaps.Bytes()); err != nil {
+				payload := snaps.Bytes()
+				var pages []session.ContentRef
+				if err := record.Pages(payload, func(p record.PageRef) {
+					pages = append(pages, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+				}); err != nil {
+					return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
+				}
+				if err := importBlobs(ctx, tx, id, r, pages, blobs, copied); err != nil {
 					return err
 				}
-				if err := importBlobs(ctx, tx, id, r, &last.Snapshot, blobs, copied); err != nil {
+				if last, err = br.decode(ctx, r, payload, true); err != nil {
+					return err
+				}
+				var refs []session.ContentRef
+				last.Snapshot.Messages.Refs(func(ref session.ContentRef) { refs = append(refs, ref) })
+				if err := importBlobs(ctx, tx, id, r, refs, blobs, copied); err != nil {
 					return err
 				}
 			}
@@ -159,9 +174,9 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	if latestOnly {
 		// The stored snapshot, indented (not a re-encoding of the decoded
 		// snapshot, which would drop a newer schema's unknown keys).
-		rec, last, payload, err := s.loadPayload(ctx, id, 0)
+		last, payload, err := s.loadPayload(ctx, id, 0)
 		if err == nil {
-			payload, err = s.exportSnapshot(ctx, rec, last, payload, s.newBlobReader(id))
+			payload, err = exportSnapshot(ctx, last, payload, s.newBlobReader(id))
 		}
 		if err != nil {
 			return err
@@ -186,11 +201,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		if r.Kind == record.KindGap {
 			continue // a gap's revisions have no snapshot to export
 		}
-		payload := snaps.Bytes()
-		rec, err := decode(id, r, payload)
-		if err == nil {
-			payload, err = s.exportSnapshot(ctx, rec, r, payload, blobs)
-		}
+		payload, err := exportSnapshot(ctx, r, snaps.Bytes(), blobs)
 		if err != nil {
 			return err
 		}
@@ -202,15 +213,20 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	return nil
 }
 
-// exportSnapshot returns the snapshot to export of rec, record r, whose
-// stored snapshot is payload: payload itself, byte for byte (a newer
-// schema's unknown keys included), or, when its parts keep content out of
-// line, the snapshot with that content read back in, encoded again, as the
-// file store exports it.
-func (s *Store) exportSnapshot(ctx context.Context, rec sessionstore.Record, r *record.Rec, payload []byte, blobs *blobReader) ([]byte, error) {
+// exportSnapshot checks that payload, the stored snapshot of record r,
+// decodes, and returns the snapshot to export: payload itself, byte for
+// byte (a newer schema's unknown keys included), or, when it has pages or
+// its parts keep content out of line, the snapshot with those read back
+// in, encoded again, so that an export stands on its own, as the file
+// store exports it.
+func exportSnapshot(ctx context.Context, r *record.Rec, payload []byte, blobs *blobReader) ([]byte, error) {
+	rec, err := blobs.decode(ctx, r, payload, true)
+	if err != nil {
+		return nil, err
+	}
 	refs := 0
 	rec.Snapshot.Messages.Refs(func(session.ContentRef) { refs++ })
-	if refs == 0 {
+	if refs == 0 && !record.MayHavePages(payload) {
 		return payload, nil
 	}
 	if err := blobs.resolve(ctx, r, &rec.Snapshot); err != nil {
@@ -267,6 +283,7 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, r *sess
 	refs := map[session.ContentRef]refAt{}
 	var sound []uint64
 	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	br := s.newBlobReader(id) // pages, read and checked once each
 	for rec, err := range s.records(ctx, id) {
 		if err == nil {
 			err = snaps.Add(rec)
@@ -277,7 +294,7 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, r *sess
 		if rec.Kind == record.KindGap {
 			continue // set aside by a repair (migrated): the rest reads
 		}
-		dec, err := decode(id, rec, snaps.Bytes())
+		dec, err := br.decode(ctx, rec, snaps.Bytes(), true)
 		if err != nil {
 			return err
 		}

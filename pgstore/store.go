@@ -286,13 +286,15 @@ func (s *Store) newAppender() *appender.Appender {
 }
 
 // encode builds the line of record m for snap with app (a delta on the
-// revision app remembers, or a full record), its new content kept out of
-// line through put, and returns the record's envelope as the line has it
-// (Kind and Version set) and the line.
+// revision app remembers, or a full record, its older messages in pages),
+// its new content and pages kept out of line through put, and returns the
+// record's envelope as the line has it (Kind and Version set) and the
+// line.
 func (s *Store) encode(app *appender.Appender, id session.SessionID, m record.Meta, snap sessnap.Snapshot, put *blobPutter) (record.Meta, []byte, error) {
-	app.Ext = &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: put.put}
+	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: put.put}
+	app.Ext, app.Pages = ext, ext // a full record's pages are kept as content is
 	line, err := app.Line(id, m, snap)
-	app.Ext = nil // it holds the transaction
+	app.Ext, app.Pages = nil, nil // they hold the transaction
 	if err != nil {
 		return m, nil, err
 	}

@@ -25,6 +25,7 @@ import (
 var contentChecks = []check{
 	{"LargeContentIsStoredOnce", checkContentStoredOnce},
 	{"SessionLargerThanRecordCapAppends", checkLargerThanCap},
+	{"ConversationLargerThanRecordCapAppends", checkConversationLargerThanCap},
 	{"LoadWithoutContentKeepsReferences", checkLoadWithoutContent},
 	{"ReferenceToContentNotHeldIsErrInvalidSnapshot", checkForeignReference},
 	{"ForkKeepsContent", checkForkContent},
@@ -134,6 +135,46 @@ func checkLargerThanCap(f *fixture) {
 	mid, err := f.s.LoadRevision(f.ctx, "big", messages/2+1)
 	require.NoError(t, err)
 	requireSameLarge(t, snaps[messages/2-1], mid.Snapshot)
+}
+
+// checkConversationLargerThanCap creates a session whose conversation,
+// 2,200 messages of 8 KiB (each below the blob threshold, kept in the
+// records), is larger than the default record cap, and appends to it: it
+// loads back equal, without its content too, and a store that reports its
+// usage holds it about once.
+func checkConversationLargerThanCap(f *fixture) {
+	t := f.t
+	if !f.outOfLine() {
+		t.Skip("the store keeps every message in its full records, within the record cap")
+	}
+	const messages, size = 2200, 8 << 10
+	s := sessiontest.New("long")
+	for i := range messages {
+		text := strings.Repeat(fmt.Sprintf("%05d ", i), size/6)
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, text, sessiontest.Epoch)))
+	}
+	first := sessiontest.Snap(t, s)
+	w := f.createSnap(first)
+	var last sessnap.Snapshot
+	for i := range 3 {
+		last = f.appendMessage(w, s, session.TextMessage(session.RoleAssistant, fmt.Sprintf("reply %d", i), sessiontest.Epoch))
+	}
+	rec := f.load("long")
+	require.Equal(t, uint64(4), rec.Revision)
+	requireSameLarge(t, last, rec.Snapshot)
+	one, err := f.s.LoadRevision(f.ctx, "long", 1)
+	require.NoError(t, err)
+	requireSameLarge(t, first, one.Snapshot)
+	light, err := sessionstore.LoadWith(f.ctx, f.s, "long", sessionstore.LoadOptions{WithoutContent: true})
+	require.NoError(t, err)
+	requireSameLarge(t, last, light.Snapshot, "the messages are no content kept out of line")
+
+	if u, ok := f.s.(sessionstore.UsageReporter); ok {
+		rep, err := u.DiskUsage(f.ctx, "long")
+		require.NoError(t, err)
+		total := int64(messages * size)
+		require.LessOrEqual(t, rep.Sessions[0].TotalBytes, total*3/2, "the conversation is held about once: %+v", rep.Sessions[0])
+	}
 }
 
 // checkLoadWithoutContent: LoadWith WithoutContent gives the large parts'

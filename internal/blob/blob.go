@@ -2,8 +2,9 @@
 // it in memory or in a database hold it (memstore, pgstore; jsonlstore
 // keeps its own files): its address, the SHA-256 of the content; the check
 // of content against a reference; the Externalizer that sends content at
-// or above a threshold out of line; and the check of the references a
-// snapshot brings with it (Arrivals).
+// or above a threshold out of line, and the pages of full records
+// (internal/record) with it; and the check of the references a snapshot
+// brings with it (Arrivals).
 package blob
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -47,7 +49,8 @@ func Check(ref session.ContentRef, content []byte) error {
 // Externalizer is a sessnap.Externalizer that keeps content of at least
 // Threshold bytes out of line: Put stores it under its address (Put is
 // called for every such content, stored before or not: it skips what it
-// holds), and the part gets its reference.
+// holds), and the part gets its reference. It is also the record.PageStore
+// of the same writer: a page is stored as content is.
 type Externalizer struct {
 	// Threshold is the size from which content goes out of line; 0 or
 	// less keeps everything inline.
@@ -65,6 +68,15 @@ func (e *Externalizer) Externalize(field string, content []byte) (session.Conten
 		return session.ContentRef{}, false, err
 	}
 	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
+}
+
+var _ record.PageStore = (*Externalizer)(nil)
+
+// PutPage implements record.PageStore: content, a page's bytes, whatever
+// its size, goes to Put under its address.
+func (e *Externalizer) PutPage(content []byte) (string, error) {
+	hash := Hash(content)
+	return hash, e.Put(hash, content)
 }
 
 // Arrivals checks the references a writer's snapshots bring with them:
