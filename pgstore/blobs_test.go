@@ -373,3 +373,63 @@ func TestForkCopiesItsContent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sessionstore.ForkSnapshot(snaps[0], "fork"), rec.Snapshot)
 }
+
+// TestPages: a conversation of short messages many times the record cap
+// long appends, its full records keeping the older messages in pages
+// (rows of pgstore_blobs); every record stays within the cap; it reads
+// back whole, without its content too, from a new holder on; a damaged
+// page is corruption at the record that references it.
+func TestPages(t *testing.T) {
+	ctx := t.Context()
+	const maxRecord = 16 << 10
+	dsn := newDSN(t)
+	s := openDSN(t, dsn, pgstore.Options{MaxRecordBytes: maxRecord})
+	conn := rawConn(t, dsn)
+	sess := sessiontest.New("long")
+	w, err := s.Create(ctx, sessiontest.Snap(t, sess), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	msg := func(i int) session.Message {
+		return session.TextMessage(session.RoleUser, strings.Repeat(fmt.Sprintf("%d ", i), 500), sessiontest.Epoch)
+	}
+	growing(t, w, sess, 150, msg)
+	require.NoError(t, w.Release(ctx))
+	w, err = s.Acquire(ctx, "long", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	snaps := growing(t, w, sess, 50, func(i int) session.Message { return msg(150 + i) })
+	require.NoError(t, w.Release(ctx))
+
+	var longest int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT max(octet_length(line)) FROM pgstore_records WHERE session_id = 'long'`).Scan(&longest))
+	require.LessOrEqual(t, longest, maxRecord+256, "every record within the cap")
+	pages := blobRows(t, conn, "long")
+	require.NotEmpty(t, pages)
+	rec, err := s.Load(ctx, "long")
+	require.NoError(t, err)
+	require.Equal(t, snaps[len(snaps)-1], rec.Snapshot)
+	light, err := s.LoadWith(ctx, "long", sessionstore.LoadOptions{WithoutContent: true})
+	require.NoError(t, err)
+	require.Equal(t, rec.Snapshot, light.Snapshot, "pages are read without the content too")
+	n := 0
+	for rec, err := range s.History(ctx, "long") {
+		require.NoError(t, err)
+		require.Len(t, rec.Snapshot.Messages, n)
+		n++
+	}
+	require.Equal(t, 201, n)
+	rep, err := s.Verify(ctx, "long")
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+
+	for hash := range pages {
+		_, err = conn.Exec(ctx, `UPDATE pgstore_blobs SET content = overlay(content placing '\x00'::bytea from 3) WHERE sha256 = $1`, hash)
+		require.NoError(t, err)
+	}
+	_, err = s.Load(ctx, "long")
+	var ce *sessionstore.CorruptionError
+	require.ErrorAs(t, err, &ce)
+	require.Contains(t, err.Error(), "pgstore_blobs")
+	rep, err = s.Verify(ctx, "long")
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	require.Positive(t, rep.Sessions[0].Problems[0].Revision)
+}

@@ -68,6 +68,10 @@
 // references, which must name content the session holds. A fork gets the
 // content its revision references, copied by the server; blobs go with
 // their session. DiskUsage reports them as BlobBytes, ReadBlob reads one.
+// A long conversation's full records keep its older messages in pages
+// (package internal/record), rows of pgstore_blobs too, so that every
+// record stays within the record cap however long the conversation; every
+// read expands them, a read without the content included.
 //
 // # Leases
 //

@@ -198,41 +198,66 @@ func blobFiles(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// A session whose content is kept out of line goes to PostgreSQL and back
-// with its blobs: the log and the blob files of the copy are the
-// original's, byte for byte, and both stores verify and export alike. A
-// blob missing from the source fails that session's copy.
+// pagedSession adds to the directory store dir session "paged", a
+// conversation of 200 short messages written with a 16 KiB record cap, so
+// that its full records keep the older messages in pages (blobs).
+func pagedSession(t *testing.T, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := jsonlstore.Open(dir, jsonlstore.Options{MaxRecordBytes: 16 << 10})
+	require.NoError(t, err)
+	defer st.Close()
+	s := sessiontest.New("paged")
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	for i := range 200 {
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, strings.Repeat(fmt.Sprintf("%d ", i), 400), sessiontest.Epoch)))
+		_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Release(ctx))
+}
+
+// Sessions whose content is kept out of line, and whose long conversation
+// is in pages, go to PostgreSQL and back with their blobs: the logs and
+// the blob files of the copies are the originals', byte for byte, and both
+// stores verify and export alike. A blob missing from the source fails
+// that session's copy.
 func TestMigrateBlobs(t *testing.T) {
 	orig := blobStore(t)
+	pagedSession(t, orig)
 	dsn := pgtest.NewDatabase(t)
 	r := sessions(t, nil, "migrate", "--from", orig, "--to", dsn, "--json")
 	require.Equal(t, exitOK, r.Code, r.String())
 	var rep migrateReport
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep))
-	require.Len(t, rep.Sessions, 1)
+	require.Len(t, rep.Sessions, 2)
 	require.Equal(t, 2, rep.Sessions[0].Blobs, "the image and the text, once each")
+	require.Positive(t, rep.Sessions[1].Blobs, "the pages")
 
 	back := filepath.Join(t.TempDir(), "back")
 	r = sessions(t, nil, "migrate", "--from", dsn, "--to", back)
 	require.Equal(t, exitOK, r.Code, r.String())
 	require.Contains(t, r.Stdout, "blobs: 5 records and 2 blobs copied, verified")
-	want, err := os.ReadFile(filepath.Join(orig, "blobs", "log.jsonl"))
-	require.NoError(t, err)
-	got, err := os.ReadFile(filepath.Join(back, "blobs", "log.jsonl"))
-	require.NoError(t, err)
-	require.Equal(t, string(want), string(got))
-	require.Equal(t, blobFiles(t, filepath.Join(orig, "blobs", "blobs")), blobFiles(t, filepath.Join(back, "blobs", "blobs")))
+	for _, id := range []string{"blobs", "paged"} {
+		want, err := os.ReadFile(filepath.Join(orig, id, "log.jsonl"))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(back, id, "log.jsonl"))
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), id)
+		require.Equal(t, blobFiles(t, filepath.Join(orig, id, "blobs")), blobFiles(t, filepath.Join(back, id, "blobs")), id)
+	}
 	for _, store := range []string{dsn, back} {
 		r = sessions(t, nil, "--dir", store, "verify")
 		require.Equal(t, exitOK, r.Code, r.String())
-		for _, cmd := range [][]string{{"export", "blobs"}, {"show", "blobs"}} {
+		for _, cmd := range [][]string{{"export", "blobs"}, {"show", "blobs"}, {"export", "paged"}, {"export", "paged", "--latest"}} {
 			a := sessions(t, nil, append([]string{"--dir", orig}, cmd...)...)
 			b := sessions(t, nil, append([]string{"--dir", store}, cmd...)...)
 			require.Equal(t, exitOK, b.Code, b.String())
 			require.Equal(t, a.Stdout, b.Stdout, "%v", cmd)
 		}
 	}
-	r = sessions(t, nil, "--dir", dsn, "du", "--json")
+	r = sessions(t, nil, "--dir", dsn, "du", "--json", "blobs")
 	require.Equal(t, exitOK, r.Code, r.String())
 	var du sessionstore.UsageReport
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &du))
@@ -244,7 +269,7 @@ func TestMigrateBlobs(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(filepath.Join(blobs, entries[0].Name())))
 	empty := pgtest.NewDatabase(t)
-	r = sessions(t, nil, "migrate", "--from", back, "--to", empty)
+	r = sessions(t, nil, "migrate", "--from", back, "--to", empty, "blobs")
 	require.Equal(t, exitFail, r.Code, r.String())
 	require.Contains(t, r.Stderr, "session blobs")
 	require.Contains(t, r.Stderr, "missing from the source")
