@@ -94,7 +94,7 @@ func blobSize(fsys vfs.FS, dir, hash string) (int64, bool, error) {
 	}
 	var h zstd.Header
 	if err := h.Decode(head[:n]); err == nil && h.HasFCS {
-		return int64(min(h.FrameContentSize, maxBlobBytes)), true, nil //nolint:gosec // G115: capped
+		return int64(min(h.FrameContentSize, maxBlobBytes)), true, nil
 	}
 	fi, err = f.Stat()
 	if err != nil {

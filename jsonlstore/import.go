@@ -265,7 +265,7 @@ func copyBlob(id session.SessionID, r *rawRecord, ref session.ContentRef, src se
 	}
 	if src == nil || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrCorrupt) || errors.Is(err, blob.ErrMismatch) {
 		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %v", ErrBlob, ref.SHA256, ref.Size, err)}
+			Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %s", ErrBlob, ref.SHA256, ref.Size, err.Error())}
 	}
 	return nil, err
 }

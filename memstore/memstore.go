@@ -304,17 +304,16 @@ func (s *Store) recordsOf(id session.SessionID) (*entry, []record.Rec, error) {
 	return e, e.records[:len(e.records):len(e.records)], nil
 }
 
-// chain returns the records that rebuild revision rev of recs: from the
-// latest full record at or before it. Writers keep a chain within about
-// one and a half snapshots (record.Tracker), so rebuilding a revision
-// costs that, whatever the length of the history.
-func chain(recs []record.Rec, rev uint64) []record.Rec {
-	end := int(rev)
-	start := end - 1
+// chain returns the records that rebuild the last of recs: from the
+// latest full record on. Writers keep a chain within about one and a half
+// snapshots (record.Tracker), so rebuilding a revision costs that,
+// whatever the length of the history.
+func chain(recs []record.Rec) []record.Rec {
+	start := len(recs) - 1
 	for start > 0 && recs[start].Kind != record.KindFull {
 		start--
 	}
-	return recs[start:end]
+	return recs[start:]
 }
 
 // decode rebuilds revision rev of recs (e's records) and returns it as a
@@ -324,7 +323,7 @@ func (s *Store) decode(e *entry, recs []record.Rec, rev uint64, light bool) (ses
 		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, e.id, rev, len(recs))
 	}
 	snaps := record.NewSnapshots(e.id, s.opts.MaxRecordBytes)
-	c := chain(recs, rev)
+	c := chain(recs[:rev])
 	for i := range c {
 		if err := snaps.Add(&c[i]); err != nil {
 			return sessionstore.Record{}, err

@@ -143,7 +143,7 @@ func (w *writer) checkLocked(expected uint64, snap sessnap.Snapshot) (record.Met
 	}
 	var resume []record.Rec
 	if w.app == nil {
-		resume = chain(e.records, latest)
+		resume = chain(e.records)
 	}
 	t := w.s.now()
 	if t.Before(last.Time) {

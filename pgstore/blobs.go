@@ -411,7 +411,7 @@ func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record
 				return fmt.Errorf("pgstore: import session %s: content %s: %w", id, ref.SHA256, err)
 			}
 			return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev,
-				Err: fmt.Errorf("content %s (%d bytes) is missing from the source: %v", ref.SHA256, ref.Size, err)}
+				Err: fmt.Errorf("content %s (%d bytes) is missing from the source: %s", ref.SHA256, ref.Size, err.Error())}
 		}
 		if err := put.put(ref.SHA256, content); err != nil {
 			return err
