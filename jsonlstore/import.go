@@ -252,20 +252,12 @@ func copyBlobs(id session.SessionID, r *rawRecord, msgs sessnap.Messages, src se
 // src, checked, and returns it. A reference src cannot satisfy is
 // corruption at r, the record that references it.
 func copyBlob(id session.SessionID, r *rawRecord, ref session.ContentRef, src sessionstore.BlobSource, w *blobWriter) ([]byte, error) {
-	var content []byte
-	err := errors.New("no source of blobs")
-	if src != nil {
-		content, err = src(ref)
+	content, err := blob.Fetch(src, ref)
+	if errors.Is(err, blob.ErrMissing) {
+		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", ErrBlob, err)}
 	}
-	if err == nil {
-		err = blob.Check(ref, content)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil {
-		return content, w.put(ref.SHA256, content)
-	}
-	if src == nil || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrCorrupt) || errors.Is(err, blob.ErrMismatch) {
-		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("%w: blob %s (%d bytes) is missing from the source: %s", ErrBlob, ref.SHA256, ref.Size, err.Error())}
-	}
-	return nil, err
+	return content, w.put(ref.SHA256, content)
 }

@@ -398,20 +398,12 @@ func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record
 		if _, ok := put.added[ref.SHA256]; ok {
 			continue
 		}
-		var content []byte
-		err := errors.New("no source of content")
-		if src != nil {
-			content, err = src(ref)
-		}
-		if err == nil {
-			err = blob.Check(ref, content)
+		content, err := blob.Fetch(src, ref)
+		if errors.Is(err, blob.ErrMissing) {
+			return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
 		}
 		if err != nil {
-			if src != nil && !errors.Is(err, sessionstore.ErrNotFound) && !errors.Is(err, sessionstore.ErrCorrupt) && !errors.Is(err, blob.ErrMismatch) {
-				return fmt.Errorf("pgstore: import session %s: content %s: %w", id, ref.SHA256, err)
-			}
-			return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev,
-				Err: fmt.Errorf("content %s (%d bytes) is missing from the source: %s", ref.SHA256, ref.Size, err.Error())}
+			return fmt.Errorf("pgstore: import session %s: content %s: %w", id, ref.SHA256, err)
 		}
 		if err := put.put(ref.SHA256, content); err != nil {
 			return err

@@ -1,7 +1,7 @@
 // Package blob is part content kept out of line, as the adapters that keep
 // it in memory or in a database hold it (memstore, pgstore; jsonlstore
 // keeps its own files): its address, the SHA-256 of the content; the check
-// of content against a reference; the Externalizer that sends content at
+// of content against a reference and its fetch from a source (Fetch); the Externalizer that sends content at
 // or above a threshold out of line, and the pages of full records
 // (internal/record) with it; and the check of the references a snapshot
 // brings with it (Arrivals).
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -44,6 +45,36 @@ func Check(ref session.ContentRef, content []byte) error {
 		return fmt.Errorf("%w: its SHA-256 is not %s", ErrMismatch, ref.SHA256)
 	}
 	return nil
+}
+
+// ErrMissing reports content a source does not give: it lacks it, or
+// gives other bytes than the reference names.
+var ErrMissing = errors.New("content missing from the source")
+
+// Fetch returns the content src gives for ref (a sessionstore.BlobSource),
+// checked against ref. Content src lacks (a nil src, an error that wraps
+// sessionstore.ErrNotFound or ErrCorrupt) or gives wrong is an error
+// wrapping ErrMissing, which says why but wraps nothing else (a missing
+// blob is not a missing session); src's other errors are returned as they
+// are.
+func Fetch(src func(session.ContentRef) ([]byte, error), ref session.ContentRef) ([]byte, error) {
+	missing := func(why string) error {
+		return fmt.Errorf("%w: %s (%d bytes): %s", ErrMissing, ref.SHA256, ref.Size, why)
+	}
+	if src == nil {
+		return nil, missing("no source of content")
+	}
+	content, err := src(ref)
+	switch {
+	case errors.Is(err, sessionstore.ErrNotFound), errors.Is(err, sessionstore.ErrCorrupt):
+		return nil, missing(err.Error())
+	case err != nil:
+		return nil, err
+	}
+	if err := Check(ref, content); err != nil {
+		return nil, missing(err.Error())
+	}
+	return content, nil
 }
 
 // Externalizer is a sessnap.Externalizer that keeps content of at least

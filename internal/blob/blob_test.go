@@ -2,10 +2,12 @@ package blob
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -114,4 +116,38 @@ func TestArrivals(t *testing.T) {
 	a.Reset()
 	require.NoError(t, a.Check(copied, held))
 	require.Equal(t, []string{"a", "c"}, seen, "after Reset: every message")
+}
+
+func TestFetch(t *testing.T) {
+	content := []byte("hello")
+	ref := session.ContentRef{SHA256: Hash(content), Size: 5}
+	boom := errors.New("connection reset")
+	tests := []struct {
+		name        string
+		src         func(session.ContentRef) ([]byte, error)
+		wantMissing bool
+		wantErr     error
+	}{
+		{"given", func(session.ContentRef) ([]byte, error) { return content, nil }, false, nil},
+		{"no source", nil, true, nil},
+		{"not found", func(session.ContentRef) ([]byte, error) { return nil, fmt.Errorf("%w: gone", sessionstore.ErrNotFound) }, true, nil},
+		{"corrupt", func(session.ContentRef) ([]byte, error) { return nil, &sessionstore.CorruptionError{ID: "a"} }, true, nil},
+		{"wrong content", func(session.ContentRef) ([]byte, error) { return []byte("hellO"), nil }, true, nil},
+		{"the source fails", func(session.ContentRef) ([]byte, error) { return nil, boom }, false, boom},
+	}
+	for _, tt := range tests {
+		got, err := Fetch(tt.src, ref)
+		switch {
+		case tt.wantMissing:
+			require.ErrorIs(t, err, ErrMissing, tt.name)
+			require.NotErrorIs(t, err, sessionstore.ErrNotFound, "%s: a missing blob is no missing session", tt.name)
+			require.NotErrorIs(t, err, sessionstore.ErrCorrupt, tt.name)
+		case tt.wantErr != nil:
+			require.ErrorIs(t, err, tt.wantErr, tt.name)
+			require.NotErrorIs(t, err, ErrMissing, tt.name)
+		default:
+			require.NoError(t, err, tt.name)
+			require.Equal(t, content, got)
+		}
+	}
 }
