@@ -118,7 +118,9 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			if err != nil {
 				return 0, err
 			}
-			if latest, err = decodeRecord(id, r, snap, pc); err != nil {
+			latest, err = decodeRecord(id, r, snap, pc)
+			pc.Close()
+			if err != nil {
 				return 0, err
 			}
 			if err := copyBlobs(id, r, latest.Snapshot.Messages, blobs, copied, seen); err != nil {

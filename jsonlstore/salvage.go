@@ -155,7 +155,9 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 		if err == nil && r.Kind == KindFull {
 			// A full record must be a snapshot of this session (its content
 			// left out of line), or nothing can build on it.
-			_, err = decodeRecord(id, r, r.Payload, s.newPageCache(id))
+			c := s.newPageCache(id)
+			_, err = decodeRecord(id, r, r.Payload, c)
+			c.Close()
 			if err != nil {
 				snaps.Lose(err)
 			}
