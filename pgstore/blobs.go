@@ -27,46 +27,35 @@ import (
 // blobsPath is the Path of a CorruptionError about stored content.
 const blobsPath = "pgstore_blobs"
 
-// blobPutter inserts an append's new content in its transaction: the
-// Put of a blob.Externalizer. known is what the writer knows the session
-// holds; added is what this transaction inserted (the writer knows it
-// once the transaction commits).
-type blobPutter struct {
-	ctx   context.Context
-	tx    pgx.Tx
-	id    session.SessionID
-	known map[string]int64
-	added map[string]int64
-}
-
-func newBlobPutter(ctx context.Context, tx pgx.Tx, id session.SessionID, known map[string]int64) *blobPutter {
-	return &blobPutter{ctx: ctx, tx: tx, id: id, known: known, added: map[string]int64{}}
-}
-
-func (p *blobPutter) put(hash string, content []byte) error {
-	if _, ok := p.known[hash]; ok {
+// blobPut returns the Put of a blob.Externalizer that inserts an
+// append's new content in its transaction tx, skipping what known (the
+// content the writer knows the session holds) and it inserted before, and
+// the map of what it inserted (the writer knows it once tx commits).
+func blobPut(ctx context.Context, tx pgx.Tx, id session.SessionID, known map[string]int64) (put func(hash string, content []byte) error, added map[string]int64) {
+	added = map[string]int64{}
+	return func(hash string, content []byte) error {
+		if _, ok := known[hash]; ok {
+			return nil
+		}
+		if _, ok := added[hash]; ok {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO pgstore_blobs (session_id, sha256, size, content) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (session_id, sha256) DO NOTHING`, string(id), hash, int64(len(content)), content)
+		if err != nil {
+			return fmt.Errorf("store blob %s: %w", hash, err)
+		}
+		added[hash] = int64(len(content))
 		return nil
-	}
-	if _, ok := p.added[hash]; ok {
-		return nil
-	}
-	_, err := p.tx.Exec(p.ctx, `INSERT INTO pgstore_blobs (session_id, sha256, size, content) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (session_id, sha256) DO NOTHING`, string(p.id), hash, int64(len(content)), content)
-	if err != nil {
-		return fmt.Errorf("store blob %s: %w", hash, err)
-	}
-	p.added[hash] = int64(len(content))
-	return nil
+	}, added
 }
 
 // holds returns the check of blob.Arrivals against what a session holds
 // (hash → size): a reference to other content is ErrInvalidSnapshot.
-func holds(id session.SessionID, held ...map[string]int64) func(ref session.ContentRef) error {
+func holds(id session.SessionID, held map[string]int64) func(ref session.ContentRef) error {
 	return func(ref session.ContentRef) error {
-		for _, h := range held {
-			if size, ok := h[ref.SHA256]; ok && size == ref.Size {
-				return nil
-			}
+		if size, ok := held[ref.SHA256]; ok && size == ref.Size {
+			return nil
 		}
 		return fmt.Errorf("%w: session %s: a part references content the session does not hold (SHA-256 %s, %d bytes)",
 			sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
@@ -390,12 +379,12 @@ func (s *Store) verifyBlobs(ctx context.Context, id session.SessionID, refs map[
 // pages or the content record r references) not inserted before (seen),
 // from src, checked. A reference src cannot satisfy is corruption at r.
 func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record.Rec, refs []session.ContentRef, src sessionstore.BlobSource, seen map[string]int64) error {
-	put := newBlobPutter(ctx, tx, id, seen)
+	put, added := blobPut(ctx, tx, id, seen)
 	for _, ref := range refs {
 		if _, ok := seen[ref.SHA256]; ok {
 			continue
 		}
-		if _, ok := put.added[ref.SHA256]; ok {
+		if _, ok := added[ref.SHA256]; ok {
 			continue
 		}
 		content, err := blob.Fetch(src, ref)
@@ -405,10 +394,10 @@ func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record
 		if err != nil {
 			return fmt.Errorf("pgstore: import session %s: content %s: %w", id, ref.SHA256, err)
 		}
-		if err := put.put(ref.SHA256, content); err != nil {
+		if err := put(ref.SHA256, content); err != nil {
 			return err
 		}
 	}
-	maps.Copy(seen, put.added)
+	maps.Copy(seen, added)
 	return nil
 }

@@ -259,7 +259,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 		if err := w.arrivals.Check(snap.Messages, holds(id, held)); err != nil {
 			return err
 		}
-		put := newBlobPutter(ctx, tx, id, held)
+		put, added := blobPut(ctx, tx, id, held)
 		m, line, err := s.encode(w.app, id, record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: s.now()}, *snap, put)
 		if err != nil {
 			return err
@@ -267,7 +267,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 		if _, err := s.appendTx(ctx, tx, id, snap, m, line, latest{}); err != nil {
 			return err
 		}
-		maps.Copy(held, put.added)
+		maps.Copy(held, added)
 		w.known = held
 		return nil
 	})
@@ -290,8 +290,8 @@ func (s *Store) newAppender() *appender.Appender {
 // its new content and pages kept out of line through put, and returns the
 // record's envelope as the line has it (Kind and Version set) and the
 // line.
-func (s *Store) encode(app *appender.Appender, id session.SessionID, m record.Meta, snap sessnap.Snapshot, put *blobPutter) (record.Meta, []byte, error) {
-	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: put.put}
+func (s *Store) encode(app *appender.Appender, id session.SessionID, m record.Meta, snap sessnap.Snapshot, put func(hash string, content []byte) error) (record.Meta, []byte, error) {
+	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: put}
 	app.Ext, app.Pages = ext, ext // a full record's pages are kept as content is
 	line, err := app.Line(id, m, snap)
 	app.Ext, app.Pages = nil, nil // they hold the transaction

@@ -149,7 +149,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, err
 	}
 	var rev uint64
-	var put *blobPutter
+	var added map[string]int64 // the content the append inserts
 	built := false // the appender remembers snap as stored
 	err := w.s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := w.fence(ctx, tx); err != nil {
@@ -184,7 +184,8 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		// runs behind).
 		t := later(w.s.now(), prev.time)
 		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: prev.rev + 1, Gen: w.gen, Time: t}
-		put = newBlobPutter(ctx, tx, w.id, w.known)
+		var put func(string, []byte) error
+		put, added = blobPut(ctx, tx, w.id, w.known)
 		m, line, err := w.s.encode(w.app, w.id, m, snap, put)
 		if err != nil {
 			return err
@@ -204,7 +205,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		}
 		return 0, w.failLocked("append to", err)
 	}
-	maps.Copy(w.known, put.added)
+	maps.Copy(w.known, added)
 	w.rev.Store(rev)
 	return rev, nil
 }
