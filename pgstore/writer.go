@@ -150,7 +150,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	}
 	var rev uint64
 	var added map[string]int64 // the content the append inserts
-	built := false // the appender remembers snap as stored
+	built := false             // the appender remembers snap as stored
 	err := w.s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := w.fence(ctx, tx); err != nil {
 			return err
