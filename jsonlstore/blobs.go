@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -40,7 +41,7 @@ const (
 	BlobDir = "blobs"
 	// DefaultBlobThreshold is the size from which part content goes out
 	// of line (Options.BlobThreshold).
-	DefaultBlobThreshold = 16 << 10
+	DefaultBlobThreshold = sessionstore.DefaultBlobThreshold
 	blobTmpPrefix        = ".blob-"
 	zstSuffix            = ".zst"
 )
@@ -71,6 +72,10 @@ type blobWriter struct {
 	known     map[string]bool // hashes present in the directory
 	pending   []string        // hashes written since the last sync
 	dirMade   bool            // blobs/ was created since the last sync
+	// arrivals and sizes are the check of references that parts bring
+	// (checkRefs): what was checked, and the content sizes found.
+	arrivals blob.Arrivals
+	sizes    map[string]int64
 }
 
 // blobEncoder compresses blobs. EncodeAll may be called concurrently and

@@ -199,6 +199,11 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 	if err := s.check(ctx, id); err != nil {
 		return nil, err
 	}
+	// A new session holds no blobs: a part that arrives as a reference
+	// names content it does not hold.
+	if err := refuseRefs(id, snap.Messages); err != nil {
+		return nil, err
+	}
 	app, blobs := s.newAppender("")
 	b, err := s.startSession(ctx, id, opts)
 	if err != nil {
