@@ -104,6 +104,19 @@ func (b *blobWriter) Externalize(field string, content []byte) (session.ContentR
 	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
 }
 
+// forget drops what the writer knows of the blob of hash, which a blob
+// collection removed: a later append stores its content again, and a
+// reference to it is checked again (so the check of references already
+// made starts over).
+func (b *blobWriter) forget(hash string) {
+	if b == nil {
+		return
+	}
+	delete(b.known, hash)
+	delete(b.sizes, hash)
+	b.arrivals = blob.Arrivals{}
+}
+
 // PutPage implements record.PageStore: a page is a blob like any other.
 func (b *blobWriter) PutPage(content []byte) (string, error) {
 	sum := sha256.Sum256(content)
