@@ -378,6 +378,7 @@ func checkContentCopied(f *fixture) {
 	hist := f.history("copied")
 	require.Len(t, hist, 3)
 	mutate(&hist[1].Snapshot)
+	requireSameLarge(t, snaps[1], hist[2].Snapshot, "records of one History share content")
 	mutate(&hist[2].Snapshot)
 	requireSameLarge(t, snaps[0], f.history("copied")[1].Snapshot, "mutating a History record changed the store")
 }
