@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // pagedCap is the record cap of the page tests: small, so that a
@@ -231,4 +232,36 @@ func TestRecordCapIsTheStores(t *testing.T) {
 		require.Equal(t, bigCap, got)
 		require.NoError(t, small.Close())
 	}
+}
+
+// TestListingReadsNoPages: a summary computed from the log (summary.json
+// gone) counts a paged conversation's messages from its page references,
+// reading no page: a listing costs the stored snapshot, not the
+// conversation (shown with a page removed, which Load reports).
+func TestListingReadsNoPages(t *testing.T) {
+	ctx := context.Background()
+	st := openUncheckedStoreWith(t, Options{MaxRecordBytes: pagedCap}) // the test removes a page
+	r := rand.New(rand.NewPCG(5, 5))
+	s := sessiontest.New("listed")
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	for i := range 40 {
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
+		_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Release(ctx))
+	names, err := st.blobNames("listed")
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, n := range names {
+		require.NoError(t, os.Remove(filepath.Join(st.Dir(), "listed", BlobDir, n)))
+	}
+	require.NoError(t, os.Remove(filepath.Join(st.Dir(), "listed", SummaryFile)))
+	page, err := st.List(ctx, summary.Query{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	require.Equal(t, 40, page.Items[0].MessageCount)
+	_, err = st.Load(ctx, "listed")
+	require.ErrorIs(t, err, ErrBlob, "the pages are gone: a load needs them")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // writer is the holder of one session's lease.
@@ -174,15 +175,21 @@ func (w *writer) touchLease(at time.Time) {
 // a cache, recomputed from the log when it does not match), so it is
 // logged, not returned.
 func (w *writer) writeSummary(rec *rawRecord, snap *sessnap.Snapshot) {
+	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()))
+}
+
+// writeSummaryOf writes sum, the summary of record rec, the log's last.
+func (w *writer) writeSummaryOf(rec *rawRecord, sum summary.Summary) {
 	// The log's modification time after the append makes the summary a
 	// cache of exactly this state of the file (one fstat, no sync).
 	fi, err := w.log.Stat()
 	if err != nil || fi.Size() != rec.End() {
 		return // the summary is a cache: none is better than a wrong one
 	}
+	sum.Sizes.LogBytes = rec.End()
 	sf := summaryFile{
 		Log: w.logID, LogSize: rec.End(), LogMtime: fi.ModTime().UnixNano(), LastOffset: rec.Offset, Revision: rec.Rev,
-		Summary: projectRecord(rec, snap, rec.End()),
+		Summary: sum,
 	}
 	if err := w.sum.write(w.dir, sf); err != nil {
 		w.s.opts.Logger.Warn("jsonlstore: summary not refreshed", "session", w.id, "err", err)
