@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
