@@ -236,24 +236,36 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 		return nil, err
 	}
 	blobs.moved(sessionDir(id))
-	fi, err := b.log.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	dir, err := vfs.Sub(s.fs, sessionDir(id))
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	lease, f := b.lease, b.log
 	rec := rawRecord{Meta: m, Offset: 0, LineLen: int64(len(line))}
-	w := &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
-		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
-		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
-		app:    app, blobs: blobs,
+	w, err := s.newWriter(id, b.lease, b.log, &rec, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()})
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
 	w.writeSummary(&rec, &snap)
 	return w, nil
+}
+
+// newWriter returns the writer of session id for the holder of lease,
+// appending to log (an O_APPEND descriptor) after last, the log's last
+// record, with the append state app and blobs. The log must end where
+// last does. The caller closes log when newWriter fails.
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *rawRecord, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport) (*writer, error) {
+	fi, err := log.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() != last.End() {
+		return nil, fmt.Errorf("log is %d bytes, its last record ends at %d", fi.Size(), last.End())
+	}
+	dir, err := vfs.Sub(s.fs, sessionDir(id))
+	if err != nil {
+		return nil, err
+	}
+	return &writer{
+		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
+		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
+		report: report,
+	}, nil
 }
 
 // newAppender returns the append state of a writer of a new session, or
