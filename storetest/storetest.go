@@ -67,6 +67,7 @@ func checks() []check {
 	all = append(all, inputChecks...)
 	all = append(all, lifecycleChecks...)
 	all = append(all, damageChecks...)
+	all = append(all, historyChecks...)
 	return all
 }
 
