@@ -54,6 +54,33 @@ func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
+	agents, err := SubagentFiles(fsys, name, t.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range agents {
+		child, err := parseFile(fsys, a, opts)
+		if err != nil {
+			return nil, err
+		}
+		if child.Link == nil {
+			continue // not a sub-agent transcript after all
+		}
+		if role, ok := metaRole(fsys, strings.TrimSuffix(a, ".jsonl")+".meta.json"); ok && child.Link.Role == "" {
+			child.Link.Role = role
+		}
+		t.Adopt(child)
+	}
+	return t, nil
+}
+
+// SubagentFiles returns the files of fsys that may hold sub-agents of the
+// session transcript name, whose session ID is sessionID, in lexical
+// order: the files of its subagents directory (2.1) and the sibling
+// agent-*.jsonl files whose first lines carry sessionID (2.0). Load reads
+// them with the session; an import that skips unchanged sources checks
+// them too.
+func SubagentFiles(fsys fs.FS, name, sessionID string) ([]string, error) {
 	dir := path.Dir(name)
 	sessionDir := strings.TrimSuffix(name, ".jsonl")
 	agents, err := fs.Glob(fsys, path.Join(globEscape(sessionDir), "subagents", "agent-*.jsonl"))
@@ -69,25 +96,24 @@ func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
 		if err != nil {
 			return nil, err
 		}
-		if id == t.SourceID && id != "" {
+		if id == sessionID && id != "" {
 			agents = append(agents, s)
 		}
 	}
 	slices.Sort(agents)
-	for _, a := range agents {
-		child, err := parseFile(fsys, a, opts)
-		if err != nil {
-			return nil, err
-		}
-		if child.Link == nil {
-			continue // not a sub-agent transcript after all
-		}
-		if role, ok := metaRole(fsys, strings.TrimSuffix(a, ".jsonl")+".meta.json"); ok && child.Link.Role == "" {
-			child.Link.Role = role
-		}
-		t.Adopt(child)
+	return agents, nil
+}
+
+// FileSessionID returns the session ID of the transcript name of fsys
+// without reading all of it: the first sessionId of its first lines, else
+// the file's name without ".jsonl" (as Load takes it for a file whose
+// lines name none).
+func FileSessionID(fsys fs.FS, name string) (string, error) {
+	id, err := firstSessionID(fsys, name)
+	if err != nil || id != "" {
+		return id, err
 	}
-	return t, nil
+	return strings.TrimSuffix(path.Base(name), ".jsonl"), nil
 }
 
 // LoadProject loads every session of the project directory dir of fsys
@@ -113,16 +139,18 @@ func LoadProject(fsys fs.FS, dir string, opts Options) ([]*importer.Transcript, 
 		}
 		ts = append(ts, t)
 	}
-	return fold(ts), nil
+	return Fold(ts), nil
 }
 
 // ResumesLabel is the label a transcript that continues a resumed session
 // carries: the earlier session's source ID.
 const ResumesLabel = "claude-code.resumes"
 
-// fold leaves out each transcript whose whole conversation another one
-// begins with, labelling the one that continues it.
-func fold(ts []*importer.Transcript) []*importer.Transcript {
+// Fold leaves out of ts each transcript whose whole conversation another
+// one begins with (a session resumed in a new file that starts with
+// copies of its messages), labelling the one that continues it with
+// ResumesLabel; it returns the others, in their order.
+func Fold(ts []*importer.Transcript) []*importer.Transcript {
 	var out []*importer.Transcript
 	for i, a := range ts {
 		var by *importer.Transcript
