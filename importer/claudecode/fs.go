@@ -104,17 +104,24 @@ func SubagentFiles(fsys fs.FS, name, sessionID string) ([]string, error) {
 	return agents, nil
 }
 
-// FileSessionID returns the session ID of the transcript name of fsys
-// without reading all of it: the first sessionId of its first lines, else
-// the file's name without ".jsonl" (as Load takes it for a file whose
-// lines name none).
-func FileSessionID(fsys fs.FS, name string) (string, error) {
-	id, err := firstSessionID(fsys, name)
-	if err != nil || id != "" {
-		return id, err
+// Peek reads the first lines of the transcript name of fsys and returns
+// its session ID (the first sessionId, else the file's name without
+// ".jsonl", as Load takes it for a file whose lines name none) and the
+// uuid of its first message ("" when its first lines hold none). A
+// session resumed in another file shares its first message's uuid with
+// that file: an import reads such files together (Fold), and any other
+// file on its own.
+func Peek(fsys fs.FS, name string) (sessionID, firstUUID string, err error) {
+	sessionID, firstUUID, err = peek(fsys, name, peekLines, true)
+	if err == nil && sessionID == "" {
+		sessionID = strings.TrimSuffix(path.Base(name), ".jsonl")
 	}
-	return strings.TrimSuffix(path.Base(name), ".jsonl"), nil
+	return sessionID, firstUUID, err
 }
+
+// peekLines bounds the lines Peek reads: the first message comes after a
+// few metadata lines (summaries, file history snapshots).
+const peekLines = 64
 
 // LoadProject loads every session of the project directory dir of fsys
 // (Load), and folds resumed sessions: Claude Code continues a resumed
@@ -205,25 +212,45 @@ func parseFile(fsys fs.FS, name string, opts Options) (*importer.Transcript, err
 // firstSessionID returns the sessionId of the first line of name that has
 // one, reading at most the first few lines.
 func firstSessionID(fsys fs.FS, name string) (string, error) {
+	id, _, err := peek(fsys, name, 16, false)
+	return id, err
+}
+
+// peek reads at most n lines of name for the first sessionId and, when
+// message is set, the uuid of the first message of the main
+// conversation (a user or assistant line that is not a sidechain).
+func peek(fsys fs.FS, name string, n int, message bool) (sessionID, firstUUID string, err error) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return "", fmt.Errorf("claudecode: %w", err)
+		return "", "", fmt.Errorf("claudecode: %w", err)
 	}
 	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, importer.DefaultMaxLineBytes)
-	for n := 0; n < 16 && sc.Scan(); n++ {
+	for ; n > 0 && sc.Scan(); n-- {
 		var e struct {
-			SessionID string `json:"sessionId"`
+			Type        string `json:"type"`
+			UUID        string `json:"uuid"`
+			SessionID   string `json:"sessionId"`
+			IsSidechain bool   `json:"isSidechain"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.SessionID != "" {
-			return e.SessionID, nil
+		if importer.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if sessionID == "" {
+			sessionID = e.SessionID
+		}
+		if message && firstUUID == "" && (e.Type == "user" || e.Type == "assistant") && !e.IsSidechain {
+			firstUUID = e.UUID
+		}
+		if sessionID != "" && (firstUUID != "" || !message) {
+			break
 		}
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
-		return "", fmt.Errorf("claudecode: %s: %w", name, err)
+		return "", "", fmt.Errorf("claudecode: %s: %w", name, err)
 	}
-	return "", nil
+	return sessionID, firstUUID, nil
 }
 
 // metaRole reads a sub-agent's .meta.json for its agent type.

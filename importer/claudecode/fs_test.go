@@ -57,13 +57,15 @@ func TestDiscoverAndFoldResumed(t *testing.T) {
 	files, err = claudecode.SubagentFiles(fsys, "-src-app/s1.jsonl", "s1")
 	require.NoError(t, err)
 	require.Empty(t, files, "the sibling agent file carries another session's ID")
-	id, err := claudecode.FileSessionID(fsys, "-src-app/s2.jsonl")
+	id, first, err := claudecode.Peek(fsys, "-src-app/s2.jsonl")
 	require.NoError(t, err)
 	require.Equal(t, "s2", id)
+	require.Equal(t, "u1", first, "a resumed session shares its first message with the one it resumed")
 	fsys["-src-app/untitled.jsonl"] = &fstest.MapFile{Data: []byte(`{"type":"summary","summary":"x","leafUuid":"u"}` + "\n")}
-	id, err = claudecode.FileSessionID(fsys, "-src-app/untitled.jsonl")
+	id, first, err = claudecode.Peek(fsys, "-src-app/untitled.jsonl")
 	require.NoError(t, err)
 	require.Equal(t, "untitled", id, "a file whose lines name no session is named by its file")
+	require.Empty(t, first)
 }
 
 // TestLoadReadsMeta: a 2.1 sub-agent's .meta.json names its role when the
