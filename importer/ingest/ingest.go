@@ -99,6 +99,16 @@ type Report struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 }
 
+// Sessions returns the reports of every session of every source, in
+// order.
+func (r *Report) Sessions() []SessionReport {
+	var out []SessionReport
+	for _, s := range r.Sources {
+		out = append(out, s.Sessions...)
+	}
+	return out
+}
+
 // Totals sum a report's sources.
 type Totals struct {
 	Sources   int `json:"sources"`
