@@ -37,7 +37,7 @@ func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{
 		{name: "ls", usage: "[--state S] [--kind K] [--limit N] [--page N | --all | --cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
-		{name: "show", usage: "ID [--rev N]", summary: "print a session's snapshot (latest, or revision N) as JSON", run: cmdShow},
+		{name: "show", usage: "ID [--rev N] [--format json|markdown|text]", summary: "print a session's snapshot as JSON, or its conversation to read", run: cmdShow},
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
 		{name: "watch", usage: "[--state S] [--kind K] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
@@ -48,7 +48,7 @@ func init() {
 		{name: "backup", usage: "DEST [ID...] [--json]", summary: "a consistent, verified copy of sessions into the store at DEST", run: cmdBackup},
 		{name: "compact", usage: compactUsage, summary: "trim old revisions into verified archives (as the compact command does)", run: cmdCompact},
 		{name: "import", usage: importUsage, summary: "import Claude Code or Codex sessions (again: only what changed)", run: cmdImport},
-		{name: "export", usage: "ID [--latest]", summary: "every revision as JSON Lines (or the latest snapshot)", run: cmdExport},
+		{name: "export", usage: exportUsage, summary: "a session's latest snapshot, its records, every revision, or a Claude Code or Codex file", run: cmdExport},
 		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
