@@ -3,8 +3,10 @@ package jsonlstore
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"sync"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -49,16 +51,23 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	}
 	defer func() {
 		if err != nil {
+			if blobs != nil {
+				blobs.deferred.discard()
+			}
 			b.abort(ctx)
 		}
 	}()
-	// Every revision's large content goes into the new session's blobs/.
+	// Every revision's large content goes into the new session's blobs/,
+	// synced together before the log (deferredFiles).
 	blobs.moved(b.tmp)
+	if blobs != nil {
+		blobs.deferred.on = true
+	}
 	// Nothing is visible before publish, so nothing needs to be durable
 	// before the last record is written: the lines go through one buffer
 	// (a one-revision history is one write, as Create's), and one sync of
 	// the blobs and one of the log make them all durable before the rename.
-	bw := bufio.NewWriterSize(vfsWriter{b.log}, 1<<20)
+	bw := bufio.NewWriterSize(vfsWriter{b.log}, 256<<10)
 	gen := b.lease.Generation()
 	var last rawRecord
 	var latest sessnap.Snapshot
@@ -107,6 +116,9 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		return nil, err
 	}
 	blobs.moved(sessionDir(id))
+	if blobs != nil {
+		blobs.deferred.on = false // the writer's appends sync each blob before its record
+	}
 	fi, err := b.log.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
@@ -135,4 +147,60 @@ func (w vfsWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// deferredFiles are the blob files of a session being created, written
+// and not yet synced. A new session is invisible until it is published,
+// so its blobs need to be durable only before that, not each as it is
+// written: they are synced together, concurrently, so that the file
+// system commits them in as few journal transactions as it can. An import
+// of a long session writes hundreds of blobs; one sync each, in turn, was
+// most of its time.
+type deferredFiles struct {
+	on    bool
+	files []vfs.File
+}
+
+// deferredMax bounds the blob files held open: the next is synced with
+// those before it.
+const deferredMax = 64
+
+// deferredSyncs is how many of them are synced at once.
+const deferredSyncs = 8
+
+func (d *deferredFiles) add(f vfs.File) error {
+	d.files = append(d.files, f)
+	if len(d.files) >= deferredMax {
+		return d.sync()
+	}
+	return nil
+}
+
+// sync syncs and closes the files held.
+func (d *deferredFiles) sync() error {
+	files := d.files
+	d.files = nil
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, deferredSyncs)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = f.Sync()
+			if err := f.Close(); errs[i] == nil {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// discard closes the files held, unsynced: the session is abandoned.
+func (d *deferredFiles) discard() {
+	for _, f := range d.files {
+		_ = f.Close() // its directory is being removed
+	}
+	d.files = nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
@@ -194,22 +195,57 @@ func Run(ctx context.Context, st sessionstore.Store, tool string, paths []string
 	}
 	r.progress("")
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel() // and the reader, whose channel is drained below, stops
+	defer cancel() // stops the reader and the writers, whose channels are drained below
 	items := make(chan []item, readAhead)
 	go r.read(rctx, batches, items)
-	for batch := range items {
-		for _, it := range batch {
-			if err := ctx.Err(); err != nil {
-				cancel()
-				for range items { // let the reader end
-				}
-				return nil, err
+	// Sessions are written by several writers at once, so that one
+	// session's syncs overlap another's work; the reports are taken in
+	// the sources' order.
+	jobs, order := make(chan job), make(chan job, 4*writers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for j := range jobs {
+				j.out <- r.report(j.it)
 			}
-			r.write(it)
+		})
+	}
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for batch := range items {
+			for _, it := range batch {
+				j := job{it: it, out: make(chan SourceReport, 1)}
+				select {
+				case order <- j:
+				case <-rctx.Done():
+					continue // drain the reader
+				}
+				jobs <- j
+			}
 		}
+	}()
+	for j := range order {
+		r.finish(j.it.src, <-j.out)
+		if ctx.Err() != nil {
+			cancel()
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	r.rep.Elapsed = time.Since(start)
 	return r.rep, nil
+}
+
+// writers is how many sessions are written at once.
+const writers = 4
+
+// job is one source to write, and where its report goes.
+type job struct {
+	it  item
+	out chan SourceReport
 }
 
 // run is the state of one Run.
@@ -221,6 +257,7 @@ type run struct {
 	ix   *index
 	rep  *Report
 	// done maps the sessions this run imported to their sources' paths.
+	mu   sync.Mutex
 	done map[session.SessionID]string
 	prog Progress
 }

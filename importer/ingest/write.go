@@ -171,26 +171,26 @@ func (rd *reader) codex(src *source) []item {
 	return append(out, it)
 }
 
-// write writes one item and reports on its source.
-func (r *run) write(it item) {
+// report writes one item and reports on its source (not yet finished:
+// finish takes the reports in order). Several run at once.
+func (r *run) report(it item) SourceReport {
 	src := it.src
 	switch {
 	case src.unchanged:
 		sr := SourceReport{Status: StatusUnchanged}
 		sr.Read.Lines, sr.Read.Bytes = r.ix.recorded(src)
-		r.finish(src, sr)
+		return sr
 	case it.err != nil:
-		r.finish(src, SourceReport{Status: StatusFailed, Error: it.err.Error()})
-	default:
-		sr := SourceReport{Read: readReport(it.t)}
-		if into := r.foldedInto(it); into != "" {
-			sr.Sessions = []SessionReport{{ID: it.t.SessionID(), SourceID: it.t.SourceID, Action: ActionFolded,
-				Messages: len(it.t.Messages), Into: into}}
-		} else {
-			sr.Sessions = r.tree(it.t, "", "")
-		}
-		r.finish(src, sr)
+		return SourceReport{Status: StatusFailed, Error: it.err.Error()}
 	}
+	sr := SourceReport{Read: readReport(it.t)}
+	if into := r.foldedInto(it); into != "" {
+		sr.Sessions = []SessionReport{{ID: it.t.SessionID(), SourceID: it.t.SourceID, Action: ActionFolded,
+			Messages: len(it.t.Messages), Into: into}}
+	} else {
+		sr.Sessions = r.tree(it.t, "", "")
+	}
+	return sr
 }
 
 // finish records src's report and moves the progress on.
@@ -273,10 +273,15 @@ func (r *run) tree(t *importer.Transcript, parent, root session.SessionID) []Ses
 		parent = (&importer.Transcript{Tool: t.Tool, SourceID: t.Link.ParentSourceID}).SessionID()
 	}
 	rep.ParentID = parent
-	if path, ok := r.done[id]; ok {
+	r.mu.Lock()
+	path, dup := r.done[id]
+	if !dup {
+		r.done[id] = t.Path
+	}
+	r.mu.Unlock()
+	if dup {
 		rep.Action, rep.Error = ActionDuplicate, "imported from "+path+" in this run"
 	} else {
-		r.done[id] = t.Path
 		if err := r.session(t, &rep, parent, root); err != nil {
 			rep.Action, rep.Error = ActionFailed, err.Error()
 		}
