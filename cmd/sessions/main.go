@@ -136,8 +136,8 @@ Commands:
 The store is --dir DIR (before or after the command), else $SESSIONSTORE_DIR,
 else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore. A
 postgres:// URL in its place names a PostgreSQL store; every command but
-repair, backup, compact and demo works on either. Only demo creates a missing
-store. A session is named by its ID or a unique prefix of it, in either case.
+repair, backup, compact and demo works on either. Only demo and import create
+a missing store. A session is named by its ID or a unique prefix of it, in either case.
 
 %s
 

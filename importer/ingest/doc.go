@@ -42,6 +42,34 @@
 // again (never written) each time, to check that the continuing session
 // still holds it.
 //
+// # What a session holds of its source
+//
+// The converters' documentation (claudecode, codex) says line by line
+// what they keep and drop; at the level of a session:
+//
+//   - identity: the session ID is "<tool>-<source session ID>" (and
+//     "-<agent ID>" for a sub-agent's conversation); the origin records the
+//     tool, the source's IDs and version, and the path (absolute), lines,
+//     bytes and SHA-256 of the files last read. Labels are the converter's
+//     (a git remote; claudecode.ResumesLabel), never bookkeeping.
+//   - conversation: the source's messages in its order, with their IDs,
+//     times, models, per-message usage, reasoning, tool calls and results
+//     (structured results too), images and files (kept out of line by the
+//     store), errors and compaction summaries; what the source writes twice
+//     is written once.
+//   - revisions: one per step of the source (a message, or a change of
+//     title or workspace), each the conversation so far; record times are
+//     the store's, message times the source's.
+//   - state: an imported session ends idle; its turns are the prompts a
+//     person typed, its tool calls and usage the sums of its messages'; its
+//     title, workspace (project, directory, branch), model, effort and
+//     permission mode are the source's.
+//   - sub-agents: child sessions (kind subagent) whose relationship names
+//     the parent's session, the root, the role and, where the source says,
+//     the parent's tool call that spawned them.
+//   - dropped: whatever the converters drop (progress, UI state, telemetry,
+//     unknown line types and fields), counted in the report.
+//
 // # Reports
 //
 // Nothing in a source is fatal: what the converter could not use (a torn
