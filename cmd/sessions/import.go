@@ -106,7 +106,7 @@ func defaultSource(tool string) (string, error) {
 			p = filepath.Join(ch, "sessions")
 		}
 	}
-	if _, err := os.Stat(p); err != nil {
+	if _, err := os.Stat(p); err != nil { //nolint:gosec // G703: the user's own home directory, or $CODEX_HOME
 		return "", fmt.Errorf("no PATH given, and %s has none: %w", tool, err)
 	}
 	return p, nil

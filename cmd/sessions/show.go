@@ -75,7 +75,7 @@ func (c *sub) showTranscript(rec sessionstore.Record, format string) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	var w io.Writer = c.stdout
+	w := c.stdout
 	if cli.IsTerminal(c.stdout) {
 		w = &terminalText{w: c.stdout}
 	}

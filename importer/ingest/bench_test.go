@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,48 +38,35 @@ type benchCorpus struct {
 	bytes int64
 }
 
-var (
-	corpusOnce sync.Once
-	corpusData benchCorpus
-	corpusErr  error
-)
-
 func loadBenchCorpus(b *testing.B) benchCorpus {
-	corpusOnce.Do(func() {
-		n := 100
-		if v := os.Getenv("INGEST_BENCH_SESSIONS"); v != "" {
-			n, corpusErr = strconv.Atoi(v)
-		}
-		dir, err := os.MkdirTemp("", "ingest-bench-")
-		if err != nil {
-			corpusErr = err
-			return
-		}
-		if _, err := importtest.WriteCorpus(dir, n*4/5, n-n*4/5); err != nil {
-			corpusErr = err
-			return
-		}
-		real, _ := importtest.Corpus(b, "../..")
-		corpusData = benchCorpus{dirs: map[string][]string{}, files: map[string][]string{}}
-		for _, tool := range []string{ingest.ClaudeCode, ingest.Codex} {
-			corpusData.dirs[tool] = []string{filepath.Join(dir, tool), filepath.Join(real, tool)}
-			for _, d := range corpusData.dirs[tool] {
-				corpusErr = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-					if err == nil && !e.IsDir() && strings.HasSuffix(p, ".jsonl") {
-						fi, err := e.Info()
-						if err != nil {
-							return err
-						}
-						corpusData.files[tool] = append(corpusData.files[tool], p)
-						corpusData.bytes += fi.Size()
+	n := 100
+	if v := os.Getenv("INGEST_BENCH_SESSIONS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(b, err)
+	}
+	dir := b.TempDir()
+	_, err := importtest.WriteCorpus(dir, n*4/5, n-n*4/5)
+	require.NoError(b, err)
+	real, _ := importtest.Corpus(b, "../..")
+	c := benchCorpus{dirs: map[string][]string{}, files: map[string][]string{}}
+	for _, tool := range []string{ingest.ClaudeCode, ingest.Codex} {
+		c.dirs[tool] = []string{filepath.Join(dir, tool), filepath.Join(real, tool)}
+		for _, d := range c.dirs[tool] {
+			require.NoError(b, filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+				if err == nil && !e.IsDir() && strings.HasSuffix(p, ".jsonl") {
+					fi, err := e.Info()
+					if err != nil {
+						return err
 					}
-					return err
-				})
-			}
+					c.files[tool] = append(c.files[tool], p)
+					c.bytes += fi.Size()
+				}
+				return err
+			}))
 		}
-	})
-	require.NoError(b, corpusErr)
-	return corpusData
+	}
+	return c
 }
 
 // BenchmarkImport: op=read+hash and op=read+convert are the baselines;
@@ -159,29 +145,23 @@ func BenchmarkImport(b *testing.B) {
 	})
 }
 
-// BenchmarkShowMarkdown renders the largest session of the corpus as
-// Markdown the way `sessions show --format markdown` does: load the latest
-// revision, restore it, write it.
+// BenchmarkShowMarkdown renders a generated Claude Code session of 3 MiB
+// as Markdown the way `sessions show --format markdown` does: load the
+// latest revision, restore it, write it.
 func BenchmarkShowMarkdown(b *testing.B) {
-	c := loadBenchCorpus(b)
 	ctx := context.Background()
 	st, err := jsonlstore.Open(b.TempDir(), jsonlstore.Options{})
 	require.NoError(b, err)
 	defer st.Close()
-	var largest string
-	var size int64
-	for _, p := range c.files[ingest.ClaudeCode] {
-		if fi, err := os.Stat(p); err == nil && fi.Size() > size && !strings.HasPrefix(filepath.Base(p), "agent-") {
-			largest, size = p, fi.Size()
-		}
-	}
-	rep, err := ingest.Run(ctx, st, ingest.ClaudeCode, []string{largest}, ingest.Options{})
+	id, data := importtest.GenerateClaudeCode(42, 3<<20)
+	p := filepath.Join(b.TempDir(), id+".jsonl")
+	require.NoError(b, os.WriteFile(p, data, 0o600))
+	rep, err := ingest.Run(ctx, st, ingest.ClaudeCode, []string{p}, ingest.Options{})
 	require.NoError(b, err)
-	id := rep.Sessions()[0].ID
-	b.ReportMetric(float64(size)/(1<<20), "source-MiB")
-	b.ResetTimer()
+	sid := rep.Sessions()[0].ID
+	b.ReportMetric(float64(len(data))/(1<<20), "source-MiB")
 	for b.Loop() {
-		rec, err := st.Load(ctx, id)
+		rec, err := st.Load(ctx, sid)
 		require.NoError(b, err)
 		s, err := rec.Session()
 		require.NoError(b, err)

@@ -25,7 +25,6 @@ type source struct {
 	files []file // the main file first
 	// unchanged: every file is as the store's sessions record it.
 	unchanged bool
-	done      bool
 }
 
 func (s *source) path() string { return s.files[0].path }
