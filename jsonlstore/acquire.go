@@ -72,7 +72,10 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		return rc, err
 	}
 	if last.Kind != KindGap {
-		if _, err := decodeRecord(id, last, snap, s.newPageCache(id)); err != nil {
+		c := s.newPageCache(id)
+		_, err := decodeRecord(id, last, snap, c)
+		c.Close()
+		if err != nil {
 			return rc, err
 		}
 	}

@@ -49,5 +49,7 @@ func conformance(t *testing.T, opts jsonlstore.Options) {
 		Damage: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
 			require.NoError(t, os.Remove(filepath.Join(s.(*jsonlstore.Store).Dir(), string(id), jsonlstore.LogFile)))
 		},
+		// Full records are format 1 records: their content is inline.
+		InlineContent: opts.FullRecordsOnly,
 	})
 }

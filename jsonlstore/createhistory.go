@@ -44,6 +44,11 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	if err := s.check(ctx, id); err != nil {
 		return nil, err
 	}
+	// A new session holds no blobs: a part of its first revision that
+	// arrives as a reference names content it does not hold.
+	if err := refuseRefs(id, first.Messages); err != nil {
+		return nil, err
+	}
 	app, blobs := s.newAppender("")
 	b, err := s.startSession(ctx, id, opts)
 	if err != nil {
@@ -101,6 +106,11 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		}
 		if snap.ID != id {
 			return nil, fmt.Errorf("%w: snapshot of session %q in the history of %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+		}
+		// Later revisions may reference the blobs earlier ones wrote, as an
+		// append may.
+		if err := blobs.checkRefs(id, snap.Messages); err != nil {
+			return nil, err
 		}
 	}
 	if err = blobs.sync(); err != nil {

@@ -42,6 +42,9 @@ const (
 	procDirEnv  = "JSONLSTORE_PROC_DIR"
 	procIDEnv   = "JSONLSTORE_PROC_ID"
 	procSeedEnv = "JSONLSTORE_PROC_SEED"
+	// procBlobsEnv=1 makes an append helper keep large content out of
+	// line (the store's default) instead of inline.
+	procBlobsEnv = "JSONLSTORE_PROC_BLOBS"
 	// procSeedOverrideEnv fixes the seed of a process test, to replay a
 	// failing run (each test logs its seed).
 	procSeedOverrideEnv = "JSONLSTORE_SEED"
@@ -310,8 +313,13 @@ func procHelper(mode string) error {
 		return fmt.Errorf("%s: %w", procSeedEnv, err)
 	}
 	// Content stays inline (BlobThreshold -1): a large revision is one
-	// large write(2) of the log, which the kill tests aim at.
-	st, err := Open(os.Getenv(procDirEnv), Options{BlobThreshold: -1})
+	// large write(2) of the log, which the kill tests aim at; with
+	// procBlobsEnv, it goes out of line as the store's default does.
+	opts := Options{BlobThreshold: -1}
+	if os.Getenv(procBlobsEnv) == "1" {
+		opts.BlobThreshold = 0
+	}
+	st, err := Open(os.Getenv(procDirEnv), opts)
 	if err != nil {
 		return err
 	}

@@ -193,7 +193,9 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// check decodes and restores the snapshot of r, its pages expanded
 	// (its blobs checked, each once, but not read into it).
 	check := func(r *rawRecord, snap []byte) error {
-		rec, err := decodeRecord(id, r, snap, s.newPageCache(id))
+		c := s.newPageCache(id)
+		rec, err := decodeRecord(id, r, snap, c)
+		c.Close()
 		if err != nil {
 			return err
 		}
@@ -261,6 +263,13 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		if err := snaps.Add(r); err != nil {
 			return err
 		}
+		// The blobs a delta's new messages reference are checked there,
+		// whatever later revisions keep of them.
+		if r.Kind == KindDelta && r.Version >= record.Version4 {
+			if err := blobs.checkDelta(r); err != nil {
+				return err
+			}
+		}
 		pending = nil
 		switch {
 		case r.Kind == KindGap:
@@ -317,6 +326,22 @@ type blobChecker struct {
 	s    *Store
 	id   session.SessionID
 	seen map[string]bool
+}
+
+// checkDelta checks the blobs the messages delta r adds (or sets)
+// reference: where a blob is first referenced, whatever later revisions
+// keep of the message.
+func (b *blobChecker) checkDelta(r *rawRecord) error {
+	arr, err := record.DeltaMessages(r.Payload)
+	if err != nil || arr == nil {
+		return err // a malformed delta failed snaps.Add already
+	}
+	var msgs sessnap.Messages
+	if err := msgs.UnmarshalJSON(arr); err != nil {
+		return &sessionstore.CorruptionError{ID: b.id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+			Err: fmt.Errorf("delta's messages are not messages: %w", err)}
+	}
+	return b.check(r, msgs)
 }
 
 func (b *blobChecker) check(r *rawRecord, msgs sessnap.Messages) error {

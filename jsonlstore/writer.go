@@ -118,6 +118,10 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		// a clock stepping back cannot reorder history.
 		Time: later(w.s.opts.Now().UTC(), w.lastTime),
 	}}
+	// Parts that arrive as references name blobs the session holds.
+	if err := w.blobs.checkRefs(w.id, snap.Messages); err != nil {
+		return 0, err
+	}
 	// The record costs what changed (appender.go): a delta built from the
 	// new messages and the changed members when the chain policy allows,
 	// else a full record.

@@ -548,3 +548,29 @@ func parseHex8(b []byte) (uint32, bool) {
 	}
 	return v, len(b) == 8
 }
+
+// DeltaMessages returns the messages a delta payload adds to the
+// snapshot's conversation or sets it to, as one JSON array (nil when it
+// touches neither): what a checker of the content the delta references
+// reads, at the cost of the delta.
+func DeltaMessages(payload []byte) ([]byte, error) {
+	ops, err := parseDelta(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDelta, err)
+	}
+	var elems [][]byte
+	for _, kv := range ops.set {
+		if string(kv[0]) == messagesKey && len(kv[1]) > 1 && kv[1][0] == '[' && !emptyArray(kv[1]) {
+			elems = append(elems, kv[1][1:len(kv[1])-1])
+		}
+	}
+	for _, kv := range ops.app {
+		if string(kv[0]) == messagesKey {
+			elems = append(elems, kv[1])
+		}
+	}
+	if elems == nil {
+		return nil, nil
+	}
+	return joinArray(elems), nil
+}

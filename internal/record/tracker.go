@@ -52,6 +52,9 @@ type Member struct {
 // most that, however long the history.
 const ChainBudgetNum, ChainBudgetDen = 3, 2
 
+// MaxChainDeltas bounds the deltas a writer writes after a full record.
+const MaxChainDeltas = 1000
+
 // Known reports whether the tracker knows the latest snapshot (else the
 // next record is full).
 func (t *Tracker) Known() bool { return t.d != nil }
