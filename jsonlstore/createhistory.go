@@ -129,21 +129,9 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	if blobs != nil {
 		blobs.deferred.on = false // the writer's appends sync each blob before its record
 	}
-	fi, err := b.log.Stat()
+	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()})
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	dir, err := vfs.Sub(s.fs, sessionDir(id))
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	lease, f := b.lease, b.log
-	w := &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
-		rev: last.Rev, lastTime: last.Time, lastSchema: sessnap.SchemaVersion,
-		size: size, lastOffset: last.Offset,
-		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
-		app:    app, blobs: blobs,
 	}
 	w.writeSummary(&last, &latest)
 	return w, nil

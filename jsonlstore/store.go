@@ -198,6 +198,29 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 	return s.CreateHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts)
 }
 
+// newWriter returns the writer of session id for the holder of lease,
+// appending to log (an O_APPEND descriptor) after last, the log's last
+// record, with the append state app and blobs. The log must end where
+// last does. The caller closes log when newWriter fails.
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *rawRecord, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport) (*writer, error) {
+	fi, err := log.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() != last.End() {
+		return nil, fmt.Errorf("log is %d bytes, its last record ends at %d", fi.Size(), last.End())
+	}
+	dir, err := vfs.Sub(s.fs, sessionDir(id))
+	if err != nil {
+		return nil, err
+	}
+	return &writer{
+		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
+		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
+		report: report,
+	}, nil
+}
+
 // newAppender returns the append state of a writer of a new session, or
 // of one whose latest revision it does not know, writing blobs into the
 // session directory dir (none with FullRecordsOnly).
