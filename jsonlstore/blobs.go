@@ -76,6 +76,9 @@ type blobWriter struct {
 	// (checkRefs): what was checked, and the content sizes found.
 	arrivals blob.Arrivals
 	sizes    map[string]int64
+	// Files of a session not yet published are synced together, by sync
+	// (createhistory.go), not one by one as they are written.
+	deferred deferredFiles
 }
 
 // blobEncoder compresses blobs. EncodeAll may be called concurrently and
@@ -148,11 +151,15 @@ func (b *blobWriter) put(hash string, content []byte) error {
 		return fmt.Errorf("jsonlstore: blob %s: %w", hash, err)
 	}
 	err = writeAll(f, data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil && b.deferred.on {
+		err = b.deferred.add(f) // synced and closed by sync
+	} else {
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err == nil {
 		err = b.fs.Rename(tmp, dir+"/"+blobName(hash, compressed))
@@ -182,6 +189,9 @@ func (b *blobWriter) compress(content []byte) ([]byte, bool) {
 func (b *blobWriter) sync() error {
 	if b == nil || len(b.pending) == 0 && !b.dirMade {
 		return nil
+	}
+	if err := b.deferred.sync(); err != nil {
+		return fmt.Errorf("jsonlstore: sync blobs: %w", err)
 	}
 	if err := b.fs.SyncDir(b.dir + "/" + BlobDir); err != nil {
 		return fmt.Errorf("jsonlstore: sync blobs: %w", err)

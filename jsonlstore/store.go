@@ -194,55 +194,8 @@ func (s *Store) exists(id session.SessionID) error {
 // session directory is built under a temporary name (its lease taken, its
 // log written and synced) and then renamed into place with
 // RENAME_NOREPLACE, so a session either exists whole or not at all.
-func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
-	id := snap.ID
-	if err := s.check(ctx, id); err != nil {
-		return nil, err
-	}
-	// A new session holds no blobs: a part that arrives as a reference
-	// names content it does not hold.
-	if err := refuseRefs(id, snap.Messages); err != nil {
-		return nil, err
-	}
-	app, blobs := s.newAppender("")
-	b, err := s.startSession(ctx, id, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			b.abort(ctx)
-		}
-	}()
-	// Revision 1 is a full record; its large content goes into the new
-	// session's blobs/, synced before the record.
-	blobs.moved(b.tmp)
-	now := s.opts.Now().UTC()
-	m := meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}
-	line, err := app.Line(id, m, snap)
-	if err != nil {
-		return nil, err
-	}
-	if err = blobs.sync(); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	if err = writeAll(b.log, line); err == nil {
-		err = b.log.Datasync()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
-	}
-	if err = b.publish(ctx); err != nil {
-		return nil, err
-	}
-	blobs.moved(sessionDir(id))
-	rec := rawRecord{Meta: m, Offset: 0, LineLen: int64(len(line))}
-	w, err := s.newWriter(id, b.lease, b.log, &rec, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()})
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	w.writeSummary(&rec, &snap)
-	return w, nil
+func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	return s.CreateHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts)
 }
 
 // newWriter returns the writer of session id for the holder of lease,

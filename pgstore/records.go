@@ -343,6 +343,9 @@ func (s *Store) verifySummary(ctx context.Context, id session.SessionID, rev uin
 	}
 	want := summary.Project(&rec.Snapshot, rec.Revision, rec.Generation, rec.Time)
 	want.Sizes = sum.Sizes
+	if sum.Origin == nil {
+		want.Origin = nil // written before summaries carried the origin
+	}
 	if rec.Revision < rev || !summariesEqual(sum, want) {
 		return &sessionstore.CorruptionError{ID: id, Path: "pgstore_summaries", Revision: rec.Revision,
 			Err: errors.New("the summary disagrees with the latest record")}

@@ -74,6 +74,7 @@ func checks() []check {
 	all = append(all, lifecycleChecks...)
 	all = append(all, damageChecks...)
 	all = append(all, contentChecks...)
+	all = append(all, historyChecks...)
 	return all
 }
 

@@ -60,9 +60,9 @@ func TestMigrateDemoRoundTrip(t *testing.T) {
 		require.Equal(t, string(want), string(got), "session %s: log.jsonl after the round trip", id)
 
 		// export: the same bytes from the three stores.
-		e1 := sessions(t, nil, "--dir", orig, "export", id)
-		e2 := sessions(t, nil, "--dir", dsn, "export", id)
-		e3 := sessions(t, nil, "--dir", back, "export", id)
+		e1 := sessions(t, nil, "--dir", orig, "export", id, "--all-revisions")
+		e2 := sessions(t, nil, "--dir", dsn, "export", id, "--all-revisions")
+		e3 := sessions(t, nil, "--dir", back, "export", id, "--all-revisions")
 		require.Equal(t, exitOK, e2.Code, e2.String())
 		require.Equal(t, e1.Stdout, e2.Stdout)
 		require.Equal(t, e1.Stdout, e3.Stdout)
