@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -40,7 +41,7 @@ const (
 	BlobDir = "blobs"
 	// DefaultBlobThreshold is the size from which part content goes out
 	// of line (Options.BlobThreshold).
-	DefaultBlobThreshold = 16 << 10
+	DefaultBlobThreshold = sessionstore.DefaultBlobThreshold
 	blobTmpPrefix        = ".blob-"
 	zstSuffix            = ".zst"
 )
@@ -71,6 +72,13 @@ type blobWriter struct {
 	known     map[string]bool // hashes present in the directory
 	pending   []string        // hashes written since the last sync
 	dirMade   bool            // blobs/ was created since the last sync
+	// arrivals and sizes are the check of references that parts bring
+	// (checkRefs): what was checked, and the content sizes found.
+	arrivals blob.Arrivals
+	sizes    map[string]int64
+	// Files of a session not yet published are synced together, by sync
+	// (createhistory.go), not one by one as they are written.
+	deferred deferredFiles
 }
 
 // blobEncoder compresses blobs. EncodeAll may be called concurrently and
@@ -97,6 +105,19 @@ func (b *blobWriter) Externalize(field string, content []byte) (session.ContentR
 		return session.ContentRef{}, false, err
 	}
 	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
+}
+
+// forget drops what the writer knows of the blob of hash, which a blob
+// collection removed: a later append stores its content again, and a
+// reference to it is checked again (so the check of references already
+// made starts over).
+func (b *blobWriter) forget(hash string) {
+	if b == nil {
+		return
+	}
+	delete(b.known, hash)
+	delete(b.sizes, hash)
+	b.arrivals = blob.Arrivals{}
 }
 
 // PutPage implements record.PageStore: a page is a blob like any other.
@@ -130,11 +151,15 @@ func (b *blobWriter) put(hash string, content []byte) error {
 		return fmt.Errorf("jsonlstore: blob %s: %w", hash, err)
 	}
 	err = writeAll(f, data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil && b.deferred.on {
+		err = b.deferred.add(f) // synced and closed by sync
+	} else {
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err == nil {
 		err = b.fs.Rename(tmp, dir+"/"+blobName(hash, compressed))
@@ -164,6 +189,9 @@ func (b *blobWriter) compress(content []byte) ([]byte, bool) {
 func (b *blobWriter) sync() error {
 	if b == nil || len(b.pending) == 0 && !b.dirMade {
 		return nil
+	}
+	if err := b.deferred.sync(); err != nil {
+		return fmt.Errorf("jsonlstore: sync blobs: %w", err)
 	}
 	if err := b.fs.SyncDir(b.dir + "/" + BlobDir); err != nil {
 		return fmt.Errorf("jsonlstore: sync blobs: %w", err)

@@ -288,21 +288,6 @@ func TestBlobSyncMutation(t *testing.T) {
 	})
 }
 
-// blobAppends appends n revisions with blobs.
-func blobAppends(t *testing.T, st *Store, id session.SessionID, text func(uint64) string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	s := sessiontest.New(string(id))
-	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	for rev := uint64(1); rev <= uint64(n); rev++ {
-		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, text(rev), sessiontest.Epoch)))
-		_, err := w.Append(ctx, rev, sessiontest.Snap(t, s))
-		require.NoError(t, err)
-	}
-	require.NoError(t, w.Release(ctx))
-}
-
 // TestBackupCopiesBlobs: a backup of a session with blobs is whole: the
 // copy verifies and loads the content.
 func TestBackupCopiesBlobs(t *testing.T) {

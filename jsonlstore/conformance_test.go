@@ -55,5 +55,7 @@ func conformance(t *testing.T, opts jsonlstore.Options) {
 			t.Cleanup(func() { require.NoError(t, st.Close()) })
 			return st
 		},
+		// Full records are format 1 records: their content is inline.
+		InlineContent: opts.FullRecordsOnly,
 	})
 }

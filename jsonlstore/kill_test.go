@@ -258,7 +258,7 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 			s.tails++
 			s.tailBytes += rep.TailBytes
 			require.Equal(t, size, rep.TailOffset+rep.TailBytes, "%s round %d: the tail ends where the log did", id, round)
-			killCheckTail(t, dir, rep, id, seed, rec.Revision, ready.Gen)
+			killCheckTail(t, dir, rep, id, seed, rec.Revision, ready.Gen, blobs)
 			after, torn := killLogEnd(t, logFile)
 			require.False(t, torn)
 			require.Equal(t, rep.TailOffset, after, "%s round %d: log size after recovery", id, round)
@@ -287,13 +287,37 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 // reported size, it is not a whole line, and it is a prefix of the line
 // the dead holder (generation gen) was writing for revision last+1 — the
 // torn write, and nothing else.
-func killCheckTail(t *testing.T, dir string, rep sessionstore.RecoveryReport, id session.SessionID, seed, last, gen uint64) {
+func killCheckTail(t *testing.T, dir string, rep sessionstore.RecoveryReport, id session.SessionID, seed, last, gen uint64, blobs bool) {
 	t.Helper()
 	require.NotEmpty(t, rep.ForensicFile)
 	tail, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rep.ForensicFile)))
 	require.NoError(t, err, "forensic file")
 	require.Len(t, tail, int(rep.TailBytes), "forensic file size")
 	require.NotContains(t, string(tail), "\n", "a torn append leaves no newline")
+	if blobs {
+		// With content out of line the line's payload depends on the
+		// writer's chain and pages: the tail must be the start of revision
+		// last+1's line by this holder, of a kind it writes.
+		for _, v := range []int{record.Version1, record.Version2, record.Version4} {
+			head := fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, v, sessnap.SchemaVersion, last+1, gen)
+			n := min(len(tail), len(head))
+			if !bytes.Equal(head[:n], tail[:n]) {
+				continue
+			}
+			rest := tail[n:]
+			if q := bytes.IndexByte(rest, '"'); q >= 0 {
+				rest = rest[q+1:]
+				for _, kind := range []string{`,"kind":"full","len":`, `,"kind":"delta","len":`} {
+					if m := min(len(rest), len(kind)); bytes.Equal(rest[:m], []byte(kind)[:m]) {
+						return
+					}
+				}
+				continue
+			}
+			return
+		}
+		t.Fatalf("tail of %d bytes is not the start of revision %d's line: %.80q", len(tail), last+1, tail)
+	}
 
 	// The torn line was a full record (format 1) or a delta (format 2)
 	// against revision last, whichever the writer's chain policy chose.

@@ -78,12 +78,9 @@ func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Su
 	}
 	var sum summary.Summary
 	err := s.read(ctx, id, func(v *view) error {
-		last, rec, err := s.loadLatest(id, v, true)
-		if err != nil {
-			return err
-		}
-		sum = projectRecord(last, &rec.Snapshot, v.size)
-		return nil
+		var err error
+		_, sum, err = s.latestSummary(id, v)
+		return err
 	})
 	return sum, err
 }

@@ -395,6 +395,9 @@ func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *rawRecord
 // status aside, which is never cached), or returns "".
 func verifySummaryDiff(got, want summary.Summary) string {
 	got.Lease, want.Lease = summary.LeaseStatus{}, summary.LeaseStatus{}
+	if got.Origin == nil {
+		want.Origin = nil // written before summaries carried the origin
+	}
 	var g, w map[string]json.RawMessage
 	gb, _ := json.Marshal(got)
 	wb, _ := json.Marshal(want)

@@ -19,7 +19,7 @@ import (
 )
 
 // Search runs on PostgreSQL's own full-text search (migration
-// 0002_search.sql): every document — a session's title, each message —
+// 0003_search.sql): every document — a session's title, each message —
 // has its distinct words in a tsvector ('simple' configuration: words as
 // package fulltext cuts them, nothing stemmed or dropped; the tool text's
 // weighted B, so that a search without tools asks for weight A only),

@@ -451,42 +451,7 @@ func Diff(prev, next []byte) (delta []byte, ok bool) {
 			break
 		}
 	}
-	b := make([]byte, 0, 64)
-	b = append(b, `{"snap_len":`...)
-	b = strconv.AppendInt(b, int64(len(next)), 10)
-	b = append(b, `,"snap_crc":"`...)
-	b = appendHex8(b, crc32.Checksum(next, Castagnoli))
-	b = append(b, '"')
-	list := func(name string, l [][]byte) {
-		if l == nil {
-			return
-		}
-		b = append(b, `,"`+name+`":[`...)
-		b = append(b, bytes.Join(l, []byte(","))...)
-		b = append(b, ']')
-	}
-	object := func(name string, kvs [][2][]byte, open, close string) {
-		if kvs == nil {
-			return
-		}
-		b = append(b, `,"`+name+`":{`...)
-		for i, kv := range kvs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, kv[0]...)
-			b = append(b, ':')
-			b = append(b, open...)
-			b = append(b, kv[1]...)
-			b = append(b, close...)
-		}
-		b = append(b, '}')
-	}
-	list("keys", keys)
-	list("del", del)
-	object("set", set, "", "")
-	object("append", app, "[", "]")
-	b = append(b, '}')
+	b := encodeDelta(deltaOps{snapLen: len(next), snapCRC: crc32.Checksum(next, Castagnoli), keys: keys, del: del, set: set, app: app})
 	if len(b) >= len(next) {
 		return nil, false
 	}
