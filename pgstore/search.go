@@ -94,7 +94,7 @@ func indexRevision(ctx context.Context, tx pgx.Tx, m *searchMark, id session.Ses
 	copy(dig[:], row.digest)
 	switch {
 	case !exists && rev == 1:
-	case !exists, uint64(row.rev) != rev-1, row.messages > len(snap.Messages):
+	case !exists, uint64(row.rev) != rev-1, row.messages > len(snap.Messages): //nolint:gosec // G115: revisions are stored from uint64s below 2^63
 		return nil // stale: a search reads the history
 	case m.known && m.rev == rev-1 && len(m.msgs) == row.messages && continues(m.msgs, snap.Messages):
 	default:
@@ -121,7 +121,7 @@ func indexRevision(ctx context.Context, tx pgx.Tx, m *searchMark, id session.Ses
 	}
 	rd := rowDocs{id: id, rev: rev, updated: now, title: snap.Title, titleRev: rev, project: snap.Workspace.Project, labels: snap.Labels}
 	if exists && row.title == snap.Title {
-		rd.titleRev = uint64(row.titleRev)
+		rd.titleRev = uint64(row.titleRev) //nolint:gosec // G115: as above
 	}
 	rd.from, rd.docs = row.messages, docs
 	rd.revs = make([]uint64, len(docs))

@@ -48,8 +48,7 @@ func MessageDoc(m *session.Message) (d Doc, ok bool) {
 		b.WriteString(s)
 	}
 	ok = true
-	var part func(p *session.Part)
-	part = func(p *session.Part) {
+	part := func(p *session.Part) {
 		if p.Ref != nil && p.Ref.Field != session.ContentData && p.Ref.Field != session.ContentEncrypted {
 			ok = false
 		}

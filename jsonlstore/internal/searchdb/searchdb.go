@@ -351,7 +351,7 @@ func (d *DB) States(ctx context.Context) (map[session.SessionID]State, error) {
 		if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime); err != nil {
 			return nil, d.classify("read sessions", err)
 		}
-		s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino)
+		s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
 		copy(s.Digest[:], dig)
 		out[s.ID] = s
 	}
@@ -446,7 +446,7 @@ func apply(ctx context.Context, tx *wtx, u *Update) (bool, error) {
 		}
 	case !exists && (u.FromRev != 0 || u.FromMessages != 0):
 		return false, nil
-	case exists && (uint64(rev) != u.FromRev || msgs != u.FromMessages):
+	case exists && (uint64(rev) != u.FromRev || msgs != u.FromMessages): //nolint:gosec // G115: revisions are stored as they were given, below 2^63
 		return false, nil
 	}
 	if u.Extend {
@@ -471,13 +471,13 @@ func apply(ctx context.Context, tx *wtx, u *Update) (bool, error) {
 	labels := labelsText(u.Labels)
 	if exists {
 		_, err = tx.exec(ctx, updateRowSQL,
-			int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels,
-			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime, sid)
+			int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels, //nolint:gosec // G115: revisions below 2^63; dev and ino as their two's complement
+			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime, sid) //nolint:gosec // G115: as above
 	} else {
 		var res sql.Result
 		res, err = tx.exec(ctx, insertRowSQL,
-			string(u.ID), int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels,
-			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime)
+			string(u.ID), int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels, //nolint:gosec // G115: as above
+			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime) //nolint:gosec // G115: as above
 		if err == nil {
 			sid, err = res.LastInsertId()
 		}
@@ -515,7 +515,7 @@ func apply(ctx context.Context, tx *wtx, u *Update) (bool, error) {
 }
 
 func addDoc(ctx context.Context, tx *wtx, sid int64, msg int, role string, rev uint64, cols [3]string) error {
-	res, err := tx.exec(ctx, insertMsgSQL, sid, msg, role, int64(rev))
+	res, err := tx.exec(ctx, insertMsgSQL, sid, msg, role, int64(rev)) //nolint:gosec // G115: revisions below 2^63
 	if err != nil {
 		return err
 	}
