@@ -74,5 +74,16 @@ func (r *report) targets() []target {
 	if k := "W2/jsonl÷sqlite"; has(k) {
 		ts = append(ts, target{"W2: jsonlstore vs SQLite, row per message (revisions/s)", "≥ 1.0×", fmt.Sprintf("%.2f×", f[k]), f[k] >= 1})
 	}
+	for _, v := range []string{"small", "large"} {
+		if k := "W7/" + v + "/ms"; has(k) {
+			ts = append(ts, target{fmt.Sprintf("W7 %s: rare word among the sessions (%s of text), fresh process, exec to exit (p50)", v, fmtBytes(int64(f["W7/"+v+"/MiB"]*(1<<20)))),
+				"≤ 50 ms", fmt.Sprintf("%.1f ms (empty process %.1f ms, floor of proving the index current %.1f ms)", f[k], f["W7/noop-ms"], f["W7/floor-ms"]), f[k] <= 50})
+		}
+	}
+	for _, b := range []int{1, 16} {
+		if k := fmt.Sprintf("W7/append%d", b); has(k) {
+			ts = append(ts, target{fmt.Sprintf("W7: indexing an append's new text, %d append(s) per index write", b), "≤ 20% of the append", fmt.Sprintf("%.0f%%", 100*f[k]), f[k] <= 0.2})
+		}
+	}
 	return ts
 }

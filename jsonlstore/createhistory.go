@@ -133,7 +133,11 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
 	}
+	if last.Rev == 1 {
+		w.search = searchMark{known: true} // a new session of one revision: the index holds nothing of it
+	}
 	w.writeSummary(&last, &latest)
+	w.indexAppended(&last, &latest) // a longer history is read from the log when the queue is written
 	return w, nil
 }
 

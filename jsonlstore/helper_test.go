@@ -71,7 +71,12 @@ const (
 	procModeHold = "hold"
 	// The compaction children (compact_kill_test.go, compact_bench_test.go)
 	// open the store themselves: see compactChild.
-	procModeCompact      = "compact"
+	procModeCompact = "compact"
+	// procModeGrow: acquire session ID (creating it if it does not
+	// exist), print "ready", then grow its conversation by one message
+	// of words (searchGrowText) an append, printing "ack REV" after each,
+	// until stdin closes (search_proc_test.go).
+	procModeGrow         = "grow"
 	procModeBenchCompact = "bench-compact"
 	procModeBenchRaw     = "bench-raw"
 )
@@ -338,6 +343,8 @@ func procHelper(mode string) error {
 		}
 	}
 	switch mode {
+	case procModeGrow:
+		return searchGrow(ctx, st, id, seed, stopped)
 	case procModeAppend:
 		w, err := procAcquireOrCreate(ctx, st, id, seed)
 		if err != nil {

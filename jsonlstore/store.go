@@ -95,6 +95,7 @@ type Store struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
+	search searchIndex    // search.go
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -150,6 +151,7 @@ func (s *Store) Close() error {
 	if w != nil {
 		w.Close()
 	}
+	s.closeSearch()
 	if s.root != nil {
 		return s.root.Close()
 	}

@@ -35,6 +35,7 @@ type writer struct {
 	lastOffset int64 // offset of the last record
 	app        *appender.Appender
 	blobs      *blobWriter // nil with FullRecordsOnly
+	search     searchMark  // what the writer gave the search index last
 	failed     error       // set by the first I/O error; poisons the writer
 	lost       error       // set when fencing fails; every later call returns it
 	closed     bool
@@ -155,6 +156,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	w.lastOffset, w.size = rec.Offset, rec.End()
 	w.writeSummary(&rec, &snap)
 	w.touchLease(rec.Time)
+	w.indexAppended(&rec, &snap)
 	return rec.Rev, nil
 }
 
@@ -281,6 +283,7 @@ func (w *writer) Delete(ctx context.Context) error {
 	err = s.fs.SyncDir(".")
 	_ = w.lease.Moved(s.abs(trash))
 	_ = w.lease.Release(context.WithoutCancel(ctx))
+	s.indexDeleted(w.id)
 	if rerr := s.fs.RemoveAll(trash); rerr != nil && err == nil {
 		err = rerr
 	}

@@ -62,6 +62,7 @@ type Store struct {
 	mu       sync.Mutex
 	sessions map[session.SessionID]*entry
 	closed   bool
+	search   searchIndex // fed under mu, in order
 }
 
 // entry is one session: its records, its content kept out of line and its
@@ -277,6 +278,7 @@ func (s *Store) appendLocked(e *entry, rec record.Rec, snap *sessnap.Snapshot, a
 	// Under s.mu, so the index sees each session's revisions and lease
 	// changes in order.
 	s.index.Put(sum)
+	s.search.appended(snap, rec.Rev, &sum)
 }
 
 // leaseChangedLocked publishes e's summary again with its lease status,

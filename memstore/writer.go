@@ -180,6 +180,7 @@ func (w *writer) Delete(ctx context.Context) error {
 	// created anew).
 	w.e.freeLocked(summary.LeaseFree)
 	w.s.index.Delete(w.e.id)
+	w.s.search.deleted(w.e.id)
 	return nil
 }
 

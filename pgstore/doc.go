@@ -31,6 +31,8 @@
 //	                   filters and orders on
 //	pgstore_blobs      (session_id, sha256) → part content kept out of
 //	                   line, as it is, and its size (schema version 2)
+//	pgstore_search_*   the full-text index: per-document tsvectors and
+//	                   each session's indexed revision (schema version 3)
 //
 // Each record is stored as the exact bytes of its line in the file
 // format (FORMAT.md, package internal/record), newline included, so that a

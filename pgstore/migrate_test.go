@@ -110,7 +110,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	require.ErrorIs(t, err, ErrSchemaOutdated)
 	rep, err := Migrate(ctx, dsn)
 	require.NoError(t, err)
-	require.Equal(t, MigrateReport{From: 1, To: 2, Applied: []string{"0002_blobs.sql"}}, rep)
+	require.Equal(t, MigrateReport{From: 1, To: 3, Applied: []string{"0002_blobs.sql", "0003_search.sql"}}, rep)
 
 	s, err := Open(ctx, dsn, Options{})
 	require.NoError(t, err)

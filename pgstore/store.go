@@ -267,6 +267,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 		if _, err := s.appendTx(ctx, tx, id, snap, m, line, latest{}); err != nil {
 			return err
 		}
+		s.indexTx(ctx, tx, &w.search, id, 1, snap)
 		maps.Copy(held, added)
 		w.known = held
 		return nil

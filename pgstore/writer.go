@@ -54,6 +54,7 @@ type writer struct {
 	app      *appender.Appender
 	arrivals blob.Arrivals
 	known    map[string]int64
+	search   searchMark // what the writer gave the search index last (search.go)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -194,6 +195,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		if rev, err = w.s.appendTx(ctx, tx, w.id, &snap, m, line, prev); err != nil {
 			return err
 		}
+		w.s.indexTx(ctx, tx, &w.search, w.id, rev, &snap)
 		_, err = tx.Exec(ctx, extendSQL, string(w.id), w.s.opts.LeaseTTL.Microseconds())
 		return err
 	})

@@ -47,6 +47,12 @@ type Harness struct {
 	// the checks that need it skip.
 	Damage func(t *testing.T, s sessionstore.Store, id session.SessionID)
 
+	// Open returns another handle on s's sessions, as another process
+	// opens them (a file store's directory opened again, a database's
+	// DSN), and closes it when the test ends. Optional: nil means s
+	// itself (a store in memory has no other handle).
+	Open func(t *testing.T, s sessionstore.Store) sessionstore.Store
+
 	// InlineContent says that the store keeps all part content in its
 	// records, however large (jsonlstore with FullRecordsOnly): then
 	// sessions are bound by the record cap, and the checks of content
@@ -75,6 +81,7 @@ func checks() []check {
 	all = append(all, damageChecks...)
 	all = append(all, contentChecks...)
 	all = append(all, historyChecks...)
+	all = append(all, searchChecks...)
 	return all
 }
 

@@ -50,6 +50,8 @@ func init() {
 		{name: "import", usage: importUsage, summary: "import Claude Code or Codex sessions (again: only what changed)", run: cmdImport},
 		{name: "export", usage: exportUsage, summary: "a session's latest snapshot, its records, every revision, or a Claude Code or Codex file", run: cmdExport},
 		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
+		{name: "search", usage: "TEXT... [--label K=V] [--project DIR] [--no-tools] [--limit N] [--json]", summary: "find the sessions and messages where words were said", run: cmdSearch},
+		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the search index) from the records", run: cmdReindex},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
 	} {
