@@ -105,7 +105,7 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		defer src.close()
 		sb, err := src.copyInto(dst)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: backup %s: %w", id, err) // writing the copy failed: the backup stops
+			return opErr("backup", id, err) // writing the copy failed: the backup stops
 		}
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
@@ -137,7 +137,7 @@ func (s *Store) checkBackupDest(dest string) error {
 	}
 	root, err := s.root.Stat(".")
 	if err != nil {
-		return fmt.Errorf("jsonlstore: backup: %w", err)
+		return opErr("backup", "", err)
 	}
 	for p := abs; ; p = filepath.Dir(p) {
 		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, root) {
@@ -173,7 +173,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		if lerr := s.logErr(id, err); lerr != nil {
 			return nil, lerr
 		}
-		return nil, fmt.Errorf("jsonlstore: backup %s: %w", id, err)
+		return nil, opErr("backup", id, err)
 	}
 	src := &backupSource{s: s, id: id, v: v}
 	defer func() {

@@ -112,7 +112,7 @@ var _ Compactor = (*writer)(nil)
 // validate refuses a policy no caller can mean.
 func (p CompactPolicy) validate() error {
 	if p.KeepLast < 0 || p.KeepSince < 0 {
-		return fmt.Errorf("jsonlstore: compact: negative policy %+v", p)
+		return opErr("compact", "", fmt.Errorf("negative policy %+v", p))
 	}
 	return nil
 }
@@ -146,11 +146,11 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	id := w.id
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	if v.id != w.logID || v.size != w.size {
-		return rep, fmt.Errorf("jsonlstore: compact %s: log changed under its holder", id)
+		return rep, opErr("compact", id, errors.New("log changed under its holder"))
 	}
 	// Step 0: the manifest, and what crashed compactions left.
 	m, err := readManifest(s.fs, id)
@@ -159,7 +159,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	}
 	left, err := s.leftovers(id, v, m)
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 
 	// Step 1, while finding the cut: stream the trimmed records into a
@@ -183,7 +183,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 		return enc.write(r, v)
 	})
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 	rep = pl.report(rep, w.size)
 	switch {
@@ -193,7 +193,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	case rep.Skipped != "":
 		rep.Reclaimed, err = s.reclaim(id, m, left)
 		if err != nil {
-			return rep, fmt.Errorf("jsonlstore: compact %s: reclaim: %w", id, err)
+			return rep, opErr("compact", id, fmt.Errorf("reclaim: %w", err))
 		}
 		return rep, nil
 	}
@@ -204,13 +204,13 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	// give it its name.
 	rep.Reclaimed = s.removeLeftovers(id, left)
 	if err := enc.finish(&seg); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: write segment: %w", id, err)
+		return rep, opErr("compact", id, fmt.Errorf("write segment: %w", err))
 	}
 	if err := s.verifySegmentFile(enc.tmp, seg); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: verify segment: %w", id, err)
+		return rep, opErr("compact", id, fmt.Errorf("verify segment: %w", err))
 	}
 	if err := s.fs.Rename(enc.tmp, rep.Segment); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 	enc = nil
 	rep.ArchiveBytes = seg.ZstBytes
@@ -227,7 +227,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	}
 	m.Segments = append(kept, seg)
 	if err := s.writeManifest(id, m); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: manifest: %w", id, err)
+		return rep, opErr("compact", id, fmt.Errorf("manifest: %w", err))
 	}
 
 	// Step 4: the new log.
@@ -359,7 +359,7 @@ func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) 
 	tmp := sessionDir(id) + "/." + LogFile + ".compact-" + randomSuffix() + tmpSuffix
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return opErr("compact", id, err)
 	}
 	_, err = io.Copy(writerOnly{f}, io.NewSectionReader(v.f, cut, v.size-cut))
 	if err == nil {
@@ -370,15 +370,15 @@ func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) 
 	}
 	if err != nil {
 		_ = s.fs.Remove(tmp)
-		return fmt.Errorf("jsonlstore: compact %s: write new log: %w", id, err)
+		return opErr("compact", id, fmt.Errorf("write new log: %w", err))
 	}
 	if err := s.fs.Rename(tmp, logPath(id)); err != nil {
 		_ = s.fs.Remove(tmp)
-		return fmt.Errorf("jsonlstore: compact %s: replace log: %w", id, err)
+		return opErr("compact", id, fmt.Errorf("replace log: %w", err))
 	}
 	fail := func(err error) error {
 		w.failed = err
-		return fmt.Errorf("%w: session %s: compact: %w", sessionstore.ErrWriterFailed, id, err)
+		return opErr("compact", id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
 		return fail(err)

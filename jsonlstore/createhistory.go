@@ -89,7 +89,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 			return nil, err
 		}
 		if _, err := bw.Write(line); err != nil {
-			return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
+			return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
 		}
 		// The summary and the writer need the last record's envelope and
 		// place, and its snapshot.
@@ -114,13 +114,13 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		}
 	}
 	if err = blobs.sync(); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, opErr("create", id, err)
 	}
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
+		return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
 	}
 	if err = b.publish(ctx); err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	}
 	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()})
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, opErr("create", id, err)
 	}
 	if last.Rev == 1 {
 		w.search = searchMark{known: true} // a new session of one revision: the index holds nothing of it

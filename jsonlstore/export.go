@@ -2,7 +2,6 @@ package jsonlstore
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/sessionstore/sessionstore"
@@ -64,7 +63,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 			}
 			buf = record.AppendExportLine(buf[:0], r.Meta, snap)
 			if _, err := w.Write(buf); err != nil {
-				return fmt.Errorf("jsonlstore: export %s: %w", id, err)
+				return opErr("export", id, err)
 			}
 			yielded = r.Through()
 		}
@@ -89,7 +88,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 			return err
 		}
 		if out, err = sessionstore.IndentSnapshot(snap); err != nil {
-			return fmt.Errorf("jsonlstore: export %s: %w", id, err)
+			return opErr("export", id, err)
 		}
 		return nil
 	})
@@ -97,7 +96,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		return err
 	}
 	if _, err := w.Write(out); err != nil {
-		return fmt.Errorf("jsonlstore: export %s: %w", id, err)
+		return opErr("export", id, err)
 	}
 	return nil
 }

@@ -128,7 +128,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			}
 		}
 		if _, err := bw.Write(r.Line()); err != nil {
-			return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+			return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
 		}
 		n++
 		size += r.LineLen
@@ -136,11 +136,11 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	}
 	switch err := rd.Err(); {
 	case srcErr != nil:
-		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, srcErr)
+		return 0, opErr("import", id, srcErr)
 	case err != nil:
 		return 0, err
 	case last == nil:
-		return 0, fmt.Errorf("jsonlstore: import %s: no records", id)
+		return 0, opErr("import", id, errors.New("no records"))
 	case last.Kind == KindGap:
 		return 0, gapError(id, last) // a log ends with a readable revision
 	}
@@ -148,10 +148,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+		return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
 	}
 	if err = copied.sync(); err != nil {
-		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, err)
+		return 0, opErr("import", id, err)
 	}
 
 	// Retake the lease above the records' generations, so that the lease
@@ -163,10 +163,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		err = b.lease.Release(context.WithoutCancel(ctx))
 		b.lease = nil
 		if err != nil {
-			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
+			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 		if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, last.Gen)); err != nil {
-			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
+			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 	}
 	if err = b.publish(ctx); err != nil {
@@ -180,7 +180,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	_ = b.log.Close() // written and synced above; nothing is written after
 	b.log = nil
 	if err != nil {
-		return n, fmt.Errorf("jsonlstore: import %s: release: %w", id, err)
+		return n, opErr("import", id, fmt.Errorf("release: %w", err))
 	}
 	return n, nil
 }

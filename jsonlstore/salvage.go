@@ -199,7 +199,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	var ne *sessionstore.NewerRecordError
 	switch err := rd.Err(); {
 	case errors.As(err, &ne):
-		return nil, fmt.Errorf("jsonlstore: repair %s: the log holds records of a newer version, which this program never removes: %w", id, ne)
+		return nil, opErr("repair", id, fmt.Errorf("the log holds records of a newer version, which this program never removes: %w", ne))
 	case err != nil:
 		return nil, err
 	case !have:
@@ -246,7 +246,7 @@ func (s *Store) sameBytes(v *view, a, b, n int64) bool {
 func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *RepairReport) error {
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+		return opErr("repair", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	pl, err := s.planSalvage(ctx, id, v)
@@ -262,7 +262,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	if k := len(pl.pieces) - 1; pl.pieces[k].gap != nil {
 		line, err := s.restoringRecord(ctx, id, v, pl)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: restore the last readable revision: %w", id, err)
+			return opErr("repair", id, fmt.Errorf("restore the last readable revision: %w", err))
 		}
 		pl.pieces = append(pl.pieces, salvagePiece{line: line})
 		restored = pl.last.Through() + 1
@@ -272,7 +272,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		sp := &pl.spans[i]
 		name, err := s.saveForensic(id, "repair", sp.off, v, sp.n)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: save removed bytes: %w", id, err)
+			return opErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
 		}
 		sp.file = name
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -280,7 +280,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	}
 	name, err := s.moveSummaryAside(id)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: move summary aside: %w", id, err)
+		return opErr("repair", id, fmt.Errorf("move summary aside: %w", err))
 	}
 	if name != "" {
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -316,7 +316,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+		return opErr("repair", id, err)
 	}
 	rep.Salvaged = &SalvageReport{Kept: pl.keptN, DuplicatesRemoved: pl.dups, Gaps: pl.gaps, Restored: restored}
 	s.opts.Logger.Info("jsonlstore: repair salvaged the log", "session", id, "kept", pl.keptN,

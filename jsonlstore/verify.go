@@ -507,7 +507,7 @@ func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *Sess
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("jsonlstore: verify %s: %w", id, err)
+		return opErr("verify", id, err)
 	case n > 0:
 		sr.Notes = append(sr.Notes, Finding{File: dir, Message: fmt.Sprintf(
 			"%d file(s), %d bytes, removed from the log by earlier recoveries or repairs", n, size)})

@@ -132,7 +132,7 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 			if lerr := s.logErr(id, err); lerr != nil {
 				return lerr // gone, not a session, or damaged (damage.go)
 			}
-			return fmt.Errorf("jsonlstore: read %s: %w", id, err)
+			return opErr("read", id, err)
 		}
 		err = fn(v)
 		_ = v.Close() // read-only
@@ -141,7 +141,7 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 		case errors.Is(err, record.ErrShrunk) && attempt < maxReadAttempts:
 			continue
 		case errors.Is(err, record.ErrShrunk):
-			return fmt.Errorf("jsonlstore: read %s: log kept changing under the reader", id)
+			return opErr("read", id, errors.New("log kept changing under the reader"))
 		case errors.As(err, &ce):
 			a := &anomaly{id: v.id, ce: ce, msg: ce.Error()}
 			if a.same(prev) || attempt >= maxReadAttempts {

@@ -61,7 +61,7 @@ func (w *writer) usableLocked() error {
 	case w.closed || w.s.closed.Load():
 		return fmt.Errorf("%w: writer of session %s", sessionstore.ErrClosed, w.id)
 	case w.failed != nil:
-		return fmt.Errorf("%w: session %s: %w", sessionstore.ErrWriterFailed, w.id, w.failed)
+		return opErr("write", w.id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, w.failed))
 	}
 	return nil
 }
@@ -134,11 +134,11 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// The blobs the record references are durable before it is written.
 	if err := w.blobs.sync(); err != nil {
 		w.failed = err
-		return 0, fmt.Errorf("%w: session %s: %w", sessionstore.ErrWriterFailed, w.id, err)
+		return 0, opErr("append", w.id, fmt.Errorf("%w: sync blobs: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := writeAll(w.log, line); err != nil {
 		w.failed = err
-		return 0, fmt.Errorf("%w: session %s: append: %w", sessionstore.ErrWriterFailed, w.id, err)
+		return 0, opErr("append", w.id, fmt.Errorf("%w: write: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := w.log.Datasync(); err != nil {
 		w.failed = err
@@ -149,7 +149,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		// committed and builds on it: the next holder's successful sync
 		// would then make its records durable after a hole.
 		_ = w.log.Truncate(w.size)
-		return 0, fmt.Errorf("%w: session %s: sync: %w", sessionstore.ErrWriterFailed, w.id, err)
+		return 0, opErr("append", w.id, fmt.Errorf("%w: sync: %w", sessionstore.ErrWriterFailed, err))
 	}
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
@@ -254,7 +254,7 @@ func (w *writer) Release(ctx context.Context) error {
 		err = rerr
 	}
 	if err != nil {
-		return fmt.Errorf("jsonlstore: release %s: %w", w.id, err)
+		return opErr("release", w.id, err)
 	}
 	return nil
 }
@@ -278,7 +278,7 @@ func (w *writer) Delete(ctx context.Context) error {
 	_ = w.dir.Close()
 	if err := s.fs.RenameNoReplace(sessionDir(w.id), trash); err != nil {
 		_ = w.lease.Release(ctx)
-		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
+		return opErr("delete", w.id, err)
 	}
 	err = s.fs.SyncDir(".")
 	_ = w.lease.Moved(s.abs(trash))
@@ -288,7 +288,7 @@ func (w *writer) Delete(ctx context.Context) error {
 		err = rerr
 	}
 	if err != nil {
-		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
+		return opErr("delete", w.id, err)
 	}
 	return nil
 }
