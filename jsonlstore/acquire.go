@@ -33,9 +33,9 @@ import (
 // recovered is what recovery found: the log's last record (payload
 // copied) and its delta chain, for the writer.
 type recovered struct {
-	last   *rawRecord
-	full   *rawRecord
-	deltas []*rawRecord
+	last   *record.Rec
+	full   *record.Rec
+	deltas []*record.Rec
 }
 
 // recoverLog analyses session id's log under the lease and removes an

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -157,7 +158,7 @@ type backupSource struct {
 	s        *Store
 	id       session.SessionID
 	v        *view
-	last     *rawRecord
+	last     *record.Rec
 	segs     []archiveSegment
 	segFiles []vfs.File
 }

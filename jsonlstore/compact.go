@@ -170,7 +170,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 			enc.abort()
 		}
 	}()
-	pl, err := s.planCompaction(ctx, id, v, w.rev, p, func(r *rawRecord) error {
+	pl, err := s.planCompaction(ctx, id, v, w.rev, p, func(r *record.Rec) error {
 		if p.DryRun {
 			return nil
 		}
@@ -270,7 +270,7 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 // record its chain starts at — calling trim for each record before it
 // (without its payload: trim reads the line from v). It checks every
 // record and the sequence on the way.
-func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *rawRecord) error) (compactPlan, error) {
+func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *record.Rec) error) (compactPlan, error) {
 	pl := compactPlan{latest: latest, cut: -1}
 	// The cut: keep a revision if either rule keeps it. KeepLast gives a
 	// revision number; KeepSince the first record at or after a time,
@@ -290,7 +290,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		pl.skipped = "no policy"
 		return pl, nil
 	}
-	keep := func(r *rawRecord) bool {
+	keep := func(r *record.Rec) bool {
 		return r.Rev >= latest || (cutByCount > 0 && r.Rev >= cutByCount) || (!since.IsZero() && !r.Time.Before(since))
 	}
 	seg := &pl.seg
@@ -298,7 +298,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 	// in the log. Records since the last full one wait in pending until
 	// the next full record shows that nothing kept needs them; when the
 	// cut lands on a delta, they are kept with it.
-	var pending []rawRecord
+	var pending []record.Rec
 	trimPending := func() error {
 		for i := range pending {
 			r := &pending[i]
@@ -333,7 +333,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 			}
 			break
 		}
-		pending = append(pending, rawRecord{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen})
+		pending = append(pending, record.Rec{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen})
 	}
 	if err := rd.Err(); err != nil {
 		return pl, fmt.Errorf("compaction met a bad record: %w", err)
@@ -532,7 +532,7 @@ func segmentEncoderOptions() []zstd.EOption {
 
 // write appends one record's whole line, read again from the view (the
 // scan's buffer holds the line without its newline).
-func (sw *segmentWriter) write(r *rawRecord, v *view) error {
+func (sw *segmentWriter) write(r *record.Rec, v *view) error {
 	if cap(sw.buf) < int(r.LineLen) {
 		sw.buf = make([]byte, r.LineLen)
 	}
@@ -662,7 +662,7 @@ func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p Compa
 		if err != nil {
 			return err
 		}
-		pl, err := s.planCompaction(ctx, id, v, last.Rev, p, func(*rawRecord) error { return nil })
+		pl, err := s.planCompaction(ctx, id, v, last.Rev, p, func(*record.Rec) error { return nil })
 		if err != nil {
 			return err
 		}

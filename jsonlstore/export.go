@@ -106,7 +106,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 // schema's unknown keys included), or, when it keeps messages in pages or
 // content out of line, the snapshot with those read back in, encoded
 // again, so that an export stands on its own.
-func exportSnapshot(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) ([]byte, error) {
+func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) ([]byte, error) {
 	rec, err := decodeRecord(id, r, snap, c.withoutContent())
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ type salvagePiece struct {
 }
 
 type salvageGap struct {
-	meta
+	record.Meta
 	last uint64
 	why  string
 	span int // index of the span holding its bytes, -1 for none
@@ -65,7 +65,7 @@ type salvageGap struct {
 type salvagePlan struct {
 	pieces []salvagePiece
 	spans  []salvageSpan
-	last   meta // the last kept record
+	last   record.Meta // the last kept record
 	keptN  int
 	dups   int
 	gaps   []SalvagedGap
@@ -108,7 +108,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	}
 	miss := func(first, last uint64, why string, span int) {
 		if open == nil {
-			open = &salvageGap{meta: pl.last, span: -1}
+			open = &salvageGap{Meta: pl.last, span: -1}
 			open.Rev, open.why = first, why
 		}
 		open.last = last
@@ -224,7 +224,7 @@ func (pl *salvagePlan) closeGap(g *salvageGap) {
 	pl.gaps = append(pl.gaps, SalvagedGap{First: g.Rev, Last: g.last, Reason: g.why})
 	g.Kind, g.Version = KindGap, record.VersionOf(KindGap)
 	// The gap stands for its revisions in the sequence.
-	m := g.meta
+	m := g.Meta
 	m.Last = g.last
 	pl.last = m
 }
@@ -301,7 +301,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 			case p.gap != nil:
 				sg := pl.gaps[gi]
 				gi++
-				if _, err := w.Write(record.Encode(p.gap.meta, record.EncodeGap(record.Gap{Last: p.gap.last, Reason: p.gap.why, Forensic: sg.Forensic}))); err != nil {
+				if _, err := w.Write(record.Encode(p.gap.Meta, record.EncodeGap(record.Gap{Last: p.gap.last, Reason: p.gap.why, Forensic: sg.Forensic}))); err != nil {
 					return err
 				}
 			case p.line != nil:
@@ -344,7 +344,7 @@ type SalvageReport struct {
 // before it (the repair's own lease must stay above every generation in
 // the log).
 func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *view, pl *salvagePlan) ([]byte, error) {
-	var keptLast *rawRecord
+	var keptLast *record.Rec
 	var snap []byte
 	var rd *record.Reader
 	snaps := record.NewSnapshots(id, v.maxPayload)
@@ -378,7 +378,7 @@ func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *vi
 	if keptLast == nil || snap == nil {
 		return nil, errors.New("no readable revision to restore")
 	}
-	m := meta{Version: record.VersionOf(KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
+	m := record.Meta{Version: record.VersionOf(KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
 		Time: later(s.opts.Now().UTC(), pl.last.Time), Kind: KindFull}
 	return record.Encode(m, snap), nil
 }

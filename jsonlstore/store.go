@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
@@ -204,7 +205,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // appending to log (an O_APPEND descriptor) after last, the log's last
 // record, with the append state app and blobs. The log must end where
 // last does. The caller closes log when newWriter fails.
-func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *rawRecord, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport) (*writer, error) {
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport) (*writer, error) {
 	fi, err := log.Stat()
 	if err != nil {
 		return nil, err

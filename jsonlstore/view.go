@@ -38,12 +38,6 @@ type view struct {
 	session    session.SessionID
 }
 
-// Aliases for the record codec's types, which are the store's records.
-type (
-	rawRecord = record.Rec
-	meta      = record.Meta
-)
-
 // Record kinds, as FORMAT.md names them.
 const (
 	// KindFull records hold a whole snapshot.
@@ -177,7 +171,7 @@ func (s *Store) evidence(id session.SessionID, v *view) record.Evidence {
 // latest returns the view's last record, checking it against the evidence
 // of committed revisions, and the tail after it. A newer program's last
 // record is a *sessionstore.NewerRecordError.
-func (s *Store) latest(id session.SessionID, v *view) (*rawRecord, record.Tail, error) {
+func (s *Store) latest(id session.SessionID, v *view) (*record.Rec, record.Tail, error) {
 	last, t, err := v.back.Last()
 	if err != nil {
 		return last, t, err
@@ -193,7 +187,7 @@ func (s *Store) latest(id session.SessionID, v *view) (*rawRecord, record.Tail, 
 
 // snapshotOf rebuilds the snapshot of last, the view's last record,
 // checking the records it builds on (record.Back.ChainTo).
-func (s *Store) snapshotOf(id session.SessionID, v *view, last *rawRecord) ([]byte, error) {
+func (s *Store) snapshotOf(id session.SessionID, v *view, last *record.Rec) ([]byte, error) {
 	full, deltas, err := v.back.ChainTo(last, false)
 	if err != nil {
 		return nil, err
@@ -203,7 +197,7 @@ func (s *Store) snapshotOf(id session.SessionID, v *view, last *rawRecord) ([]by
 
 // rebuildChain returns the snapshot of last, which full and deltas (its
 // chain, from record.Back.ChainTo) rebuild.
-func rebuildChain(id session.SessionID, last, full *rawRecord, deltas []*rawRecord, maxPayload int) ([]byte, error) {
+func rebuildChain(id session.SessionID, last, full *record.Rec, deltas []*record.Rec, maxPayload int) ([]byte, error) {
 	if last.Kind == KindGap {
 		return nil, gapError(id, last)
 	}
@@ -223,7 +217,7 @@ func rebuildChain(id session.SessionID, last, full *rawRecord, deltas []*rawReco
 }
 
 // gapError is the error for the revisions a gap record stands for.
-func gapError(id session.SessionID, r *rawRecord) error {
+func gapError(id session.SessionID, r *record.Rec) error {
 	g, _ := record.ParseGap(r.Payload) // parsed once already
 	return &sessionstore.GapError{ID: id, First: r.Rev, Last: r.Through(), Reason: g.Reason, Forensic: g.Forensic}
 }

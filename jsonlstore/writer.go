@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -114,7 +115,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	if err := linkErr(w.id, fi); err != nil {
 		return 0, err
 	}
-	rec := rawRecord{Meta: meta{
+	rec := record.Rec{Meta: record.Meta{
 		Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
 		// A record's time is never earlier than the previous record's, so
 		// a clock stepping back cannot reorder history.
@@ -176,12 +177,12 @@ func (w *writer) touchLease(at time.Time) {
 // writeSummary refreshes summary.json. Failure is harmless (the summary is
 // a cache, recomputed from the log when it does not match), so it is
 // logged, not returned.
-func (w *writer) writeSummary(rec *rawRecord, snap *sessnap.Snapshot) {
+func (w *writer) writeSummary(rec *record.Rec, snap *sessnap.Snapshot) {
 	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()))
 }
 
 // writeSummaryOf writes sum, the summary of record rec, the log's last.
-func (w *writer) writeSummaryOf(rec *rawRecord, sum summary.Summary) {
+func (w *writer) writeSummaryOf(rec *record.Rec, sum summary.Summary) {
 	// The log's modification time after the append makes the summary a
 	// cache of exactly this state of the file (one fstat, no sync).
 	fi, err := w.log.Stat()
