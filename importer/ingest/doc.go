@@ -72,7 +72,8 @@
 //
 // # Reading and writing
 //
-// Reading and writing overlap, and both use every core. Converters (one
+// Reading and writing overlap, and both use every core (as does hashing
+// the sources, to find those unchanged, before). Converters (one
 // per core) convert the sources a few ahead; one reader takes their
 // transcripts in the sources' order and does what needs the sources
 // before them (folding resumed Claude Code sessions, linking Codex

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"iter"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/importer"
@@ -15,19 +18,33 @@ import (
 
 // plan finds the sources the store holds unchanged and sizes the rest.
 // A source whose files cannot be hashed is left to be read (and to fail
-// there, with its report).
+// there, with its report). Hashing is reading every file the store may
+// hold unchanged, the whole of a second import: it is spread over the
+// cores.
 func (r *run) plan(batches []*batch) error {
+	var srcs []*source
 	for _, b := range batches {
-		for _, src := range b.sources {
-			if err := r.ctx.Err(); err != nil {
-				return err
+		srcs = append(srcs, b.sources...)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(srcs)) {
+		wg.Go(func() {
+			buf := make([]byte, 256<<10)
+			for i := next.Add(1) - 1; i < int64(len(srcs)) && r.ctx.Err() == nil; i = next.Add(1) - 1 {
+				ok, err := r.ix.unchanged(srcs[i], buf)
+				srcs[i].unchanged = ok && err == nil
 			}
-			ok, err := r.ix.unchanged(src)
-			src.unchanged = ok && err == nil
-			r.prog.Sources++
-			if !src.unchanged {
-				r.prog.Bytes += src.bytes()
-			}
+		})
+	}
+	wg.Wait()
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	for _, src := range srcs {
+		r.prog.Sources++
+		if !src.unchanged {
+			r.prog.Bytes += src.bytes()
 		}
 	}
 	return nil
