@@ -247,7 +247,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			}
 			sb.ArchiveBytes += seg.ZstBytes
 		}
-		b, err := frameJSON(manifest{Version: manifestVersion, Segments: src.segs})
+		b, err := record.Frame(manifest{Version: manifestVersion, Segments: src.segs})
 		if err != nil {
 			return sb, err
 		}

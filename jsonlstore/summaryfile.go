@@ -69,7 +69,7 @@ const (
 func encodeSummaryFile(sf summaryFile) ([]byte, error) {
 	sf.Version = summaryVersion
 	sf.Summary.Lease = summary.LeaseStatus{} // computed when read, never cached
-	return frameJSON(sf)
+	return record.Frame(sf)
 }
 
 // decodeSummaryFile decodes a summary of either version; a cache user
