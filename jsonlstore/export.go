@@ -48,6 +48,9 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		blobs := s.newBlobCache(id)
 		defer blobs.Close()
 		for h.Next() {
+			if err := ctx.Err(); err != nil {
+				return err // interrupted: an export of every revision can be long
+			}
 			// Every snapshot is rebuilt, also those already written (a
 			// retry reads from the start): a delta needs its base.
 			r := h.Record()

@@ -193,6 +193,9 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	blobs := s.newBlobReader(id)
 	for r, err := range s.records(ctx, id) {
 		if err == nil {
+			err = ctx.Err() // interrupted: an export of every revision can be long
+		}
+		if err == nil {
 			err = snaps.Add(r)
 		}
 		if err != nil {
