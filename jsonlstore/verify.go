@@ -211,7 +211,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// its messages decoded and restored), so that the pages full records
 	// share are checked once. It reports whether r held pages (else it was
 	// checked as check checks it).
-	pages := map[string]bool{}
+	pages := map[string]sessnap.Messages{} // the pages checked, and their messages
 	checkPaged := func(r *record.Rec, snap []byte) (bool, error) {
 		inline, refs, err := record.SplitPages(snap)
 		if err != nil {
@@ -228,7 +228,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 			return true, err
 		}
 		for _, p := range refs {
-			if pages[p.SHA256] {
+			if _, ok := pages[p.SHA256]; ok {
 				continue
 			}
 			content, err := s.readBlob(id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
@@ -248,9 +248,41 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 			if err := restore(r, decoded); err != nil {
 				return true, err
 			}
-			pages[p.SHA256] = true
+			pages[p.SHA256] = decoded.Messages
 		}
 		return true, nil
+	}
+	// checkLatest checks the latest snapshot, r's, as check does: decoded
+	// and restored whole, as a holder resumes it. The messages of the
+	// pages checked above are not decoded again: the snapshot's inline
+	// messages are, and the pages' decoded messages take their places
+	// before them.
+	checkLatest := func(r *record.Rec, snap []byte) error {
+		inline, refs, lead, err := record.SplitLeading(snap)
+		if err != nil {
+			return pageAt(id, r, err)
+		}
+		var msgs sessnap.Messages
+		for _, p := range refs {
+			m, ok := pages[p.SHA256]
+			if !ok || !lead {
+				return check(r, snap)
+			}
+			msgs = append(msgs, m...)
+		}
+		if refs == nil {
+			return check(r, snap)
+		}
+		decoded, err := decodeSnapshot(id, r, inline)
+		if err != nil {
+			return err
+		}
+		decoded.Messages = append(msgs, decoded.Messages...)
+		if err := restore(r, decoded); err != nil {
+			return err
+		}
+		lastSnap = decoded
+		return nil
 	}
 	var pending *record.Rec // the latest record not yet decoded (a delta)
 	for h.Next() {
@@ -303,7 +335,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// The latest revision is decoded and restored whatever its kind: it is
 	// what a holder resumes.
 	if pending != nil {
-		if err := check(pending, snaps.Bytes()); err != nil {
+		if err := checkLatest(pending, snaps.Bytes()); err != nil {
 			return err
 		}
 	}

@@ -217,17 +217,27 @@ func Pages(snap []byte, fn func(PageRef)) error {
 // dropped from its messages array (its inline messages only), and the
 // references in order. A snapshot without pages is returned as it is.
 func SplitPages(snap []byte) ([]byte, []PageRef, error) {
+	out, refs, _, err := SplitLeading(snap)
+	return out, refs, err
+}
+
+// SplitLeading is SplitPages, and reports whether every page reference
+// comes before the inline messages, as a writer keeps them (pages are cut
+// from the start of the conversation, deltas append): then the
+// conversation is the pages' messages in order, then the inline ones.
+func SplitLeading(snap []byte) (inlineSnap []byte, refs []PageRef, lead bool, err error) {
 	if !MayHavePages(snap) {
-		return snap, nil, nil
+		return snap, nil, true, nil
 	}
-	var refs []PageRef
 	var inline [][]byte
+	lead = true
 	out, err := editMessages(snap, func(val []byte) ([]byte, error) {
 		err := eachElement(val, func(e []byte) error {
 			if !IsPage(e) {
 				inline = append(inline, e)
 				return nil
 			}
+			lead = lead && inline == nil
 			p, err := ParsePage(e)
 			if err == nil {
 				refs = append(refs, p)
@@ -237,9 +247,9 @@ func SplitPages(snap []byte) ([]byte, []PageRef, error) {
 		return joinArray(inline), err
 	})
 	if err != nil || refs == nil {
-		return snap, nil, err
+		return snap, nil, true, err
 	}
-	return out, refs, nil
+	return out, refs, lead, nil
 }
 
 // WithMessages returns snap with its messages array replaced by the

@@ -128,6 +128,15 @@ func TestPagesSplitAndExpand(t *testing.T) {
 	var seen []PageRef
 	require.NoError(t, Pages(snap, func(p PageRef) { seen = append(seen, p) }))
 	require.Equal(t, refs, seen)
+	_, _, lead, err := SplitLeading(snap)
+	require.NoError(t, err)
+	require.True(t, lead, "the page before the inline message")
+	after := []byte(`{"id":"a","messages":[{"m":0},` + string(EncodePage(ref)) + `,{"m":3}],"state":"idle"}`)
+	inline, refs, lead, err = SplitLeading(after)
+	require.NoError(t, err)
+	require.False(t, lead, "a page after an inline message")
+	require.Equal(t, `{"id":"a","messages":[{"m":0},{"m":3}],"state":"idle"}`, string(inline))
+	require.Equal(t, []PageRef{ref}, refs)
 
 	for name, content := range map[string]string{
 		"short":         `{"m":1}`,
