@@ -47,22 +47,30 @@ type SearchQuery struct {
 
 // Normalize validates q and fills in defaults. Errors wrap ErrBadQuery.
 func (q SearchQuery) Normalize() (SearchQuery, error) {
-	if _, err := fulltext.Parse(q.Text); err != nil {
-		return q, fmt.Errorf("%w: %w", ErrBadQuery, err)
+	q, _, err := q.Parse()
+	return q, err
+}
+
+// Parse is Normalize that also returns q's text parsed, for adapters:
+// what a Searcher does first.
+func (q SearchQuery) Parse() (SearchQuery, fulltext.Query, error) {
+	fq, err := fulltext.Parse(q.Text)
+	if err != nil {
+		return q, fq, fmt.Errorf("%w: %w", ErrBadQuery, err)
 	}
 	f, err := q.Filter().Normalize()
 	if err != nil {
-		return q, fmt.Errorf("%w: %w", ErrBadQuery, err)
+		return q, fq, fmt.Errorf("%w: %w", ErrBadQuery, err)
 	}
 	q.Labels, q.Project = f.Labels, f.Project
 	switch {
 	case q.Limit < 0:
-		return q, fmt.Errorf("%w: negative limit %d", ErrBadQuery, q.Limit)
+		return q, fq, fmt.Errorf("%w: negative limit %d", ErrBadQuery, q.Limit)
 	case q.Limit == 0:
 		q.Limit = DefaultSearchLimit
 	}
 	q.Limit = min(q.Limit, MaxSearchLimit)
-	return q, nil
+	return q, fq, nil
 }
 
 // Filter is the listing filter of q's labels and project: the sessions
@@ -141,11 +149,10 @@ func Search(ctx context.Context, s Store, q SearchQuery) (SearchResult, error) {
 	if sr, ok := s.(Searcher); ok {
 		return sr.Search(ctx, q)
 	}
-	q, err := q.Normalize()
+	q, fq, err := q.Parse()
 	if err != nil {
 		return SearchResult{}, err
 	}
-	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
 	var res SearchResult
 	ix := fulltext.NewIndex()
 	lq := q.Filter()

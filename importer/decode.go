@@ -217,15 +217,25 @@ func decodeRaw(_ *decoder, b []byte, i int, v reflect.Value) int {
 	return end
 }
 
-func decodeKeys(d *decoder, b []byte, i int, v reflect.Value) int {
+// opens reports whether b[i] opens a container with c. Where it does not,
+// end is where the value ends: -1 past the input, after a null (which sets
+// v to its zero value), or after a value of another kind (a mismatch).
+func (d *decoder) opens(b []byte, i int, c byte, v reflect.Value) (end int, ok bool) {
 	switch {
 	case i >= len(b):
-		return -1
+		return -1, false
 	case b[i] == 'n':
 		v.SetZero()
-		return scanLiteral(b, i, "null")
-	case b[i] != '{':
-		return d.mismatch(b, i, v.Type())
+		return scanLiteral(b, i, "null"), false
+	case b[i] != c:
+		return d.mismatch(b, i, v.Type()), false
+	}
+	return i, true
+}
+
+func decodeKeys(d *decoder, b []byte, i int, v reflect.Value) int {
+	if end, ok := d.opens(b, i, '{', v); !ok {
+		return end
 	}
 	keys := v.Interface().(Keys)
 	if keys == nil {
@@ -326,49 +336,54 @@ func number(d *decoder, b []byte, i int, t reflect.Type) (s string, end int, ok 
 	return string(b[i:end]), end, true
 }
 
-func (d *decoder) numberMismatch(s string, i int, t reflect.Type) {
-	if d.err == nil {
-		d.err = &json.UnmarshalTypeError{Value: "number " + s, Type: t, Offset: int64(i)}
+// decodeNumber decodes the number at b[i] into v through set, which
+// reports false for a number v cannot hold (the mismatch encoding/json
+// reports as a type error, the value left as it was).
+func decodeNumber(d *decoder, b []byte, i int, v reflect.Value, set func(string, reflect.Value) bool) int {
+	s, end, ok := number(d, b, i, v.Type())
+	if ok && !set(s, v) && d.err == nil {
+		d.err = &json.UnmarshalTypeError{Value: "number " + s, Type: v.Type(), Offset: int64(i)}
 	}
+	return end
 }
 
 func decodeInt(d *decoder, b []byte, i int, v reflect.Value) int {
-	s, end, ok := number(d, b, i, v.Type())
-	if ok {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v.OverflowInt(n) {
-			d.numberMismatch(s, i, v.Type())
-		} else {
-			v.SetInt(n)
-		}
-	}
-	return end
+	return decodeNumber(d, b, i, v, setInt)
 }
 
 func decodeUint(d *decoder, b []byte, i int, v reflect.Value) int {
-	s, end, ok := number(d, b, i, v.Type())
-	if ok {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || v.OverflowUint(n) {
-			d.numberMismatch(s, i, v.Type())
-		} else {
-			v.SetUint(n)
-		}
-	}
-	return end
+	return decodeNumber(d, b, i, v, setUint)
 }
 
 func decodeFloat(d *decoder, b []byte, i int, v reflect.Value) int {
-	s, end, ok := number(d, b, i, v.Type())
+	return decodeNumber(d, b, i, v, setFloat)
+}
+
+func setInt(s string, v reflect.Value) bool {
+	n, err := strconv.ParseInt(s, 10, 64)
+	ok := err == nil && !v.OverflowInt(n)
 	if ok {
-		n, err := strconv.ParseFloat(s, v.Type().Bits())
-		if err != nil || v.OverflowFloat(n) {
-			d.numberMismatch(s, i, v.Type())
-		} else {
-			v.SetFloat(n)
-		}
+		v.SetInt(n)
 	}
-	return end
+	return ok
+}
+
+func setUint(s string, v reflect.Value) bool {
+	n, err := strconv.ParseUint(s, 10, 64)
+	ok := err == nil && !v.OverflowUint(n)
+	if ok {
+		v.SetUint(n)
+	}
+	return ok
+}
+
+func setFloat(s string, v reflect.Value) bool {
+	n, err := strconv.ParseFloat(s, v.Type().Bits())
+	ok := err == nil && !v.OverflowFloat(n)
+	if ok {
+		v.SetFloat(n)
+	}
+	return ok
 }
 
 // pointerPlan: null sets the pointer nil; any other value is decoded into
@@ -394,14 +409,8 @@ func pointerPlan(t reflect.Type, building map[reflect.Type]*plan) func(*decoder,
 func slicePlan(t reflect.Type, building map[reflect.Type]*plan) func(*decoder, []byte, int, reflect.Value) int {
 	elem := planLocked(t.Elem(), building)
 	return func(d *decoder, b []byte, i int, v reflect.Value) int {
-		switch {
-		case i >= len(b):
-			return -1
-		case b[i] == 'n':
-			v.SetZero()
-			return scanLiteral(b, i, "null")
-		case b[i] != '[':
-			return d.mismatch(b, i, t)
+		if end, ok := d.opens(b, i, '[', v); !ok {
+			return end
 		}
 		n := 0
 		i = skipSpace(b, i+1)
@@ -447,14 +456,8 @@ func slicePlan(t reflect.Type, building map[reflect.Type]*plan) func(*decoder, [
 func mapPlan(t reflect.Type, building map[reflect.Type]*plan) func(*decoder, []byte, int, reflect.Value) int {
 	elem := planLocked(t.Elem(), building)
 	return func(d *decoder, b []byte, i int, v reflect.Value) int {
-		switch {
-		case i >= len(b):
-			return -1
-		case b[i] == 'n':
-			v.SetZero()
-			return scanLiteral(b, i, "null")
-		case b[i] != '{':
-			return d.mismatch(b, i, t)
+		if end, ok := d.opens(b, i, '{', v); !ok {
+			return end
 		}
 		if v.IsNil() {
 			v.Set(reflect.MakeMap(t))

@@ -46,11 +46,10 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	if err := s.ready(ctx); err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	q, err := q.Normalize()
+	q, fq, err := q.Parse()
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
 	filter := q.Filter()
 	f := fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
 		return filter.Match(&summary.Summary{Project: project, Labels: labels})

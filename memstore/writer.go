@@ -68,6 +68,22 @@ func (w *writer) usableLocked() error {
 	return nil
 }
 
+// usableDo runs fn under the store's lock, if w is usable and ctx is not
+// done: the check and fn are one step, so that nothing changes w's state
+// between them.
+func (w *writer) usableDo(ctx context.Context, fn func()) error {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fn()
+	return nil
+}
+
 func (w *writer) usable(ctx context.Context) error {
 	w.s.mu.Lock()
 	err := w.usableLocked()
@@ -153,35 +169,19 @@ func (w *writer) checkLocked(expected uint64, snap sessnap.Snapshot) (record.Met
 }
 
 func (w *writer) Heartbeat(ctx context.Context) error {
-	if err := w.usable(ctx); err != nil {
-		return err
-	}
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if err := w.usableLocked(); err != nil {
-		return err
-	}
-	w.e.identity.HeartbeatAt = w.s.now()
-	return nil
+	return w.usableDo(ctx, func() { w.e.identity.HeartbeatAt = w.s.now() })
 }
 
 func (w *writer) Delete(ctx context.Context) error {
-	if err := w.usable(ctx); err != nil {
-		return err
-	}
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if err := w.usableLocked(); err != nil {
-		return err
-	}
-	delete(w.s.sessions, w.e.id)
-	w.state = writerReleased
-	// Waiting Acquires wake, look the ID up again and find it gone (or
-	// created anew).
-	w.e.freeLocked(summary.LeaseFree)
-	w.s.index.Delete(w.e.id)
-	w.s.search.deleted(w.e.id)
-	return nil
+	return w.usableDo(ctx, func() {
+		delete(w.s.sessions, w.e.id)
+		w.state = writerReleased
+		// Waiting Acquires wake, look the ID up again and find it gone (or
+		// created anew).
+		w.e.freeLocked(summary.LeaseFree)
+		w.s.index.Delete(w.e.id)
+		w.s.search.deleted(w.e.id)
+	})
 }
 
 // Release implements sessionstore.Writer. Releasing a writer that was

@@ -47,16 +47,9 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	w.app = s.newAppender()
 	var m record.Meta
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
-			(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)
-			VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp())
-			ON CONFLICT (id) DO NOTHING`,
-			string(id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, opts.Label)
+		err := s.insertSessionTx(ctx, tx, w, opts.Label)
 		if err != nil {
 			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
 		held := map[string]int64{}
 		var logBytes int64

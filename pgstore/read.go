@@ -184,12 +184,9 @@ const historyPage = 64
 // *sessionstore.GapError in their place.
 func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.Record, error] {
 	return func(yield func(sessionstore.Record, error) bool) {
-		snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+		snaps, recs := s.rebuilt(ctx, id)
 		blobs := s.newBlobReader(id)
-		for r, err := range s.records(ctx, id) {
-			if err == nil {
-				err = snaps.Add(r)
-			}
+		for r, err := range recs {
 			if err != nil {
 				yield(sessionstore.Record{}, err)
 				return
@@ -233,6 +230,26 @@ func (s *Store) records(ctx context.Context, id session.SessionID) iter.Seq2[*re
 		}
 		if err := rd.Err(); err != nil {
 			yield(nil, err)
+		}
+	}
+}
+
+// rebuilt yields the records of session id as records does, each added
+// first to the Snapshots it returns, whose Bytes are then that record's
+// revision; an error adding one ends the sequence as a reading error does.
+func (s *Store) rebuilt(ctx context.Context, id session.SessionID) (*record.Snapshots, iter.Seq2[*record.Rec, error]) {
+	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	return snaps, func(yield func(*record.Rec, error) bool) {
+		for r, err := range s.records(ctx, id) {
+			if err == nil {
+				err = ctx.Err() // interrupted: a read of every revision can be long
+			}
+			if err == nil {
+				err = snaps.Add(r)
+			}
+			if !yield(r, err) || err != nil {
+				return
+			}
 		}
 	}
 }

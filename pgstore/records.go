@@ -189,15 +189,9 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		return err
 	}
 	var buf []byte
-	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	snaps, recs := s.rebuilt(ctx, id)
 	blobs := s.newBlobReader(id)
-	for r, err := range s.records(ctx, id) {
-		if err == nil {
-			err = ctx.Err() // interrupted: an export of every revision can be long
-		}
-		if err == nil {
-			err = snaps.Add(r)
-		}
+	for r, err := range recs {
 		if err != nil {
 			return err
 		}
@@ -285,12 +279,9 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionst
 func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, r *sessionstore.SessionVerifyReport) error {
 	refs := map[session.ContentRef]refAt{}
 	var sound []uint64
-	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	snaps, recs := s.rebuilt(ctx, id)
 	br := s.newBlobReader(id) // pages, read and checked once each
-	for rec, err := range s.records(ctx, id) {
-		if err == nil {
-			err = snaps.Add(rec)
-		}
+	for rec, err := range recs {
 		if err != nil {
 			return err
 		}

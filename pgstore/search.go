@@ -265,11 +265,10 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	if err := s.ready(ctx); err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	q, err := q.Normalize()
+	q, fq, err := q.Parse()
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
 	res := sessionstore.SearchResult{Hits: []sessionstore.SearchHit{}}
 	if res.Indexed, res.Unreadable, err = s.catchUp(ctx, false); err != nil {
 		return sessionstore.SearchResult{}, err

@@ -239,16 +239,9 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 	w := s.newWriter(id, 1)
 	w.app = s.newAppender()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
-			(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)
-			VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp())
-			ON CONFLICT (id) DO NOTHING`,
-			string(id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, opts.Label)
+		err := s.insertSessionTx(ctx, tx, w, opts.Label)
 		if err != nil {
 			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
 		held := map[string]int64{}
 		if from != "" {
@@ -278,6 +271,23 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 	w.rev.Store(1)
 	s.startWriter(w, opts)
 	return w, nil
+}
+
+// insertSessionTx inserts w's session, its lease held by w (generation 1),
+// in tx: ErrExists when the session exists.
+func (s *Store) insertSessionTx(ctx context.Context, tx pgx.Tx, w *writer, label string) error {
+	tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
+		(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)
+		VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp())
+		ON CONFLICT (id) DO NOTHING`,
+		string(w.id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, label)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: session %s", sessionstore.ErrExists, w.id)
+	}
+	return nil
 }
 
 // newAppender returns the append state of a writer that knows no stored

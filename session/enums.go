@@ -1,5 +1,7 @@
 package session
 
+import "slices"
+
 // This file holds the closed enumerations of the domain. Each is a
 // lower-case string so that its persisted form is readable and stable; each
 // has a Valid method that accepts exactly the documented values.
@@ -32,20 +34,12 @@ var States = []State{StateIdle, StateRunning, StateAwaiting, StateCompleted, Sta
 
 // Valid reports whether s is one of the lifecycle states.
 func (s State) Valid() bool {
-	switch s {
-	case StateIdle, StateRunning, StateAwaiting, StateCompleted, StateStopped, StateCancelled, StateFailed:
-		return true
-	}
-	return false
+	return oneOf(s, StateIdle, StateRunning, StateAwaiting, StateCompleted, StateStopped, StateCancelled, StateFailed)
 }
 
 // Terminal reports whether s accepts no further transition.
 func (s State) Terminal() bool {
-	switch s {
-	case StateCompleted, StateStopped, StateCancelled, StateFailed:
-		return true
-	}
-	return false
+	return oneOf(s, StateCompleted, StateStopped, StateCancelled, StateFailed)
 }
 
 // SessionKind is the producer taxonomy: who created the session and why.
@@ -63,11 +57,7 @@ const (
 
 // Valid reports whether k is a documented kind.
 func (k SessionKind) Valid() bool {
-	switch k {
-	case KindUnknown, KindPrimary, KindSubagent, KindScheduled, KindDebug:
-		return true
-	}
-	return false
+	return oneOf(k, KindUnknown, KindPrimary, KindSubagent, KindScheduled, KindDebug)
 }
 
 // PermissionMode is the tool-permission mode chosen at creation.
@@ -83,11 +73,7 @@ const (
 
 // Valid reports whether m is a documented mode.
 func (m PermissionMode) Valid() bool {
-	switch m {
-	case ModeDefault, ModePlan, ModeAcceptEdits, ModeBypass:
-		return true
-	}
-	return false
+	return oneOf(m, ModeDefault, ModePlan, ModeAcceptEdits, ModeBypass)
 }
 
 // StopReason says why a session reached a terminal state. The empty value
@@ -109,21 +95,12 @@ const (
 // Valid reports whether r is a documented stop reason (the empty value is
 // not one; it means none).
 func (r StopReason) Valid() bool {
-	switch r {
-	case StopCompleted, StopMaxTurns, StopMaxToolCalls, StopMaxRunTokens, StopMaxDuration,
-		StopUserStop, StopCancelled, StopError:
-		return true
-	}
-	return false
+	return oneOf(r, StopCompleted, StopMaxTurns, StopMaxToolCalls, StopMaxRunTokens, StopMaxDuration, StopUserStop, StopCancelled, StopError)
 }
 
 // stopsState reports whether r is a reason the Stop event records.
 func (r StopReason) stopsState() bool {
-	switch r {
-	case StopMaxTurns, StopMaxToolCalls, StopMaxRunTokens, StopMaxDuration, StopUserStop:
-		return true
-	}
-	return false
+	return oneOf(r, StopMaxTurns, StopMaxToolCalls, StopMaxRunTokens, StopMaxDuration, StopUserStop)
 }
 
 // RetryDisposition classifies whether a failed model stream may be retried.
@@ -138,11 +115,7 @@ const (
 
 // Valid reports whether d is a documented disposition.
 func (d RetryDisposition) Valid() bool {
-	switch d {
-	case RetryUnknown, RetryRetryable, RetryNotRetryable:
-		return true
-	}
-	return false
+	return oneOf(d, RetryUnknown, RetryRetryable, RetryNotRetryable)
 }
 
 // StreamProgress says how far a failed model stream got before failing.
@@ -156,13 +129,7 @@ const (
 )
 
 // Valid reports whether p is a documented progress value.
-func (p StreamProgress) Valid() bool {
-	switch p {
-	case ProgressUnknown, ProgressNone, ProgressPartial:
-		return true
-	}
-	return false
-}
+func (p StreamProgress) Valid() bool { return oneOf(p, ProgressUnknown, ProgressNone, ProgressPartial) }
 
 // TitleProvenance says where a session's title came from. The empty value
 // means the session has no title.
@@ -177,11 +144,7 @@ const (
 
 // Valid reports whether p is a documented provenance.
 func (p TitleProvenance) Valid() bool {
-	switch p {
-	case TitleFirstPrompt, TitleExplicit, TitleGenerated:
-		return true
-	}
-	return false
+	return oneOf(p, TitleFirstPrompt, TitleExplicit, TitleGenerated)
 }
 
 // Role is the author of a message.
@@ -196,13 +159,7 @@ const (
 )
 
 // Valid reports whether r is a documented role.
-func (r Role) Valid() bool {
-	switch r {
-	case RoleUser, RoleAssistant, RoleSystem, RoleTool:
-		return true
-	}
-	return false
-}
+func (r Role) Valid() bool { return oneOf(r, RoleUser, RoleAssistant, RoleSystem, RoleTool) }
 
 // PartType is the type of one part of a message.
 type PartType string
@@ -221,11 +178,7 @@ const (
 
 // Valid reports whether t is a documented part type.
 func (t PartType) Valid() bool {
-	switch t {
-	case PartText, PartToolCall, PartToolResult, PartImage, PartBlob, PartReasoning:
-		return true
-	}
-	return false
+	return oneOf(t, PartText, PartToolCall, PartToolResult, PartImage, PartBlob, PartReasoning)
 }
 
 // CompactionTrigger says what started a compaction. The empty value means
@@ -241,3 +194,7 @@ const (
 // Valid reports whether t is a documented trigger (the empty value is not
 // one; it means not recorded).
 func (t CompactionTrigger) Valid() bool { return t == CompactionAuto || t == CompactionManual }
+
+// oneOf reports whether v is one of set: the body of every Valid and
+// predicate method above, so that each lists its values and nothing else.
+func oneOf[T comparable](v T, set ...T) bool { return slices.Contains(set, v) }

@@ -311,9 +311,7 @@ func checkForkContent(f *fixture) {
 	first := f.appendMessage(w, src, session.TextMessage(session.RoleUser, largeText(8, 30<<10), sessiontest.Epoch))
 	f.appendMessage(w, src, session.TextMessage(session.RoleUser, largeText(9, 30<<10), sessiontest.Epoch))
 
-	fw, err := f.s.Fork(f.ctx, "src", 2, "fork", sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	f.track(fw)
+	fw := f.fork("src", 2, "fork")
 	want := sessionstore.ForkSnapshot(first, "fork")
 	requireSameLarge(t, want, f.load("fork").Snapshot)
 	require.NoError(t, w.Delete(f.ctx))

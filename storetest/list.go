@@ -155,13 +155,9 @@ func checkListParent(f *fixture) {
 	f.create("p")
 	f.create("unrelated")
 	for _, kid := range []session.SessionID{"p-kid1", "p-kid2"} {
-		w, err := f.s.Fork(f.ctx, "p", 0, kid, sessionstore.AcquireOptions{})
-		require.NoError(t, err)
-		f.track(w)
+		f.fork("p", 0, kid)
 	}
-	w, err := f.s.Fork(f.ctx, "p-kid1", 0, "p-grandkid", sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	f.track(w)
+	f.fork("p-kid1", 0, "p-grandkid")
 
 	require.Equal(t, []string{"p-kid1", "p-kid2"}, ids(f.listAll(summary.Query{ParentID: "p", Order: summary.OrderIDAsc})))
 	require.Equal(t, []string{"p-grandkid"}, ids(f.listAll(summary.Query{ParentID: "p-kid1"})))

@@ -172,12 +172,8 @@ func checkForkRevision(f *fixture) {
 func checkForkRoot(f *fixture) {
 	t := f.t
 	f.create("root")
-	w1, err := f.s.Fork(f.ctx, "root", 1, "kid", sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	f.track(w1)
-	w2, err := f.s.Fork(f.ctx, "kid", 0, "grandkid", sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	f.track(w2)
+	f.fork("root", 1, "kid")
+	f.fork("kid", 0, "grandkid")
 	rel := f.load("grandkid").Snapshot.Relationship
 	require.Equal(t, session.SessionID("kid"), rel.ParentID)
 	require.Equal(t, session.SessionID("root"), rel.RootID, "the root is the root of the whole family")
@@ -187,18 +183,14 @@ func checkForkLatest(f *fixture) {
 	t := f.t
 	src := f.create("src")
 	snaps := f.appendSteps(src, 3)
-	w, err := f.s.Fork(f.ctx, "src", 0, "copy", sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	f.track(w)
+	f.fork("src", 0, "copy")
 	requireSameSnap(t, sessionstore.ForkSnapshot(snaps[2], "copy"), f.load("copy").Snapshot)
 }
 
 func checkForkMints(f *fixture) {
 	t := f.t
 	f.create("parent")
-	w, err := f.s.Fork(f.ctx, "parent", 0, "", sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	f.track(w)
+	w := f.fork("parent", 0, "")
 	require.NotEmpty(t, w.ID())
 	require.NotEqual(t, session.SessionID("parent"), w.ID())
 	require.NoError(t, sessionstore.ValidateID(w.ID()))

@@ -187,6 +187,14 @@ func (f *fixture) acquire(id session.SessionID, label string) sessionstore.Write
 	return f.track(w)
 }
 
+// fork forks revision rev of from as newID and returns the fork's writer.
+func (f *fixture) fork(from session.SessionID, rev uint64, newID session.SessionID) sessionstore.Writer {
+	f.t.Helper()
+	w, err := f.s.Fork(f.ctx, from, rev, newID, sessionstore.AcquireOptions{})
+	require.NoError(f.t, err, "Fork %s", from)
+	return f.track(w)
+}
+
 // append appends snap at expected and requires revision expected+1.
 func (f *fixture) append(w sessionstore.Writer, expected uint64, snap sessnap.Snapshot) uint64 {
 	f.t.Helper()

@@ -6,14 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/internal/compactcmd"
-	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -26,12 +22,7 @@ const (
 
 const usageLine = "Usage: compact [--keep-last N] [--keep-since D] [--wait D] [--dry-run] [--json] [--dir ROOT] [ID...]"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 // run is the command: flags, validation, a compaction per session, the
 // report. It returns the exit status.
@@ -79,9 +70,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, fmt.Errorf("%s is a PostgreSQL store: compaction is for directory stores", cli.Location(root)))
 	}
 	st, err := cli.OpenDir(root, false, stderr)
-	if errors.Is(err, jsonlstore.ErrNoStore) {
-		return fail(stderr, fmt.Errorf("%w (%s)", err, cli.NoStoreHint))
-	}
 	if err != nil {
 		return fail(stderr, err)
 	}

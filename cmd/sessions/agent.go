@@ -116,6 +116,23 @@ func (r *agentRun) step(ctx context.Context, format string, args ...any) error {
 	return nil
 }
 
+// complete completes the session and appends the revision.
+func (r *agentRun) complete(ctx context.Context) error {
+	if err := r.s.Complete(); err != nil {
+		return err
+	}
+	return r.step(ctx, "completed")
+}
+
+// release releases the lease and says so.
+func (r *agentRun) release(ctx context.Context) error {
+	if err := r.w.Release(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(r.out, "released the lease")
+	return nil
+}
+
 func (a *agentScript) run(ctx context.Context, st *jsonlstore.Store, out io.Writer) error {
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
@@ -170,17 +187,10 @@ func (a *agentScript) run(ctx context.Context, st *jsonlstore.Store, out io.Writ
 			}
 		}
 	}
-	if err := s.Complete(); err != nil {
+	if err := r.complete(ctx); err != nil {
 		return err
 	}
-	if err := r.step(ctx, "completed"); err != nil {
-		return err
-	}
-	if err := w.Release(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "released the lease")
-	return nil
+	return r.release(ctx)
 }
 
 // runTurn runs one turn: begin, a tool call (approved by the user on the
@@ -322,18 +332,11 @@ func (a *agentScript) takeOver(ctx context.Context, st *jsonlstore.Store, out io
 		}
 	}
 	if !s.State().Terminal() {
-		if err := s.Complete(); err != nil {
-			return err
-		}
-		if err := r.step(ctx, "completed"); err != nil {
+		if err := r.complete(ctx); err != nil {
 			return err
 		}
 	}
-	if err := w.Release(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "released the lease")
-	return nil
+	return r.release(ctx)
 }
 
 // danglingToolCall returns the last tool call of the conversation that no

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/sessionstore/sessionstore/internal/cli"
 )
@@ -59,12 +56,7 @@ func init() {
 	}
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 // run parses the global flags (--dir), then runs the subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

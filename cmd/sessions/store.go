@@ -47,11 +47,7 @@ func (c *sub) open(ctx context.Context, create bool) (sessionstore.Store, error)
 }
 
 func (c *sub) openDir(dir string, create bool) (*jsonlstore.Store, error) {
-	st, err := cli.OpenDir(dir, create, c.stderr)
-	if errors.Is(err, jsonlstore.ErrNoStore) {
-		return nil, fmt.Errorf("%w (%s)", err, cli.NoStoreHint)
-	}
-	return st, err
+	return cli.OpenDir(dir, create, c.stderr)
 }
 
 // openPG opens a PostgreSQL store, saying what to do about an unmigrated

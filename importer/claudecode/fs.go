@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -189,16 +190,10 @@ func startsWith(b, a *importer.Transcript) bool {
 }
 
 func parseFile(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
-	f, err := fsys.Open(name)
+	t, err := importer.ParseFile(fsys, name, func(r io.Reader) (*importer.Transcript, error) { return Parse(r, opts) })
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: %w", err)
 	}
-	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
-	t, err := Parse(f, opts)
-	if err != nil {
-		return nil, fmt.Errorf("claudecode: %s: %w", name, err)
-	}
-	t.Path = name
 	if t.SourceID == "" && t.Link == nil {
 		// A session file is named by its session's ID.
 		t.SourceID = strings.TrimSuffix(path.Base(name), ".jsonl")

@@ -39,15 +39,10 @@ func Parse(r io.Reader, opts Options) (*importer.Transcript, error) {
 	p := &parser{convs: map[string]*conv{}, chainRoot: map[string]string{}, seen: map[string]bool{},
 		calls: map[string]taskCall{}, spawns: map[string]importer.Spawn{}}
 	p.main = p.conv("")
-	lr := importer.NewLineReader(r, opts.MaxLineBytes)
-	for lr.Next() {
-		p.line(lr.Line())
+	t, err := importer.Convert(r, opts.MaxLineBytes, p.line, p.finish)
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: %w", err)
 	}
-	if err := lr.Err(); err != nil {
-		return nil, fmt.Errorf("claudecode: read: %w", err)
-	}
-	t := p.finish()
-	lr.Fill(&t.Report)
 	// An inline sidechain's source is its parent's file; its lines are
 	// counted in the parent's report.
 	for _, c := range t.Children {
@@ -343,15 +338,25 @@ type userMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-func (p *parser) user(c *conv, e *envelope, at time.Time) outcome {
-	var um userMessage
-	if importer.Unmarshal(e.Message, &um) != nil {
-		p.report.Skip(importer.SkipInvalid, "")
-		return skipped
+// message decodes the message of e into msg, and then its content (the
+// field of msg that content points to) into parts. A line whose message
+// does not decode, or has no part that can be used, is skipped as
+// invalid: ok is false.
+func (p *parser) message(e *envelope, msg any, content *json.RawMessage, assistant bool) (parts []session.Part, ok bool) {
+	if importer.Unmarshal(e.Message, msg) == nil {
+		parts = p.blocks(*content, assistant)
 	}
-	parts := p.blocks(um.Content, false)
 	if len(parts) == 0 {
 		p.report.Skip(importer.SkipInvalid, "")
+		return nil, false
+	}
+	return parts, true
+}
+
+func (p *parser) user(c *conv, e *envelope, at time.Time) outcome {
+	var um userMessage
+	parts, ok := p.message(e, &um, &um.Content, false)
+	if !ok {
 		return skipped
 	}
 	m := session.Message{ID: e.UUID, Role: session.RoleUser, CreatedAt: at, Parts: parts, Injected: e.IsMeta}
@@ -438,13 +443,8 @@ type assistantMessage struct {
 
 func (p *parser) assistant(c *conv, e *envelope, at time.Time) outcome {
 	var am assistantMessage
-	if importer.Unmarshal(e.Message, &am) != nil {
-		p.report.Skip(importer.SkipInvalid, "")
-		return skipped
-	}
-	parts := p.blocks(am.Content, true)
-	if len(parts) == 0 {
-		p.report.Skip(importer.SkipInvalid, "")
+	parts, ok := p.message(e, &am, &am.Content, true)
+	if !ok {
 		return skipped
 	}
 	var usage *session.Usage

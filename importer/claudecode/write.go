@@ -39,20 +39,7 @@ type WriteOptions struct {
 // (generated) or custom-title (explicit) line.
 func Write(w io.Writer, s *session.Session, opts WriteOptions) error {
 	wr := &writer{lw: importer.NewLineWriter(w), s: s, opts: opts}
-	if o := s.Origin(); o != nil && o.Tool == Tool {
-		if wr.opts.SessionID == "" {
-			wr.opts.SessionID = o.SessionID
-		}
-		if wr.opts.Version == "" {
-			wr.opts.Version = o.Version
-		}
-	}
-	if wr.opts.SessionID == "" {
-		wr.opts.SessionID = string(s.ID())
-	}
-	if wr.opts.Version == "" {
-		wr.opts.Version = "sessionstore"
-	}
+	wr.opts.SessionID, wr.opts.Version = importer.Claims(s, Tool, wr.opts.SessionID, wr.opts.Version)
 	_, model := s.Provider()
 	wr.model = model
 	for i, m := range s.Conversation() {

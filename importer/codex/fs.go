@@ -2,6 +2,7 @@ package codex
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -31,16 +32,10 @@ func Discover(fsys fs.FS) ([]string, error) {
 // Load reads the rollout name of fsys, recording the path. A rollout that
 // names no thread takes the thread ID its file name ends with.
 func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
-	f, err := fsys.Open(name)
+	t, err := importer.ParseFile(fsys, name, func(r io.Reader) (*importer.Transcript, error) { return Parse(r, opts) })
 	if err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
 	}
-	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
-	t, err := Parse(f, opts)
-	if err != nil {
-		return nil, fmt.Errorf("codex: %s: %w", name, err)
-	}
-	t.Path = name
 	if t.SourceID == "" {
 		t.SourceID = ThreadIDOf(name)
 	}

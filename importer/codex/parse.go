@@ -32,15 +32,10 @@ type Options struct {
 func Parse(r io.Reader, opts Options) (*importer.Transcript, error) {
 	p := &parser{b: importer.NewBuilder(Tool), group: -1,
 		results: map[string]json.RawMessage{}, calls: map[string]int{}, ids: map[string]bool{}}
-	lr := importer.NewLineReader(r, opts.MaxLineBytes)
-	for lr.Next() {
-		p.line(lr.Line())
+	t, err := importer.Convert(r, opts.MaxLineBytes, p.line, p.finish)
+	if err != nil {
+		return nil, fmt.Errorf("codex: %w", err)
 	}
-	if err := lr.Err(); err != nil {
-		return nil, fmt.Errorf("codex: read: %w", err)
-	}
-	t := p.finish()
-	lr.Fill(&t.Report)
 	return t, nil
 }
 

@@ -34,20 +34,7 @@ type WriteOptions struct {
 // a session imported from Codex.
 func Write(w io.Writer, s *session.Session, opts WriteOptions) error {
 	wr := &writer{lw: importer.NewLineWriter(w), s: s, custom: map[string]bool{}}
-	if o := s.Origin(); o != nil && o.Tool == Tool {
-		if opts.ThreadID == "" {
-			opts.ThreadID = o.SessionID
-		}
-		if opts.CLIVersion == "" {
-			opts.CLIVersion = o.Version
-		}
-	}
-	if opts.ThreadID == "" {
-		opts.ThreadID = string(s.ID())
-	}
-	if opts.CLIVersion == "" {
-		opts.CLIVersion = "sessionstore"
-	}
+	opts.ThreadID, opts.CLIVersion = importer.Claims(s, Tool, opts.ThreadID, opts.CLIVersion)
 	wr.opts = opts
 	wr.meta()
 	turn := 0

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
@@ -93,13 +95,18 @@ func WarnLogger(w io.Writer) *slog.Logger {
 
 // OpenDir opens the directory store at dir for a command. Only commands
 // that write a new store (demo) create a missing one; the others say
-// that there is none (jsonlstore.ErrNoStore) and create nothing.
+// that there is none (jsonlstore.ErrNoStore, with NoStoreHint) and create
+// nothing.
 func OpenDir(dir string, create bool, stderr io.Writer) (*jsonlstore.Store, error) {
 	opts := jsonlstore.Options{Logger: WarnLogger(stderr)}
 	if create {
 		return jsonlstore.Open(dir, opts)
 	}
-	return jsonlstore.OpenExisting(dir, opts)
+	st, err := jsonlstore.OpenExisting(dir, opts)
+	if errors.Is(err, jsonlstore.ErrNoStore) {
+		return nil, fmt.Errorf("%w (%s)", err, NoStoreHint)
+	}
+	return st, err
 }
 
 // NoStoreHint is what to say after jsonlstore.ErrNoStore.

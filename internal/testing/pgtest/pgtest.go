@@ -138,15 +138,7 @@ func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	s := Get(tb)
 	dsn, name, err := s.CreateDatabase(context.Background())
-	if err != nil {
-		tb.Fatalf("pgtest: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.DropDatabase(context.Background(), name); err != nil {
-			tb.Errorf("pgtest: %v", err)
-		}
-	})
-	return dsn
+	return s.dropAtEnd(tb, dsn, name, err)
 }
 
 // NewDatabaseFrom is NewDatabase for a database set up by setup (a schema
@@ -178,6 +170,14 @@ func NewDatabaseFrom(tb testing.TB, key string, setup func(ctx context.Context, 
 		tb.Fatalf("pgtest: template %s: %v", key, tpl.err)
 	}
 	dsn, name, err := s.createDatabase(context.Background(), tpl.name)
+	return s.dropAtEnd(tb, dsn, name, err)
+}
+
+// dropAtEnd returns dsn, the DSN of database name, which was just created
+// (err, if not nil, fails tb instead), and drops the database when tb
+// ends.
+func (s *Server) dropAtEnd(tb testing.TB, dsn, name string, err error) string {
+	tb.Helper()
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}

@@ -1,0 +1,68 @@
+package importer
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// This file holds the steps every converter takes the same way: reading a
+// source line by line into a transcript, loading a source file of an
+// fs.FS, and choosing what a written file claims to be.
+
+// Convert reads r line by line (NewLineReader, lines of at most
+// maxLineBytes), hands each line to line, and returns the transcript
+// finish then makes, its report filled with what was read (LineReader.Fill).
+// Only an error reading r is returned, as "read: …".
+func Convert(r io.Reader, maxLineBytes int, line func(Line), finish func() *Transcript) (*Transcript, error) {
+	lr := NewLineReader(r, maxLineBytes)
+	for lr.Next() {
+		line(lr.Line())
+	}
+	if err := lr.Err(); err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	t := finish()
+	lr.Fill(&t.Report)
+	return t, nil
+}
+
+// ParseFile opens name of fsys, parses it with parse and records name as
+// the transcript's Path. An error opening name is returned as it is, one
+// from parse as "name: …".
+func ParseFile(fsys fs.FS, name string, parse func(io.Reader) (*Transcript, error)) (*Transcript, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
+	t, err := parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	t.Path = name
+	return t, nil
+}
+
+// Claims returns the session ID and version a converter's writer puts in
+// the file it writes of s: id and version as given, else those of s's
+// origin when s was imported from tool, else s's ID and "sessionstore".
+func Claims(s *session.Session, tool, id, version string) (string, string) {
+	if o := s.Origin(); o != nil && o.Tool == tool {
+		if id == "" {
+			id = o.SessionID
+		}
+		if version == "" {
+			version = o.Version
+		}
+	}
+	if id == "" {
+		id = string(s.ID())
+	}
+	if version == "" {
+		version = "sessionstore"
+	}
+	return id, version
+}
