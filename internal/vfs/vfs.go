@@ -105,6 +105,17 @@ func Links(fi fs.FileInfo) uint64 {
 	return 1
 }
 
+// ChangeTimeOf returns the status change time of the file fi describes
+// (ctime, which every change of its entries or attributes sets to now and
+// which no call sets to another time), in nanoseconds since 1970, or its
+// modification time when its FileInfo does not say (the simulation).
+func ChangeTimeOf(fi fs.FileInfo) int64 {
+	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return statCtime(s)
+	}
+	return fi.ModTime().UnixNano()
+}
+
 // ReadFile reads a whole file, refusing one larger than limit bytes.
 func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	f, err := fsys.OpenFile(name, syscall.O_RDONLY, 0)
