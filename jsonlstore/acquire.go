@@ -192,11 +192,11 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	if err != nil {
 		return nil, err
 	}
-	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
+	lease, marked, err := s.takeLease(ctx, id, sessionDir(id), try, s.leaseOptions(opts, minGen))
 	if err != nil {
 		return nil, s.leaseErr(ctx, id, err)
 	}
-	w, err := s.openWriter(id, lease)
+	w, err := s.openWriter(id, lease, marked)
 	if err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx))
 		return nil, err
@@ -221,8 +221,9 @@ func (s *Store) leaseErr(ctx context.Context, id session.SessionID, err error) e
 	return fmt.Errorf("jsonlstore: acquire %s: %w", id, err)
 }
 
-// openWriter recovers the log under lease and opens it for appending.
-func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, error) {
+// openWriter recovers the log under lease and opens it for appending;
+// marked says whether takeLease made the lease's catalog mark.
+func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool) (*writer, error) {
 	report := sessionstore.RecoveryReport{Generation: lease.Generation(), Previous: previousStatus(lease)}
 	if err := s.checkWritable(id); err != nil {
 		return nil, err
@@ -265,7 +266,7 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 	return &writer{
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
 		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
-		report: report,
+		report: report, mark: s.markFor(id, lease.Generation(), marked),
 	}, nil
 }
 

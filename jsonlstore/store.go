@@ -95,6 +95,7 @@ type Store struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
+	cat    *loadedCatalog // the catalog read last (catalog.go)
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -150,6 +151,7 @@ func (s *Store) Close() error {
 	if w != nil {
 		w.Close()
 	}
+	s.dropCatalogCache()
 	if s.root != nil {
 		return s.root.Close()
 	}
@@ -245,7 +247,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
 		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
 		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
-		app:    app, blobs: blobs,
+		app:    app, blobs: blobs, mark: s.markFor(id, lease.Generation(), b.marked),
 	}
 	w.writeSummary(&rec, &snap)
 	return w, nil
@@ -273,7 +275,9 @@ type newSession struct {
 	id    session.SessionID
 	tmp   string      // the temporary directory; "" once published
 	lease leaseHandle // nil once released
-	log   vfs.File    // the log, opened write-only, O_APPEND
+	// marked: the lease's catalog mark is made (catalogmarks.go).
+	marked bool
+	log    vfs.File // the log, opened write-only, O_APPEND
 }
 
 // startSession makes the temporary directory of a new session id, takes
@@ -294,7 +298,7 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	}()
 	// The lease is taken in the temporary directory, before anyone can see
 	// the session, so the creator is its first holder (generation 1).
-	if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, 0)); err != nil {
+	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, 0)); err != nil {
 		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
 	}
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {

@@ -37,6 +37,7 @@ type writer struct {
 	failed     error       // set by the first I/O error; poisons the writer
 	lost       error       // set when fencing fails; every later call returns it
 	closed     bool
+	mark       writerMark // the catalog mark of this lease (catalogmarks.go)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -112,6 +113,8 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	if err := linkErr(w.id, fi); err != nil {
 		return 0, err
 	}
+	// The catalog knows that the log may change before it does.
+	w.ensureMarkLocked()
 	rec := rawRecord{Meta: meta{
 		Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
 		// A record's time is never earlier than the previous record's, so
@@ -222,6 +225,7 @@ func (w *writer) Release(ctx context.Context) error {
 	err := w.log.Close()
 	w.log = nil
 	w.sum.close()
+	w.mark.close()
 	_ = w.dir.Close()
 	if rerr := w.lease.Release(ctx); rerr != nil && err == nil {
 		err = rerr
@@ -260,6 +264,10 @@ func (w *writer) Delete(ctx context.Context) error {
 		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
 	}
 	err := s.fs.SyncDir(".")
+	w.mark.close()
+	if err == nil {
+		s.unmark(w.id, w.lease.Generation()) // the session is gone, durably
+	}
 	_ = w.lease.Moved(s.abs(trash))
 	_ = w.lease.Release(context.WithoutCancel(ctx))
 	if rerr := s.fs.RemoveAll(trash); rerr != nil && err == nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -36,7 +37,7 @@ const (
 	magic     = "SESSCAT\x00"
 	rootMagic = "SESSROOT"
 	// fixedEntryBytes is the fixed part of an entry, before the ID.
-	fixedEntryBytes = 77
+	fixedEntryBytes = 85
 	flagUnreadable  = 1
 )
 
@@ -67,8 +68,8 @@ type Entry struct {
 	Unreadable bool
 	Log        LogState
 	Revision   uint64
-	// Created and Updated are the summary's times, in nanoseconds.
-	Created, Updated int64
+	// Created and Updated are the summary's times (UTC when decoded).
+	Created, Updated time.Time
 	State            session.State
 	Kind             session.SessionKind
 	ParentID         session.SessionID
@@ -224,8 +225,8 @@ func Encode(f *File) ([]byte, error) {
 		ents = binary.LittleEndian.AppendUint64(ents, uint64(e.Log.Size))  //nolint:gosec // G115: two's complement, decoded back
 		ents = binary.LittleEndian.AppendUint64(ents, uint64(e.Log.Mtime)) //nolint:gosec // G115: as above
 		ents = binary.LittleEndian.AppendUint64(ents, e.Revision)
-		ents = binary.LittleEndian.AppendUint64(ents, uint64(e.Created)) //nolint:gosec // G115: as above
-		ents = binary.LittleEndian.AppendUint64(ents, uint64(e.Updated)) //nolint:gosec // G115: as above
+		ents = appendTime(ents, e.Created)
+		ents = appendTime(ents, e.Updated)
 		ents = binary.LittleEndian.AppendUint64(ents, uint64(len(sums)))
 		ents = binary.LittleEndian.AppendUint32(ents, uint32(len(e.Summary))) //nolint:gosec // G115: bounded by MaxSummaryBytes
 		ents = binary.LittleEndian.AppendUint32(ents, crc32.Checksum(e.Summary, castagnoli))
@@ -258,6 +259,21 @@ func Encode(f *File) ([]byte, error) {
 	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 	out = append(out, ents...)
 	return append(out, sums...), nil
+}
+
+// appendTime appends t as seconds since 1970 (two's complement, eight
+// bytes) and nanoseconds (four): every time.Time, the zero one included.
+func appendTime(b []byte, t time.Time) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(t.Unix()))          //nolint:gosec // G115: two's complement, decoded back
+	return binary.LittleEndian.AppendUint32(b, uint32(t.Nanosecond())) //nolint:gosec // G115: < 1e9
+}
+
+func readTime(b []byte) (time.Time, bool) {
+	nsec := binary.LittleEndian.Uint32(b[8:])
+	if nsec >= 1e9 {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(binary.LittleEndian.Uint64(b)), int64(nsec)).UTC(), true //nolint:gosec // G115: as encoded
 }
 
 func appendShort(b []byte, s string) []byte {
@@ -369,12 +385,17 @@ func (d *decoder) entry(b []byte, e *Entry, sumLen int64) (int, error) {
 	e.Log = LogState{Dev: le.Uint64(b[5:]), Ino: le.Uint64(b[13:]),
 		Size: int64(le.Uint64(b[21:])), Mtime: int64(le.Uint64(b[29:]))} //nolint:gosec // G115: two's complement, as encoded
 	e.Revision = le.Uint64(b[37:])
-	e.Created, e.Updated = int64(le.Uint64(b[45:])), int64(le.Uint64(b[53:])) //nolint:gosec // G115: as above
-	off, l := le.Uint64(b[61:]), le.Uint32(b[69:])
+	var ok1, ok2 bool
+	e.Created, ok1 = readTime(b[45:])
+	e.Updated, ok2 = readTime(b[57:])
+	if !ok1 || !ok2 {
+		return 0, errors.New("nanoseconds out of range")
+	}
+	off, l := le.Uint64(b[69:]), le.Uint32(b[77:])
 	if l > MaxSummaryBytes || off > uint64(sumLen) || uint64(l) > uint64(sumLen)-off { //nolint:gosec // G115: sumLen ≥ 0
 		return 0, errors.New("summary outside the summaries section")
 	}
-	e.sumOff, e.sumLen, e.sumCRC = int64(off), l, le.Uint32(b[73:]) //nolint:gosec // G115: bounded above
+	e.sumOff, e.sumLen, e.sumCRC = int64(off), l, le.Uint32(b[81:]) //nolint:gosec // G115: bounded above
 	rest := b[fixedEntryBytes:]
 	var strs [4][]byte
 	for j := range strs {

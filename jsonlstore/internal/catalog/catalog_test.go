@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,7 +22,7 @@ func sample(t testing.TB, n int) *File {
 		e := Entry{
 			ID:       session.SessionID(fmt.Sprintf("s-%04d", (i*37)%n)), // not in order: Encode sorts
 			Log:      LogState{Dev: 65024, Ino: uint64(1000 + i), Size: int64(997 + i), Mtime: 1_764_410_400_000_000_000 + int64(i)},
-			Revision: uint64(i + 1), Created: 1_764_400_000_000_000_000, Updated: 1_764_410_000_000_000_000 + int64(i),
+			Revision: uint64(i + 1), Created: time.Unix(1_764_400_000, 123456789).UTC(), Updated: time.Unix(1_764_410_000, int64(i)).UTC(),
 			State: session.StateRunning, Kind: session.KindPrimary,
 			Summary: fmt.Appendf(nil, `{"id":"s-%04d","revision":%d}`, (i*37)%n, i+1),
 		}
@@ -33,6 +34,7 @@ func sample(t testing.TB, n int) *File {
 			e.Unreadable, e.Summary = true, []byte("log.jsonl: permission denied")
 		case 3:
 			e.State, e.Kind, e.Project = session.StateStopped, session.KindSubagent, "/src/ünïcode"
+			e.Created = time.Time{} // the zero time survives too
 		}
 		f.Entries = append(f.Entries, e)
 	}
@@ -56,7 +58,9 @@ func TestRoundTrip(t *testing.T) {
 				require.Equal(t, want.ID, e.ID)
 				require.Equal(t, want.Unreadable, e.Unreadable)
 				require.Equal(t, want.Log, e.Log)
-				require.Equal(t, [3]int64{int64(want.Revision), want.Created, want.Updated}, [3]int64{int64(e.Revision), e.Created, e.Updated})
+				require.Equal(t, want.Revision, e.Revision)
+				require.True(t, want.Created.Equal(e.Created) && want.Updated.Equal(e.Updated))
+				require.Equal(t, want.Created.IsZero(), e.Created.IsZero())
 				require.Equal(t, []string{string(want.State), string(want.Kind), string(want.ParentID), want.Project},
 					[]string{string(e.State), string(e.Kind), string(e.ParentID), e.Project})
 				require.Equal(t, want.Labels(), e.Labels())

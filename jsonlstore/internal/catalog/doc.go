@@ -18,7 +18,8 @@
 //
 // # The catalog file
 //
-// Integers are little-endian; times are nanoseconds since 1970 (UTC).
+// Integers are little-endian; the times of the header and of files (mtime,
+// ctime) are nanoseconds since 1970 (UTC).
 //
 //	header (HeaderSize bytes)
 //	  0  8  magic "SESSCAT\x00"
@@ -41,12 +42,14 @@
 //	  21  8  log size       │
 //	  29  8  log mtime      ┘
 //	  37  8  revision
-//	  45  8  created at
-//	  53  8  updated at
-//	  61  8  summary: offset in the summaries section
-//	  69  4  summary: length
-//	  73  4  summary: CRC-32C
-//	  77  1+n   ID             (length byte, then the bytes)
+//	  45  8  created at: seconds since 1970 (two's complement)
+//	  53  4  created at: nanoseconds (below 10^9)
+//	  57  8  updated at: seconds
+//	  65  4  updated at: nanoseconds
+//	  69  8  summary: offset in the summaries section
+//	  77  4  summary: length
+//	  81  4  summary: CRC-32C
+//	  85  1+n   ID             (length byte, then the bytes)
 //	      1+n   state
 //	      1+n   kind
 //	      1+n   parent ID

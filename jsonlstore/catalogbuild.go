@@ -1,0 +1,359 @@
+package jsonlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// Writing the catalog (catalog.go). One writer at a time, under
+// .catalog/lock; a listing that cannot take it at once goes on without.
+//
+//  1. List the marks, then look at the root (its state, then its names):
+//     a mark made after the first look belongs to a lease taken after it,
+//     whose changes the next writer accounts for.
+//  2. For each marked session that exists, inspect its lease: free or
+//     stale means that every generation whose mark was listed has ended.
+//     Only then read the session, so its entry holds whatever those
+//     generations wrote.
+//  3. Take the previous catalog's entry of every unmarked session it
+//     knows (unless rebuilding from scratch), read the others.
+//  4. Write the new catalog beside the old one, sync it, rename it into
+//     place and sync the directory: the catalog that lets marks go must
+//     survive a power loss, or an older one would come back without them.
+//  5. Write the root file when the look at the root was settled and every
+//     name in it got an entry (not synced: a lost root file costs a
+//     listing a read of the root's names).
+//  6. Remove the marks of sessions whose lease was seen free in step 2,
+//     and of sessions that no longer exist (no directory, and none being
+//     made). Not synced: a mark that comes back costs a stat.
+
+// CatalogReport is what a rewrite of the catalog did.
+type CatalogReport struct {
+	// Sessions is the number of entries written, Read the number of them
+	// read from their sessions (the others were taken from the previous
+	// catalog), Unreadable those that could not be read.
+	Sessions, Read, Unreadable int
+	// MarksRemoved and MarksKept count the marks let go and those left in
+	// place (their sessions were held, or being created).
+	MarksRemoved, MarksKept int
+	// RootFile says whether the root file was written (the root had not
+	// changed for catalog.SettleTime).
+	RootFile bool
+	Duration time.Duration
+}
+
+// lockCatalog takes the catalog's lock: at once, or (wait) retrying until
+// ctx is done. It makes the catalog's directories and lock file as needed.
+func (s *Store) lockCatalog(ctx context.Context, wait bool) (func(), error) {
+	if err := s.ensureCatalogDirs(); err != nil {
+		return nil, err
+	}
+	f, err := s.fs.OpenFile(catalogLockFile, os.O_RDWR|os.O_CREATE, filePerm)
+	if err != nil {
+		return nil, err
+	}
+	_ = f.Close() // it exists: the lock is taken on it by name
+	for {
+		unlock, err := s.leases.tryLock(s.abs(catalogLockFile))
+		if !errors.Is(err, errLocked) || !wait {
+			return unlock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// writeCatalog writes a new catalog: from every session (full), or
+// keeping the previous catalog's entries of unmarked sessions. Without
+// wait it gives up at once (errLocked) when another process writes it.
+func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogReport, error) {
+	start := time.Now()
+	var rep CatalogReport
+	unlock, err := s.lockCatalog(ctx, wait)
+	if err != nil {
+		return rep, fmt.Errorf("jsonlstore: catalog: %w", err)
+	}
+	defer unlock()
+
+	// Step 1.
+	marks, err := s.readMarks()
+	if err != nil {
+		return rep, err
+	}
+	if !marks.exists {
+		return rep, fmt.Errorf("jsonlstore: catalog: %s is missing", marksDir)
+	}
+	rootFi, err := s.fs.Lstat(".")
+	if err != nil {
+		return rep, fmt.Errorf("jsonlstore: catalog: %w", err)
+	}
+	root, observed := dirStateOf(rootFi), s.opts.Now().UnixNano()
+	names, creating, err := s.rootNames()
+	if err != nil {
+		return rep, err
+	}
+	var old *catalog.File
+	if !full {
+		if lc, err := s.openCatalog(); err == nil {
+			defer lc.release()
+			if marks.trusts(lc.f.MarksDev, lc.f.MarksIno) {
+				old = lc.f
+			}
+		}
+	}
+
+	// Step 2.
+	held := make(map[session.SessionID]bool)
+	present := make(map[session.SessionID]bool, len(names))
+	for _, id := range names {
+		present[id] = true
+	}
+	var probe []session.SessionID
+	for id := range marks.gens {
+		if present[id] {
+			probe = append(probe, id)
+		}
+	}
+	probed := make([]bool, len(probe))
+	if err := parallel(ctx, len(probe), func(k int) error {
+		st, err := s.Lease(ctx, probe[k])
+		if endsStoreWide(err) {
+			return err
+		}
+		// A lease that cannot be inspected counts as held: its marks stay.
+		probed[k] = err != nil || st.State == summary.LeaseHeld
+		return nil
+	}); err != nil {
+		return rep, err
+	}
+	for k, id := range probe {
+		if probed[k] {
+			held[id] = true
+		}
+	}
+
+	// Step 3.
+	entries := make([]catalog.Entry, len(names))
+	found, read := make([]bool, len(names)), make([]bool, len(names))
+	err = parallel(ctx, len(names), func(k int) error {
+		id := names[k]
+		if old != nil && len(marks.gens[id]) == 0 {
+			if i := old.Find(id); i >= 0 && !old.Entries[i].Unreadable {
+				e := old.Entries[i]
+				b, err := old.Summary(i)
+				if err == nil {
+					e.Summary = b
+					entries[k], found[k] = e, true
+					return nil
+				}
+			}
+		}
+		e, ok, err := s.catalogEntry(ctx, id)
+		if err != nil {
+			return err
+		}
+		entries[k], found[k], read[k] = e, ok, true
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	f := &catalog.File{ID: newCatalogID(), Written: s.opts.Now().UnixNano()}
+	mid := vfs.IdentityOf(marks.dir)
+	f.MarksDev, f.MarksIno = mid.Dev, mid.Ino
+	every := true
+	for k := range entries {
+		if !found[k] {
+			every = false // gone since the root was read
+			continue
+		}
+		f.Entries = append(f.Entries, entries[k])
+		if read[k] {
+			rep.Read++
+		}
+		if entries[k].Unreadable {
+			rep.Unreadable++
+		}
+	}
+	rep.Sessions = len(f.Entries)
+
+	// Which marks go (step 6), counted before the catalog is written so
+	// that it records how many stay.
+	var drop []string
+	for id, gens := range marks.gens {
+		keep := held[id] || creating[id]
+		if !keep && !present[id] {
+			// Not a session any more, unless it appeared after the look.
+			if _, err := s.fs.Lstat(sessionDir(id)); !errors.Is(err, fs.ErrNotExist) {
+				keep = true
+			}
+		}
+		for _, g := range gens {
+			if keep {
+				rep.MarksKept++
+			} else {
+				drop = append(drop, catalog.MarkName(id, g))
+			}
+		}
+	}
+	f.Kept = uint32(min(rep.MarksKept, 1<<31)) //nolint:gosec // G115: bounded
+
+	// Step 4.
+	b, err := catalog.Encode(f)
+	if err != nil {
+		return rep, err
+	}
+	if err := vfs.WriteFileAtomic(s.fs, CatalogDir, "catalog", b, filePerm, true, "-"+randomSuffix()); err != nil {
+		return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
+	}
+
+	// Step 5.
+	if every && catalog.Settled(root, observed) {
+		rep.RootFile = s.writeCatalogRoot(catalog.Root{Catalog: f.ID, Dir: root, Observed: observed}) == nil
+	}
+
+	// Step 6.
+	for _, name := range drop {
+		if err := s.fs.Remove(marksDir + "/" + name); err == nil || errors.Is(err, fs.ErrNotExist) {
+			rep.MarksRemoved++
+		}
+	}
+	rep.MarksKept += len(drop) - rep.MarksRemoved
+	s.sweepCatalogTemps()
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// rootNames lists the sessions under the root (directories named by a
+// valid ID), and the IDs of sessions being created (temporary directories).
+func (s *Store) rootNames() ([]session.SessionID, map[session.SessionID]bool, error) {
+	entries, err := s.fs.ReadDir(".")
+	if err != nil {
+		return nil, nil, fmt.Errorf("jsonlstore: list root: %w", err)
+	}
+	var ids []session.SessionID
+	creating := map[session.SessionID]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		if rest, ok := strings.CutPrefix(name, tmpDirPrefix); ok && isLeftover(name) {
+			creating[session.SessionID(rest[:strings.LastIndexByte(rest, '-')])] = true
+			continue
+		}
+		id := session.SessionID(name)
+		if e.IsDir() && sessionstore.ValidateID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, creating, nil
+}
+
+// catalogEntry reads session id's entry from its files. ok is false when
+// there is no such session (any more); a session that cannot be read gets
+// an entry that says why.
+func (s *Store) catalogEntry(ctx context.Context, id session.SessionID) (catalog.Entry, bool, error) {
+	sum, st, err := s.summaryState(ctx, id)
+	switch {
+	case err == nil:
+	case endsStoreWide(err):
+		return catalog.Entry{}, false, err
+	case errors.Is(err, sessionstore.ErrNotFound):
+		return catalog.Entry{}, false, nil
+	default:
+		return catalog.Entry{ID: id, Unreadable: true, Summary: []byte(err.Error())}, true, nil
+	}
+	return entryOf(sum, st)
+}
+
+// entryOf is the catalog entry of summary sum, computed from the log in
+// state st.
+func entryOf(sum summary.Summary, st catalog.LogState) (catalog.Entry, bool, error) {
+	sum.Lease = summary.LeaseStatus{} // computed when read, never cached
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return catalog.Entry{}, false, err
+	}
+	e := catalog.Entry{
+		ID: sum.ID, Log: st, Revision: sum.Revision, Created: sum.CreatedAt, Updated: sum.UpdatedAt,
+		State: sum.State, Kind: sum.Kind, ParentID: sum.ParentID, Project: sum.Project, Summary: b,
+	}
+	if err := e.SetLabels(sum.Labels); err != nil {
+		return catalog.Entry{}, false, err
+	}
+	return e, true, nil
+}
+
+// writeCatalogRoot replaces the root file, atomically but not durably.
+func (s *Store) writeCatalogRoot(r catalog.Root) error {
+	return vfs.WriteFileAtomic(s.fs, CatalogDir, "root", catalog.EncodeRoot(r), filePerm, false, "-"+randomSuffix())
+}
+
+// sweepCatalogTemps removes what writers of the catalog that died left in
+// its directory: temporary catalogs (only the lock's holder writes them,
+// and it holds the lock now) and temporary root files older than
+// LeftoverAge (listings write those without the lock).
+func (s *Store) sweepCatalogTemps() {
+	entries, err := s.fs.ReadDir(CatalogDir)
+	if err != nil {
+		return
+	}
+	now := s.opts.Now()
+	for _, e := range entries {
+		name := e.Name()
+		suffix, ok := strings.CutSuffix(name, tmpSuffix)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(suffix, catalogTemp) && isSuffix(strings.TrimPrefix(suffix, catalogTemp)):
+		case strings.HasPrefix(suffix, rootTemp) && isSuffix(strings.TrimPrefix(suffix, rootTemp)):
+			fi, err := e.Info()
+			if err != nil || now.Sub(fi.ModTime()) < s.opts.LeftoverAge {
+				continue
+			}
+		default:
+			continue
+		}
+		_ = s.fs.Remove(CatalogDir + "/" + name)
+	}
+}
+
+// newCatalogID returns a random, non-zero catalog ID.
+func newCatalogID() uint64 {
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
+
+// Reindex rebuilds the catalog from every session, waiting for another
+// process's rewrite to finish first. Listings never need it — a catalog
+// that is missing, damaged or behind is rebuilt or bypassed by the next
+// listing — but it is the way back after something changed logs behind
+// the catalog (a program built before it, a hand edit). It modifies no
+// session. Errors: ctx's, a closed store, I/O on the catalog's files.
+func (s *Store) Reindex(ctx context.Context) (CatalogReport, error) {
+	if s.closed.Load() {
+		return CatalogReport{}, sessionstore.ErrClosed
+	}
+	return s.writeCatalog(ctx, true, true)
+}
