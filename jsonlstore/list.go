@@ -133,10 +133,15 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 		return summary.Page{}, err
 	}
 	if page, ok, err := s.listIndexed(ctx, q); ok {
+		s.listings.indexed.Add(1)
 		return page, err
 	}
 	page, served, cl, err := s.listCatalog(ctx, q)
-	if err == nil && !served {
+	switch {
+	case err == nil && served:
+		s.listings.catalog.Add(1)
+	case err == nil:
+		s.listings.scanned.Add(1)
 		page, err = s.listScan(ctx, q)
 	}
 	if err == nil {

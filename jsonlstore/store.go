@@ -96,6 +96,8 @@ type Store struct {
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
 	cat    *loadedCatalog // the catalog read last (catalog.go)
+	// listings counts how Lists were answered, for tests and diagnostics.
+	listings struct{ indexed, catalog, scanned atomic.Int64 }
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
