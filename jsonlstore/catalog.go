@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sync/atomic"
 
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -218,19 +219,29 @@ func (s *Store) readMarks() (markSet, error) {
 		m.gens[id] = append(m.gens[id], gen)
 		m.names = append(m.names, e.Name())
 	}
+	slices.Sort(m.names) // (ReadDir's order is the names' already, on every FS)
 	return m, nil
 }
 
-// trusts reports whether a catalog written against the marks directory
-// (dev, ino) may rely on m: the same directory, which its owner may still
-// write to (holders must be able to make their marks in it, or nothing
-// says their sessions changed).
-func (m *markSet) trusts(dev, ino uint64) bool {
+// trusts reports whether catalog f may rely on m: the marks directory it
+// was written against, which its owner may still write to (holders must
+// be able to make their marks in it, or nothing says their sessions
+// changed), still holding every mark f's writer kept (only a catalog's
+// writer removes a mark it knew of: one missing was removed by hand, or by
+// a deletion that a power loss left half done).
+func (m *markSet) trusts(f *catalog.File) bool {
 	if !m.exists || m.dir.Mode().Perm()&0o200 == 0 {
 		return false
 	}
-	id := vfs.IdentityOf(m.dir)
-	return id.Dev == dev && id.Ino == ino
+	if id := vfs.IdentityOf(m.dir); id.Dev != f.MarksDev || id.Ino != f.MarksIno {
+		return false
+	}
+	for _, name := range f.Kept {
+		if _, ok := slices.BinarySearch(m.names, name); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // readCatalogRoot reads the root file; ok is false when it is missing,

@@ -178,7 +178,7 @@ func catalogSound(st *Store) error {
 		return nil //nolint:nilerr // no catalog
 	}
 	f, err := catalog.Decode(bytes.NewReader(b), int64(len(b)))
-	if err != nil || !marks.trusts(f.MarksDev, f.MarksIno) {
+	if err != nil || !marks.trusts(f) {
 		return nil //nolint:nilerr // a catalog no listing believes
 	}
 	for i := range f.Entries {

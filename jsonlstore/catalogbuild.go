@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,9 +32,17 @@ import (
 //     generations wrote.
 //  3. Take the previous catalog's entry of every unmarked session it
 //     knows (unless rebuilding from scratch), read the others.
-//  4. Write the new catalog beside the old one, sync it, rename it into
-//     place and sync the directory: the catalog that lets marks go must
-//     survive a power loss, or an older one would come back without them.
+//  4. Write the new catalog beside the old one and rename it into place.
+//     When step 6 lets go a mark that the catalog replaced relies on
+//     without naming it (a mark made after that catalog was written, which
+//     its writer could not keep), sync the directory first: a power loss
+//     that undid the rename would bring that catalog back, believing a
+//     session whose mark is gone. Otherwise a catalog that comes back is
+//     harmless: every mark it relies on is still there (such marks go only
+//     after such a sync), or one it kept is missing and voids it, or it
+//     was written against another marks directory. The new file's data is
+//     never synced: a power loss that tears it leaves a file whose
+//     checksums fail, which counts as no catalog.
 //  5. Write the root file when the look at the root was settled and every
 //     name in it got an entry (not synced: a lost root file costs a
 //     listing a read of the root's names).
@@ -59,7 +68,7 @@ type CatalogReport struct {
 // lockCatalog takes the catalog's lock: at once, or (wait) retrying until
 // ctx is done. It makes the catalog's directories and lock file as needed.
 func (s *Store) lockCatalog(ctx context.Context, wait bool) (func(), error) {
-	if err := s.ensureCatalogDirs(); err != nil {
+	if err := s.ensureCatalogDirs(dirsLazy); err != nil {
 		return nil, err
 	}
 	f, err := s.fs.OpenFile(catalogLockFile, os.O_RDWR|os.O_CREATE, filePerm)
@@ -84,50 +93,81 @@ func (s *Store) lockCatalog(ctx context.Context, wait bool) (func(), error) {
 // keeping the previous catalog's entries of unmarked sessions. Without
 // wait it gives up at once (errLocked) when another process writes it.
 func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogReport, error) {
-	start := time.Now()
-	var rep CatalogReport
 	unlock, err := s.lockCatalog(ctx, wait)
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: catalog: %w", err)
+		return CatalogReport{}, fmt.Errorf("jsonlstore: catalog: %w", err)
 	}
 	defer unlock()
-
-	// Step 1.
-	marks, err := s.readMarks()
+	l, err := s.lookForCatalog(ctx, full)
 	if err != nil {
-		return rep, err
+		return CatalogReport{}, err
 	}
-	if !marks.exists {
-		return rep, fmt.Errorf("jsonlstore: catalog: %s is missing", marksDir)
+	defer l.release()
+	return s.writeLooked(ctx, l)
+}
+
+// catalogLook is what a catalog's writer saw before it read any session
+// (steps 1 and 2): the marks, the root, the previous catalog, the leases
+// of the marked sessions.
+type catalogLook struct {
+	start    time.Time
+	marks    markSet
+	root     catalog.DirState
+	observed int64
+	names    []session.SessionID
+	present  map[session.SessionID]bool
+	creating map[session.SessionID]bool
+	held     map[session.SessionID]bool
+	// prev is the catalog replaced, when the marks vouch for it; reuse is
+	// prev unless every session is to be read again.
+	prev, reuse *catalog.File
+	prevRef     *loadedCatalog
+}
+
+func (l *catalogLook) release() {
+	if l.prevRef != nil {
+		l.prevRef.release()
+	}
+}
+
+// lookForCatalog makes steps 1 and 2, under the catalog's lock.
+func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, error) {
+	l := &catalogLook{start: time.Now(), held: map[session.SessionID]bool{}}
+	// Step 1.
+	var err error
+	if l.marks, err = s.readMarks(); err != nil {
+		return nil, err
+	}
+	if !l.marks.exists {
+		return nil, fmt.Errorf("jsonlstore: catalog: %s is missing", marksDir)
 	}
 	rootFi, err := s.fs.Lstat(".")
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: catalog: %w", err)
+		return nil, fmt.Errorf("jsonlstore: catalog: %w", err)
 	}
-	root, observed := dirStateOf(rootFi), s.opts.Now().UnixNano()
-	names, creating, err := s.rootNames()
-	if err != nil {
-		return rep, err
+	l.root, l.observed = dirStateOf(rootFi), s.opts.Now().UnixNano()
+	if l.names, l.creating, err = s.rootNames(); err != nil {
+		return nil, err
 	}
-	var old *catalog.File
-	if !full {
-		if lc, err := s.openCatalog(); err == nil {
-			defer lc.release()
-			if marks.trusts(lc.f.MarksDev, lc.f.MarksIno) {
-				old = lc.f
-			}
+	if lc, err := s.openCatalog(); err == nil {
+		if l.marks.trusts(lc.f) {
+			l.prev, l.prevRef = lc.f, lc
+		} else {
+			lc.release()
 		}
+	}
+	if !full {
+		l.reuse = l.prev
 	}
 
 	// Step 2.
-	held := make(map[session.SessionID]bool)
-	present := make(map[session.SessionID]bool, len(names))
-	for _, id := range names {
-		present[id] = true
+	l.present = make(map[session.SessionID]bool, len(l.names))
+	for _, id := range l.names {
+		l.present[id] = true
 	}
 	var probe []session.SessionID
-	for id := range marks.gens {
-		if present[id] {
+	for id := range l.marks.gens {
+		if l.present[id] {
 			probe = append(probe, id)
 		}
 	}
@@ -141,18 +181,25 @@ func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogRepor
 		probed[k] = err != nil || st.State == summary.LeaseHeld
 		return nil
 	}); err != nil {
-		return rep, err
+		l.release()
+		return nil, err
 	}
 	for k, id := range probe {
 		if probed[k] {
-			held[id] = true
+			l.held[id] = true
 		}
 	}
+	return l, nil
+}
 
+// writeLooked makes steps 3 to 6 of a rewrite whose look is l.
+func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport, error) {
+	var rep CatalogReport
+	marks, names, old := l.marks, l.names, l.reuse
 	// Step 3.
 	entries := make([]catalog.Entry, len(names))
 	found, read := make([]bool, len(names)), make([]bool, len(names))
-	err = parallel(ctx, len(names), func(k int) error {
+	err := parallel(ctx, len(names), func(k int) error {
 		id := names[k]
 		if old != nil && len(marks.gens[id]) == 0 {
 			if i := old.Find(id); i >= 0 && !old.Entries[i].Unreadable {
@@ -195,11 +242,11 @@ func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogRepor
 	rep.Sessions = len(f.Entries)
 
 	// Which marks go (step 6), counted before the catalog is written so
-	// that it records how many stay.
+	// that it names those that stay.
 	var drop []string
 	for id, gens := range marks.gens {
-		keep := held[id] || creating[id]
-		if !keep && !present[id] {
+		keep := l.held[id] || l.creating[id]
+		if !keep && !l.present[id] {
 			// Not a session any more, unless it appeared after the look.
 			if _, err := s.fs.Lstat(sessionDir(id)); !errors.Is(err, fs.ErrNotExist) {
 				keep = true
@@ -207,26 +254,31 @@ func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogRepor
 		}
 		for _, g := range gens {
 			if keep {
-				rep.MarksKept++
+				f.Kept = append(f.Kept, catalog.MarkName(id, g))
 			} else {
 				drop = append(drop, catalog.MarkName(id, g))
 			}
 		}
 	}
-	f.Kept = uint32(min(rep.MarksKept, 1<<31)) //nolint:gosec // G115: bounded
+	rep.MarksKept = len(f.Kept)
 
 	// Step 4.
 	b, err := catalog.Encode(f)
 	if err != nil {
 		return rep, err
 	}
-	if err := vfs.WriteFileAtomic(s.fs, CatalogDir, "catalog", b, filePerm, true, "-"+randomSuffix()); err != nil {
+	if err := vfs.WriteFileAtomic(s.fs, CatalogDir, "catalog", b, filePerm, false, "-"+randomSuffix()); err != nil {
 		return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
+	}
+	if l.prev != nil && dropsUnkept(drop, l.prev.Kept) {
+		if err := s.fs.SyncDir(CatalogDir); err != nil {
+			return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
+		}
 	}
 
 	// Step 5.
-	if every && catalog.Settled(root, observed) {
-		rep.RootFile = s.writeCatalogRoot(catalog.Root{Catalog: f.ID, Dir: root, Observed: observed}) == nil
+	if every && catalog.Settled(l.root, l.observed) {
+		rep.RootFile = s.writeCatalogRoot(catalog.Root{Catalog: f.ID, Dir: l.root, Observed: l.observed}) == nil
 	}
 
 	// Step 6.
@@ -237,8 +289,19 @@ func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogRepor
 	}
 	rep.MarksKept += len(drop) - rep.MarksRemoved
 	s.sweepCatalogTemps()
-	rep.Duration = time.Since(start)
+	rep.Duration = time.Since(l.start)
 	return rep, nil
+}
+
+// dropsUnkept reports whether drop names a mark that kept does not (both
+// sorted or not: kept is).
+func dropsUnkept(drop, kept []string) bool {
+	for _, name := range drop {
+		if _, ok := slices.BinarySearch(kept, name); !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // rootNames lists the sessions under the root (directories named by a

@@ -81,7 +81,7 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 	defer lc.release()
 	f := lc.f
 	cl.catalog = f.ID
-	if !marks.trusts(f.MarksDev, f.MarksIno) || !s.catalogDirWritable() {
+	if !marks.trusts(f) || !s.catalogDirWritable() {
 		if marks.exists && marks.dir.Mode().Perm()&0o200 != 0 {
 			cl.up = upkeepRebuild // other marks than the catalog's: build one for these
 		}
@@ -133,7 +133,7 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 			look[f.Entries[i].ID] = i
 		}
 	}
-	if marks.count() >= int(f.Kept)+compactMarks {
+	if marks.count() >= len(f.Kept)+compactMarks {
 		cl.up = max(cl.up, upkeepCompact)
 	}
 	comp, err := s.lookAt(ctx, f, look)

@@ -24,9 +24,15 @@ import (
 // before the log changes.
 //
 // Durability: a mark is an empty file; what must survive a power loss is
-// its name, so the marks directory is synced after it is made (and the
-// catalog directory, and the root, after they are made). One sync per
-// lease, none per append. A mark that cannot be made (a full disk, a
+// its name, so the marks directory is synced after it is made. One sync per
+// lease, none per append. The directories are made durable when a holder
+// makes them, because a catalog directory deleted by hand (rm does not
+// sync) could otherwise come back after a power loss, with a catalog that
+// knows nothing of the marks made since in the new one: the catalog
+// directory after making the marks directory, the root after making the
+// catalog directory — except for a session being created, whose
+// publishing rename syncs the root anyway before anything can be appended
+// to it. A mark that cannot be made (a full disk, a
 // directory its owner may not write) never fails the holder: it removes
 // the catalog instead, durably, so that listings scan until a rebuild,
 // and tries the mark again before each append, at most once a second.
@@ -43,14 +49,33 @@ func (s *Store) takeLease(ctx context.Context, id session.SessionID, dir string,
 	if err != nil {
 		return nil, false, err
 	}
-	return lease, s.mark(id, lease.Generation()), nil
+	sync := dirsDurable
+	if dir != sessionDir(id) {
+		sync = dirsCreator // a temporary directory, published by a rename that syncs the root
+	}
+	return lease, s.mark(id, lease.Generation(), sync), nil
 }
 
+// How much of what ensureCatalogDirs makes is made durable at once.
+type dirSync int
+
+const (
+	// dirsLazy: nothing (a catalog's writer, whose sync of the catalog
+	// directory after the rename covers what it made).
+	dirsLazy dirSync = iota
+	// dirsCreator: the catalog directory, after the marks directory is
+	// made in it (a creator: its publishing rename syncs the root).
+	dirsCreator
+	// dirsDurable: that, and the root after the catalog directory is made.
+	dirsDurable
+)
+
 // mark makes session id's mark for generation gen durable, making the
-// catalog's directories as needed. When it cannot, it removes the catalog
-// (catalog.go: a listing then scans) and reports false.
-func (s *Store) mark(id session.SessionID, gen uint64) bool {
-	err := s.makeMark(id, gen)
+// catalog's directories as needed (made durable as sync says). When it
+// cannot, it removes the catalog (catalog.go: a listing then scans) and
+// reports false.
+func (s *Store) mark(id session.SessionID, gen uint64, sync dirSync) bool {
+	err := s.makeMark(id, gen, sync)
 	if err == nil {
 		return true
 	}
@@ -63,8 +88,8 @@ func (s *Store) mark(id session.SessionID, gen uint64) bool {
 	return false
 }
 
-func (s *Store) makeMark(id session.SessionID, gen uint64) error {
-	if err := s.ensureCatalogDirs(); err != nil {
+func (s *Store) makeMark(id session.SessionID, gen uint64, sync dirSync) error {
+	if err := s.ensureCatalogDirs(sync); err != nil {
 		return err
 	}
 	name := marksDir + "/" + catalog.MarkName(id, gen)
@@ -82,19 +107,30 @@ func (s *Store) makeMark(id session.SessionID, gen uint64) error {
 }
 
 // ensureCatalogDirs makes the catalog directory and its marks directory
-// when they are missing, each made durable in its parent.
-func (s *Store) ensureCatalogDirs() error {
-	for _, d := range []struct{ dir, parent string }{{CatalogDir, "."}, {marksDir, CatalogDir}} {
-		err := s.fs.Mkdir(d.dir, dirPerm)
-		switch {
-		case err == nil:
-			if err := s.fs.SyncDir(d.parent); err != nil {
+// when they are missing, made durable in their parents as sync says. A
+// marks directory made in a catalog directory made just now needs no sync
+// of its own: that directory holds no catalog yet, and whoever writes one
+// there syncs the directory after it.
+func (s *Store) ensureCatalogDirs(sync dirSync) error {
+	made := false
+	switch err := s.fs.Mkdir(CatalogDir, dirPerm); {
+	case err == nil:
+		made = true
+		if sync >= dirsDurable {
+			if err := s.fs.SyncDir("."); err != nil {
 				return err
 			}
-		case errors.Is(err, fs.ErrExist):
-		default:
-			return err
 		}
+	case !errors.Is(err, fs.ErrExist):
+		return err
+	}
+	switch err := s.fs.Mkdir(marksDir, dirPerm); {
+	case err == nil:
+		if sync >= dirsCreator && !made {
+			return s.fs.SyncDir(CatalogDir)
+		}
+	case !errors.Is(err, fs.ErrExist):
+		return err
 	}
 	return nil
 }
@@ -103,13 +139,13 @@ func (s *Store) ensureCatalogDirs() error {
 // any more, and the next one to rebuild it looks at every session.
 func (s *Store) voidCatalog() error {
 	err := s.fs.Remove(catalogFile)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
 		return err
 	}
-	if err := s.fs.SyncDir(CatalogDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
+	return s.fs.SyncDir(CatalogDir)
 }
 
 // unmark removes session id's mark for generation gen (a deleted
@@ -145,7 +181,7 @@ func (w *writer) ensureMarkLocked() {
 	if now.Before(m.retry) {
 		return
 	}
-	if !w.s.mark(w.id, w.lease.Generation()) {
+	if !w.s.mark(w.id, w.lease.Generation(), dirsDurable) {
 		m.retry = now.Add(markRetry)
 		return
 	}

@@ -20,7 +20,7 @@ import (
 const Version = 1
 
 // HeaderSize is the size of a catalog file's header.
-const HeaderSize = 76
+const HeaderSize = 88
 
 // Bounds a reader holds a catalog to, beyond which it is damaged.
 const (
@@ -145,9 +145,11 @@ type File struct {
 	// against (device, inode): another directory there means marks may
 	// have been lost.
 	MarksDev, MarksIno uint64
-	// Kept is the number of marks its writer left in place (their sessions
-	// were held).
-	Kept uint32
+	// Kept names the marks its writer left in place (their sessions were
+	// held, or being created), sorted: each must still be there for the
+	// catalog to be believed, since only a catalog's writer removes a mark
+	// it knew of, after writing a catalog that no longer keeps it.
+	Kept []string
 	// Entries are in ID order.
 	Entries []Entry
 	// r reads the summaries section, which starts at sumBase.
@@ -244,7 +246,18 @@ func Encode(f *File) ([]byte, error) {
 		}
 		binary.LittleEndian.PutUint32(ents[start:], uint32(len(ents)-start)) //nolint:gosec // G115: bounded by maxEntryBytes
 	}
-	out := make([]byte, 0, HeaderSize+len(ents)+len(sums))
+	kept := slices.Sorted(slices.Values(f.Kept))
+	if len(kept) > MaxEntries {
+		return nil, fmt.Errorf("catalog: %d kept marks", len(kept))
+	}
+	var marks []byte
+	for i, name := range kept {
+		if len(name) == 0 || len(name) > 255 || (i > 0 && kept[i-1] == name) {
+			return nil, fmt.Errorf("catalog: kept mark %q", name)
+		}
+		marks = appendShort(marks, name)
+	}
+	out := make([]byte, 0, HeaderSize+len(ents)+len(marks)+len(sums))
 	out = append(out, magic...)
 	out = binary.LittleEndian.AppendUint32(out, Version)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(es))) //nolint:gosec // G115: bounded by MaxEntries
@@ -252,12 +265,15 @@ func Encode(f *File) ([]byte, error) {
 	out = binary.LittleEndian.AppendUint64(out, uint64(f.Written)) //nolint:gosec // G115: two's complement, decoded back
 	out = binary.LittleEndian.AppendUint64(out, f.MarksDev)
 	out = binary.LittleEndian.AppendUint64(out, f.MarksIno)
-	out = binary.LittleEndian.AppendUint32(out, f.Kept)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(kept))) //nolint:gosec // G115: bounded above
 	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(ents, castagnoli))
 	out = binary.LittleEndian.AppendUint64(out, uint64(len(ents)))
 	out = binary.LittleEndian.AppendUint64(out, uint64(len(sums)))
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(marks)))
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(marks, castagnoli))
 	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 	out = append(out, ents...)
+	out = append(out, marks...)
 	return append(out, sums...), nil
 }
 
@@ -296,7 +312,7 @@ func Decode(r io.ReaderAt, size int64) (*File, error) {
 		return nil, fmt.Errorf("%w: not a catalog", ErrDamaged)
 	}
 	le := binary.LittleEndian
-	if crc32.Checksum(h[:72], castagnoli) != le.Uint32(h[72:]) {
+	if crc32.Checksum(h[:84], castagnoli) != le.Uint32(h[84:]) {
 		return nil, fmt.Errorf("%w: header checksum mismatch", ErrDamaged)
 	}
 	if v := le.Uint32(h[8:]); v != Version {
@@ -305,26 +321,46 @@ func Decode(r io.ReaderAt, size int64) (*File, error) {
 		}
 		return nil, fmt.Errorf("%w: version %d", ErrDamaged, v)
 	}
-	count := le.Uint32(h[12:])
+	count, keptCount := le.Uint32(h[12:]), le.Uint32(h[48:])
 	f := &File{
 		ID: le.Uint64(h[16:]), Written: int64(le.Uint64(h[24:])), //nolint:gosec // G115: two's complement, as encoded
-		MarksDev: le.Uint64(h[32:]), MarksIno: le.Uint64(h[40:]), Kept: le.Uint32(h[48:]),
+		MarksDev: le.Uint64(h[32:]), MarksIno: le.Uint64(h[40:]),
 		r: r, sumBase: HeaderSize,
 	}
-	entLen, sumLen := le.Uint64(h[56:]), le.Uint64(h[64:])
-	if f.ID == 0 || count > MaxEntries || entLen > uint64(count)*maxEntryBytes || sumLen > uint64(count)*MaxSummaryBytes ||
-		uint64(size) != HeaderSize+entLen+sumLen { //nolint:gosec // G115: size ≥ HeaderSize
+	entLen, sumLen, marksLen := le.Uint64(h[56:]), le.Uint64(h[64:]), le.Uint64(h[72:])
+	if f.ID == 0 || count > MaxEntries || keptCount > MaxEntries ||
+		entLen > uint64(count)*maxEntryBytes || sumLen > uint64(count)*MaxSummaryBytes || marksLen > uint64(keptCount)*256 ||
+		uint64(size) != HeaderSize+entLen+marksLen+sumLen { //nolint:gosec // G115: size ≥ HeaderSize
 		return nil, fmt.Errorf("%w: header does not fit the file", ErrDamaged)
 	}
-	ents := make([]byte, entLen)
-	if _, err := r.ReadAt(ents, HeaderSize); err != nil && (entLen > 0 || !errors.Is(err, io.EOF)) {
+	// The entries and the kept marks, one read.
+	both := make([]byte, entLen+marksLen)
+	if _, err := r.ReadAt(both, HeaderSize); err != nil && (len(both) > 0 || !errors.Is(err, io.EOF)) {
 		return nil, fmt.Errorf("%w: entries: %w", ErrDamaged, err)
 	}
+	ents, marks := both[:entLen], both[entLen:]
 	if crc32.Checksum(ents, castagnoli) != le.Uint32(h[52:]) {
 		return nil, fmt.Errorf("%w: entries checksum mismatch", ErrDamaged)
 	}
-	f.sumBase += int64(entLen) //nolint:gosec // G115: bounded above
-	f.sumLen = int64(sumLen)   //nolint:gosec // G115: as above
+	if crc32.Checksum(marks, castagnoli) != le.Uint32(h[80:]) {
+		return nil, fmt.Errorf("%w: kept marks checksum mismatch", ErrDamaged)
+	}
+	for range keptCount {
+		if len(marks) < 1 || int(marks[0]) == 0 || len(marks) < 1+int(marks[0]) {
+			return nil, fmt.Errorf("%w: kept marks overrun their section", ErrDamaged)
+		}
+		name := string(marks[1 : 1+int(marks[0])])
+		if n := len(f.Kept); n > 0 && f.Kept[n-1] >= name {
+			return nil, fmt.Errorf("%w: kept marks out of order", ErrDamaged)
+		}
+		f.Kept = append(f.Kept, name)
+		marks = marks[1+int(marks[0]):]
+	}
+	if len(marks) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the kept marks", ErrDamaged, len(marks))
+	}
+	f.sumBase += int64(entLen + marksLen) //nolint:gosec // G115: bounded above
+	f.sumLen = int64(sumLen)              //nolint:gosec // G115: as above
 	f.Entries = make([]Entry, count)
 	d := decoder{interned: map[string]string{}}
 	for i := range f.Entries {

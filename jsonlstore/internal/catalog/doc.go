@@ -29,11 +29,13 @@
 //	 24  8  written at
 //	 32  8  marks directory: device
 //	 40  8  marks directory: inode
-//	 48  4  marks kept: marks left in place because their session was held
+//	 48  4  kept marks: how many
 //	 52  4  CRC-32C of the entries section
 //	 56  8  entries section: length in bytes
 //	 64  8  summaries section: length in bytes
-//	 72  4  CRC-32C of header bytes 0–71
+//	 72  8  kept marks section: length in bytes
+//	 80  4  CRC-32C of the kept marks section
+//	 84  4  CRC-32C of header bytes 0–83
 //	entries section: the entries, in strictly increasing ID byte order
 //	   0  4  entry length in bytes, this field included
 //	   4  1  flags: bit 0 set for a session that could not be read; others 0
@@ -55,11 +57,14 @@
 //	      1+n   parent ID
 //	      2+n   project        (two length bytes)
 //	      1     label count, then per label: 1+n key, 2+n value
+//	kept marks section: the names of the marks the writer left in place
+//	  (their sessions were held), in strictly increasing byte order, each
+//	  1+n bytes
 //	summaries section: each entry's summary, one after another: the JSON
 //	  of its summary.Summary (lease empty), or, for a session that could
 //	  not be read, why (UTF-8 text)
 //
-// The file's length is exactly HeaderSize plus both sections. Anything else
+// The file's length is exactly HeaderSize plus the three sections. Anything else
 // — another magic, a checksum that does not match, an entry whose fields
 // overrun it, IDs out of order — is a damaged file (ErrDamaged); a version
 // above Version is a newer program's (ErrNewer). Readers treat either as no
