@@ -181,8 +181,11 @@ func catalogSound(st *Store) error {
 	if err != nil || !marks.trusts(f) {
 		return nil //nolint:nilerr // a catalog no listing believes
 	}
-	for i := range f.Entries {
-		e := &f.Entries[i]
+	for i := range f.Len() {
+		e, err := f.Entry(i)
+		if err != nil {
+			return fmt.Errorf("a believed catalog: %w", err)
+		}
 		if len(marks.gens[e.ID]) > 0 || e.Unreadable {
 			continue
 		}

@@ -202,8 +202,8 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 	err := parallel(ctx, len(names), func(k int) error {
 		id := names[k]
 		if old != nil && len(marks.gens[id]) == 0 {
-			if i := old.Find(id); i >= 0 && !old.Entries[i].Unreadable {
-				e := old.Entries[i]
+			i := old.Find(id)
+			if e, err := entryAt(old, i); err == nil && !e.Unreadable {
 				b, err := old.Summary(i)
 				if err == nil {
 					e.Summary = b

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -109,8 +110,8 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 				look[id] = -1
 			}
 		}
-		for i := range f.Entries {
-			if !present[f.Entries[i].ID] {
+		for i := range f.Len() {
+			if !present[f.EntryID(i)] {
 				gone[i] = true
 			}
 		}
@@ -128,9 +129,14 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 			look[id] = i
 		}
 	}
-	for i := range f.Entries {
-		if f.Entries[i].Unreadable && !gone[i] {
-			look[f.Entries[i].ID] = i
+	for i := range f.Len() {
+		if f.Unreadable(i) && !gone[i] {
+			id := f.EntryID(i)
+			if sessionstore.ValidateID(id) != nil {
+				cl.up = upkeepRebuild // damaged: the listing reads no path it names
+				return page, false, cl, nil
+			}
+			look[id] = i
 		}
 	}
 	if marks.count() >= len(f.Kept)+compactMarks {
@@ -142,8 +148,8 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 	}
 
 	// The page: the entries, with what the listing computed in their
-	// place. Indices below len(f.Entries) are entries; above, comp's.
-	n := len(f.Entries)
+	// place. Indices below f.Len() are entries; above, comp's.
+	n := f.Len()
 	skip := make(map[int]bool, len(gone)+len(comp))
 	for i := range gone {
 		skip[i] = true
@@ -160,7 +166,7 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 	}
 	id := func(i int) session.SessionID {
 		if i < n {
-			return f.Entries[i].ID
+			return f.EntryID(i)
 		}
 		return comp[extra[i-n]].id
 	}
@@ -171,15 +177,26 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 		}
 		nq := sel.Query()
 		sel.Reset(n + len(extra))
-		for i := range f.Entries {
+		filters := nq.Filters()
+		for i := range n {
 			if skip[i] {
 				continue
 			}
-			e := &f.Entries[i]
-			if !matchEntry(&nq, e) {
+			if !filters {
+				// Only the ID and the times: the rest of the entry is
+				// decoded for the entries the page shows.
+				created, updated := f.Times(i)
+				sel.OfferKey(i, keyOf(nq.Order, f.EntryID(i), created, updated))
 				continue
 			}
-			sel.OfferKey(i, entryKey(nq.Order, e))
+			e, err := f.Entry(i)
+			if err != nil {
+				cl.up = upkeepRebuild
+				return page, false, cl, nil
+			}
+			if matchEntry(&nq, &e) {
+				sel.OfferKey(i, keyOf(nq.Order, e.ID, e.Created, e.Updated))
+			}
 		}
 		for k, j := range extra {
 			sum := &comp[j].sum
@@ -241,9 +258,9 @@ func (s *Store) lookAt(ctx context.Context, f *catalog.File, look map[session.Se
 	}
 	err := parallel(ctx, len(comp), func(j int) error {
 		c := &comp[j]
-		if c.entry >= 0 && !f.Entries[c.entry].Unreadable {
+		if e, err := entryAt(f, c.entry); err == nil && !e.Unreadable {
 			fi, err := s.statLog(c.id)
-			if err == nil && logStateOf(fi) == f.Entries[c.entry].Log {
+			if err == nil && logStateOf(fi) == e.Log {
 				c.keep = true
 				return nil
 			}
@@ -285,14 +302,19 @@ func (s *Store) proveEntries(f *catalog.File, sorted []int, comp []computed, mar
 		}
 	}
 	var todo []int
+	var ents []catalog.Entry
 	for _, i := range sorted {
-		if i < len(f.Entries) && !looked[i] {
-			todo = append(todo, i)
+		if i < f.Len() && !looked[i] {
+			e, err := f.Entry(i)
+			if err != nil || !e.ValidID() {
+				return proof{up: upkeepRebuild}, nil // damaged
+			}
+			todo, ents = append(todo, i), append(ents, e)
 		}
 	}
 	bad := make([]error, len(todo))
 	err := parallel(context.Background(), len(todo), func(k int) error {
-		e := &f.Entries[todo[k]]
+		e := &ents[k]
 		fi, err := s.statLog(e.ID)
 		switch {
 		case errors.Is(err, sessionstore.ErrNotFound):
@@ -315,7 +337,7 @@ func (s *Store) proveEntries(f *catalog.File, sorted []int, comp []computed, mar
 			p.gone = append(p.gone, todo[k])
 		case errors.Is(err, errStaleEntry):
 			now, merr := s.readMarks()
-			id := f.Entries[todo[k]].ID
+			id := ents[k].ID
 			if merr == nil && len(now.gens[id]) > len(marks.gens[id]) {
 				return proof{up: upkeepNone}, nil // marked since: a holder came during the listing
 			}
@@ -346,11 +368,21 @@ func matchEntry(q *summary.Query, e *catalog.Entry) bool {
 	return q.Match(&s)
 }
 
-// entryKey is entry e's key in order o (summary.KeyOf of its summary).
-func entryKey(o summary.Order, e *catalog.Entry) summary.Key {
-	s := summary.Summary{ID: e.ID, CreatedAt: e.Created, UpdatedAt: e.Updated}
+// keyOf is an entry's key in order o (summary.KeyOf of its summary).
+func keyOf(o summary.Order, id session.SessionID, created, updated time.Time) summary.Key {
+	s := summary.Summary{ID: id, CreatedAt: created, UpdatedAt: updated}
 	return summary.KeyOf(o, &s)
 }
+
+// entryAt decodes entry i of f; i < 0 (no entry) is an error.
+func entryAt(f *catalog.File, i int) (catalog.Entry, error) {
+	if i < 0 {
+		return catalog.Entry{}, errNoEntry
+	}
+	return f.Entry(i)
+}
+
+var errNoEntry = errors.New("jsonlstore: no catalog entry")
 
 // entrySummary decodes entry i's summary, checked against the entry.
 func entrySummary(f *catalog.File, i int) (summary.Summary, error) {
@@ -358,8 +390,11 @@ func entrySummary(f *catalog.File, i int) (summary.Summary, error) {
 	if err != nil {
 		return summary.Summary{}, err
 	}
+	e, err := f.Entry(i)
+	if err != nil {
+		return summary.Summary{}, err
+	}
 	var sum summary.Summary
-	e := &f.Entries[i]
 	if err := json.Unmarshal(b, &sum); err != nil || sum.ID != e.ID || sum.Revision != e.Revision {
 		return summary.Summary{}, fmt.Errorf("%w: summary of %s does not match its entry", catalog.ErrDamaged, e.ID)
 	}

@@ -74,9 +74,9 @@ type Entry struct {
 	Kind             session.SessionKind
 	ParentID         session.SessionID
 	Project          string
-	// labels is the encoded labels (see SetLabels): a view into the file
-	// for a decoded entry.
-	labels []byte
+	// labels is the encoded labels (see SetLabels): a piece of the
+	// entries section for a decoded entry.
+	labels string
 	// Summary is the summary's JSON (or the reason it is unreadable) of
 	// an entry to encode; nil for a decoded one, whose summary File.Summary
 	// reads.
@@ -89,7 +89,7 @@ type Entry struct {
 // SetLabels records labels as the entry's. It refuses what the codec
 // cannot hold (the domain's bounds are within it).
 func (e *Entry) SetLabels(labels map[string]string) error {
-	e.labels = nil
+	e.labels = ""
 	if len(labels) == 0 {
 		return nil
 	}
@@ -107,7 +107,7 @@ func (e *Entry) SetLabels(labels map[string]string) error {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(v)))
 		b = append(b, v...)
 	}
-	e.labels = b
+	e.labels = string(b)
 	return nil
 }
 
@@ -126,17 +126,19 @@ func (e *Entry) Labels() map[string]string {
 	out := make(map[string]string, n)
 	for range n {
 		kl := int(b[0])
-		k := string(b[1 : 1+kl])
+		k := b[1 : 1+kl]
 		b = b[1+kl:]
-		vl := int(binary.LittleEndian.Uint16(b))
-		out[k] = string(b[2 : 2+vl])
+		vl := u16(b, 0)
+		out[k] = b[2 : 2+vl]
 		b = b[2+vl:]
 	}
 	return out
 }
 
-// File is a catalog: its header and entries. The summaries stay where they
-// are until Summary reads one.
+// File is a catalog: its header and entries. To encode one, fill Entries;
+// a decoded one holds its entries section as it is, and reads an entry when
+// asked (Len, EntryID, Times, Entry), its summary from the file (Summary):
+// a listing of ten thousand sessions decodes only what it looks at.
 type File struct {
 	ID uint64
 	// Written is when it was written (nanoseconds).
@@ -150,31 +152,72 @@ type File struct {
 	// catalog to be believed, since only a catalog's writer removes a mark
 	// it knew of, after writing a catalog that no longer keeps it.
 	Kept []string
-	// Entries are in ID order.
+	// Entries are the entries to encode (nil in a decoded File).
 	Entries []Entry
+
+	ents string   // the entries section
+	offs []uint32 // where each entry starts in ents
 	// r reads the summaries section, which starts at sumBase.
 	r       io.ReaderAt
 	sumBase int64
 	sumLen  int64
 }
 
+// Len is the number of entries of a decoded catalog.
+func (f *File) Len() int { return len(f.offs) }
+
+// EntryID is the ID of entry i (not checked: see Entry.ValidID).
+func (f *File) EntryID(i int) session.SessionID {
+	o := int(f.offs[i]) + fixedEntryBytes
+	return session.SessionID(f.ents[o+1 : o+1+int(f.ents[o])])
+}
+
+// Unreadable reports whether entry i is of a session that could not be
+// read when the entry was made (Entry.Unreadable), without decoding it.
+func (f *File) Unreadable(i int) bool { return f.ents[f.offs[i]+4]&flagUnreadable != 0 }
+
+// Times are entry i's created and updated times, read without decoding the
+// rest of it.
+func (f *File) Times(i int) (created, updated time.Time) {
+	o := int(f.offs[i])
+	created, _ = timeAt(f.ents, o+45)
+	updated, _ = timeAt(f.ents, o+57)
+	return created, updated
+}
+
+// Entry decodes entry i, checking it (ErrDamaged). Its strings are pieces
+// of the catalog's entries section.
+func (f *File) Entry(i int) (Entry, error) {
+	var e Entry
+	if _, err := decodeEntry(f.ents[f.offs[i]:], &e, f.sumLen); err != nil {
+		return Entry{}, fmt.Errorf("%w: entry %d: %w", ErrDamaged, i, err)
+	}
+	return e, nil
+}
+
 // Find returns the index of session id's entry, or -1.
 func (f *File) Find(id session.SessionID) int {
-	i, ok := slices.BinarySearchFunc(f.Entries, id, func(e Entry, id session.SessionID) int {
-		return strings.Compare(string(e.ID), string(id))
-	})
-	if !ok {
-		return -1
+	lo, hi := 0, len(f.offs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if f.EntryID(m) < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return i
+	if lo < len(f.offs) && f.EntryID(lo) == id {
+		return lo
+	}
+	return -1
 }
 
 // Summary returns entry i's summary bytes (the JSON of its summary, or why
 // it is unreadable), checked against its checksum.
 func (f *File) Summary(i int) ([]byte, error) {
-	e := &f.Entries[i]
-	if e.Summary != nil {
-		return e.Summary, nil
+	e, err := f.Entry(i)
+	if err != nil {
+		return nil, err
 	}
 	b := make([]byte, e.sumLen)
 	if _, err := f.r.ReadAt(b, f.sumBase+e.sumOff); err != nil && (len(b) > 0 || !errors.Is(err, io.EOF)) {
@@ -284,14 +327,6 @@ func appendTime(b []byte, t time.Time) []byte {
 	return binary.LittleEndian.AppendUint32(b, uint32(t.Nanosecond())) //nolint:gosec // G115: < 1e9
 }
 
-func readTime(b []byte) (time.Time, bool) {
-	nsec := binary.LittleEndian.Uint32(b[8:])
-	if nsec >= 1e9 {
-		return time.Time{}, false
-	}
-	return time.Unix(int64(binary.LittleEndian.Uint64(b)), int64(nsec)).UTC(), true //nolint:gosec // G115: as encoded
-}
-
 func appendShort(b []byte, s string) []byte {
 	b = append(b, byte(len(s)))
 	return append(b, s...)
@@ -333,14 +368,21 @@ func Decode(r io.ReaderAt, size int64) (*File, error) {
 		uint64(size) != HeaderSize+entLen+marksLen+sumLen { //nolint:gosec // G115: size ≥ HeaderSize
 		return nil, fmt.Errorf("%w: header does not fit the file", ErrDamaged)
 	}
-	// The entries and the kept marks, one read.
-	both := make([]byte, entLen+marksLen)
-	if _, err := r.ReadAt(both, HeaderSize); err != nil && (len(both) > 0 || !errors.Is(err, io.EOF)) {
+	// The entries section goes straight into the string the entries are
+	// pieces of (a strings.Builder grown to size: one allocation), its
+	// checksum computed on the way.
+	var sb strings.Builder
+	sb.Grow(int(entLen)) //nolint:gosec // G115: bounded above
+	sum := crc32.New(castagnoli)
+	if _, err := io.Copy(io.MultiWriter(&sb, sum), io.NewSectionReader(r, HeaderSize, int64(entLen))); err != nil { //nolint:gosec // G115: as above
 		return nil, fmt.Errorf("%w: entries: %w", ErrDamaged, err)
 	}
-	ents, marks := both[:entLen], both[entLen:]
-	if crc32.Checksum(ents, castagnoli) != le.Uint32(h[52:]) {
+	if sb.Len() != int(entLen) || sum.Sum32() != le.Uint32(h[52:]) { //nolint:gosec // G115: as above
 		return nil, fmt.Errorf("%w: entries checksum mismatch", ErrDamaged)
+	}
+	marks := make([]byte, marksLen)
+	if _, err := r.ReadAt(marks, HeaderSize+int64(entLen)); err != nil && (len(marks) > 0 || !errors.Is(err, io.EOF)) { //nolint:gosec // G115: as above
+		return nil, fmt.Errorf("%w: kept marks: %w", ErrDamaged, err)
 	}
 	if crc32.Checksum(marks, castagnoli) != le.Uint32(h[80:]) {
 		return nil, fmt.Errorf("%w: kept marks checksum mismatch", ErrDamaged)
@@ -361,127 +403,133 @@ func Decode(r io.ReaderAt, size int64) (*File, error) {
 	}
 	f.sumBase += int64(entLen + marksLen) //nolint:gosec // G115: bounded above
 	f.sumLen = int64(sumLen)              //nolint:gosec // G115: as above
-	f.Entries = make([]Entry, count)
-	d := decoder{interned: map[string]string{}}
-	for i := range f.Entries {
-		e := &f.Entries[i]
-		n, err := d.entry(ents, e, f.sumLen)
-		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d: %w", ErrDamaged, i, err)
+	// Where each entry starts, its length and its ID's framing checked,
+	// and the IDs in order: the rest of an entry is checked when it is
+	// decoded (File.Entry).
+	f.ents = sb.String()
+	f.offs = make([]uint32, count)
+	str := f.ents
+	off := 0
+	for i := range f.offs {
+		if len(str)-off < fixedEntryBytes+1 {
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrDamaged, i, errShort)
 		}
-		ents = ents[n:]
-		if i > 0 && strings.Compare(string(f.Entries[i-1].ID), string(e.ID)) >= 0 {
+		n := int(u32(str, off))
+		idl := int(str[off+fixedEntryBytes])
+		if n < fixedEntryBytes+1+idl || n > len(str)-off || idl == 0 {
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrDamaged, i, errShort)
+		}
+		f.offs[i] = uint32(off) //nolint:gosec // G115: the section is below 2^32 bytes (MaxEntries entries of maxEntryBytes…) or refused below
+		if int(f.offs[i]) != off {
+			return nil, fmt.Errorf("%w: entries section too large", ErrDamaged)
+		}
+		if i > 0 && f.EntryID(i-1) >= f.EntryID(i) {
 			return nil, fmt.Errorf("%w: entry %d: IDs out of order", ErrDamaged, i)
 		}
+		off += n
 	}
-	if len(ents) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last entry", ErrDamaged, len(ents))
+	if off != len(str) {
+		return nil, fmt.Errorf("%w: %d bytes after the last entry", ErrDamaged, len(str)-off)
 	}
 	return f, nil
 }
 
-// decoder decodes entries, sharing the strings that repeat (states,
-// kinds, projects) so that ten thousand entries make few of them.
-type decoder struct {
-	interned map[string]string
-}
-
-func (d *decoder) intern(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if s, ok := d.interned[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if len(d.interned) < 4096 {
-		d.interned[s] = s
-	}
-	return s
-}
-
 var errShort = errors.New("entry overruns the section")
 
-// entry decodes the entry at the start of b into e and returns its length.
-func (d *decoder) entry(b []byte, e *Entry, sumLen int64) (int, error) {
-	le := binary.LittleEndian
-	if len(b) < fixedEntryBytes {
+func u16(s string, i int) int { return int(s[i]) | int(s[i+1])<<8 }
+
+func u32(s string, i int) uint32 {
+	return uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
+}
+
+func u64(s string, i int) uint64 { return uint64(u32(s, i)) | uint64(u32(s, i+4))<<32 }
+
+func timeAt(s string, i int) (time.Time, bool) {
+	nsec := u32(s, i+8)
+	if nsec >= 1e9 {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(u64(s, i)), int64(nsec)).UTC(), true //nolint:gosec // G115: as encoded
+}
+
+// decodeEntry decodes the entry at the start of s into e and returns its
+// length. The entry's strings are pieces of s. Its ID is not checked here
+// (ValidID): a listing checks the IDs it uses.
+func decodeEntry(s string, e *Entry, sumLen int64) (int, error) {
+	if len(s) < fixedEntryBytes {
 		return 0, errShort
 	}
-	n := int(le.Uint32(b))
-	if n < fixedEntryBytes || n > len(b) {
+	n := int(u32(s, 0))
+	if n < fixedEntryBytes || n > len(s) {
 		return 0, errShort
 	}
-	b = b[:n]
-	flags := b[4]
+	s = s[:n]
+	flags := s[4]
 	if flags&^flagUnreadable != 0 {
 		return 0, fmt.Errorf("unknown flags %#x", flags)
 	}
 	e.Unreadable = flags&flagUnreadable != 0
-	e.Log = LogState{Dev: le.Uint64(b[5:]), Ino: le.Uint64(b[13:]),
-		Size: int64(le.Uint64(b[21:])), Mtime: int64(le.Uint64(b[29:]))} //nolint:gosec // G115: two's complement, as encoded
-	e.Revision = le.Uint64(b[37:])
+	e.Log = LogState{Dev: u64(s, 5), Ino: u64(s, 13), Size: int64(u64(s, 21)), Mtime: int64(u64(s, 29))} //nolint:gosec // G115: two's complement, as encoded
+	e.Revision = u64(s, 37)
 	var ok1, ok2 bool
-	e.Created, ok1 = readTime(b[45:])
-	e.Updated, ok2 = readTime(b[57:])
+	e.Created, ok1 = timeAt(s, 45)
+	e.Updated, ok2 = timeAt(s, 57)
 	if !ok1 || !ok2 {
 		return 0, errors.New("nanoseconds out of range")
 	}
-	off, l := le.Uint64(b[69:]), le.Uint32(b[77:])
+	off, l := u64(s, 69), u32(s, 77)
 	if l > MaxSummaryBytes || off > uint64(sumLen) || uint64(l) > uint64(sumLen)-off { //nolint:gosec // G115: sumLen ≥ 0
 		return 0, errors.New("summary outside the summaries section")
 	}
-	e.sumOff, e.sumLen, e.sumCRC = int64(off), l, le.Uint32(b[81:]) //nolint:gosec // G115: bounded above
-	rest := b[fixedEntryBytes:]
-	var strs [4][]byte
+	e.sumOff, e.sumLen, e.sumCRC = int64(off), l, u32(s, 81) //nolint:gosec // G115: bounded above
+	i := fixedEntryBytes
+	var strs [4]string
 	for j := range strs {
-		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+		if len(s) < i+1 || len(s) < i+1+int(s[i]) {
 			return 0, errShort
 		}
-		strs[j], rest = rest[1:1+int(rest[0])], rest[1+int(rest[0]):]
+		strs[j], i = s[i+1:i+1+int(s[i])], i+1+int(s[i])
 	}
-	e.ID = session.SessionID(strs[0])
-	if err := sessionstore.ValidateID(e.ID); err != nil {
-		return 0, err
+	if strs[0] == "" {
+		return 0, errors.New("empty ID")
 	}
-	e.State, e.Kind = session.State(d.intern(strs[1])), session.SessionKind(d.intern(strs[2]))
-	if len(strs[3]) > 0 {
-		e.ParentID = session.SessionID(strs[3])
-	}
-	if len(rest) < 2 || len(rest) < 2+int(le.Uint16(rest)) {
+	e.ID, e.State, e.Kind, e.ParentID = session.SessionID(strs[0]), session.State(strs[1]), session.SessionKind(strs[2]), session.SessionID(strs[3])
+	if len(s) < i+2 || len(s) < i+2+u16(s, i) {
 		return 0, errShort
 	}
-	pl := int(le.Uint16(rest))
-	e.Project, rest = d.intern(rest[2:2+pl]), rest[2+pl:]
-	if len(rest) < 1 {
+	e.Project, i = s[i+2:i+2+u16(s, i)], i+2+u16(s, i)
+	if len(s) < i+1 {
 		return 0, errShort
 	}
-	labels := rest
-	count := int(rest[0])
+	start, count := i, int(s[i])
 	if count > session.MaxLabels {
 		return 0, fmt.Errorf("%d labels", count)
 	}
-	rest = rest[1:]
+	i++
 	for range count {
-		if len(rest) < 1 || len(rest) < 1+int(rest[0])+2 {
+		if len(s) < i+1 || len(s) < i+1+int(s[i])+2 {
 			return 0, errShort
 		}
-		kl := int(rest[0])
-		rest = rest[1+kl:]
-		vl := int(le.Uint16(rest))
-		if len(rest) < 2+vl {
+		i += 1 + int(s[i])
+		vl := u16(s, i)
+		if len(s) < i+2+vl {
 			return 0, errShort
 		}
-		rest = rest[2+vl:]
+		i += 2 + vl
 	}
-	if len(rest) != 0 {
-		return 0, fmt.Errorf("%d bytes after its labels", len(rest))
+	if i != len(s) {
+		return 0, fmt.Errorf("%d bytes after its labels", len(s)-i)
 	}
 	if count > 0 {
-		e.labels = labels
+		e.labels = s[start:]
 	}
 	return n, nil
 }
+
+// ValidID reports whether the entry's ID is a valid session ID: a catalog
+// that holds another is damaged (Decode leaves the check to the entries
+// a listing uses).
+func (e *Entry) ValidID() bool { return sessionstore.ValidateID(e.ID) == nil }
 
 // DirState is what a stat tells of a directory whose entries change:
 // another value means its entries may have changed. ctime is in it

@@ -57,9 +57,14 @@ func TestRoundTrip(t *testing.T) {
 			require.Equal(t, f.Written, got.Written)
 			require.Equal(t, [2]uint64{f.MarksDev, f.MarksIno}, [2]uint64{got.MarksDev, got.MarksIno})
 			require.Equal(t, slices.Sorted(slices.Values(f.Kept)), slices.Clip(got.Kept))
-			require.Len(t, got.Entries, n)
+			require.Equal(t, n, got.Len())
 			for i := range f.Entries {
-				want, e := &f.Entries[i], &got.Entries[i]
+				want := &f.Entries[i]
+				e, err := got.Entry(i)
+				require.NoError(t, err)
+				require.Equal(t, want.ID, got.EntryID(i))
+				created, updated := got.Times(i)
+				require.True(t, created.Equal(want.Created) && updated.Equal(want.Updated))
 				require.Equal(t, want.ID, e.ID)
 				require.Equal(t, want.Unreadable, e.Unreadable)
 				require.Equal(t, want.Log, e.Log)
@@ -121,7 +126,7 @@ func TestDamage(t *testing.T) {
 		}
 		require.NoError(t, err, "byte %d of the summaries", i)
 		bad := 0
-		for j := range got.Entries {
+		for j := range got.Len() {
 			if _, err := got.Summary(j); err != nil {
 				require.ErrorIs(t, err, ErrDamaged)
 				bad++
@@ -207,9 +212,14 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		for i := range got.Entries {
+		for i := range got.Len() {
 			_, _ = got.Summary(i)
-			_ = got.Entries[i].Labels()
+			if e, err := got.Entry(i); err == nil {
+				_ = e.Labels()
+				_ = e.ValidID()
+			} else if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("unclassified error %v", err)
+			}
 		}
 	})
 }
@@ -234,8 +244,9 @@ func TestDecodeRandom(t *testing.T) {
 			require.ErrorIs(t, err, ErrDamaged, "seed %d", seed)
 			continue
 		}
-		for i := range got.Entries {
+		for i := range got.Len() {
 			_, _ = got.Summary(i)
+			_, _ = got.Entry(i)
 		}
 	}
 }
