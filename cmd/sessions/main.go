@@ -36,11 +36,11 @@ var commands map[string]*command
 func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{
-		{name: "ls", usage: "[--state S] [--kind K] [--limit N] [--page N | --all | --cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
+		{name: "ls", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N] [--page N | --all | --cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
 		{name: "show", usage: "ID [--rev N]", summary: "print a session's snapshot (latest, or revision N) as JSON", run: cmdShow},
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
-		{name: "watch", usage: "[--state S] [--kind K] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
+		{name: "watch", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
 		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 3 corrupt, 4 a newer version's", run: cmdVerify},
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID [--wait D]", summary: "delete a session (refuses one that is held, unless --wait)", run: cmdRm},
