@@ -84,6 +84,12 @@ func (s *Store) summaryState(ctx context.Context, id session.SessionID) (summary
 			return sum, logStateOf(fi), nil
 		}
 	}
+	return s.summaryFromLog(ctx, id)
+}
+
+// summaryFromLog computes session id's summary from its log's tail, with
+// the state of the log it read.
+func (s *Store) summaryFromLog(ctx context.Context, id session.SessionID) (summary.Summary, catalog.LogState, error) {
 	var sum summary.Summary
 	var st catalog.LogState
 	err := s.read(ctx, id, func(v *view) error {
