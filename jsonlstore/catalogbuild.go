@@ -55,14 +55,17 @@ type CatalogReport struct {
 	// Sessions is the number of entries written, Read the number of them
 	// read from their sessions (the others were taken from the previous
 	// catalog), Unreadable those that could not be read.
-	Sessions, Read, Unreadable int
+	Sessions   int `json:"sessions"`
+	Read       int `json:"read"`
+	Unreadable int `json:"unreadable"`
 	// MarksRemoved and MarksKept count the marks let go and those left in
 	// place (their sessions were held, or being created).
-	MarksRemoved, MarksKept int
+	MarksRemoved int `json:"marks_removed"`
+	MarksKept    int `json:"marks_kept"`
 	// RootFile says whether the root file was written (the root had not
 	// changed for catalog.SettleTime).
-	RootFile bool
-	Duration time.Duration
+	RootFile bool          `json:"root_file"`
+	Duration time.Duration `json:"duration_ns"`
 }
 
 // lockCatalog takes the catalog's lock: at once, or (wait) retrying until

@@ -180,6 +180,9 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 	for _, id := range names {
 		onDisk[id] = true
 		if f.Find(id) < 0 {
+			if _, err := s.statLog(id); errors.Is(err, sessionstore.ErrNotFound) {
+				continue // a directory that holds no session: nobody lists it
+			}
 			unknown = append(unknown, id)
 		}
 	}

@@ -49,6 +49,7 @@ func init() {
 		{name: "compact", usage: compactUsage, summary: "trim old revisions into verified archives (as the compact command does)", run: cmdCompact},
 		{name: "export", usage: "ID [--latest]", summary: "every revision as JSON Lines (or the latest snapshot)", run: cmdExport},
 		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
+		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the catalog) from the records", run: cmdReindex},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
 	} {
