@@ -80,7 +80,7 @@ seeds:
 
 ## mutate-sync: disable each sync call in turn; some power-loss test must notice
 mutate-sync:
-	JSONLSTORE_MUTATE_SYNC=1 $(GO) test -count=1 -run 'TestSyncMutation|TestCompactSyncMutation' -v ./jsonlstore/
+	JSONLSTORE_MUTATE_SYNC=1 $(GO) test -count=1 -run 'TestSyncMutation|TestCompactSyncMutation|TestBlobSyncMutation' -v ./jsonlstore/
 
 ## soak: kill test 5000 rounds, lease contention 10000 rounds, power loss
 ## 2000 seeds, compaction crash at every sync point 100 seeds, compaction

@@ -4,9 +4,12 @@
 // for listing, and change events for watching.
 //
 // Adapters implement Store: memstore (in memory, for tests and ephemeral
-// agents), jsonlstore (a directory per session on the local disk). The
-// conformance suite in storetest checks every adapter against the same
-// contract.
+// agents), jsonlstore (a directory per session on the local disk), and
+// pgstore (PostgreSQL, for agents on several machines sharing one store).
+// The conformance suite in storetest checks every adapter against the
+// same contract. Optional interfaces (ContentLoader, Verifier, Exporter,
+// RecordLister, UsageReporter, IDLister, …) offer what some adapters can
+// do, each with a helper that falls back where it can.
 //
 // # The contract in brief
 //

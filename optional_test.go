@@ -44,11 +44,15 @@ func memWith(t *testing.T, ids ...string) *memstore.Store {
 	return st
 }
 
-// TestFallbacks: a store without the optional methods (memstore) is
-// verified, listed, exported and measured from its History.
+// plain is a store with none of the optional methods: the Store
+// interface embedded hides its adapter's others.
+type plain struct{ sessionstore.Store }
+
+// TestFallbacks: a store without the optional methods (memstore, its own
+// hidden) is verified, listed, exported and measured from its History.
 func TestFallbacks(t *testing.T) {
 	ctx := context.Background()
-	st := memWith(t, "a", "b", "c")
+	st := plain{memWith(t, "a", "b", "c")}
 
 	ids, err := sessionstore.IDs(ctx, st)
 	require.NoError(t, err)
@@ -184,4 +188,43 @@ func TestAcquireWithin(t *testing.T) {
 		require.Equal(t, time.Minute+time.Second+10*time.Second, time.Since(start))
 		require.NoError(t, w.Release(ctx))
 	})
+}
+
+// TestReadBlob: the helper reads with the store's own ReadBlob; a store
+// without one holds no content out of line.
+func TestReadBlob(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { _ = st.Close() })
+	content := strings.Repeat("large content ", 2<<10)
+	s := sessiontest.New("a")
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, content, sessiontest.Epoch)))
+	snap, err := sessnap.Of(s)
+	require.NoError(t, err)
+	w, err := st.Create(ctx, snap, sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	light, err := sessionstore.LoadWith(ctx, st, "a", sessionstore.LoadOptions{WithoutContent: true})
+	require.NoError(t, err)
+	ref := light.Snapshot.Messages[0].Parts[0].Ref
+	require.NotNil(t, ref)
+
+	got, err := sessionstore.ReadBlob(ctx, st, "a", *ref)
+	require.NoError(t, err)
+	require.Equal(t, content, string(got))
+	_, err = sessionstore.ReadBlob(ctx, plain{st}, "a", *ref)
+	require.ErrorIs(t, err, sessionstore.ErrNotFound)
+	_, err = sessionstore.ReadBlob(ctx, plain{st}, "../a", *ref)
+	require.ErrorIs(t, err, sessionstore.ErrInvalidID)
+	// Without a ContentLoader, LoadWith loads the content.
+	whole, err := sessionstore.LoadWith(ctx, plain{st}, "a", sessionstore.LoadOptions{WithoutContent: true})
+	require.NoError(t, err)
+	require.Equal(t, content, whole.Snapshot.Messages[0].Parts[0].Text)
+}
+
+func TestSessionUsageAdd(t *testing.T) {
+	var u sessionstore.SessionUsage
+	u.Add(sessionstore.SessionUsage{ID: "a", LogBytes: 1, ArchiveBytes: 2, ForensicBytes: 3, BlobBytes: 4, OtherBytes: 5, TotalBytes: 15})
+	u.Add(sessionstore.SessionUsage{ID: "b", BlobBytes: 10, TotalBytes: 10})
+	require.Equal(t, sessionstore.SessionUsage{LogBytes: 1, ArchiveBytes: 2, ForensicBytes: 3, BlobBytes: 14, OtherBytes: 5, TotalBytes: 25}, u)
 }

@@ -193,6 +193,17 @@ type Writer interface {
 	// schema; ErrWriterFailed for this and every later call once an I/O
 	// error has made the outcome uncertain (the next holder recovers);
 	// ErrClosed after Release or Delete.
+	//
+	// Part content at or above the store's blob threshold is kept out of
+	// line (stored once per session, however often it is attached); reads
+	// give it back in place. A part that holds a session.ContentRef instead
+	// of its content (as LoadWith with WithoutContent returns them) keeps
+	// it as it is, and must name content the session already holds, with
+	// that SHA-256 and size: a reference to anything else (content of
+	// another session, content never stored, a wrong size) is refused with
+	// ErrInvalidSnapshot and nothing is written, so that no stored record
+	// references content the store does not have. Create refuses every
+	// such reference the same way: a new session holds no content yet.
 	Append(ctx context.Context, expected uint64, snap sessnap.Snapshot) (uint64, error)
 
 	// Heartbeat proves the holder alive and checks that the lease is still

@@ -33,6 +33,10 @@ type SessionUsage struct {
 	// ForensicBytes is bytes removed from the log by recovery or repair,
 	// kept for people to inspect.
 	ForensicBytes int64 `json:"forensic_bytes"`
+	// BlobBytes is the part content the session keeps out of line (a file
+	// store's blobs/, as stored: compressed where that pays), each content
+	// counted once however often its parts attach it.
+	BlobBytes int64 `json:"blob_bytes"`
 	// OtherBytes is the rest: lease and summary files, leftovers.
 	OtherBytes int64 `json:"other_bytes"`
 	// TotalBytes is the sum of the above.
@@ -44,6 +48,7 @@ func (u *SessionUsage) Add(v SessionUsage) {
 	u.LogBytes += v.LogBytes
 	u.ArchiveBytes += v.ArchiveBytes
 	u.ForensicBytes += v.ForensicBytes
+	u.BlobBytes += v.BlobBytes
 	u.OtherBytes += v.OtherBytes
 	u.TotalBytes += v.TotalBytes
 }

@@ -66,6 +66,10 @@ func runChild(mode string, args []string) error {
 		return ""
 	}
 	switch mode {
+	case "search-jsonl", "search-floor": // DIR WORD
+		return w7Child(mode, arg(0), arg(1))
+	case "sl-fts5", "sl-bleve": // PATH WORD
+		return slChild(mode, arg(0), arg(1))
 	case "noop":
 		result("ns=0")
 		return nil
@@ -196,6 +200,7 @@ type childResult struct {
 	fields map[string]string
 	wall   time.Duration // from start to exit, as the parent saw it
 	maxRSS int64         // peak resident set size, bytes (-1: unknown)
+	stderr string        // what the child printed on stderr
 }
 
 func (r childResult) ns() time.Duration {
@@ -218,7 +223,7 @@ func spawn(mode string, args ...string) (childResult, error) {
 	if err != nil {
 		return childResult{}, fmt.Errorf("child %s: %w: %s", mode, err, strings.TrimSpace(errb.String()))
 	}
-	res := childResult{fields: map[string]string{}, wall: wall, maxRSS: -1}
+	res := childResult{fields: map[string]string{}, wall: wall, maxRSS: -1, stderr: errb.String()}
 	for line := range strings.Lines(out.String()) {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "result "); ok {
 			for _, kv := range strings.Fields(rest) {

@@ -1,8 +1,8 @@
 // Command sessbench compares sessionstore's jsonlstore (with delta
 // records, and in W2 also with FullRecordsOnly) with a raw
 // O_APPEND+fdatasync baseline, SQLite (modernc.org/sqlite, WAL,
-// synchronous=FULL), bbolt and pgstore on the workloads of DESIGN section
-// 11, all in one run, and prints Markdown tables of the results with
+// synchronous=FULL), bbolt and pgstore on the workloads BENCHMARKS.md
+// describes, all in one run, and prints Markdown tables of the results with
 // ratios.
 //
 //	go run .                 # the full run (several minutes)

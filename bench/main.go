@@ -35,7 +35,16 @@ type config struct {
 	w4Live      int
 	w5MiB       int
 	w5Rounds    int
+	w6MiB       int
+	w6Loads     int
 	preallocOps map[int]int
+	slSessions  int
+	slAppends   int
+	slFresh     int
+	w7Sessions  int
+	w7LargeMiB  int
+	w7Fresh     int
+	w7Appends   int
 }
 
 func fullConfig() config {
@@ -44,7 +53,10 @@ func fullConfig() config {
 		w2Revs: 1000, w3Revs: 10000, w3Loads: 2000,
 		w4Sessions: 10000, w4Fresh: 20, w4Live: 2000,
 		w5MiB: 256, w5Rounds: 3,
+		w6MiB: 256, w6Loads: 5,
 		preallocOps: map[int]int{1 << 10: 2000, 16 << 10: 1500, 256 << 10: 400},
+		slSessions:  10000, slAppends: 500, slFresh: 15,
+		w7Sessions: 10000, w7LargeMiB: 1024, w7Fresh: 15, w7Appends: 480,
 	}
 }
 
@@ -55,7 +67,10 @@ func quickConfig() config {
 		w2Revs: 150, w3Revs: 1000, w3Loads: 300,
 		w4Sessions: 1000, w4Fresh: 5, w4Live: 300,
 		w5MiB: 24, w5Rounds: 1,
+		w6MiB: 16, w6Loads: 3,
 		preallocOps: map[int]int{1 << 10: 200, 16 << 10: 200, 256 << 10: 60},
+		slSessions:  1000, slAppends: 100, slFresh: 5,
+		w7Sessions: 1000, w7LargeMiB: 32, w7Fresh: 5, w7Appends: 96,
 	}
 }
 
@@ -72,11 +87,14 @@ var workloads = []workload{
 	{"W3", runW3},
 	{"W4", runW4},
 	{"W5", runW5},
+	{"W6", runW6},
+	{"SL", runSearchLib},
+	{"W7", runW7},
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "small counts, so that the whole run takes under two minutes")
-	only := flag.String("only", "", "comma-separated workloads to run (W1, prealloc, W2, W3, W4, W5); all when empty")
+	only := flag.String("only", "", "comma-separated workloads to run (W1, prealloc, W2, W3, W4, W5, W6, SL, W7); all when empty")
 	dir := flag.String("dir", "", "working directory (default: a new directory under $TMPDIR); it must be on the file system to measure")
 	out := flag.String("out", "", "also write the tables to this file")
 	pg := flag.Bool("pg", true, "add pgstore rows (W1, W3, W4), on a throwaway PostgreSQL cluster this run starts")

@@ -9,7 +9,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore"
 )
 
-// runPrealloc is the append-at-the-disk's-limit study (issue 8, item 4):
+// runPrealloc is the append-at-the-disk's-limit study:
 // the store's lines for W1's snapshot sizes written durably three ways —
 // growing the file (O_APPEND, what the store does), and overwriting space
 // allocated beforehand at explicit offsets (pwrite), either reserved with

@@ -18,7 +18,7 @@ func (r *report) set(key string, v float64) {
 	r.fig[key] = v
 }
 
-// targets checks issue 8's targets against the figures this run measured
+// targets checks the targets against the figures this run measured
 // (a target whose workload did not run is left out).
 func (r *report) targets() []target {
 	var ts []target
@@ -61,6 +61,29 @@ func (r *report) targets() []target {
 	}
 	if k := "W5/rssMiB"; has(k) {
 		ts = append(ts, target{"W5: compaction peak RSS", "≤ 64 MiB", fmt.Sprintf("%.1f MiB", f[k]), f[k] <= 64})
+	}
+	if k := "W6/last÷first"; has(k) {
+		ts = append(ts, target{fmt.Sprintf("W6: p50 of the last 60 appends ÷ the first 60 (%.0f MiB session)", f["W6/MiB"]), "≤ 1.3×", fmt.Sprintf("%.2f×", f[k]), f[k] <= 1.3})
+	}
+	if k := "W6/last÷raw"; has(k) {
+		ts = append(ts, target{"W6: p50 of the last 60 appends ÷ raw O_APPEND+fdatasync of the new message's bytes", "≤ 3×", fmt.Sprintf("%.2f×", f[k]), f[k] <= 3})
+	}
+	if k := "W6/load÷read"; has(k) {
+		ts = append(ts, target{fmt.Sprintf("W6: Load of the latest revision (%.0f MiB session) ÷ reading its unique content once", f["W6/MiB"]), "≤ 2×", fmt.Sprintf("%.2f×", f[k]), f[k] <= 2})
+	}
+	if k := "W2/jsonl÷sqlite"; has(k) {
+		ts = append(ts, target{"W2: jsonlstore vs SQLite, row per message (revisions/s)", "≥ 1.0×", fmt.Sprintf("%.2f×", f[k]), f[k] >= 1})
+	}
+	for _, v := range []string{"small", "large"} {
+		if k := "W7/" + v + "/ms"; has(k) {
+			ts = append(ts, target{fmt.Sprintf("W7 %s: rare word among the sessions (%s of text), fresh process, exec to exit (p50)", v, fmtBytes(int64(f["W7/"+v+"/MiB"]*(1<<20)))),
+				"≤ 50 ms", fmt.Sprintf("%.1f ms (empty process %.1f ms, floor of proving the index current %.1f ms)", f[k], f["W7/noop-ms"], f["W7/floor-ms"]), f[k] <= 50})
+		}
+	}
+	for _, b := range []int{1, 16} {
+		if k := fmt.Sprintf("W7/append%d", b); has(k) {
+			ts = append(ts, target{fmt.Sprintf("W7: indexing an append's new text, %d append(s) per index write", b), "≤ 20% of the append", fmt.Sprintf("%.0f%%", 100*f[k]), f[k] <= 0.2})
+		}
 	}
 	return ts
 }

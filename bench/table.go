@@ -69,14 +69,14 @@ func rateTable(title string, names []string, s []*sample, raw, sqlite string) *t
 	return t
 }
 
-// target is one of issue 8's targets with the figure measured.
+// target is one of the targets with the figure measured.
 type target struct {
 	what, want, got string
 	met             bool
 }
 
 func targetTable(ts []target) *table {
-	t := &table{title: "Targets (issue 8)", cols: []string{"target", "wanted", "measured", "met"}}
+	t := &table{title: "Targets", cols: []string{"target", "wanted", "measured", "met"}}
 	for _, x := range ts {
 		met := "**missed**"
 		if x.met {

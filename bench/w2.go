@@ -237,6 +237,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	r.set("W2/appended-full", float64(appended[rowFullRecords]))
 	r.set("W2/final", float64(len(final)))
 	r.set("W2/fullrecords÷jsonl", s[rowJSONL].opsPerSec()/s[rowFullRecords].opsPerSec())
+	r.set("W2/jsonl÷sqlite", s[rowJSONL].opsPerSec()/s[rowSQLiteEvents].opsPerSec())
 	r.set("W2/fullsnap÷jsonl", s[rowJSONL].opsPerSec()/s[rowFull].opsPerSec())
 	r.set("W2/jsonl-ms", float64(s[rowJSONL].pct(50))/1e6)
 	r.set("W2/diff-ms", float64(s[rowDiff].pct(50))/1e6)

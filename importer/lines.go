@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
+	"hash/maphash"
 	"io"
 )
 
@@ -128,18 +129,23 @@ func (lr *LineReader) Fill(r *Report) {
 	r.Lines, r.Bytes, r.SHA256 = lr.lines, lr.bytes, hex.EncodeToString(lr.sum.Sum(nil))
 }
 
-// LineSet remembers lines by their SHA-256, to tell a line seen before
-// without keeping the lines. The zero value is empty.
+// LineSet remembers lines by a 128-bit hash, to tell a line seen before
+// without keeping the lines. The hash is hash/maphash under two seeds of
+// the set's own: a hundred times cheaper than SHA-256, and two distinct
+// lines that hash alike (and so one taken for a copy of the other) are a
+// chance of one in 2^128 per pair. The zero value is empty.
 type LineSet struct {
-	seen map[[sha256.Size]byte]struct{}
+	seeds [2]maphash.Seed
+	seen  map[[2]uint64]struct{}
 }
 
 // First reports whether line is new to the set, and adds it.
 func (s *LineSet) First(line []byte) bool {
 	if s.seen == nil {
-		s.seen = make(map[[sha256.Size]byte]struct{})
+		s.seen = make(map[[2]uint64]struct{})
+		s.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
-	k := sha256.Sum256(line)
+	k := [2]uint64{maphash.Bytes(s.seeds[0], line), maphash.Bytes(s.seeds[1], line)}
 	if _, ok := s.seen[k]; ok {
 		return false
 	}

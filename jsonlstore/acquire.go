@@ -72,7 +72,10 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		return rc, err
 	}
 	if last.Kind != KindGap {
-		if _, err := decodeRecord(id, last, snap, s.newPageCache(id)); err != nil {
+		c := s.newPageCache(id)
+		_, err := decodeRecord(id, last, snap, c)
+		c.Close()
+		if err != nil {
 			return rc, err
 		}
 	}
@@ -248,26 +251,13 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: open log %s: %w", id, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("jsonlstore: open log %s: %w", id, err)
-	}
-	if fi.Size() != last.End() {
-		_ = f.Close()
-		return nil, fmt.Errorf("jsonlstore: open log %s: size %d after recovery, expected %d", id, fi.Size(), last.End())
-	}
-	dir, err := vfs.Sub(s.fs, sessionDir(id))
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("jsonlstore: open session %s: %w", id, err)
-	}
 	app, blobs := s.appenderAfterRecovery(id, rc)
-	return &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
-		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
-		report: report, mark: s.markFor(id, lease.Generation(), marked),
-	}, nil
+	w, err := s.newWriter(id, lease, f, last, app, blobs, report, marked)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("jsonlstore: open log %s after recovery: %w", id, err)
+	}
+	return w, nil
 }
 
 // checkNoSymlinks refuses a session directory that contains a symlink: a

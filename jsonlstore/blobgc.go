@@ -102,9 +102,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 		if err := s.fs.Remove(p); err != nil {
 			return c, fmt.Errorf("jsonlstore: collect blobs of %s: %w", id, err)
 		}
-		if w.blobs != nil {
-			delete(w.blobs.known, hash)
-		}
+		w.blobs.forget(hash)
 		c.Blobs++
 		c.Bytes += fi.Size()
 	}

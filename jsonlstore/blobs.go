@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -40,7 +41,7 @@ const (
 	BlobDir = "blobs"
 	// DefaultBlobThreshold is the size from which part content goes out
 	// of line (Options.BlobThreshold).
-	DefaultBlobThreshold = 16 << 10
+	DefaultBlobThreshold = sessionstore.DefaultBlobThreshold
 	blobTmpPrefix        = ".blob-"
 	zstSuffix            = ".zst"
 )
@@ -71,6 +72,13 @@ type blobWriter struct {
 	known     map[string]bool // hashes present in the directory
 	pending   []string        // hashes written since the last sync
 	dirMade   bool            // blobs/ was created since the last sync
+	// arrivals and sizes are the check of references that parts bring
+	// (checkRefs): what was checked, and the content sizes found.
+	arrivals blob.Arrivals
+	sizes    map[string]int64
+	// Files of a session not yet published are synced together, by sync
+	// (createhistory.go), not one by one as they are written.
+	deferred deferredFiles
 }
 
 // blobEncoder compresses blobs. EncodeAll may be called concurrently and
@@ -97,6 +105,19 @@ func (b *blobWriter) Externalize(field string, content []byte) (session.ContentR
 		return session.ContentRef{}, false, err
 	}
 	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
+}
+
+// forget drops what the writer knows of the blob of hash, which a blob
+// collection removed: a later append stores its content again, and a
+// reference to it is checked again (so the check of references already
+// made starts over).
+func (b *blobWriter) forget(hash string) {
+	if b == nil {
+		return
+	}
+	delete(b.known, hash)
+	delete(b.sizes, hash)
+	b.arrivals = blob.Arrivals{}
 }
 
 // PutPage implements record.PageStore: a page is a blob like any other.
@@ -130,11 +151,15 @@ func (b *blobWriter) put(hash string, content []byte) error {
 		return fmt.Errorf("jsonlstore: blob %s: %w", hash, err)
 	}
 	err = writeAll(f, data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil && b.deferred.on {
+		err = b.deferred.add(f) // synced and closed by sync
+	} else {
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err == nil {
 		err = b.fs.Rename(tmp, dir+"/"+blobName(hash, compressed))
@@ -164,6 +189,9 @@ func (b *blobWriter) compress(content []byte) ([]byte, bool) {
 func (b *blobWriter) sync() error {
 	if b == nil || len(b.pending) == 0 && !b.dirMade {
 		return nil
+	}
+	if err := b.deferred.sync(); err != nil {
+		return fmt.Errorf("jsonlstore: sync blobs: %w", err)
 	}
 	if err := b.fs.SyncDir(b.dir + "/" + BlobDir); err != nil {
 		return fmt.Errorf("jsonlstore: sync blobs: %w", err)
@@ -202,13 +230,31 @@ var ErrBlob = errors.New("jsonlstore: blob missing or damaged")
 // not what the reference says, is a *sessionstore.CorruptionError naming
 // the blob file (wrapping ErrBlob).
 func (s *Store) readBlob(id session.SessionID, ref session.ContentRef) ([]byte, error) {
+	return s.readBlobVia(nil, id, ref)
+}
+
+// readBlobVia is readBlob through d, an open blobs/ directory (nil: by
+// path from the root). A reference of size -1 reads a blob of any size
+// (a prefetch, whose user checks the size).
+func (s *Store) readBlobVia(d *blobDirReader, id session.SessionID, ref session.ContentRef) ([]byte, error) {
 	corrupt := func(name string, err error) error {
 		return &sessionstore.CorruptionError{ID: id, Path: blobDir(id) + "/" + name, Err: fmt.Errorf("%w: %w", ErrBlob, err)}
 	}
-	if !validBlobHash(ref.SHA256) || ref.Size < 0 || ref.Size > maxBlobBytes {
+	if !validBlobHash(ref.SHA256) || ref.Size < -1 || ref.Size > maxBlobBytes {
 		return nil, corrupt(ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
 	}
-	content, name, err := s.readBlobFile(id, ref.SHA256, ref.Size)
+	limit := ref.Size
+	if limit < 0 { // a prefetch: the size is checked when the content is used
+		limit = maxBlobBytes
+	}
+	var content []byte
+	var name string
+	var err error
+	if d != nil {
+		content, name, err = d.read(ref.SHA256, limit)
+	} else {
+		content, name, err = s.readBlobFile(id, ref.SHA256, limit)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, corrupt(ref.SHA256, errors.New("no such blob"))
@@ -219,7 +265,7 @@ func (s *Store) readBlob(id session.SessionID, ref session.ContentRef) ([]byte, 
 		}
 		return nil, corrupt(name, err)
 	}
-	if int64(len(content)) != ref.Size {
+	if ref.Size >= 0 && int64(len(content)) != ref.Size {
 		return nil, corrupt(name, fmt.Errorf("holds %d bytes, the reference says %d", len(content), ref.Size))
 	}
 	if sum := sha256.Sum256(content); hex.EncodeToString(sum[:]) != ref.SHA256 {
@@ -231,13 +277,60 @@ func (s *Store) readBlob(id session.SessionID, ref session.ContentRef) ([]byte, 
 // readBlobFile reads the blob of hash (raw or compressed), reading at most
 // size bytes of content (one more to notice a longer one).
 func (s *Store) readBlobFile(id session.SessionID, hash string, size int64) ([]byte, string, error) {
-	dir := blobDir(id)
-	name := blobName(hash, false)
-	f, err := s.fs.OpenFile(dir+"/"+name, osRDONLY, 0)
-	compressed := false
-	if errors.Is(err, fs.ErrNotExist) {
-		name, compressed = blobName(hash, true), true
-		f, err = s.fs.OpenFile(dir+"/"+name, osRDONLY, 0)
+	return readBlobIn(s.fs, blobDir(id)+"/", hash, size, 0)
+}
+
+// blobDirReader reads the blobs of one directory through a descriptor of
+// it, knowing which are compressed from one listing: a blob costs one
+// open, not one per path component and name tried.
+type blobDirReader struct {
+	fs         vfs.SubFS
+	compressed map[string]bool // hash -> stored compressed, as listed
+}
+
+// openBlobDir opens session id's blobs/ for reading, nil when it cannot
+// (readers then go by path).
+func (s *Store) openBlobDir(id session.SessionID) *blobDirReader {
+	sub, err := vfs.Sub(s.fs, blobDir(id))
+	if err != nil {
+		return nil
+	}
+	entries, err := sub.ReadDir(".")
+	if err != nil {
+		_ = sub.Close()
+		return nil
+	}
+	d := &blobDirReader{fs: sub, compressed: make(map[string]bool, len(entries))}
+	for _, e := range entries {
+		if h, z := strings.CutSuffix(e.Name(), zstSuffix); validBlobHash(h) {
+			d.compressed[h] = z
+		}
+	}
+	return d
+}
+
+func (d *blobDirReader) close() { _ = d.fs.Close() } // read-only
+
+func (d *blobDirReader) read(hash string, size int64) ([]byte, string, error) {
+	hint := 0 // not listed (written since): try both names
+	if z, ok := d.compressed[hash]; ok {
+		hint = 1
+		if z {
+			hint = 2
+		}
+	}
+	return readBlobIn(d.fs, "", hash, size, hint)
+}
+
+// readBlobIn reads the blob of hash from fsys under prefix: as is or
+// compressed, whichever is there, trying first what hint says (2:
+// compressed; else as is).
+func readBlobIn(fsys vfs.FS, prefix, hash string, size int64, hint int) ([]byte, string, error) {
+	name, compressed := blobName(hash, hint == 2), hint == 2
+	f, err := fsys.OpenFile(prefix+name, osRDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) { // not listed, or listed under the other name
+		name, compressed = blobName(hash, !compressed), !compressed
+		f, err = fsys.OpenFile(prefix+name, osRDONLY, 0)
 	}
 	if err != nil {
 		return nil, name, err
@@ -254,7 +347,14 @@ func (s *Store) readBlobFile(id session.SessionID, hash string, size int64) ([]b
 		r = dec
 	}
 	var buf bytes.Buffer
-	buf.Grow(int(min(size, 1<<30)))
+	want := size
+	if fi, err := f.Stat(); err == nil && size == maxBlobBytes { // a size not known: about what the file holds
+		want = fi.Size()
+		if compressed {
+			want *= 4
+		}
+	}
+	buf.Grow(int(min(want, 1<<30)))
 	if _, err := io.Copy(&buf, io.LimitReader(r, size+1)); err != nil {
 		return nil, name, err
 	}

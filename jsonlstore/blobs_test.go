@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -194,88 +195,97 @@ func TestBlobDamageIsCorruption(t *testing.T) {
 	}
 }
 
+// blobAck is what the blob workload has been told is done: the last
+// acknowledged revision.
+type blobAck struct{ acked uint64 }
+
+const blPowerID = session.SessionID("pl-blobs")
+
+// blobPowerText is the text revision rev appends: out of line (above the
+// threshold), every third revision the same content again.
+func blobPowerText(rev uint64) string {
+	if rev%3 == 0 {
+		return strings.Repeat("same content ", 3000)
+	}
+	return strings.Repeat(fmt.Sprintf("rev %d ", rev), 3000)
+}
+
+// blobPowerWorkload creates a session and appends 8 revisions whose text
+// goes out of line, on a Recorder (mutate as crashtest.Start takes it).
+func blobPowerWorkload(t testing.TB, mutate int) *crashtest.Recorder[blobAck] {
+	t.Helper()
+	ctx := context.Background()
+	rec := crashtest.Start[blobAck](mutate)
+	defer rec.Stop()
+	st := crashStore(t, rec, fltRoot)
+	s := sessiontest.New(string(blPowerID))
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	rec.Ack.acked = 1
+	for rev := uint64(1); rev <= 8; rev++ {
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, blobPowerText(rev), sessiontest.Epoch)))
+		_, err := w.Append(ctx, rev, sessiontest.Snap(t, s))
+		require.NoError(t, err)
+		rec.Ack.acked = rev + 1
+	}
+	require.NoError(t, w.Release(ctx))
+	rec.Mark("end of workload")
+	return rec
+}
+
+// blobPowerCheck: every acknowledged revision loads with its content, and
+// the cap it was written with is recorded.
+func blobPowerCheck(crashed *vfs.Sim, p crashtest.Point[blobAck], _ crashtest.Crash, _ *rand.Rand) error {
+	ctx := context.Background()
+	st := newStore(fltRoot, nil, crashed, newSimLeaser(crashed, fltRoot), Options{})
+	defer st.Close()
+	if got, err := recordedCap(crashed, sessionDir(blPowerID)); p.Ack.acked > 0 && (err != nil || got < sessionstore.DefaultMaxRecordBytes) {
+		return crashtest.Violate("record-cap", "settings.json records cap %d (%v)", got, err)
+	}
+	for rev := uint64(1); rev <= p.Ack.acked; rev++ {
+		rec, err := st.LoadRevision(ctx, blPowerID, rev)
+		if err != nil {
+			return crashtest.Violate("acknowledged-revision", "revision %d: %w", rev, err)
+		}
+		if len(rec.Snapshot.Messages) != int(rev)-1 {
+			return crashtest.Violate("acknowledged-revision", "revision %d holds %d messages", rev, len(rec.Snapshot.Messages))
+		}
+		if rev > 1 && rec.Snapshot.Messages[rev-2].Parts[0].Text != blobPowerText(rev-1) {
+			return crashtest.Violate("content", "revision %d: the content of message %d is not what was appended", rev, rev-2)
+		}
+	}
+	return nil
+}
+
 // TestBlobsSurvivePowerLoss: with the unkind power-loss model (any subset
 // of unsynced writes and directory operations survives), a crash at any
 // sync point of appends that write blobs never loses an acknowledged
 // revision or its content: a blob is synced, under its name, before the
 // record that references it.
 func TestBlobsSurvivePowerLoss(t *testing.T) {
-	ctx := context.Background()
-	const id = session.SessionID("pl-blobs")
-	text := func(rev uint64) string {
-		if rev%3 == 0 {
-			return strings.Repeat("same content ", 3000) // a blob, again and again
-		}
-		return strings.Repeat(fmt.Sprintf("rev %d ", rev), 3000)
-	}
-	// One run records the sync points; each crash replays up to one.
-	points := 0
-	{
-		sim := vfs.NewSim()
-		st := newStore(fltRoot, nil, sim, newSimLeaser(sim, fltRoot), Options{})
-		sim.OnSync(func(vfs.Op, string) { points++ })
-		blobAppends(t, st, id, text, 8)
-		require.NoError(t, st.Close())
-	}
-	require.Greater(t, points, 10)
-	for k := 1; k <= points; k++ {
-		for seed := range uint64(8) {
-			sim := vfs.NewSim()
-			st := newStore(fltRoot, nil, sim, newSimLeaser(sim, fltRoot), Options{})
-			var crashed *vfs.Sim
-			var acked uint64
-			n := 0
-			sim.OnSync(func(vfs.Op, string) {
-				if n++; n == k {
-					crashed = sim.Snapshot()
-				}
-			})
-			acked = blobAppendsUntil(t, st, id, text, 8, func() bool { return crashed != nil })
-			require.NoError(t, st.Close())
-			require.NotNil(t, crashed)
-			after := crashed.Crash(rand.New(rand.NewPCG(seed, uint64(k))))
-			st2 := newStore(fltRoot, nil, after, newSimLeaser(after, fltRoot), Options{})
-			for rev := uint64(1); rev <= acked; rev++ {
-				rec, err := st2.LoadRevision(ctx, id, rev)
-				require.NoError(t, err, "sync point %d, seed %d: acknowledged revision %d", k, seed, rev)
-				require.Len(t, rec.Snapshot.Messages, int(rev)-1)
-				if rev > 1 {
-					require.Equal(t, text(rev-1), rec.Snapshot.Messages[rev-2].Parts[0].Text)
-				}
-			}
-			require.NoError(t, st2.Close())
-		}
-	}
+	run := blobPowerWorkload(t, -1)
+	points := run.Points()
+	require.Greater(t, len(points), 10)
+	crashtest.Sweep(t, points, 8, blobPowerCheck)
 }
 
-// blobAppends appends n revisions with blobs; blobAppendsUntil stops after
-// the append during which stop became true and returns the last
-// acknowledged revision.
-func blobAppends(t *testing.T, st *Store, id session.SessionID, text func(uint64) string, n int) {
-	blobAppendsUntil(t, st, id, text, n, func() bool { return false })
-}
-
-func blobAppendsUntil(t *testing.T, st *Store, id session.SessionID, text func(uint64) string, n int, stop func() bool) uint64 {
-	t.Helper()
-	ctx := context.Background()
-	s := sessiontest.New(string(id))
-	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-	if stop() {
-		return 0 // the crash came during the creation
+// TestBlobSyncMutation silences each sync call of the blob workload in
+// turn (blob file, blobs/ and session directory, log): some crash must
+// then lose an acknowledged revision or its content (see
+// TestSyncMutation).
+func TestBlobSyncMutation(t *testing.T) {
+	base := blobPowerWorkload(t, -1)
+	ks := make([]int, len(base.Syncs()))
+	for k := range ks {
+		ks[k] = k
 	}
-	require.NoError(t, err)
-	acked := uint64(1)
-	for rev := uint64(1); rev <= uint64(n); rev++ {
-		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, text(rev), sessiontest.Epoch)))
-		_, err := w.Append(ctx, rev, sessiontest.Snap(t, s))
-		if stop() {
-			return acked
-		}
-		require.NoError(t, err)
-		acked = rev + 1
+	seeds := mutQuickSeeds
+	if os.Getenv(mutEnv) == "1" {
+		seeds = mutFullSeeds
 	}
-	require.NoError(t, w.Release(ctx))
-	return acked
+	crashtest.Mutate(t, base, ks, seeds, 0, func(t *testing.T, k int) (*crashtest.Recorder[blobAck], crashtest.Check[blobAck]) {
+		return blobPowerWorkload(t, k), blobPowerCheck
+	})
 }
 
 // TestBackupCopiesBlobs: a backup of a session with blobs is whole: the

@@ -45,8 +45,9 @@ func toolStore(t testing.TB, opts Options, fixtures ...string) (*Store, string) 
 	t.Helper()
 	root := t.TempDir()
 	for _, name := range fixtures {
-		require.NoError(t, os.Mkdir(filepath.Join(root, name), 0o700))
-		require.NoError(t, os.WriteFile(filepath.Join(root, name, LogFile), toolFixture(t, name), 0o600))
+		// The whole fixture: its log, and for format 4 its blobs and
+		// settings.
+		require.NoError(t, os.CopyFS(filepath.Join(root, name), os.DirFS(filepath.Join(fixtureRoot, name))))
 	}
 	st, err := Open(root, opts)
 	require.NoError(t, err)

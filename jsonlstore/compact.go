@@ -408,13 +408,13 @@ type writerOnly struct{ io.Writer }
 // writeSummaryAfterCompaction refreshes summary.json for the new log (its
 // identity changed, so the old summary no longer matches).
 func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
-	last, rec, err := w.s.loadLatest(w.id, v, true)
+	last, sum, err := w.s.latestSummary(w.id, v)
 	if err != nil {
 		return
 	}
 	moved := *last
 	moved.Offset -= cut
-	w.writeSummary(&moved, &rec.Snapshot)
+	w.writeSummaryOf(&moved, sum)
 }
 
 // archiveLeftovers are what crashed compactions left in archive/:

@@ -49,5 +49,13 @@ func conformance(t *testing.T, opts jsonlstore.Options) {
 		Damage: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
 			require.NoError(t, os.Remove(filepath.Join(s.(*jsonlstore.Store).Dir(), string(id), jsonlstore.LogFile)))
 		},
+		Open: func(t *testing.T, s sessionstore.Store) sessionstore.Store {
+			st, err := jsonlstore.Open(s.(*jsonlstore.Store).Dir(), opts)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, st.Close()) })
+			return st
+		},
+		// Full records are format 1 records: their content is inline.
+		InlineContent: opts.FullRecordsOnly,
 	})
 }

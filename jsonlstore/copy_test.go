@@ -46,7 +46,18 @@ const (
 //
 // Then the writers are stopped: each releases cleanly, and the original
 // store holds every revision they acknowledged.
-func TestCopyLiveStore(t *testing.T) {
+func TestCopyLiveStore(t *testing.T) { copyLiveStore(t, false, copyCopies) }
+
+// TestCopyLiveStoreWithBlobs is TestCopyLiveStore with the writers'
+// large content out of line. cp may copy a session's blobs/ before its
+// log, and then the revisions appended between the two reference blobs
+// the copy lacks (README, "Backups"): every revision acknowledged before
+// cp started loads whole from the copy, the latest loads or reports a
+// missing blob, and a salvage of the copy leaves it sound with every such
+// revision kept.
+func TestCopyLiveStoreWithBlobs(t *testing.T) { copyLiveStore(t, true, 3) }
+
+func copyLiveStore(t *testing.T, blobs bool, copies int) {
 	seed := procSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x636f7079))
 	ctx := t.Context()
@@ -56,7 +67,11 @@ func TestCopyLiveStore(t *testing.T) {
 	writers := make([]*proctest.Child, copyWriters)
 	for i := range writers {
 		ids[i] = session.SessionID(fmt.Sprintf("copy-%d", i))
-		writers[i] = startProc(t, procModeAppend, procEnv(dir, ids[i], seed)...)
+		env := procEnv(dir, ids[i], seed)
+		if blobs {
+			env = append(env, procBlobsEnv+"=1")
+		}
+		writers[i] = startProc(t, procModeAppend, env...)
 	}
 	for i, w := range writers {
 		ready := procParseAcquired(t, w.Next(t), "ready")
@@ -77,7 +92,7 @@ func TestCopyLiveStore(t *testing.T) {
 	defer st.Close()
 	var tails, cpNoise int
 	start := time.Now()
-	for c := range copyCopies {
+	for c := range copies {
 		time.Sleep(time.Duration(rng.Int64N(int64(copyDelayMax)))) // a random moment, not a synchronisation
 		before := lastAcks()
 		dst := filepath.Join(t.TempDir(), "copy")
@@ -96,7 +111,7 @@ func TestCopyLiveStore(t *testing.T) {
 			written[i] = rec.Revision
 		}
 		t0 := time.Now()
-		tails += copyCheck(t, dst, ids, seed, before, written)
+		tails += copyCheck(t, dst, ids, seed, before, written, blobs)
 		t.Logf("copy %d: revisions %v..%v, checked in %s", c, before, written, time.Since(t0).Round(time.Millisecond))
 		// The originals are unaffected: still held by their writers, whose
 		// appends go on.
@@ -142,7 +157,7 @@ func TestCopyLiveStore(t *testing.T) {
 	require.Positive(t, kinds[KindDelta], "the copies caught delta records: %v", kinds)
 	t.Logf("%d copies of a store with %d live writers in %s; %d copies of a log ended with a torn write; "+
 		"cp complained of %d vanished temporary files; final revisions %v",
-		copyCopies, copyWriters, elapsed.Round(time.Millisecond), tails, cpNoise, lastAcks())
+		copies, copyWriters, elapsed.Round(time.Millisecond), tails, cpNoise, lastAcks())
 }
 
 // copyCheckCp checks the result of cp: success, or a failure whose every
@@ -168,12 +183,34 @@ func copyCheckCp(t *testing.T, out []byte, err error) int {
 // of its sessions whose log ended with a torn write. Before holds the
 // revisions acknowledged before cp started, written the originals' latest
 // revisions after it ended.
-func copyCheck(t *testing.T, dst string, ids []session.SessionID, seed uint64, before, written []uint64) int {
+func copyCheck(t *testing.T, dst string, ids []session.SessionID, seed uint64, before, written []uint64, blobs bool) int {
 	t.Helper()
 	ctx := t.Context()
 	cs, err := Open(dst, Options{})
 	require.NoError(t, err)
 	defer cs.Close()
+	if blobs {
+		for i, id := range ids {
+			for rev := uint64(1); rev <= before[i]; rev++ {
+				rec, err := cs.LoadRevision(ctx, id, rev)
+				require.NoError(t, err, "%s revision %d, acknowledged before cp started", id, rev)
+				require.NoError(t, procCheckRecord(id, seed, rec))
+			}
+			if _, err := cs.Load(ctx, id); err != nil {
+				require.ErrorIs(t, err, ErrBlob, "%s in the copy: a later revision may lack a blob, nothing else", id)
+				_, err := cs.Repair(ctx, id, RepairOptions{Salvage: true})
+				require.NoError(t, err, "%s: salvage of the copy", id)
+				vr, err := cs.Verify(ctx, id)
+				require.NoError(t, err)
+				require.True(t, vr.OK(), "%s: the salvaged copy is sound: %+v", id, vr)
+				for rev := uint64(1); rev <= before[i]; rev++ {
+					_, err := cs.LoadRevision(ctx, id, rev)
+					require.NoError(t, err, "%s revision %d after the salvage", id, rev)
+				}
+			}
+		}
+		return 0
+	}
 
 	page, err := cs.List(ctx, summary.Query{})
 	require.NoError(t, err)

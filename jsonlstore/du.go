@@ -18,8 +18,9 @@ type DUReport = sessionstore.UsageReport
 
 // SessionDU is the disk usage of one session, by kind of file: its
 // log.jsonl, everything under archive/, everything under forensic/ (bytes
-// recovery or repair removed from the log), and the rest (lease and
-// summary files, leftovers).
+// recovery or repair removed from the log), everything under blobs/ (part
+// content kept out of line, as stored), and the rest (lease and summary
+// files, leftovers).
 type SessionDU = sessionstore.SessionUsage
 
 // DiskUsage reports the bytes each given session occupies (all sessions,
@@ -90,11 +91,13 @@ func (s *Store) sessionDU(ctx context.Context, id session.SessionID) (SessionDU,
 			u.ArchiveBytes += n
 		case e.Name() == ForensicDir && e.IsDir():
 			u.ForensicBytes += n
+		case e.Name() == BlobDir && e.IsDir():
+			u.BlobBytes += n
 		default:
 			u.OtherBytes += n
 		}
 	}
-	u.TotalBytes = u.LogBytes + u.ArchiveBytes + u.ForensicBytes + u.OtherBytes
+	u.TotalBytes = u.LogBytes + u.ArchiveBytes + u.ForensicBytes + u.BlobBytes + u.OtherBytes
 	return u, nil
 }
 

@@ -54,3 +54,18 @@ func TestDU(t *testing.T) {
 	_, err = st.DiskUsage(ctx, "gone")
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 }
+
+// TestDUBlobs: blobs/ counts as BlobBytes, as stored, and in the total.
+func TestDUBlobs(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	withBlobs(t, st, "blobs")
+	rep, err := st.DiskUsage(ctx, "blobs")
+	require.NoError(t, err)
+	u := rep.Sessions[0]
+	require.Equal(t, dirBytes(t, filepath.Join(st.Dir(), "blobs", BlobDir)), u.BlobBytes)
+	require.Positive(t, u.BlobBytes)
+	require.Equal(t, dirBytes(t, filepath.Join(st.Dir(), "blobs")), u.TotalBytes)
+	require.Equal(t, u.LogBytes+u.BlobBytes+u.OtherBytes, u.TotalBytes)
+	require.Equal(t, u.BlobBytes, rep.Total.BlobBytes)
+}

@@ -47,6 +47,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		defer h.Close()
 		snaps := record.NewSnapshots(id, v.maxPayload)
 		blobs := s.newBlobCache(id)
+		defer blobs.Close()
 		for h.Next() {
 			// Every snapshot is rebuilt, also those already written (a
 			// retry reads from the start): a delta needs its base.
@@ -82,7 +83,9 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if err != nil {
 			return err
 		}
-		if snap, err = exportSnapshot(id, last, snap, s.newBlobCache(id)); err != nil {
+		c := s.newBlobCache(id)
+		defer c.Close()
+		if snap, err = exportSnapshot(id, last, snap, c); err != nil {
 			return err
 		}
 		if out, err = sessionstore.IndentSnapshot(snap); err != nil {

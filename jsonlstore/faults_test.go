@@ -24,7 +24,7 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// The fault tests (DESIGN section 10, test 3) inject I/O errors through a
+// The fault tests inject I/O errors through a
 // vfs.Faulty, over a vfs.Sim and over the real file system, into every
 // step the store takes: an append (ENOSPC mid-write, a short write, EIO on
 // fdatasync), a creation, a recovery, a summary refresh. An append's

@@ -408,7 +408,7 @@ func TestFixtures(t *testing.T) {
 	}
 	entries, err := os.ReadDir(fixtureRoot)
 	require.NoError(t, err)
-	require.Len(t, entries, len(tests)+len(format3Fixtures), "every fixture has a row and every row a fixture")
+	require.Len(t, entries, len(tests)+len(format3Fixtures)+len(format4Fixtures), "every fixture has a row and every row a fixture")
 	for name := range format3Fixtures {
 		delete(cases, name) // TestFormat3Fixtures checks them
 	}

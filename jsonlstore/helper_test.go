@@ -42,6 +42,9 @@ const (
 	procDirEnv  = "JSONLSTORE_PROC_DIR"
 	procIDEnv   = "JSONLSTORE_PROC_ID"
 	procSeedEnv = "JSONLSTORE_PROC_SEED"
+	// procBlobsEnv=1 makes an append helper keep large content out of
+	// line (the store's default) instead of inline.
+	procBlobsEnv = "JSONLSTORE_PROC_BLOBS"
 	// procSeedOverrideEnv fixes the seed of a process test, to replay a
 	// failing run (each test logs its seed).
 	procSeedOverrideEnv = "JSONLSTORE_SEED"
@@ -68,7 +71,12 @@ const (
 	procModeHold = "hold"
 	// The compaction children (compact_kill_test.go, compact_bench_test.go)
 	// open the store themselves: see compactChild.
-	procModeCompact      = "compact"
+	procModeCompact = "compact"
+	// procModeGrow: acquire session ID (creating it if it does not
+	// exist), print "ready", then grow its conversation by one message
+	// of words (searchGrowText) an append, printing "ack REV" after each,
+	// until stdin closes (search_proc_test.go).
+	procModeGrow         = "grow"
 	procModeBenchCompact = "bench-compact"
 	procModeBenchRaw     = "bench-raw"
 )
@@ -312,8 +320,13 @@ func procHelper(mode string) error {
 		return fmt.Errorf("%s: %w", procSeedEnv, err)
 	}
 	// Content stays inline (BlobThreshold -1): a large revision is one
-	// large write(2) of the log, which the kill tests aim at.
-	st, err := Open(os.Getenv(procDirEnv), Options{BlobThreshold: -1})
+	// large write(2) of the log, which the kill tests aim at; with
+	// procBlobsEnv, it goes out of line as the store's default does.
+	opts := Options{BlobThreshold: -1}
+	if os.Getenv(procBlobsEnv) == "1" {
+		opts.BlobThreshold = 0
+	}
+	st, err := Open(os.Getenv(procDirEnv), opts)
 	if err != nil {
 		return err
 	}
@@ -332,6 +345,8 @@ func procHelper(mode string) error {
 		}
 	}
 	switch mode {
+	case procModeGrow:
+		return searchGrow(ctx, st, id, seed, stopped)
 	case procModeAppend:
 		w, err := procAcquireOrCreate(ctx, st, id, seed)
 		if err != nil {

@@ -204,6 +204,7 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 			defer h.Close()
 			snaps := record.NewSnapshots(id, v.maxPayload)
 			blobs := s.newBlobCache(id)
+			defer blobs.Close()
 			for h.Next() {
 				if err := ctx.Err(); err != nil {
 					return err

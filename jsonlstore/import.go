@@ -3,12 +3,15 @@ package jsonlstore
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -49,13 +52,21 @@ func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
 // with a free lease whose generation is above every generation in the
 // records, and a summary.
 //
+// The content the records reference (their blobs) comes from blobs, once
+// per content, checked against its reference's size and SHA-256, and is
+// written into the new session's blobs/ (compressed where that pays) and
+// synced before the session is published. A reference blobs cannot
+// satisfy (nil blobs, content it lacks or gives wrong) is corruption at
+// the first record that holds it: nothing is created.
+//
 // Import returns the number of records. Errors: ErrInvalidID, ErrClosed,
 // ErrExists, a *sessionstore.CorruptionError for a line that fails its
-// checks (nothing is created), a *sessionstore.NewerRecordError for a
-// record of a newer program, a *sessionstore.GapError when the last
-// record is a gap, lines' own errors, I/O errors. As with Create, on error
-// the session either does not exist or exists whole.
-func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error]) (n int, err error) {
+// checks or a blob the source lacks (nothing is created), a
+// *sessionstore.NewerRecordError for a record of a newer program, a
+// *sessionstore.GapError when the last record is a gap, lines' and blobs'
+// own errors, I/O errors. As with Create, on error the session either does
+// not exist or exists whole.
+func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error], blobs sessionstore.BlobSource) (n int, err error) {
 	if err := s.check(ctx, id); err != nil {
 		return 0, err
 	}
@@ -90,6 +101,9 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	var latest sessionstore.Record
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
+	copied := newBlobWriter(s.fs, b.tmp, 0)
+	seen := map[string]bool{}
+	pages := map[string][]byte{} // the latest record's pages, by SHA-256
 	for rd.Next() {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -99,7 +113,17 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			return 0, err
 		}
 		if r.Kind != KindGap {
-			if latest, err = decodeRecord(id, r, snaps.Bytes(), s.newPageCache(id)); err != nil {
+			snap := snaps.Bytes()
+			pc, err := s.importPages(id, r, snap, blobs, copied, pages)
+			if err != nil {
+				return 0, err
+			}
+			latest, err = decodeRecord(id, r, snap, pc)
+			pc.Close()
+			if err != nil {
+				return 0, err
+			}
+			if err := copyBlobs(id, r, latest.Snapshot.Messages, blobs, copied, seen); err != nil {
 				return 0, err
 			}
 		}
@@ -125,6 +149,9 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	}
 	if err != nil {
 		return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+	}
+	if err = copied.sync(); err != nil {
+		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, err)
 	}
 
 	// Retake the lease above the records' generations, so that the lease
@@ -178,4 +205,61 @@ func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap
 	if err := sw.write(dir, sf); err != nil {
 		s.opts.Logger.Warn("jsonlstore: summary not written", "session", b.id, "err", err)
 	}
+}
+
+// importPages copies into w the pages snap (record r's snapshot)
+// references, from src, checked, and returns a light cache holding them,
+// for decodeRecord: they are not in the session's directory yet. held is
+// the pages of the record before (a chain's records share its full
+// record's), kept so that each is read from src once, and becomes r's.
+func (s *Store) importPages(id session.SessionID, r *rawRecord, snap []byte, src sessionstore.BlobSource, w *blobWriter, held map[string][]byte) (*blobCache, error) {
+	c := s.newPageCache(id)
+	var err error
+	if perr := record.Pages(snap, func(p record.PageRef) {
+		if err != nil {
+			return
+		}
+		content, ok := held[p.SHA256]
+		if !ok {
+			content, err = copyBlob(id, r, session.ContentRef{SHA256: p.SHA256, Size: p.Size}, src, w)
+		}
+		c.m[p.SHA256] = content
+	}); perr != nil {
+		return nil, pageAt(id, r, perr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	clear(held)
+	maps.Copy(held, c.m)
+	return c, nil
+}
+
+// copyBlobs writes into w the content of every reference in msgs (the
+// snapshot of record r) not copied before (seen), from src, checked.
+func copyBlobs(id session.SessionID, r *rawRecord, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobWriter, seen map[string]bool) error {
+	var err error
+	msgs.Refs(func(ref session.ContentRef) {
+		if err != nil || seen[ref.SHA256] {
+			return
+		}
+		if _, err = copyBlob(id, r, ref, src, w); err == nil {
+			seen[ref.SHA256] = true
+		}
+	})
+	return err
+}
+
+// copyBlob writes into w the blob ref names (a page, or part content), from
+// src, checked, and returns it. A reference src cannot satisfy is
+// corruption at r, the record that references it.
+func copyBlob(id session.SessionID, r *rawRecord, ref session.ContentRef, src sessionstore.BlobSource, w *blobWriter) ([]byte, error) {
+	content, err := blob.Fetch(src, ref)
+	if errors.Is(err, blob.ErrMissing) {
+		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", ErrBlob, err)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return content, w.put(ref.SHA256, content)
 }

@@ -87,7 +87,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 	lines := collectLines(t, src, id)
 	require.Len(t, lines, 14)
 
-	n, err := dst.Import(ctx, id, src.RecordLines(ctx, id))
+	n, err := dst.Import(ctx, id, src.RecordLines(ctx, id), nil)
 	require.NoError(t, err)
 	require.Equal(t, 14, n)
 	require.Equal(t, lines, collectLines(t, dst, id))
@@ -117,7 +117,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w2.Release(ctx))
 
-	_, err = dst.Import(ctx, id, seqOf(lines))
+	_, err = dst.Import(ctx, id, seqOf(lines), nil)
 	require.ErrorIs(t, err, sessionstore.ErrExists)
 	ids, err := dst.IDs(ctx)
 	require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestImportRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := openTestStore(t)
-			n, err := st.Import(ctx, id, seqOf(tc.lines))
+			n, err := st.Import(ctx, id, seqOf(tc.lines), nil)
 			require.Error(t, err)
 			require.Zero(t, n)
 			if tc.wantErr != nil {
@@ -176,7 +176,7 @@ func TestImportRefuses(t *testing.T) {
 	t.Run("a newer program's record", func(t *testing.T) {
 		st := openTestStore(t)
 		lines := fixtureLines("newer-format-v5")
-		_, err := st.Import(ctx, "newer-format-v5", seqOf(lines[:len(lines)-1]))
+		_, err := st.Import(ctx, "newer-format-v5", seqOf(lines[:len(lines)-1]), nil)
 		var ne *sessionstore.NewerRecordError
 		require.ErrorAs(t, err, &ne)
 		require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
@@ -186,11 +186,11 @@ func TestImportRefuses(t *testing.T) {
 		st := openTestStore(t)
 		lines := fixtureLines("repaired-gap")
 		lines = lines[:len(lines)-1] // the empty piece after the last newline
-		n, err := st.Import(ctx, "repaired-gap", seqOf(lines))
+		n, err := st.Import(ctx, "repaired-gap", seqOf(lines), nil)
 		require.NoError(t, err)
 		require.Equal(t, len(lines), n)
 		require.Equal(t, lines, collectLines(t, st, "repaired-gap"))
-		_, err = openTestStore(t).Import(ctx, "repaired-gap", seqOf(lines[:4])) // revisions 1-3 and the gap of 4-5
+		_, err = openTestStore(t).Import(ctx, "repaired-gap", seqOf(lines[:4]), nil) // revisions 1-3 and the gap of 4-5
 		require.ErrorIs(t, err, sessionstore.ErrRevisionsMissing, "a log does not end in a gap")
 	})
 	t.Run("source error", func(t *testing.T) {
@@ -200,13 +200,13 @@ func TestImportRefuses(t *testing.T) {
 			if yield(good[0], nil) {
 				yield(nil, boom)
 			}
-		})
+		}, nil)
 		require.ErrorIs(t, err, boom)
 		requireNoSession(t, st, id)
 	})
 	t.Run("good", func(t *testing.T) {
 		st := openTestStore(t)
-		n, err := st.Import(ctx, id, seqOf(good))
+		n, err := st.Import(ctx, id, seqOf(good), nil)
 		require.NoError(t, err)
 		require.Equal(t, len(good), n)
 		require.Equal(t, good, collectLines(t, st, id))
@@ -248,7 +248,7 @@ func TestFaultImport(t *testing.T) {
 	}
 	{
 		e := fltOnSim(vfs.NewSim())
-		_, err := e.st.Import(ctx, id, seqOf(lines))
+		_, err := e.st.Import(ctx, id, seqOf(lines), nil)
 		require.NoError(t, err)
 		for _, c := range fltCalls(e.faulty) {
 			cases = append(cases, tc{fmt.Sprintf("%s#%d", c.op, c.k), vfs.Fault{Op: c.op, After: c.k}})
@@ -258,7 +258,7 @@ func TestFaultImport(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := fltOpen(t, "sim", false)
 			e.faulty.Inject(c.fault)
-			n, err := e.st.Import(ctx, id, seqOf(lines))
+			n, err := e.st.Import(ctx, id, seqOf(lines), nil)
 			require.Equal(t, 1, e.faulty.Fired(c.fault.Op), "the fault fired")
 			after := e.sim.Snapshot()
 			e.faulty.Clear()
@@ -303,7 +303,7 @@ func fltImportOutcome(t *testing.T, st *Store, id session.SessionID, lines [][]b
 	_, lerr := st.Load(ctx, id)
 	if errors.Is(lerr, sessionstore.ErrNotFound) {
 		require.Error(t, err, "Import succeeded but the session is missing")
-		n, err := st.Import(ctx, id, seqOf(lines))
+		n, err := st.Import(ctx, id, seqOf(lines), nil)
 		require.NoError(t, err, "nothing there: importing again works")
 		require.Equal(t, len(lines), n)
 		return false

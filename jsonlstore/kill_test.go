@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func TestKillDuringAppend(t *testing.T) {
 		n := min(rounds, killEpochRounds)
 		rounds -= n
 		id := session.SessionID(fmt.Sprintf("kill-%d", epoch))
-		s := killEpoch(t, st, dir, id, seed, rng, n)
+		s := killEpoch(t, st, dir, id, seed, rng, n, false)
 		t.Logf("%s: %s", id, s)
 		total.add(s)
 		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(logPath(id)))) {
@@ -75,7 +76,30 @@ func TestKillDuringAppend(t *testing.T) {
 	}
 }
 
+// TestKillDuringAppendWithBlobs is TestKillDuringAppend with content out
+// of line: the helpers' large revisions go into blobs (and a long session
+// into pages), so the kills land in blob writes too. Every acknowledged
+// revision must load with its content, and the store must verify at the
+// end (every referenced blob there and whole).
+func TestKillDuringAppendWithBlobs(t *testing.T) {
+	rounds := min(proctest.EnvInt(t, killRoundsEnv, killRounds), killBlobRounds)
+	seed := procSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 0x626c6f62))
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	require.NoError(t, err)
+	verifyAtCleanup(t, st)
+	t.Cleanup(func() { st.Close() })
+	s := killEpoch(t, st, dir, "kill-blobs", seed, rng, rounds, true)
+	t.Logf("kill-blobs: %s", s)
+	names, err := st.blobNames("kill-blobs")
+	require.NoError(t, err)
+	require.NotEmpty(t, names, "the helpers wrote blobs")
+}
+
 const (
+	// killBlobRounds bounds TestKillDuringAppendWithBlobs's rounds.
+	killBlobRounds = 80
 	// killRounds is the number of holders TestKillDuringAppend kills;
 	// killRoundsEnv overrides it (make soak: 5000).
 	killRounds    = 200
@@ -107,6 +131,7 @@ type killStats struct {
 	appended  uint64 // revisions the helpers wrote
 	logBytes  int64
 	tails     int // rounds whose recovery removed a tail
+	tornBlobs int // temporary blob files a takeover swept
 	tailBytes int64
 	unacked   int // rounds that left a whole record the helper had not acknowledged
 	histories int // full history reads after a kill
@@ -116,6 +141,7 @@ type killStats struct {
 }
 
 func (s *killStats) add(o killStats) {
+	s.tornBlobs += o.tornBlobs
 	s.rounds += o.rounds
 	for i := range s.how {
 		s.how[i] += o.how[i]
@@ -134,13 +160,13 @@ func (s *killStats) add(o killStats) {
 func (s killStats) String() string {
 	return fmt.Sprintf("%d rounds (kills: %d at once, %d after a delay, %d right after an ack, %d aimed at a large write); "+
 		"%d revisions appended, log %d KiB; tails removed in %d rounds (%d KiB in all); "+
-		"%d rounds left a whole unacknowledged record; reads after kills %s (%d full histories, %d of them with a torn tail); recoveries %s",
+		"%d rounds left a whole unacknowledged record; %d torn blob files swept; reads after kills %s (%d full histories, %d of them with a torn tail); recoveries %s",
 		s.rounds, s.how[0], s.how[1], s.how[2], s.how[3], s.appended, s.logBytes>>10, s.tails, s.tailBytes>>10,
-		s.unacked, s.reads.Round(time.Millisecond), s.histories, s.tornReads, s.recovers.Round(time.Millisecond))
+		s.unacked, s.tornBlobs, s.reads.Round(time.Millisecond), s.histories, s.tornReads, s.recovers.Round(time.Millisecond))
 }
 
 // killEpoch runs rounds kill rounds on session id (see TestKillDuringAppend).
-func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed uint64, rng *rand.Rand, rounds int) killStats {
+func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed uint64, rng *rand.Rand, rounds int, blobs bool) killStats {
 	t.Helper()
 	ctx := t.Context()
 	logFile := filepath.Join(dir, filepath.FromSlash(logPath(id)))
@@ -155,7 +181,11 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 		if deadline, ok := t.Deadline(); ok && time.Until(deadline) < killDeadlineMargin {
 			t.Fatalf("%s: stopped before round %d: the test's deadline is near (a soak run needs a larger -timeout)", id, round)
 		}
-		child := startProc(t, procModeAppend, procEnv(dir, id, seed)...)
+		env := procEnv(dir, id, seed)
+		if blobs {
+			env = append(env, procBlobsEnv+"=1")
+		}
+		child := startProc(t, procModeAppend, env...)
 		ready := procParseAcquired(t, child.Next(t), "ready")
 		if round == 0 {
 			require.Equal(t, procAcquired{Gen: 1, Rev: 1}, ready, "%s: the first helper creates the session", id)
@@ -228,7 +258,7 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 			s.tails++
 			s.tailBytes += rep.TailBytes
 			require.Equal(t, size, rep.TailOffset+rep.TailBytes, "%s round %d: the tail ends where the log did", id, round)
-			killCheckTail(t, dir, rep, id, seed, rec.Revision, ready.Gen)
+			killCheckTail(t, dir, rep, id, seed, rec.Revision, ready.Gen, blobs)
 			after, torn := killLogEnd(t, logFile)
 			require.False(t, torn)
 			require.Equal(t, rep.TailOffset, after, "%s round %d: log size after recovery", id, round)
@@ -237,6 +267,11 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 		require.NoError(t, err)
 		require.Equal(t, rec.Revision, after.Revision, "%s round %d: load after recovery", id, round)
 		s.recovers += time.Since(t0)
+		for _, p := range rep.Swept {
+			if strings.Contains(p, "/"+BlobDir+"/") {
+				s.tornBlobs++
+			}
+		}
 
 		s.appended += rec.Revision - ready.Rev
 		latest, lastGen = w.Revision(), w.Generation()
@@ -252,13 +287,37 @@ func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed u
 // reported size, it is not a whole line, and it is a prefix of the line
 // the dead holder (generation gen) was writing for revision last+1 — the
 // torn write, and nothing else.
-func killCheckTail(t *testing.T, dir string, rep sessionstore.RecoveryReport, id session.SessionID, seed, last, gen uint64) {
+func killCheckTail(t *testing.T, dir string, rep sessionstore.RecoveryReport, id session.SessionID, seed, last, gen uint64, blobs bool) {
 	t.Helper()
 	require.NotEmpty(t, rep.ForensicFile)
 	tail, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rep.ForensicFile)))
 	require.NoError(t, err, "forensic file")
 	require.Len(t, tail, int(rep.TailBytes), "forensic file size")
 	require.NotContains(t, string(tail), "\n", "a torn append leaves no newline")
+	if blobs {
+		// With content out of line the line's payload depends on the
+		// writer's chain and pages: the tail must be the start of revision
+		// last+1's line by this holder, of a kind it writes.
+		for _, v := range []int{record.Version1, record.Version2, record.Version4} {
+			head := fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, v, sessnap.SchemaVersion, last+1, gen)
+			n := min(len(tail), len(head))
+			if !bytes.Equal(head[:n], tail[:n]) {
+				continue
+			}
+			rest := tail[n:]
+			if q := bytes.IndexByte(rest, '"'); q >= 0 {
+				rest = rest[q+1:]
+				for _, kind := range []string{`,"kind":"full","len":`, `,"kind":"delta","len":`} {
+					if m := min(len(rest), len(kind)); bytes.Equal(rest[:m], []byte(kind)[:m]) {
+						return
+					}
+				}
+				continue
+			}
+			return
+		}
+		t.Fatalf("tail of %d bytes is not the start of revision %d's line: %.80q", len(tail), last+1, tail)
+	}
 
 	// The torn line was a full record (format 1) or a delta (format 2)
 	// against revision last, whichever the writer's chain policy chose.

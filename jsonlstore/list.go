@@ -93,13 +93,10 @@ func (s *Store) summaryFromLog(ctx context.Context, id session.SessionID) (summa
 	var sum summary.Summary
 	var st catalog.LogState
 	err := s.read(ctx, id, func(v *view) error {
-		last, rec, err := s.loadLatest(id, v, true)
-		if err != nil {
-			return err
-		}
-		sum = projectRecord(last, &rec.Snapshot, v.size)
+		var err error
+		_, sum, err = s.latestSummary(id, v)
 		st = catalog.LogState{Dev: v.id.Dev, Ino: v.id.Ino, Size: v.size, Mtime: v.mtime}
-		return nil
+		return err
 	})
 	return sum, st, err
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -22,11 +25,16 @@ func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache)
 	if err != nil {
 		return sessionstore.Record{}, pageAt(id, r, err)
 	}
+	if !c.light {
+		// The blobs are read (on every core) while the snapshot decodes.
+		defer c.prefetch(snap)()
+	}
 	decoded, err := decodeSnapshot(id, r, snap)
 	if err != nil {
 		return sessionstore.Record{}, err
 	}
 	if !c.light {
+		c.wait()
 		if err := decoded.Messages.Resolve(c.fetch); err != nil {
 			return sessionstore.Record{}, blobAt(r, err)
 		}
@@ -64,27 +72,38 @@ func pageAt(id session.SessionID, r *rawRecord, err error) error {
 // most blobCacheBytes (then starts again). A light cache reads pages only:
 // the parts' content stays out of line.
 type blobCache struct {
+	light bool
+	*blobShared
+}
+
+// blobShared is a blobCache's blobs, shared by its light view.
+type blobShared struct {
 	s     *Store
 	id    session.SessionID
-	light bool
-	m     map[string][]byte
-	size  int64
+	dir   *blobDirReader // opened at the first fetch
+	tried bool
+
+	mu       sync.Mutex // guards m and size while a prefetch runs
+	m        map[string][]byte
+	size     int64
+	inflight sync.WaitGroup
 }
 
 const blobCacheBytes = 256 << 20
 
-// newBlobCache returns a cache for reads with the content.
+// newBlobCache returns a cache for reads with the content. Close it.
 func (s *Store) newBlobCache(id session.SessionID) *blobCache {
-	return &blobCache{s: s, id: id, m: map[string][]byte{}}
+	return &blobCache{blobShared: &blobShared{s: s, id: id, m: map[string][]byte{}}}
 }
 
 // newPageCache returns a cache for reads without the content (light).
+// Close it.
 func (s *Store) newPageCache(id session.SessionID) *blobCache {
-	return &blobCache{s: s, id: id, light: true, m: map[string][]byte{}}
+	return &blobCache{light: true, blobShared: &blobShared{s: s, id: id, m: map[string][]byte{}}}
 }
 
 // cacheFor returns the cache for a read with the content, or, light,
-// without it.
+// without it. Close it.
 func (s *Store) cacheFor(id session.SessionID, light bool) *blobCache {
 	if light {
 		return s.newPageCache(id)
@@ -92,11 +111,18 @@ func (s *Store) cacheFor(id session.SessionID, light bool) *blobCache {
 	return s.newBlobCache(id)
 }
 
-// withoutContent returns a light cache sharing c's blobs.
+// withoutContent returns a light cache sharing c's blobs (and c's
+// directory: close c, not it).
 func (c *blobCache) withoutContent() *blobCache {
-	l := *c
-	l.light = true
-	return &l
+	return &blobCache{light: true, blobShared: c.blobShared}
+}
+
+// Close releases the blob directory the cache holds open.
+func (c *blobCache) Close() {
+	if c.dir != nil {
+		c.dir.close()
+		c.dir = nil
+	}
 }
 
 func (c *blobCache) page(p record.PageRef) ([]byte, error) {
@@ -104,21 +130,98 @@ func (c *blobCache) page(p record.PageRef) ([]byte, error) {
 }
 
 func (c *blobCache) fetch(ref session.ContentRef) ([]byte, error) {
-	if b, ok := c.m[ref.SHA256]; ok && int64(len(b)) == ref.Size {
+	c.mu.Lock()
+	b, ok := c.m[ref.SHA256]
+	c.mu.Unlock()
+	if ok && int64(len(b)) == ref.Size {
 		return b, nil
 	}
-	b, err := c.s.readBlob(c.id, ref)
+	c.open()
+	b, err := c.s.readBlobVia(c.dir, c.id, ref)
 	if err != nil {
 		return nil, err
 	}
+	c.keep(ref.SHA256, b)
+	return b, nil
+}
+
+func (c *blobCache) open() {
+	if !c.tried {
+		c.tried = true
+		c.dir = c.s.openBlobDir(c.id) // nil when it cannot: names are then resolved one by one
+	}
+}
+
+// keep caches b, the content of hash, unless the cache is full (a
+// prefetch stops then) or, for a fetch, after emptying it.
+func (c *blobCache) keep(hash string, b []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.size+int64(len(b)) > blobCacheBytes {
 		clear(c.m)
 		c.size = 0
 	}
-	c.m[ref.SHA256] = b
+	c.m[hash] = b
 	c.size += int64(len(b))
-	return b, nil
+	return true
 }
+
+// prefetch starts reading into c the blobs snap references (found in its
+// bytes, scanRefs), on as many goroutines as there are cores, up to what
+// the cache holds; wait waits for them, and so does the function it
+// returns (for a caller that returns early). A blob that fails to read is
+// left out: the fetch that needs it reads it again and reports why.
+func (c *blobCache) prefetch(snap []byte) func() {
+	var hashes []string
+	seen := map[string]bool{}
+	c.mu.Lock()
+	scanRefs(snap, func(hash string, page bool) {
+		if _, cached := c.m[hash]; !page && !cached && !seen[hash] {
+			seen[hash] = true
+			hashes = append(hashes, hash)
+		}
+	})
+	c.mu.Unlock()
+	if len(hashes) < 2 {
+		return c.wait
+	}
+	c.open()
+	next := make(chan string)
+	var budget atomic.Int64
+	budget.Store(blobCacheBytes - c.size)
+	workers := min(runtime.GOMAXPROCS(0), len(hashes))
+	c.inflight.Add(workers + 1)
+	go func() {
+		defer c.inflight.Done()
+		defer close(next)
+		for _, h := range hashes {
+			if budget.Load() <= 0 {
+				return
+			}
+			next <- h
+		}
+	}()
+	for range workers {
+		go func() {
+			defer c.inflight.Done()
+			for h := range next {
+				b, err := c.s.readBlobVia(c.dir, c.id, session.ContentRef{SHA256: h, Size: -1})
+				if err == nil && budget.Add(-int64(len(b))) >= 0 {
+					c.mu.Lock()
+					if _, ok := c.m[h]; !ok {
+						c.m[h] = b
+						c.size += int64(len(b))
+					}
+					c.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return c.wait
+}
+
+// wait waits for the prefetch under way, if any.
+func (c *blobCache) wait() { c.inflight.Wait() }
 
 // loadLatest reads the view's latest revision: its last record and the
 // chain that rebuilds it, read backwards from the end, with its content
@@ -132,7 +235,9 @@ func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*rawRecor
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}
-	rec, err := decodeRecord(id, last, snap, s.cacheFor(id, light))
+	c := s.cacheFor(id, light)
+	defer c.Close()
+	rec, err := decodeRecord(id, last, snap, c)
 	return last, rec, err
 }
 
@@ -180,6 +285,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 
 func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
 	c := s.cacheFor(id, light)
+	defer c.Close()
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
 		last, _, err := s.latest(id, v)

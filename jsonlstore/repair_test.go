@@ -57,6 +57,11 @@ func TestRepairFixtures(t *testing.T) {
 		"duplicated-tail-deltas":       {found: 16, plainFail: true, kept: 16},
 		"duplicated-tail-full":         {found: 16, plainFail: true, kept: 16},
 		"repaired-gap":                 {found: -1, kept: 7, records: 6},
+		"v4-blobs":                     {found: -1, kept: 7},
+		"v4-pages":                     {found: -1, kept: 25},
+		"v4-blob-torn":                 {found: -1, kept: 7},
+		"v4-blob-missing":              {found: 2, plainFail: true, kept: 2},
+		"v4-blob-damaged":              {found: 2, plainFail: true, kept: 2},
 	}
 	names := toolFixtureNames(t)
 	require.Len(t, names, len(tests))

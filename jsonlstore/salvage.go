@@ -84,6 +84,7 @@ type SalvagedGap struct {
 // planSalvage reads v and plans its salvage.
 func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) (*salvagePlan, error) {
 	pl := &salvagePlan{}
+	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
 	rd := v.reader(record.Resumed())
 	rd.Salvage = true
 	snaps := record.NewSnapshots(id, v.maxPayload)
@@ -153,10 +154,24 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 		}
 		err := snaps.Add(r)
 		if err == nil && r.Kind == KindFull {
-			// A full record must be a snapshot of this session (its content
-			// left out of line), or nothing can build on it.
-			_, err = decodeRecord(id, r, r.Payload, s.newPageCache(id))
+			// A full record must be a snapshot of this session (its pages
+			// read, its content left out of line), or nothing can build on
+			// it; and so must the content it references be there.
+			c := s.newPageCache(id)
+			var rec sessionstore.Record
+			rec, err = decodeRecord(id, r, r.Payload, c)
+			c.Close()
+			if err == nil {
+				err = blobs.check(r, rec.Snapshot.Messages)
+			}
 			if err != nil {
+				snaps.Lose(err)
+			}
+		}
+		if err == nil && r.Kind == KindDelta && r.Version >= record.Version4 {
+			// A delta whose new messages reference content that is gone
+			// or damaged cannot be read back either.
+			if err = blobs.checkDelta(r); err != nil {
 				snaps.Lose(err)
 			}
 		}

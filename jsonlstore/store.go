@@ -96,6 +96,7 @@ type Store struct {
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
 	cat    *loadedCatalog // the catalog read last (catalog.go)
+	search searchIndex    // search.go
 	// listings counts how Lists were answered, for tests and diagnostics.
 	listings struct{ indexed, catalog, scanned atomic.Int64 }
 }
@@ -154,6 +155,7 @@ func (s *Store) Close() error {
 		w.Close()
 	}
 	s.dropCatalogCache()
+	s.closeSearch()
 	if s.root != nil {
 		return s.root.Close()
 	}
@@ -198,61 +200,32 @@ func (s *Store) exists(id session.SessionID) error {
 // session directory is built under a temporary name (its lease taken, its
 // log written and synced) and then renamed into place with
 // RENAME_NOREPLACE, so a session either exists whole or not at all.
-func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
-	id := snap.ID
-	if err := s.check(ctx, id); err != nil {
-		return nil, err
-	}
-	app, blobs := s.newAppender("")
-	b, err := s.startSession(ctx, id, opts)
+func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	return s.CreateHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts)
+}
+
+// newWriter returns the writer of session id for the holder of lease,
+// appending to log (an O_APPEND descriptor) after last, the log's last
+// record, with the append state app and blobs. The log must end where
+// last does. marked says whether the lease's catalog mark is made
+// (takeLease). The caller closes log when newWriter fails.
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *rawRecord, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
+	fi, err := log.Stat()
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			b.abort(ctx)
-		}
-	}()
-	// Revision 1 is a full record; its large content goes into the new
-	// session's blobs/, synced before the record.
-	blobs.moved(b.tmp)
-	now := s.opts.Now().UTC()
-	m := meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: b.lease.Generation(), Time: now, Kind: KindFull}
-	line, err := app.Line(id, m, snap)
-	if err != nil {
-		return nil, err
-	}
-	if err = blobs.sync(); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
-	}
-	if err = writeAll(b.log, line); err == nil {
-		err = b.log.Datasync()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
-	}
-	if err = b.publish(ctx); err != nil {
-		return nil, err
-	}
-	blobs.moved(sessionDir(id))
-	fi, err := b.log.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	if fi.Size() != last.End() {
+		return nil, fmt.Errorf("log is %d bytes, its last record ends at %d", fi.Size(), last.End())
 	}
 	dir, err := vfs.Sub(s.fs, sessionDir(id))
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, err
 	}
-	lease, f := b.lease, b.log
-	rec := rawRecord{Meta: m, Offset: 0, LineLen: int64(len(line))}
-	w := &writer{
-		s: s, id: id, lease: lease, log: f, logID: vfs.IdentityOf(fi), dir: dir,
-		rev: 1, lastTime: now, lastSchema: sessnap.SchemaVersion, size: int64(len(line)),
-		report: sessionstore.RecoveryReport{Generation: lease.Generation()},
-		app:    app, blobs: blobs, mark: s.markFor(id, lease.Generation(), b.marked),
-	}
-	w.writeSummary(&rec, &snap)
-	return w, nil
+	return &writer{
+		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
+		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
+		report: report, mark: s.markFor(id, lease.Generation(), marked),
+	}, nil
 }
 
 // newAppender returns the append state of a writer of a new session, or

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -159,6 +160,34 @@ func (w *summaryWriter) close() {
 }
 
 // projectRecord computes a session's summary from a record.
+// latestSummary computes the summary of the view's latest revision from
+// its last record and chain, without reading its pages (their messages
+// are counted from the references) or any other blob: what a listing
+// needs costs the stored snapshot, not the conversation.
+func (s *Store) latestSummary(id session.SessionID, v *view) (*rawRecord, summary.Summary, error) {
+	last, _, err := s.latest(id, v)
+	if err != nil {
+		return nil, summary.Summary{}, err
+	}
+	snap, err := s.snapshotOf(id, v, last)
+	if err != nil {
+		return nil, summary.Summary{}, err
+	}
+	inline, pages, err := record.SplitPages(snap)
+	if err != nil {
+		return nil, summary.Summary{}, pageAt(id, last, err)
+	}
+	decoded, err := decodeSnapshot(id, last, inline)
+	if err != nil {
+		return nil, summary.Summary{}, err
+	}
+	sum := projectRecord(last, &decoded, v.size)
+	for _, p := range pages {
+		sum.MessageCount += p.Messages
+	}
+	return last, sum, nil
+}
+
 func projectRecord(rec *rawRecord, snap *sessnap.Snapshot, logSize int64) summary.Summary {
 	// (A gap record is never a log's last: repair ends a log with a
 	// readable revision.)

@@ -193,7 +193,9 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// check decodes and restores the snapshot of r, its pages expanded
 	// (its blobs checked, each once, but not read into it).
 	check := func(r *rawRecord, snap []byte) error {
-		rec, err := decodeRecord(id, r, snap, s.newPageCache(id))
+		c := s.newPageCache(id)
+		rec, err := decodeRecord(id, r, snap, c)
+		c.Close()
 		if err != nil {
 			return err
 		}
@@ -261,6 +263,13 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		if err := snaps.Add(r); err != nil {
 			return err
 		}
+		// The blobs a delta's new messages reference are checked there,
+		// whatever later revisions keep of them.
+		if r.Kind == KindDelta && r.Version >= record.Version4 {
+			if err := blobs.checkDelta(r); err != nil {
+				return err
+			}
+		}
 		pending = nil
 		switch {
 		case r.Kind == KindGap:
@@ -319,6 +328,22 @@ type blobChecker struct {
 	seen map[string]bool
 }
 
+// checkDelta checks the blobs the messages delta r adds (or sets)
+// reference: where a blob is first referenced, whatever later revisions
+// keep of the message.
+func (b *blobChecker) checkDelta(r *rawRecord) error {
+	arr, err := record.DeltaMessages(r.Payload)
+	if err != nil || arr == nil {
+		return err // a malformed delta failed snaps.Add already
+	}
+	var msgs sessnap.Messages
+	if err := msgs.UnmarshalJSON(arr); err != nil {
+		return &sessionstore.CorruptionError{ID: b.id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
+			Err: fmt.Errorf("delta's messages are not messages: %w", err)}
+	}
+	return b.check(r, msgs)
+}
+
 func (b *blobChecker) check(r *rawRecord, msgs sessnap.Messages) error {
 	var err error
 	msgs.Refs(func(ref session.ContentRef) {
@@ -370,6 +395,9 @@ func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *rawRecord
 // status aside, which is never cached), or returns "".
 func verifySummaryDiff(got, want summary.Summary) string {
 	got.Lease, want.Lease = summary.LeaseStatus{}, summary.LeaseStatus{}
+	if got.Origin == nil {
+		want.Origin = nil // written before summaries carried the origin
+	}
 	var g, w map[string]json.RawMessage
 	gb, _ := json.Marshal(got)
 	wb, _ := json.Marshal(want)

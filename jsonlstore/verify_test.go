@@ -59,6 +59,11 @@ func TestVerifyFixtures(t *testing.T) {
 		"duplicated-tail-deltas":       {problemLine: 16, records: 16},
 		"duplicated-tail-full":         {problemLine: 16, records: 16},
 		"repaired-gap":                 {problemLine: -1, records: 6, note: "revisions 4 to 5 are missing"},
+		"v4-blobs":                     {problemLine: -1, records: 7},
+		"v4-pages":                     {problemLine: -1, records: 25},
+		"v4-blob-torn":                 {problemLine: -1, records: 7},
+		"v4-blob-missing":              {problemLine: 2, records: 2},
+		"v4-blob-damaged":              {problemLine: 2, records: 2},
 	}
 	names := toolFixtureNames(t)
 	require.Len(t, names, len(tests), "every fixture has a row")

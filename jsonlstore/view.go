@@ -57,8 +57,10 @@ const (
 	// KindGap records stand for revisions a repair set aside.
 	KindGap = record.KindGap
 	// RecordVersion is the newest record format version ("v") the store
-	// reads. It writes full records as format 1 and deltas as format 2
-	// (record.VersionOf); only a repair writes format 3 (gap records).
+	// reads. It writes each record with the lowest version that holds it:
+	// full records as format 1 and deltas as format 2, format 4 for those
+	// that reference blobs or pages; only a repair writes format 3 (gap
+	// records).
 	RecordVersion = record.Version
 )
 

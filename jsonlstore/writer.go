@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // writer is the holder of one session's lease.
@@ -34,6 +35,7 @@ type writer struct {
 	lastOffset int64 // offset of the last record
 	app        *appender.Appender
 	blobs      *blobWriter // nil with FullRecordsOnly
+	search     searchMark  // what the writer gave the search index last
 	failed     error       // set by the first I/O error; poisons the writer
 	lost       error       // set when fencing fails; every later call returns it
 	closed     bool
@@ -121,6 +123,10 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		// a clock stepping back cannot reorder history.
 		Time: later(w.s.opts.Now().UTC(), w.lastTime),
 	}}
+	// Parts that arrive as references name blobs the session holds.
+	if err := w.blobs.checkRefs(w.id, snap.Messages); err != nil {
+		return 0, err
+	}
 	// The record costs what changed (appender.go): a delta built from the
 	// new messages and the changed members when the chain policy allows,
 	// else a full record.
@@ -153,6 +159,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	w.lastOffset, w.size = rec.Offset, rec.End()
 	w.writeSummary(&rec, &snap)
 	w.touchLease(rec.Time)
+	w.indexAppended(&rec, &snap)
 	return rec.Rev, nil
 }
 
@@ -173,15 +180,21 @@ func (w *writer) touchLease(at time.Time) {
 // a cache, recomputed from the log when it does not match), so it is
 // logged, not returned.
 func (w *writer) writeSummary(rec *rawRecord, snap *sessnap.Snapshot) {
+	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()))
+}
+
+// writeSummaryOf writes sum, the summary of record rec, the log's last.
+func (w *writer) writeSummaryOf(rec *rawRecord, sum summary.Summary) {
 	// The log's modification time after the append makes the summary a
 	// cache of exactly this state of the file (one fstat, no sync).
 	fi, err := w.log.Stat()
 	if err != nil || fi.Size() != rec.End() {
 		return // the summary is a cache: none is better than a wrong one
 	}
+	sum.Sizes.LogBytes = rec.End()
 	sf := summaryFile{
 		Log: w.logID, LogSize: rec.End(), LogMtime: fi.ModTime().UnixNano(), LastOffset: rec.Offset, Revision: rec.Rev,
-		Summary: projectRecord(rec, snap, rec.End()),
+		Summary: sum,
 	}
 	if err := w.sum.write(w.dir, sf); err != nil {
 		w.s.opts.Logger.Warn("jsonlstore: summary not refreshed", "session", w.id, "err", err)
@@ -195,19 +208,33 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// Heartbeat implements sessionstore.Writer.
-func (w *writer) Heartbeat(ctx context.Context) error {
+// lockLeased locks w for an operation of the lease holder that a failed
+// writer may still do (Heartbeat, Delete): ctx not done, the writer not
+// released or superseded, the lease fenced. On success w.mu is held: call
+// the returned unlock.
+func (w *writer) lockLeased(ctx context.Context) (unlock func(), err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil && !errors.Is(err, sessionstore.ErrWriterFailed) {
-		return err
+		w.mu.Unlock()
+		return nil, err
 	}
 	if _, err := w.fenceLocked(); err != nil {
+		w.mu.Unlock()
+		return nil, err
+	}
+	return w.mu.Unlock, nil
+}
+
+// Heartbeat implements sessionstore.Writer.
+func (w *writer) Heartbeat(ctx context.Context) error {
+	unlock, err := w.lockLeased(ctx)
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	if err := w.lease.Heartbeat(ctx); err != nil {
 		return fmt.Errorf("%w: session %s: %w", sessionstore.ErrLeaseLost, w.id, err)
 	}
@@ -241,17 +268,11 @@ func (w *writer) Release(ctx context.Context) error {
 // durable, the lease is released, and the trash is removed. A crash leaves
 // a trash directory that the next sweep removes.
 func (w *writer) Delete(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	unlock, err := w.lockLeased(ctx)
+	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.usableLocked(); err != nil && !errors.Is(err, sessionstore.ErrWriterFailed) {
-		return err
-	}
-	if _, err := w.fenceLocked(); err != nil {
-		return err
-	}
+	defer unlock()
 	s := w.s
 	trash := trashPrefix + string(w.id) + "-" + randomSuffix()
 	w.closed = true
@@ -263,13 +284,14 @@ func (w *writer) Delete(ctx context.Context) error {
 		_ = w.lease.Release(ctx)
 		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
 	}
-	err := s.fs.SyncDir(".")
+	err = s.fs.SyncDir(".")
 	w.mark.close()
 	if err == nil {
 		s.unmark(w.id, w.lease.Generation()) // the session is gone, durably
 	}
 	_ = w.lease.Moved(s.abs(trash))
 	_ = w.lease.Release(context.WithoutCancel(ctx))
+	s.indexDeleted(w.id)
 	if rerr := s.fs.RemoveAll(trash); rerr != nil && err == nil {
 		err = rerr
 	}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -18,9 +21,13 @@ var _ sessionstore.Store = (*Store)(nil)
 
 // Options tune a Store. The zero value works.
 type Options struct {
-	// MaxRecordBytes caps one encoded snapshot; 0 means
-	// sessionstore.DefaultMaxRecordBytes.
+	// MaxRecordBytes caps one encoded snapshot (its large content kept
+	// out of line); 0 means sessionstore.DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// BlobThreshold is the size from which part content (a text, a tool
+	// output, an image's data) is kept out of line, once per session under
+	// its SHA-256 (0: sessionstore.DefaultBlobThreshold; negative: never).
+	BlobThreshold int
 	// Now is the clock for record times and lease identities; nil means
 	// time.Now.
 	Now func() time.Time
@@ -29,6 +36,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxRecordBytes <= 0 {
 		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
+	}
+	if o.BlobThreshold == 0 {
+		o.BlobThreshold = sessionstore.DefaultBlobThreshold
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -52,13 +62,22 @@ type Store struct {
 	mu       sync.Mutex
 	sessions map[session.SessionID]*entry
 	closed   bool
+	search   searchIndex // fed under mu, in order
 }
 
-// entry is one session: its log and its lease.
+// entry is one session: its records, its content kept out of line and its
+// lease.
 type entry struct {
-	id       session.SessionID
-	records  []record // records[i] is revision i+1; elements are never modified
+	id session.SessionID
+	// records[i] is revision i+1, its line parsed (record.Parse), its
+	// payload its own; elements are never modified, so a prefix of the
+	// slice is read outside the lock.
+	records  []record.Rec
 	logBytes int64
+	// blobs is the content the records reference, by SHA-256; an entry is
+	// only ever added, and its bytes never change.
+	blobs     map[string][]byte
+	blobBytes int64
 
 	holder   *writer            // the live holder, nil when the lease is free
 	identity summary.Holder     // the current holder, or the last one
@@ -69,14 +88,8 @@ type entry struct {
 	freed chan struct{}
 }
 
-// record is one stored revision. data is the sessnap encoding; every read
-// decodes it afresh, so no caller ever shares memory with the store.
-type record struct {
-	gen    uint64
-	time   time.Time
-	schema int
-	data   []byte
-}
+// recordsPath is the Path of the records in errors about them.
+const recordsPath = "memory"
 
 // New returns an empty store.
 func New(opts Options) *Store {
@@ -104,6 +117,14 @@ func (s *Store) ready(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// readyID validates id, then reports ErrClosed or ctx's error.
+func (s *Store) readyID(ctx context.Context, id session.SessionID) error {
+	if err := sessionstore.ValidateID(id); err != nil {
+		return err
+	}
+	return s.ready(ctx)
+}
+
 func (s *Store) lookupLocked(id session.SessionID) (*entry, error) {
 	if s.closed {
 		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrClosed, id)
@@ -117,20 +138,15 @@ func (s *Store) lookupLocked(id session.SessionID) (*entry, error) {
 
 // Create implements sessionstore.Store.
 func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	if err := sessionstore.ValidateID(snap.ID); err != nil {
+	if err := s.readyID(ctx, snap.ID); err != nil {
 		return nil, err
 	}
-	if err := s.ready(ctx); err != nil {
-		return nil, err
-	}
-	data, err := sessionstore.EncodeSnapshot(snap.ID, snap, s.opts.MaxRecordBytes)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(&snap, data, opts)
+	return s.create(snap, nil, opts)
 }
 
-// Fork implements sessionstore.Store.
+// Fork implements sessionstore.Store. The fork's revision 1 is the
+// source revision as stored, its references included; the content they
+// name is the source's, shared (memory is held once).
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	if err := sessionstore.ValidateID(from); err != nil {
 		return nil, err
@@ -138,31 +154,47 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if newID == "" {
 		newID = sessionstore.NewID()
 	}
-	if err := sessionstore.ValidateID(newID); err != nil {
+	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err
 	}
-	if err := s.ready(ctx); err != nil {
-		return nil, err
-	}
-	src, _, err := s.recordAt(from, rev)
+	e, recs, err := s.recordsOf(from)
 	if err != nil {
 		return nil, err
 	}
-	srcSnap, err := sessnap.Unmarshal(src.data)
-	if err != nil {
-		return nil, fmt.Errorf("memstore: fork session %s: %w", from, err)
+	if rev == 0 {
+		rev = uint64(len(recs))
 	}
-	snap := sessionstore.ForkSnapshot(srcSnap, newID)
-	data, err := sessionstore.EncodeSnapshot(newID, snap, s.opts.MaxRecordBytes)
+	src, err := s.decode(e, recs, rev, true)
 	if err != nil {
 		return nil, err
 	}
-	return s.create(&snap, data, opts)
+	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	held := map[string][]byte{}
+	s.mu.Lock()
+	snap.Messages.Refs(func(ref session.ContentRef) { held[ref.SHA256] = e.blobs[ref.SHA256] })
+	s.mu.Unlock()
+	return s.create(snap, held, opts)
 }
 
-// create stores revision 1 of a new session and returns its first holder.
-func (s *Store) create(snap *sessnap.Snapshot, data []byte, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+// create stores revision 1 of a new session, whose content kept out of
+// line starts as held, and returns its first holder.
+func (s *Store) create(snap sessnap.Snapshot, held map[string][]byte, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	id := snap.ID
+	get := func(hash string) ([]byte, bool) {
+		b, ok := held[hash]
+		return b, ok
+	}
+	var arrivals blob.Arrivals
+	if err := arrivals.Check(snap.Messages, func(ref session.ContentRef) error { return holds(id, get, ref) }); err != nil {
+		return nil, err
+	}
+	app := appender.New(nil, s.opts.MaxRecordBytes, false)
+	// The creator is the session's first holder, of generation 1: a new
+	// entry has issued none.
+	rec, added, err := s.line(app, id, get, record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: s.now()}, snap)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -171,35 +203,82 @@ func (s *Store) create(snap *sessnap.Snapshot, data []byte, opts sessionstore.Ac
 	if _, ok := s.sessions[id]; ok {
 		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 	}
-	e := &entry{id: id, freed: make(chan struct{})}
+	e := &entry{id: id, freed: make(chan struct{}), blobs: map[string][]byte{}}
 	s.sessions[id] = e
-	// The creator is the session's first holder: there was no lease
-	// before it, so its previous state is unknown.
+	s.addBlobsLocked(e, held)
+	// There was no lease before the creator, so its previous state is
+	// unknown.
 	w := s.takeLocked(e, opts)
-	s.appendLocked(e, w.gen, snap, data)
+	w.app, w.arrivals = app, arrivals
+	s.appendLocked(e, rec, &snap, added)
 	w.rev = 1
 	return w, nil
 }
 
-// appendLocked stores data as the next revision of e and feeds the index.
-func (s *Store) appendLocked(e *entry, gen uint64, snap *sessnap.Snapshot, data []byte) uint64 {
-	t := s.now()
-	if n := len(e.records); n > 0 && t.Before(e.records[n-1].time) {
-		t = e.records[n-1].time // the clock stepped back: never go backwards
+// line encodes snap as record m with app, keeping large content out of
+// line: the content the session does not hold already (get finds what it
+// holds) is returned as added, for the caller to store with the record.
+// The record's line is parsed back, so that it is read as every record is.
+func (s *Store) line(app *appender.Appender, id session.SessionID, get func(hash string) ([]byte, bool), m record.Meta, snap sessnap.Snapshot) (record.Rec, map[string][]byte, error) {
+	added := map[string][]byte{}
+	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: func(hash string, content []byte) error {
+		if _, ok := get(hash); !ok {
+			if _, ok := added[hash]; !ok {
+				// A copy: the caller may change its snapshot afterwards.
+				added[hash] = append([]byte(nil), content...)
+			}
+		}
+		return nil
+	}}
+	app.Ext, app.Pages = ext, ext // a full record's pages are kept as content is
+	line, err := app.Line(id, m, snap)
+	if err != nil {
+		return record.Rec{}, nil, err
 	}
-	e.records = append(e.records, record{gen: gen, time: t, schema: sessnap.SchemaVersion, data: data})
-	if e.holder != nil && e.holder.gen == gen {
-		e.identity.HeartbeatAt = t // an append proves the holder alive, as a heartbeat does
+	meta, payload, err := record.Parse(line[:len(line)-1], s.opts.MaxRecordBytes)
+	if err != nil {
+		return record.Rec{}, nil, fmt.Errorf("memstore: session %s: the appended record does not read back: %w", id, err)
 	}
-	e.logBytes += int64(len(data))
-	rev := uint64(len(e.records))
-	sum := summary.Project(snap, rev, gen, t)
+	return record.Rec{Meta: meta, Path: recordsPath, LineLen: int64(len(line)), Payload: payload}, added, nil
+}
+
+// holds reports, as ErrInvalidSnapshot, a reference to content that the
+// session (get finds what it holds) does not hold with that size.
+func holds(id session.SessionID, get func(hash string) ([]byte, bool), ref session.ContentRef) error {
+	if b, ok := get(ref.SHA256); !ok || int64(len(b)) != ref.Size {
+		return fmt.Errorf("%w: session %s: a part references content the session does not hold (SHA-256 %s, %d bytes)",
+			sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
+	}
+	return nil
+}
+
+// addBlobsLocked adds content to e's.
+func (s *Store) addBlobsLocked(e *entry, content map[string][]byte) {
+	for h, b := range content {
+		if _, ok := e.blobs[h]; !ok && b != nil {
+			e.blobs[h] = b
+			e.blobBytes += int64(len(b))
+		}
+	}
+}
+
+// appendLocked stores rec as the next revision of e, with the content it
+// adds, and feeds the index.
+func (s *Store) appendLocked(e *entry, rec record.Rec, snap *sessnap.Snapshot, added map[string][]byte) {
+	rec.Offset = e.logBytes
+	e.records = append(e.records, rec)
+	e.logBytes += rec.LineLen
+	s.addBlobsLocked(e, added)
+	if e.holder != nil && e.holder.gen == rec.Gen {
+		e.identity.HeartbeatAt = rec.Time // an append proves the holder alive, as a heartbeat does
+	}
+	sum := summary.Project(snap, rec.Rev, rec.Gen, rec.Time)
 	sum.Sizes.LogBytes = e.logBytes
-	sum.Lease = e.statusLocked(t)
+	sum.Lease = e.statusLocked(rec.Time)
 	// Under s.mu, so the index sees each session's revisions and lease
 	// changes in order.
 	s.index.Put(sum)
-	return rev
+	s.search.appended(snap, rec.Rev, &sum)
 }
 
 // leaseChangedLocked publishes e's summary again with its lease status,
@@ -214,104 +293,139 @@ func (s *Store) leaseChangedLocked(e *entry) {
 	s.index.Put(sum)
 }
 
-// recordAt returns revision rev of id (0: the latest) and its number.
-func (s *Store) recordAt(id session.SessionID, rev uint64) (record, uint64, error) {
+// recordsOf returns id's entry and its records as they are now.
+func (s *Store) recordsOf(id session.SessionID) (*entry, []record.Rec, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.lookupLocked(id)
 	if err != nil {
-		return record{}, 0, err
+		return nil, nil, err
 	}
-	if rev == 0 {
-		rev = uint64(len(e.records))
-	}
-	if rev < 1 || rev > uint64(len(e.records)) {
-		return record{}, 0, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, len(e.records))
-	}
-	return e.records[rev-1], rev, nil
+	// Records are never modified once appended, so reading this prefix
+	// outside the lock is safe.
+	return e, e.records[:len(e.records):len(e.records)], nil
 }
 
-func decode(id session.SessionID, rev uint64, r record) (sessionstore.Record, error) {
-	snap, err := sessnap.Unmarshal(r.data)
+// chain returns the records that rebuild the last of recs: from the
+// latest full record on. Writers keep a chain within about one and a half
+// snapshots (record.Tracker), so rebuilding a revision costs that,
+// whatever the length of the history.
+func chain(recs []record.Rec) []record.Rec {
+	start := len(recs) - 1
+	for start > 0 && recs[start].Kind != record.KindFull {
+		start--
+	}
+	return recs[start:]
+}
+
+// decode rebuilds revision rev of recs (e's records) and returns it as a
+// Record, with its content kept out of line, or (light) without it.
+func (s *Store) decode(e *entry, recs []record.Rec, rev uint64, light bool) (sessionstore.Record, error) {
+	if rev < 1 || rev > uint64(len(recs)) {
+		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, e.id, rev, len(recs))
+	}
+	snaps := record.NewSnapshots(e.id, s.opts.MaxRecordBytes)
+	c := chain(recs[:rev])
+	for i := range c {
+		if err := snaps.Add(&c[i]); err != nil {
+			return sessionstore.Record{}, err
+		}
+	}
+	return s.decodeRecord(e, &c[len(c)-1], snaps.Bytes(), light)
+}
+
+// decodeRecord turns r, whose snapshot is payload, into a Record: a fresh
+// decoding, so no caller shares memory with the store, its pages expanded
+// and its references resolved unless light.
+func (s *Store) decodeRecord(e *entry, r *record.Rec, payload []byte, light bool) (sessionstore.Record, error) {
+	corrupt := func(err error) error {
+		// Only records the appender built are stored, so this is a bug,
+		// not damage; it is reported as corruption all the same.
+		return &sessionstore.CorruptionError{ID: e.id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
+	}
+	payload, err := record.ExpandPages(payload, func(p record.PageRef) ([]byte, error) {
+		if b, ok := s.get(e, p.SHA256); ok {
+			return b, nil // held under its SHA-256 since the append that made it
+		}
+		return nil, fmt.Errorf("page %s (%d bytes) is not held", p.SHA256, p.Size)
+	})
 	if err != nil {
-		// Only bytes Marshal produced are stored, so this is a bug, not
-		// damage; report it as corruption all the same.
-		return sessionstore.Record{}, &sessionstore.CorruptionError{ID: id, Path: "memory", Revision: rev, Err: err}
+		return sessionstore.Record{}, corrupt(err)
 	}
-	return sessionstore.Record{
-		ID:            id,
-		Revision:      rev,
-		Generation:    r.gen,
-		Time:          r.time,
-		SchemaVersion: r.schema,
-		Snapshot:      snap,
-	}, nil
+	snap, err := sessnap.Unmarshal(payload)
+	if err != nil {
+		return sessionstore.Record{}, corrupt(err)
+	}
+	if !light {
+		if err := snap.Messages.Resolve(s.fetcher(e)); err != nil {
+			return sessionstore.Record{}, corrupt(err)
+		}
+	}
+	return sessionstore.Record{ID: e.id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: snap}, nil
 }
 
-// Load implements sessionstore.Store.
+// Load implements sessionstore.Store. It rebuilds the latest revision
+// from its chain (the latest full record and the deltas after it).
 func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Record, error) {
-	return s.load(ctx, id, 0)
+	return s.LoadWith(ctx, id, sessionstore.LoadOptions{})
 }
 
 // LoadRevision implements sessionstore.Store. Revision 0 does not exist
 // (Load reads the latest).
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
 	if rev == 0 {
-		if err := sessionstore.ValidateID(id); err != nil {
-			return sessionstore.Record{}, err
-		}
-		if err := s.ready(ctx); err != nil {
+		if err := s.readyID(ctx, id); err != nil {
 			return sessionstore.Record{}, err
 		}
 		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision 0", sessionstore.ErrNotFound, id)
 	}
-	return s.load(ctx, id, rev)
+	return s.LoadWith(ctx, id, sessionstore.LoadOptions{Revision: rev})
 }
 
-// load reads revision rev (0: the latest).
-func (s *Store) load(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
-	if err := sessionstore.ValidateID(id); err != nil {
+var _ sessionstore.ContentLoader = (*Store)(nil)
+
+// LoadWith implements sessionstore.ContentLoader: with WithoutContent,
+// parts whose content is kept out of line hold its reference instead.
+func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts sessionstore.LoadOptions) (sessionstore.Record, error) {
+	if err := s.readyID(ctx, id); err != nil {
 		return sessionstore.Record{}, err
 	}
-	if err := s.ready(ctx); err != nil {
-		return sessionstore.Record{}, err
-	}
-	r, rev, err := s.recordAt(id, rev)
+	e, recs, err := s.recordsOf(id)
 	if err != nil {
 		return sessionstore.Record{}, err
 	}
-	return decode(id, rev, r)
+	rev := opts.Revision
+	if rev == 0 {
+		rev = uint64(len(recs))
+	}
+	return s.decode(e, recs, rev, opts.WithoutContent)
 }
 
 // History implements sessionstore.Store. The revisions are those present
 // when History is called; later appends are not yielded.
 func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.Record, error] {
-	var recs []record
-	err := sessionstore.ValidateID(id)
+	var e *entry
+	var recs []record.Rec
+	err := s.readyID(ctx, id)
 	if err == nil {
-		err = s.ready(ctx)
-	}
-	if err == nil {
-		s.mu.Lock()
-		var e *entry
-		if e, err = s.lookupLocked(id); err == nil {
-			// Records are never modified once appended, so reading this
-			// prefix outside the lock is safe.
-			recs = e.records[:len(e.records):len(e.records)]
-		}
-		s.mu.Unlock()
+		e, recs, err = s.recordsOf(id)
 	}
 	return func(yield func(sessionstore.Record, error) bool) {
 		if err != nil {
 			yield(sessionstore.Record{}, err)
 			return
 		}
-		for i, r := range recs {
+		snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+		for i := range recs {
 			if err := ctx.Err(); err != nil {
 				yield(sessionstore.Record{}, err)
 				return
 			}
-			rec, err := decode(id, uint64(i+1), r)
+			err := snaps.Add(&recs[i])
+			var rec sessionstore.Record
+			if err == nil {
+				rec, err = s.decodeRecord(e, &recs[i], snaps.Bytes(), false)
+			}
 			if !yield(rec, err) || err != nil {
 				return
 			}

@@ -3,8 +3,12 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -19,7 +23,8 @@ const (
 )
 
 // writer is the holder of one session's lease. Its mutable state is
-// guarded by the store's mutex, which also serializes its appends.
+// guarded by the store's mutex; its append state by amu, which serializes
+// its appends.
 type writer struct {
 	s      *Store
 	e      *entry
@@ -28,6 +33,14 @@ type writer struct {
 
 	state writerState // guarded by s.mu
 	rev   uint64      // guarded by s.mu
+
+	amu sync.Mutex
+	// app is the writer's memory of the revision it stored last, so that
+	// an append costs what changed (internal/appender); nil until the
+	// first append of a writer that acquired the session, which resumes it
+	// from the stored chain.
+	app      *appender.Appender
+	arrivals blob.Arrivals // the references checked (Append's contract)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -65,32 +78,78 @@ func (w *writer) usable(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// Append implements sessionstore.Writer. The record is built outside the
+// store's lock (the slow part: validating and encoding what changed), from
+// the revision this writer stored last, and stored under it with the
+// content it adds.
 func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snapshot) (uint64, error) {
 	if err := w.usable(ctx); err != nil {
 		return 0, err
 	}
-	// Validate and encode outside the lock: it is the slow part, and the
-	// encoded bytes are a private copy of snap.
-	data, err := sessionstore.EncodeSnapshot(w.e.id, snap, w.s.opts.MaxRecordBytes)
+	w.amu.Lock()
+	defer w.amu.Unlock()
+	s, e := w.s, w.e
+	s.mu.Lock()
+	m, resume, err := w.checkLocked(expected, snap)
+	s.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if err := w.usableLocked(); err != nil {
+	if w.app == nil {
+		w.app = appender.New(nil, s.opts.MaxRecordBytes, false)
+		// The stored chain is the latest revision as pieces; a chain that
+		// does not resume leaves the next record full.
+		full, deltas := &resume[0], make([]*record.Rec, len(resume)-1)
+		for i := range deltas {
+			deltas[i] = &resume[i+1]
+		}
+		_ = w.app.Resume(full, deltas)
+	}
+	rec, added, err := s.line(w.app, e.id, func(hash string) ([]byte, bool) { return s.get(e, hash) }, m, snap)
+	if err != nil {
 		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		w.app = nil // the line is not stored: what the appender remembers is not the store's
+		return 0, err
+	}
+	// Still the latest: only this holder appends, one append at a time.
+	s.appendLocked(e, rec, &snap, added)
+	w.rev = rec.Rev
+	return w.rev, nil
+}
+
+// checkLocked checks that snap may be appended as revision expected+1 and
+// returns its record's envelope, and, for a writer whose append state is
+// yet to be resumed, the stored chain of the latest revision.
+func (w *writer) checkLocked(expected uint64, snap sessnap.Snapshot) (record.Meta, []record.Rec, error) {
+	if err := w.usableLocked(); err != nil {
+		return record.Meta{}, nil, err
 	}
 	e := w.e
 	latest := uint64(len(e.records))
 	if expected != latest {
-		return 0, fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, e.id, expected, latest)
+		return record.Meta{}, nil, fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, e.id, expected, latest)
 	}
-	if v := e.records[latest-1].schema; v > sessnap.SchemaVersion {
-		return 0, fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",
-			sessionstore.ErrSchemaTooNew, e.id, latest, v, sessnap.SchemaVersion)
+	last := &e.records[latest-1]
+	if last.Schema > sessnap.SchemaVersion {
+		return record.Meta{}, nil, fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",
+			sessionstore.ErrSchemaTooNew, e.id, latest, last.Schema, sessnap.SchemaVersion)
 	}
-	w.rev = w.s.appendLocked(e, w.gen, &snap, data)
-	return w.rev, nil
+	if err := w.arrivals.Check(snap.Messages, func(ref session.ContentRef) error { return holds(e.id, e.getLocked, ref) }); err != nil {
+		return record.Meta{}, nil, err
+	}
+	var resume []record.Rec
+	if w.app == nil {
+		resume = chain(e.records)
+	}
+	t := w.s.now()
+	if t.Before(last.Time) {
+		t = last.Time // the clock stepped back: never go backwards
+	}
+	return record.Meta{Schema: sessnap.SchemaVersion, Rev: latest + 1, Gen: w.gen, Time: t}, resume, nil
 }
 
 func (w *writer) Heartbeat(ctx context.Context) error {
@@ -121,6 +180,7 @@ func (w *writer) Delete(ctx context.Context) error {
 	// created anew).
 	w.e.freeLocked(summary.LeaseFree)
 	w.s.index.Delete(w.e.id)
+	w.s.search.deleted(w.e.id)
 	return nil
 }
 

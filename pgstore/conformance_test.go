@@ -45,5 +45,13 @@ func TestConformance(t *testing.T) {
 			require.True(t, strings.HasPrefix(p.Next(t), "ready"))
 			p.Kill(t)
 		},
+		Open: func(t *testing.T, s sessionstore.Store) sessionstore.Store {
+			dsn, ok := dsns.Load(s)
+			require.True(t, ok)
+			o, err := pgstore.Open(context.Background(), dsn.(string), pgstore.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, o.Close()) })
+			return o
+		},
 	})
 }

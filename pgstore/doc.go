@@ -29,18 +29,51 @@
 //	pgstore_summaries  one row per session: the projection of its latest
 //	                   record (summary.Summary JSON) and the columns List
 //	                   filters and orders on
+//	pgstore_blobs      (session_id, sha256) → part content kept out of
+//	                   line, as it is, and its size (schema version 2)
+//	pgstore_search_*   the full-text index: per-document tsvectors and
+//	                   each session's indexed revision (schema version 3)
 //
 // Each record is stored as the exact bytes of its line in the file
 // format (FORMAT.md, package internal/record), newline included, so that a
 // session copies between a directory store and a database byte for byte
 // (`sessions migrate`) and every reader checks the same checksum. Not
 // jsonb, which reorders keys and drops duplicates, and not rebuilt from
-// columns: timestamptz keeps microseconds, the format nanoseconds. The
-// store writes full records; it reads delta records (format 2) too, as a
-// file store writes them and migrate copies them: Load applies the deltas
-// after the latest full record in one pass, so its cost stays bounded by
-// the snapshot's size. A record of a kind this program does not know is
-// reported as a *sessionstore.CorruptionError naming its revision.
+// columns: timestamptz keeps microseconds, the format nanoseconds.
+//
+// Writers write the records the file store writes, through the same code
+// (internal/appender): a revision is a delta of what changed since the
+// previous one (format 2) whenever the chain policy allows, else a full
+// record, so an append costs what changed. A writer remembers the revision
+// it stored last; a new holder resumes from the chain it finds at Acquire,
+// so its first append can be a delta too. Load reads the latest full
+// record and the deltas after it in one query and applies them in one
+// pass: its cost stays bounded by about one and a half snapshots, however
+// long the history. A record of a kind this program does not know stops
+// the read (a *sessionstore.NewerRecordError naming its revision).
+//
+// # Content kept out of line
+//
+// Part content at or above Options.BlobThreshold (16 KiB by default: long
+// texts and tool outputs, images, encrypted reasoning) goes into
+// pgstore_blobs, once per session under its SHA-256, inserted ON CONFLICT
+// DO NOTHING in the transaction of the first record that references it;
+// the records hold references (format 4), so the same content attached in
+// many revisions is one row, and a session's content may exceed the record
+// cap many times over. It is stored as it is: PostgreSQL compresses large
+// values itself (TOAST), and the server hashes a blob for Verify without
+// sending it. Reads fetch the content a record references in one query
+// per record (a History keeps it for the records after) and check it
+// against the reference's size and SHA-256; content missing or damaged is
+// a *sessionstore.CorruptionError at the record. LoadWith with
+// WithoutContent reads none; an append of such a snapshot keeps the
+// references, which must name content the session holds. A fork gets the
+// content its revision references, copied by the server; blobs go with
+// their session. DiskUsage reports them as BlobBytes, ReadBlob reads one.
+// A long conversation's full records keep its older messages in pages
+// (package internal/record), rows of pgstore_blobs too, so that every
+// record stays within the record cap however long the conversation; every
+// read expands them, a read without the content included.
 //
 // # Leases
 //
@@ -67,9 +100,11 @@
 // # Tools
 //
 // Records yields a session's stored lines (checked, not decoded); Import
-// creates a session from lines copied verbatim, in one transaction;
+// creates a session from lines copied verbatim and the content they
+// reference (from a sessionstore.BlobSource, checked), in one transaction;
 // Export writes the same bytes as jsonlstore's Export of the same records;
-// Verify checks every record and summary; ExpireLease ends a stuck lease.
+// Verify checks every record, every referenced blob and the summary;
+// ExpireLease ends a stuck lease.
 // `sessions migrate` and the `sessions` commands given a postgres:// store
 // are built on them.
 //

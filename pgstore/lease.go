@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -204,6 +206,9 @@ func (s *Store) tryTake(ctx context.Context, id session.SessionID, opts sessions
 			return err
 		}
 		nw.rev.Store(r)
+		if nw.app, err = s.resume(ctx, tx, id, r); err != nil {
+			return err
+		}
 		w = nw
 		return nil
 	})
@@ -249,4 +254,45 @@ func (s *Store) ExpireLease(ctx context.Context, id session.SessionID) error {
 	}
 	s.wakeWaiters()
 	return nil
+}
+
+// resume returns the append state of a new holder of session id, whose
+// latest revision is rev: resumed from the chain that rebuilds it (the
+// rows chainSQL selects, read as Load reads them), so that the holder's
+// first record can be a delta. A chain that does not read or resume (a
+// newer program's record, damage: Load reports it) leaves the first
+// record full.
+func (s *Store) resume(ctx context.Context, tx pgx.Tx, id session.SessionID, rev uint64) (*appender.Appender, error) {
+	app := s.newAppender()
+	target, err := toBigint("revision", rev)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, chainSQL, string(id), target)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Resumed())
+	rd.Read(rowLines(id, pullRows(rows)))
+	var full *record.Rec
+	var deltas []*record.Rec
+	for rd.Next() {
+		r := rd.Record().Clone()
+		if r.Kind == record.KindFull {
+			full, deltas = r, nil
+		} else {
+			deltas = append(deltas, r)
+		}
+	}
+	var ce *sessionstore.CorruptionError
+	var ne *sessionstore.NewerRecordError
+	switch err := rd.Err(); {
+	case errors.As(err, &ce), errors.As(err, &ne):
+		return app, nil
+	case err != nil:
+		return nil, err
+	}
+	_ = app.Resume(full, deltas) // on failure, the first record is full
+	return app, nil
 }

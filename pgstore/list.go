@@ -201,4 +201,5 @@ func (s *Store) summaryOf(ctx context.Context, q querier, id session.SessionID) 
 // querier is a pool, a connection or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }

@@ -57,21 +57,14 @@ func latestOf(ctx context.Context, tx pgx.Tx, id session.SessionID) (latest, err
 	return l, err
 }
 
-// appendTx writes data as revision prev.rev+1 of id by generation gen:
-// the record line, the summary row and the change notification, all in
-// tx, so a reader sees all of them or none. The record's time is the
-// store's clock, never earlier than the previous record's.
-func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, id session.SessionID, gen uint64, snap *sessnap.Snapshot, data []byte, prev latest) (uint64, error) {
-	t := s.now()
-	if t.Before(prev.time) {
-		t = prev.time // the clock stepped back (or another machine's runs behind)
-	}
-	m := record.Meta{Version: record.VersionOf(record.KindFull), Schema: sessnap.SchemaVersion, Rev: prev.rev + 1, Gen: gen, Time: t, Kind: record.KindFull}
-	line := record.Encode(m, data)
+// appendTx writes line, record m, as revision prev.rev+1 of id: the
+// record row, the summary row and the change notification, all in tx, so
+// a reader sees all of them or none.
+func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, id session.SessionID, snap *sessnap.Snapshot, m record.Meta, line []byte, prev latest) (uint64, error) {
 	if err := insertRecord(ctx, tx, id, m, line); err != nil {
 		return 0, err
 	}
-	sum := summary.Project(snap, m.Rev, gen, t)
+	sum := summary.Project(snap, m.Rev, m.Gen, m.Time)
 	sum.Sizes.LogBytes = prev.logBytes + int64(len(line))
 	if err := putSummary(ctx, tx, &sum, m.Schema); err != nil {
 		return 0, err
@@ -142,6 +135,7 @@ func wrapErr(op string, id session.SessionID, err error) error {
 		sessionstore.ErrExists, sessionstore.ErrNotFound, sessionstore.ErrConflict,
 		sessionstore.ErrLeaseLost, sessionstore.ErrLeaseHeld, sessionstore.ErrSchemaTooNew,
 		sessionstore.ErrClosed, sessionstore.ErrCorrupt, sessionstore.ErrWriterFailed,
+		sessionstore.ErrInvalidSnapshot, sessionstore.ErrTooLarge,
 	} {
 		if errors.Is(err, known) {
 			return err

@@ -2,13 +2,20 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 func TestMigrationsAreNumberedInOrder(t *testing.T) {
@@ -65,4 +72,66 @@ func TestMigrate(t *testing.T) {
 	require.ErrorIs(t, err, ErrSchemaNewer)
 	_, err = Migrate(ctx, dsn)
 	require.ErrorIs(t, err, ErrSchemaNewer)
+}
+
+// TestMigrateFromVersion1: a database of schema version 1 with a session
+// in it takes migration 2 (the blob table); the session reads and appends
+// as before, its content now kept out of line.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	ms, err := migrations()
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, createSchemaTable)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, ms[0].sql)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO pgstore_schema (version, name) VALUES (1, $1)`, ms[0].name)
+	require.NoError(t, err)
+	// A session as version 1 wrote it: a full record and its summary.
+	snap := sessiontest.Snap(t, sessiontest.Titled("old", "from version 1"))
+	payload, err := sessnap.Marshal(snap)
+	require.NoError(t, err)
+	m := record.Meta{Version: record.Version1, Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: sessiontest.Epoch, Kind: record.KindFull}
+	_, err = conn.Exec(ctx, `INSERT INTO pgstore_sessions (id, generation, lease_state) VALUES ('old', 1, 'free')`)
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := insertRecord(ctx, tx, "old", m, record.Encode(m, payload)); err != nil {
+			return err
+		}
+		sum := summary.Project(&snap, 1, 1, m.Time)
+		return putSummary(ctx, tx, &sum, m.Schema)
+	}))
+
+	_, err = Open(ctx, dsn, Options{})
+	require.ErrorIs(t, err, ErrSchemaOutdated)
+	rep, err := Migrate(ctx, dsn)
+	require.NoError(t, err)
+	require.Equal(t, MigrateReport{From: 1, To: 3, Applied: []string{"0002_blobs.sql", "0003_search.sql"}}, rep)
+
+	s, err := Open(ctx, dsn, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	rec, err := s.Load(ctx, "old")
+	require.NoError(t, err)
+	require.Equal(t, "from version 1", rec.Snapshot.Title)
+	w, err := s.Acquire(ctx, "old", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	defer w.Release(ctx)
+	restored, err := rec.Session()
+	require.NoError(t, err)
+	require.NoError(t, restored.AppendMessage(session.TextMessage(session.RoleUser, strings.Repeat("large ", 10<<10), sessiontest.Epoch)))
+	next, err := sessnap.Of(restored)
+	require.NoError(t, err)
+	_, err = w.Append(ctx, 1, next)
+	require.NoError(t, err)
+	var blobs int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pgstore_blobs WHERE session_id = 'old'`).Scan(&blobs))
+	require.Equal(t, 1, blobs)
+	rec, err = s.Load(ctx, "old")
+	require.NoError(t, err)
+	require.Equal(t, next, rec.Snapshot)
 }

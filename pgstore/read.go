@@ -62,7 +62,8 @@ func pullRows(rows pgx.Rows) func() (uint64, []byte, error) {
 	}
 }
 
-// decode turns a record whose snapshot encoding is payload into a Record.
+// decode turns a record whose snapshot encoding is payload (its pages
+// expanded: blobReader.decode) into a Record.
 func decode(id session.SessionID, r *record.Rec, payload []byte) (sessionstore.Record, error) {
 	snap, err := sessnap.Unmarshal(payload)
 	if err != nil {
@@ -82,10 +83,20 @@ func gapErr(id session.SessionID, r *record.Rec) error {
 }
 
 // Load implements sessionstore.Store. It reads the records from the
-// latest full record to the latest one: a single row while every record
-// is full, so its cost does not grow with the history.
+// latest full record to the latest one (a writer keeps that chain within
+// about one and a half snapshots), so its cost does not grow with the
+// history, and then the content they keep out of line, in one query.
 func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Record, error) {
-	return s.load(ctx, id, 0)
+	return s.load(ctx, id, 0, false)
+}
+
+var _ sessionstore.ContentLoader = (*Store)(nil)
+
+// LoadWith implements sessionstore.ContentLoader: revision opts.Revision
+// (the latest for 0), read as Load reads it; with WithoutContent, no
+// content kept out of line is read, and its parts hold their references.
+func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts sessionstore.LoadOptions) (sessionstore.Record, error) {
+	return s.load(ctx, id, opts.Revision, opts.WithoutContent)
 }
 
 // LoadRevision implements sessionstore.Store. Revision 0 does not exist
@@ -97,7 +108,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 		}
 		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision 0", sessionstore.ErrNotFound, id)
 	}
-	return s.load(ctx, id, rev)
+	return s.load(ctx, id, rev, false)
 }
 
 // chainSQL selects the records that materialize revision $2 (the latest
@@ -107,19 +118,27 @@ const chainSQL = `SELECT rev, line FROM pgstore_records
 		(SELECT max(rev) FROM pgstore_records WHERE session_id = $1 AND rev <= $2 AND kind = 'full'), 1)
 	ORDER BY rev`
 
-// load reads revision rev (0: the latest).
-func (s *Store) load(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
-	rec, _, err := s.loadPayload(ctx, id, rev)
-	return rec, err
+// load reads revision rev (0: the latest), with its content kept out of
+// line or (light) without it.
+func (s *Store) load(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
+	last, payload, err := s.loadPayload(ctx, id, rev)
+	if err != nil {
+		return sessionstore.Record{}, err
+	}
+	rec, err := s.newBlobReader(id).decode(ctx, last, payload, light)
+	if err != nil {
+		return sessionstore.Record{}, wrapErr("load", id, err)
+	}
+	return rec, nil
 }
 
-// loadPayload reads revision rev (0: the latest) and its snapshot
-// encoding: the rows from the chain's full record on, read with the
-// sequence rules and rebuilt as pieces (record.Snapshots), written out
-// once.
-func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, []byte, error) {
+// loadPayload reads revision rev (0: the latest): its record and its
+// stored snapshot (pages not expanded, content as references), from the
+// rows of the chain's full record on, read with the sequence rules and
+// rebuilt as pieces (record.Snapshots), written out once.
+func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint64) (*record.Rec, []byte, error) {
 	if err := s.readyID(ctx, id); err != nil {
-		return sessionstore.Record{}, nil, err
+		return nil, nil, err
 	}
 	target := int64(math.MaxInt64)
 	if rev > 0 {
@@ -127,7 +146,7 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 	}
 	rows, err := s.pool.Query(ctx, chainSQL, string(id), target)
 	if err != nil {
-		return sessionstore.Record{}, nil, wrapErr("load", id, err)
+		return nil, nil, wrapErr("load", id, err)
 	}
 	defer rows.Close()
 	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Resumed())
@@ -136,28 +155,23 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 	var last *record.Rec
 	for rd.Next() {
 		if err := snaps.Add(rd.Record()); err != nil {
-			return sessionstore.Record{}, nil, wrapErr("load", id, err)
+			return nil, nil, wrapErr("load", id, err)
 		}
 		last = rd.Record().Clone()
 	}
 	if err := rd.Err(); err != nil {
-		return sessionstore.Record{}, nil, wrapErr("load", id, err)
+		return nil, nil, wrapErr("load", id, err)
 	}
 	if last == nil {
-		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
+		return nil, nil, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 	}
 	if rev > 0 && rev > last.Through() {
-		return sessionstore.Record{}, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
+		return nil, nil, fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
 	}
 	if last.Kind == record.KindGap {
-		return sessionstore.Record{}, nil, gapErr(id, last)
+		return nil, nil, gapErr(id, last)
 	}
-	payload := snaps.Bytes()
-	rec, err := decode(id, last, payload)
-	if err != nil {
-		return sessionstore.Record{}, nil, wrapErr("load", id, err)
-	}
-	return rec, payload, nil
+	return last, snaps.Bytes(), nil
 }
 
 // historyPage is how many records History reads per query: it holds no
@@ -171,6 +185,7 @@ const historyPage = 64
 func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.Record, error] {
 	return func(yield func(sessionstore.Record, error) bool) {
 		snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+		blobs := s.newBlobReader(id)
 		for r, err := range s.records(ctx, id) {
 			if err == nil {
 				err = snaps.Add(r)
@@ -185,7 +200,7 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 				}
 				continue
 			}
-			rec, err := decode(id, r, snaps.Bytes())
+			rec, err := blobs.decode(ctx, r, snaps.Bytes(), false)
 			if !yield(rec, err) || err != nil {
 				return
 			}

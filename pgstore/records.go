@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -58,11 +59,16 @@ func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2
 // Import creates session id from its record lines, copied verbatim, in
 // one transaction: the lines (each with its newline) must be revisions 1,
 // 2, … of session id, each passing the checks History makes; the latest
-// must materialize (a known kind) for the summary. The session's lease is
-// left free, at the highest generation in the records, so the next holder
-// gets a higher one. Errors: ErrExists, a *sessionstore.CorruptionError
-// for a line that fails its checks (nothing is imported), and lines'.
-func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error]) (int, error) {
+// must materialize (a known kind) for the summary. The content the records
+// reference comes from blobs, once per content, checked against its
+// reference's size and SHA-256, into pgstore_blobs in the same
+// transaction. The session's lease is left free, at the highest
+// generation in the records, so the next holder gets a higher one.
+// Errors: ErrExists, a *sessionstore.CorruptionError for a line that
+// fails its checks or a reference blobs cannot satisfy (nil blobs, content
+// it lacks or gives wrong: corruption at the first record that holds it;
+// nothing is imported), and lines' and blobs' own.
+func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error], blobs sessionstore.BlobSource) (int, error) {
 	if err := s.readyID(ctx, id); err != nil {
 		return 0, err
 	}
@@ -90,13 +96,32 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		var last sessionstore.Record
 		var lastRec *record.Rec
 		var logBytes int64
+		copied := map[string]int64{}
+		// The pages a record references are copied first: decoding it
+		// reads them back, from this transaction.
+		br := s.blobReaderOn(tx, id)
 		for rd.Next() {
 			r := rd.Record()
 			if err := snaps.Add(r); err != nil {
 				return err
 			}
 			if r.Kind != record.KindGap {
-				if last, err = decode(id, r, snaps.Bytes()); err != nil {
+				payload := snaps.Bytes()
+				var pages []session.ContentRef
+				if err := record.Pages(payload, func(p record.PageRef) {
+					pages = append(pages, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+				}); err != nil {
+					return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
+				}
+				if err := importBlobs(ctx, tx, id, r, pages, blobs, copied); err != nil {
+					return err
+				}
+				if last, err = br.decode(ctx, r, payload, true); err != nil {
+					return err
+				}
+				var refs []session.ContentRef
+				last.Snapshot.Messages.Refs(func(ref session.ContentRef) { refs = append(refs, ref) })
+				if err := importBlobs(ctx, tx, id, r, refs, blobs, copied); err != nil {
 					return err
 				}
 			}
@@ -138,16 +163,21 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 //
 //	{"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z","schema":1,"snapshot":{…}}
 //
-// with the stored snapshot byte for byte, stopping at the first record
-// that fails its checks or does not decode (a *sessionstore.CorruptionError,
-// after the revisions before it); with latestOnly, the latest snapshot
-// alone, as indented JSON. The same session exports to the same bytes
-// from either store.
+// with the stored snapshot byte for byte (or, when its parts keep content
+// out of line, the snapshot with that content read back in, encoded
+// again, so that an export stands on its own), stopping at the first
+// record that fails its checks or does not decode (a
+// *sessionstore.CorruptionError, after the revisions before it); with
+// latestOnly, the latest snapshot alone, as indented JSON. The same
+// session exports to the same bytes from either store.
 func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, latestOnly bool) error {
 	if latestOnly {
 		// The stored snapshot, indented (not a re-encoding of the decoded
 		// snapshot, which would drop a newer schema's unknown keys).
-		_, payload, err := s.loadPayload(ctx, id, 0)
+		last, payload, err := s.loadPayload(ctx, id, 0)
+		if err == nil {
+			payload, err = exportSnapshot(ctx, last, payload, s.newBlobReader(id))
+		}
 		if err != nil {
 			return err
 		}
@@ -160,6 +190,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	}
 	var buf []byte
 	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	blobs := s.newBlobReader(id)
 	for r, err := range s.records(ctx, id) {
 		if err == nil {
 			err = snaps.Add(r)
@@ -170,8 +201,8 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		if r.Kind == record.KindGap {
 			continue // a gap's revisions have no snapshot to export
 		}
-		payload := snaps.Bytes()
-		if _, err := decode(id, r, payload); err != nil {
+		payload, err := exportSnapshot(ctx, r, snaps.Bytes(), blobs)
+		if err != nil {
 			return err
 		}
 		buf = record.AppendExportLine(buf[:0], r.Meta, payload)
@@ -182,13 +213,40 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	return nil
 }
 
+// exportSnapshot checks that payload, the stored snapshot of record r,
+// decodes, and returns the snapshot to export: payload itself, byte for
+// byte (a newer schema's unknown keys included), or, when it has pages or
+// its parts keep content out of line, the snapshot with those read back
+// in, encoded again, so that an export stands on its own, as the file
+// store exports it.
+func exportSnapshot(ctx context.Context, r *record.Rec, payload []byte, blobs *blobReader) ([]byte, error) {
+	rec, err := blobs.decode(ctx, r, payload, true)
+	if err != nil {
+		return nil, err
+	}
+	refs := 0
+	rec.Snapshot.Messages.Refs(func(session.ContentRef) { refs++ })
+	if refs == 0 && !record.MayHavePages(payload) {
+		return payload, nil
+	}
+	if err := blobs.resolve(ctx, r, &rec.Snapshot); err != nil {
+		return nil, err
+	}
+	out, err := sessnap.Marshal(rec.Snapshot)
+	if err != nil {
+		return nil, &sessionstore.CorruptionError{ID: rec.ID, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
+	}
+	return out, nil
+}
+
 // Verify checks every record of the given sessions (all sessions, in ID
 // order, when none is given): framing, checksum and sequence as History
-// checks them, that each payload decodes and restores to a Session, and
-// that the summary row agrees with the latest record. Corruption goes
-// into the report; the error is for what kept Verify from checking (an
-// unknown session, the database unreachable). It takes no lease and
-// modifies nothing.
+// checks them, that each payload decodes and restores to a Session, that
+// the content each reference names is in pgstore_blobs with its size and
+// SHA-256 (checked once per content, by the server), and that the summary
+// row agrees with the latest record. Corruption goes into the report; the
+// error is for what kept Verify from checking (an unknown session, the
+// database unreachable). It takes no lease and modifies nothing.
 func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
 	var out sessionstore.VerifyReport
 	if len(ids) == 0 {
@@ -200,20 +258,7 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionst
 	}
 	for _, id := range ids {
 		r := sessionstore.SessionVerifyReport{ID: id}
-		var err error
-		for rec, herr := range s.History(ctx, id) {
-			if errors.Is(herr, sessionstore.ErrRevisionsMissing) {
-				continue // set aside by a repair (migrated): the rest reads
-			}
-			if err = herr; err != nil {
-				break
-			}
-			if _, err = rec.Session(); err != nil {
-				err = &sessionstore.CorruptionError{ID: id, Path: recordsPath, Revision: rec.Revision, Err: err}
-				break
-			}
-			r.Records, r.Revision = r.Records+1, rec.Revision
-		}
+		err := s.verifyRecords(ctx, id, &r)
 		if err == nil {
 			err = s.verifySummary(ctx, id, r.Revision)
 		}
@@ -232,9 +277,60 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionst
 	return out, nil
 }
 
+// verifyRecords checks session id's records, counting the sound ones in
+// r, and then the content they reference.
+func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, r *sessionstore.SessionVerifyReport) error {
+	refs := map[session.ContentRef]refAt{}
+	var sound []uint64
+	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	br := s.newBlobReader(id) // pages, read and checked once each
+	for rec, err := range s.records(ctx, id) {
+		if err == nil {
+			err = snaps.Add(rec)
+		}
+		if err != nil {
+			return err
+		}
+		if rec.Kind == record.KindGap {
+			continue // set aside by a repair (migrated): the rest reads
+		}
+		dec, err := br.decode(ctx, rec, snaps.Bytes(), true)
+		if err != nil {
+			return err
+		}
+		if _, err := dec.Session(); err != nil {
+			return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: rec.Offset, Revision: rec.Rev, Err: err}
+		}
+		var at *record.Rec
+		dec.Snapshot.Messages.Refs(func(ref session.ContentRef) {
+			if _, ok := refs[ref]; !ok {
+				if at == nil {
+					at = rec.Clone()
+				}
+				refs[ref] = refAt{ref: ref, rec: at}
+			}
+		})
+		sound = append(sound, rec.Rev)
+		r.Records, r.Revision = r.Records+1, rec.Rev
+	}
+	err := s.verifyBlobs(ctx, id, refs)
+	var ce *sessionstore.CorruptionError
+	if errors.As(err, &ce) {
+		// The records before the first that references bad content are
+		// sound (verifyBlobs reports the first).
+		r.Records, r.Revision = 0, 0
+		for _, rev := range sound {
+			if rev < ce.Revision {
+				r.Records, r.Revision = r.Records+1, rev
+			}
+		}
+	}
+	return err
+}
+
 // verifySummary checks the summary row against the latest record.
 func (s *Store) verifySummary(ctx context.Context, id session.SessionID, rev uint64) error {
-	rec, err := s.Load(ctx, id)
+	rec, err := s.LoadWith(ctx, id, sessionstore.LoadOptions{WithoutContent: true})
 	if err != nil {
 		return err
 	}
@@ -247,6 +343,9 @@ func (s *Store) verifySummary(ctx context.Context, id session.SessionID, rev uin
 	}
 	want := summary.Project(&rec.Snapshot, rec.Revision, rec.Generation, rec.Time)
 	want.Sizes = sum.Sizes
+	if sum.Origin == nil {
+		want.Origin = nil // written before summaries carried the origin
+	}
 	if rec.Revision < rev || !summariesEqual(sum, want) {
 		return &sessionstore.CorruptionError{ID: id, Path: "pgstore_summaries", Revision: rec.Revision,
 			Err: errors.New("the summary disagrees with the latest record")}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -13,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -32,9 +36,14 @@ const (
 
 // Options tune a Store. The zero value works.
 type Options struct {
-	// MaxRecordBytes caps one encoded snapshot; 0 means
-	// sessionstore.DefaultMaxRecordBytes.
+	// MaxRecordBytes caps one encoded snapshot (its large content kept
+	// out of line); 0 means sessionstore.DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// BlobThreshold is the size from which part content (a text, a tool
+	// output, an image's data) is kept out of line, once per session in
+	// pgstore_blobs (0: sessionstore.DefaultBlobThreshold; negative:
+	// never).
+	BlobThreshold int
 	// LeaseTTL is how long a lease lives without a heartbeat (or an
 	// append, which also proves the holder alive); 0 means
 	// DefaultLeaseTTL. A holder paused for longer loses its lease.
@@ -55,6 +64,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxRecordBytes <= 0 {
 		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
+	}
+	if o.BlobThreshold == 0 {
+		o.BlobThreshold = sessionstore.DefaultBlobThreshold
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
@@ -194,14 +206,13 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 	if err := s.readyID(ctx, snap.ID); err != nil {
 		return nil, err
 	}
-	data, err := sessionstore.EncodeSnapshot(snap.ID, snap, s.opts.MaxRecordBytes)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, &snap, data, opts)
+	return s.create(ctx, &snap, opts, "")
 }
 
-// Fork implements sessionstore.Store.
+// Fork implements sessionstore.Store. The fork's revision 1 is the
+// source revision as stored, its references included: the content they
+// name is copied into the fork's rows by the server, in the transaction
+// that creates the fork.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	if err := sessionstore.ValidateID(from); err != nil {
 		return nil, err
@@ -212,23 +223,21 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err
 	}
-	src, err := sessionstore.LoadAt(ctx, s, from, rev)
+	src, err := s.LoadWith(ctx, from, sessionstore.LoadOptions{Revision: rev, WithoutContent: true})
 	if err != nil {
 		return nil, err
 	}
 	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
-	data, err := sessionstore.EncodeSnapshot(newID, snap, s.opts.MaxRecordBytes)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, &snap, data, opts)
+	return s.create(ctx, &snap, opts, from)
 }
 
-// create stores revision 1 of a new session, its summary and its lease,
-// held by the returned writer, in one transaction.
-func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, data []byte, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+// create stores revision 1 of a new session, its content kept out of line
+// (for a fork, the content of session from its references name), its
+// summary and its lease, held by the returned writer, in one transaction.
+func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts sessionstore.AcquireOptions, from session.SessionID) (sessionstore.Writer, error) {
 	id := snap.ID
 	w := s.newWriter(id, 1)
+	w.app = s.newAppender()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
 			(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)
@@ -241,8 +250,27 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, data []byte,
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
-		_, err = s.appendTx(ctx, tx, id, 1, snap, data, latest{})
-		return err
+		held := map[string]int64{}
+		if from != "" {
+			if held, err = copyBlobs(ctx, tx, from, id, snap.Messages); err != nil {
+				return err
+			}
+		}
+		if err := w.arrivals.Check(snap.Messages, holds(id, held)); err != nil {
+			return err
+		}
+		put, added := blobPut(ctx, tx, id, held)
+		m, line, err := s.encode(w.app, id, record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: s.now()}, *snap, put)
+		if err != nil {
+			return err
+		}
+		if _, err := s.appendTx(ctx, tx, id, snap, m, line, latest{}); err != nil {
+			return err
+		}
+		s.indexTx(ctx, tx, &w.search, id, 1, snap)
+		maps.Copy(held, added)
+		w.known = held
+		return nil
 	})
 	if err != nil {
 		return nil, wrapErr("create", id, err)
@@ -250,6 +278,32 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, data []byte,
 	w.rev.Store(1)
 	s.startWriter(w, opts)
 	return w, nil
+}
+
+// newAppender returns the append state of a writer that knows no stored
+// revision: its next record is full.
+func (s *Store) newAppender() *appender.Appender {
+	return appender.New(nil, s.opts.MaxRecordBytes, false)
+}
+
+// encode builds the line of record m for snap with app (a delta on the
+// revision app remembers, or a full record, its older messages in pages),
+// its new content and pages kept out of line through put, and returns the
+// record's envelope as the line has it (Kind and Version set) and the
+// line.
+func (s *Store) encode(app *appender.Appender, id session.SessionID, m record.Meta, snap sessnap.Snapshot, put func(hash string, content []byte) error) (record.Meta, []byte, error) {
+	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: put}
+	app.Ext, app.Pages = ext, ext // a full record's pages are kept as content is
+	line, err := app.Line(id, m, snap)
+	app.Ext, app.Pages = nil, nil // they hold the transaction
+	if err != nil {
+		return m, nil, err
+	}
+	meta, _, err := record.Parse(line[:len(line)-1], s.opts.MaxRecordBytes)
+	if err != nil {
+		return m, nil, fmt.Errorf("the record of revision %d does not read back: %w", m.Rev, err)
+	}
+	return meta, line, nil
 }
 
 // newNonce returns a random identity for one acquisition: a writer fences

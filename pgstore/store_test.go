@@ -28,9 +28,9 @@ func rawConn(t *testing.T, dsn string) *pgx.Conn {
 	return conn
 }
 
-// Every stored row is the record's line in the file format, verbatim:
-// the envelope matches the columns and the payload is the snapshot's
-// sessnap encoding.
+// Every stored row is a record's line in the file format, verbatim: the
+// envelope matches the columns, a full record's payload is the snapshot's
+// sessnap encoding, and a revision that changes little is a delta.
 func TestRecordsAreLinesVerbatim(t *testing.T) {
 	ctx := t.Context()
 	dsn := newDSN(t)
@@ -43,29 +43,33 @@ func TestRecordsAreLinesVerbatim(t *testing.T) {
 
 	rows, err := rawConn(t, dsn).Query(ctx, `SELECT rev, gen, time, kind, schema, line FROM pgstore_records WHERE session_id = 'v' ORDER BY rev`)
 	require.NoError(t, err)
-	var n int
+	var kinds []string
 	var rev, gen int64
 	var at time.Time
 	var kind string
 	var schema int
 	var line []byte
 	_, err = pgx.ForEachRow(rows, []any{&rev, &gen, &at, &kind, &schema, &line}, func() error {
-		n++
+		kinds = append(kinds, kind)
 		rec, err := s.LoadRevision(ctx, "v", uint64(rev))
 		require.NoError(t, err)
-		payload, err := sessnap.Marshal(rec.Snapshot)
-		require.NoError(t, err)
-		want := record.Encode(record.Meta{Version: record.VersionOf(record.KindFull), Schema: rec.SchemaVersion, Rev: rec.Revision,
-			Gen: rec.Generation, Time: rec.Time, Kind: record.KindFull}, payload)
-		require.Equal(t, string(want), string(line), "revision %d", rev)
+		require.Equal(t, byte('\n'), line[len(line)-1])
+		m, payload, err := record.Parse(line[:len(line)-1], sessionstore.DefaultMaxRecordBytes)
+		require.NoError(t, err, "revision %d", rev)
+		require.Equal(t, record.Meta{Version: record.VersionOf(kind), Schema: rec.SchemaVersion, Rev: rec.Revision,
+			Gen: rec.Generation, Time: rec.Time, Kind: kind}, m, "revision %d", rev)
+		if kind == record.KindFull {
+			want, err := sessnap.Marshal(rec.Snapshot)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(payload), "revision %d", rev)
+		}
 		require.Equal(t, uint64(gen), rec.Generation)
-		require.Equal(t, record.KindFull, kind)
 		require.Equal(t, sessnap.SchemaVersion, schema)
 		require.WithinDuration(t, rec.Time, at, time.Microsecond, "the time column is the record's, to the microsecond")
 		return nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, 2, n)
+	require.Equal(t, []string{record.KindFull, record.KindDelta}, kinds, "revision 2 changes the title only")
 }
 
 // A record of a kind this program does not know (a later format's delta,
@@ -340,7 +344,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 				return
 			}
 		}
-	})
+	}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	require.Equal(t, lines(src), lines(dst))
@@ -385,7 +389,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 	require.Equal(t, uint64(4), w2.Revision())
 	require.NoError(t, w2.Release(ctx))
 
-	_, err = dst.Import(ctx, "c", func(func([]byte, error) bool) {})
+	_, err = dst.Import(ctx, "c", func(func([]byte, error) bool) {}, nil)
 	require.ErrorIs(t, err, sessionstore.ErrExists)
 	// A damaged line imports nothing.
 	bad := lines(src)
@@ -398,7 +402,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 				return
 			}
 		}
-	})
+	}, nil)
 	require.ErrorIs(t, err, sessionstore.ErrCorrupt)
 	require.ErrorIs(t, err, record.ErrChecksum)
 	_, err = other.Load(ctx, "c")
@@ -414,7 +418,7 @@ func TestSchemaTooNewRefusesAppend(t *testing.T) {
 	require.NoError(t, err)
 	line := record.Encode(record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion + 1, Rev: 1, Gen: 3,
 		Time: time.Now().UTC(), Kind: record.KindFull}, payload)
-	_, err = s.Import(ctx, "n", func(yield func([]byte, error) bool) { yield(line, nil) })
+	_, err = s.Import(ctx, "n", func(yield func([]byte, error) bool) { yield(line, nil) }, nil)
 	require.NoError(t, err)
 
 	rec, err := s.Load(ctx, "n")

@@ -11,10 +11,11 @@ import (
 )
 
 // DiskUsage reports, for each given session (all sessions, in ID order,
-// when none is given), the bytes of its record lines as LogBytes: what
-// the session's records occupy in the records table, before PostgreSQL's
-// own row overhead, compression and indexes. A database store has no
-// archives, forensic files or leftovers. It takes no lease and modifies
+// when none is given), the bytes of its record lines as LogBytes and of
+// its content kept out of line (pgstore_blobs, each content once) as
+// BlobBytes: what the session occupies in those tables, before
+// PostgreSQL's own row overhead, compression and indexes. A database store
+// has no archives, forensic files or leftovers. It takes no lease and modifies
 // nothing. Errors: ErrInvalidID, ErrNotFound for a given ID, ErrClosed,
 // the database's.
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessionstore.UsageReport, error) {
@@ -32,19 +33,21 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessio
 	for i, id := range ids {
 		names[i] = string(id)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT s.id, coalesce(sum(octet_length(r.line)), 0)::bigint
-		FROM pgstore_sessions s LEFT JOIN pgstore_records r ON r.session_id = s.id
+	rows, err := s.pool.Query(ctx, `SELECT s.id,
+			coalesce((SELECT sum(octet_length(r.line)) FROM pgstore_records r WHERE r.session_id = s.id), 0)::bigint,
+			coalesce((SELECT sum(b.size) FROM pgstore_blobs b WHERE b.session_id = s.id), 0)::bigint
+		FROM pgstore_sessions s
 		WHERE $1 OR s.id = ANY($2)
-		GROUP BY s.id ORDER BY s.id`, all, names)
+		ORDER BY s.id`, all, names)
 	if err != nil {
 		return rep, fmt.Errorf("pgstore: du: %w", err)
 	}
 	found := map[session.SessionID]sessionstore.SessionUsage{}
 	var order []session.SessionID
 	var id string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error {
-		u := sessionstore.SessionUsage{ID: session.SessionID(id), LogBytes: n, TotalBytes: n}
+	var logBytes, blobBytes int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &logBytes, &blobBytes}, func() error {
+		u := sessionstore.SessionUsage{ID: session.SessionID(id), LogBytes: logBytes, BlobBytes: blobBytes, TotalBytes: logBytes + blobBytes}
 		found[u.ID] = u
 		order = append(order, u.ID)
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -42,6 +46,15 @@ type writer struct {
 	mu    sync.Mutex
 	state writerState
 	hb    *heartbeater // nil until started
+	// app is the writer's memory of the revision it stored last, so that
+	// an append costs what changed (internal/appender); arrivals the
+	// references it checked; known the content the session holds (hash →
+	// size), nil until the first append of a writer that acquired the
+	// session reads it.
+	app      *appender.Appender
+	arrivals blob.Arrivals
+	known    map[string]int64
+	search   searchMark // what the writer gave the search index last (search.go)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -120,33 +133,26 @@ func (w *writer) fence(ctx context.Context, tx pgx.Tx) error {
 const extendSQL = `UPDATE pgstore_sessions SET heartbeat_at = clock_timestamp(),
 	expires_at = clock_timestamp() + $2 * interval '1 microsecond' WHERE id = $1`
 
-// Append implements sessionstore.Writer. The record, the summary, the
-// lease's extension (an append proves the holder alive) and the change
-// notification commit in one transaction that first locks the session
-// row and checks the lease (fencing): a holder whose lease was taken
-// over or expired writes nothing and gets ErrLeaseLost. An error before
-// the commit leaves nothing written and the writer usable; a failed
-// commit has an unknown outcome and poisons the writer (ErrWriterFailed).
+// Append implements sessionstore.Writer. The record, the content it
+// keeps out of line, the summary, the lease's extension (an append proves
+// the holder alive) and the change notification commit in one
+// transaction that first locks the session row and checks the lease
+// (fencing): a holder whose lease was taken over or expired writes nothing
+// and gets ErrLeaseLost. The record is built from the revision this
+// writer stored last: a delta of what changed, or a full record, as the
+// chain policy says (internal/record). An error before the commit leaves
+// nothing written and the writer usable; a failed commit has an unknown
+// outcome and poisons the writer (ErrWriterFailed).
 func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snapshot) (uint64, error) {
-	w.mu.Lock()
-	err := w.usableLocked(ctx)
-	w.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
-	// Validate and encode outside the lock: it is the slow part, and the
-	// encoded bytes are a private copy of snap.
-	data, err := sessionstore.EncodeSnapshot(w.id, snap, w.s.opts.MaxRecordBytes)
-	if err != nil {
-		return 0, err
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(ctx); err != nil {
 		return 0, err
 	}
 	var rev uint64
-	err = w.s.inTx(ctx, func(tx pgx.Tx) error {
+	var added map[string]int64 // the content the append inserts
+	built := false             // the appender remembers snap as stored
+	err := w.s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := w.fence(ctx, tx); err != nil {
 			return err
 		}
@@ -164,17 +170,53 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 			return fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",
 				sessionstore.ErrSchemaTooNew, w.id, prev.rev, prev.schema, sessnap.SchemaVersion)
 		}
-		if rev, err = w.s.appendTx(ctx, tx, w.id, w.gen, &snap, data, prev); err != nil {
+		if w.known == nil {
+			// Once per holder: only the holder adds content, so what it
+			// read here and what it adds is all the session holds.
+			if w.known, err = heldBlobs(ctx, tx, w.id); err != nil {
+				return err
+			}
+		}
+		if err := w.arrivals.Check(snap.Messages, holds(w.id, w.known)); err != nil {
 			return err
 		}
+		// The record's time is the store's clock, never earlier than the
+		// previous record's (the clock stepped back, or another machine's
+		// runs behind).
+		t := later(w.s.now(), prev.time)
+		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: prev.rev + 1, Gen: w.gen, Time: t}
+		var put func(string, []byte) error
+		put, added = blobPut(ctx, tx, w.id, w.known)
+		m, line, err := w.s.encode(w.app, w.id, m, snap, put)
+		if err != nil {
+			return err
+		}
+		built = true
+		if rev, err = w.s.appendTx(ctx, tx, w.id, &snap, m, line, prev); err != nil {
+			return err
+		}
+		w.s.indexTx(ctx, tx, &w.search, w.id, rev, &snap)
 		_, err = tx.Exec(ctx, extendSQL, string(w.id), w.s.opts.LeaseTTL.Microseconds())
 		return err
 	})
 	if err != nil {
+		if built {
+			// The record is not stored (or may not be): the appender's
+			// memory is not the store's, and the next record is full.
+			w.app = w.s.newAppender()
+		}
 		return 0, w.failLocked("append to", err)
 	}
+	maps.Copy(w.known, added)
 	w.rev.Store(rev)
 	return rev, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
 
 // failLocked classifies an operation's error and updates the state.

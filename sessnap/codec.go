@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -84,11 +85,63 @@ var (
 )
 
 // checkEncodable walks v (a Snapshot or part of one) and reports the first
-// value that cannot be encoded exactly, naming it by its JSON path.
-func checkEncodable(v reflect.Value, path string) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrUnencodable, path, fmt.Sprintf(format, args...))
+// value that cannot be encoded exactly, naming it by its JSON path (root
+// names v). The path is built only for a failure: the walk of a value
+// that encodes allocates nothing.
+func checkEncodable(v reflect.Value, root string) error {
+	e := walkEncodable(v)
+	if e == nil {
+		return nil
 	}
+	var b strings.Builder
+	b.WriteString(root)
+	for i := len(e.path) - 1; i >= 0; i-- {
+		b.WriteString(e.path[i])
+	}
+	return fmt.Errorf("%w: %s: %s", ErrUnencodable, b.String(), e.what)
+}
+
+// unencodable is walkEncodable's failure: what is wrong, and the path to
+// it, innermost step first.
+type unencodable struct {
+	what string
+	path []string
+}
+
+func (e *unencodable) at(step string) *unencodable {
+	e.path = append(e.path, step)
+	return e
+}
+
+func fail(format string, args ...any) *unencodable {
+	return &unencodable{what: fmt.Sprintf(format, args...)}
+}
+
+// jsonFields caches each struct type's fields as JSON names them ("" for
+// a field json skips).
+var jsonFields sync.Map // reflect.Type -> []string
+
+func fieldNames(t reflect.Type) []string {
+	if names, ok := jsonFields.Load(t); ok {
+		return names.([]string)
+	}
+	names := make([]string, t.NumField())
+	for i := range names {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+			name = ""
+		case name == "":
+			name = f.Name
+		}
+		names[i] = name
+	}
+	jsonFields.Store(t, names)
+	return names
+}
+
+func walkEncodable(v reflect.Value) *unencodable {
 	switch v.Type() {
 	case timeType:
 		t := v.Interface().(time.Time)
@@ -108,8 +161,8 @@ func checkEncodable(v reflect.Value, path string) error {
 	case messagesType:
 		// Each message as it is encoded, so that paths use its JSON keys.
 		for i, m := range v.Interface().(Messages) {
-			if err := checkEncodable(reflect.ValueOf(dtoOf(m)), path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
+			if e := walkEncodable(reflect.ValueOf(dtoOf(m))); e != nil {
+				return e.at("[" + strconv.Itoa(i) + "]")
 			}
 		}
 		return nil
@@ -129,15 +182,15 @@ func checkEncodable(v reflect.Value, path string) error {
 		}
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			return checkEncodable(v.Elem(), path)
+			return walkEncodable(v.Elem())
 		}
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			return nil // []byte: base64, any bytes are fine
 		}
 		for i := range v.Len() {
-			if err := checkEncodable(v.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
+			if e := walkEncodable(v.Index(i)); e != nil {
+				return e.at("[" + strconv.Itoa(i) + "]")
 			}
 		}
 	case reflect.Map:
@@ -146,23 +199,17 @@ func checkEncodable(v reflect.Value, path string) error {
 			if k.Kind() == reflect.String && !utf8.ValidString(k.String()) {
 				return fail("map key is not valid UTF-8")
 			}
-			if err := checkEncodable(it.Value(), path+"."+k.String()); err != nil {
-				return err
+			if e := walkEncodable(it.Value()); e != nil {
+				return e.at("." + k.String())
 			}
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
+		for i, name := range fieldNames(v.Type()) {
+			if name == "" {
 				continue
 			}
-			if name == "" {
-				name = f.Name
-			}
-			if err := checkEncodable(v.Field(i), path+"."+name); err != nil {
-				return err
+			if e := walkEncodable(v.Field(i)); e != nil {
+				return e.at("." + name)
 			}
 		}
 	}

@@ -32,6 +32,25 @@ var canonical = map[string]func() *session.Session{
 	// Schema 2.
 	"v2_full.json":             fullSessionV2,
 	"v2_labels_workspace.json": labelledSession,
+	// Schema 3.
+	"v3_content_refs.json": contentRefSession,
+}
+
+// contentRefSession holds parts whose content is kept out of line (as a
+// store loads it without the content): a text, a tool output, an image.
+func contentRefSession() *session.Session {
+	s := sessiontest.InState("01JDCANONV3REFS", session.StateIdle)
+	ref := func(field, hash string, size int64) *session.ContentRef {
+		return &session.ContentRef{Field: field, SHA256: hash, Size: size}
+	}
+	must(s.AppendMessage(session.Message{Role: session.RoleUser, CreatedAt: sessiontest.Epoch, Parts: []session.Part{
+		{Type: session.PartText, Ref: ref(session.ContentText, "a591a6d40bf420404a011733cfb7b190d62c65bf0bcda32b57b277d9ad9f146e", 11)},
+		{Type: session.PartImage, MediaType: "image/png", Ref: ref(session.ContentData, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", 5)},
+	}}))
+	must(s.AppendMessage(session.Message{Role: session.RoleTool, CreatedAt: sessiontest.Epoch, Parts: []session.Part{
+		{Type: session.PartToolResult, ToolCallID: "c1", Ref: ref(session.ContentOutput, "486ea46224d1bb4fb680f34f7c9ad96a8f24ec88be73ea8e5a6c65260e9cb8a7", 5)},
+	}}))
+	return s
 }
 
 // fullSession sets every optional field, so the fixture shows every key.
@@ -156,6 +175,14 @@ func TestFixtures(t *testing.T) {
 			require.Nil(t, s.Origin(), "a session that was not imported has no origin")
 		}},
 		{file: "newer_writer_v3_unknown_keys.json", wantState: session.StateRunning, check: checkFullV2},
+		{file: "v3_content_refs.json", wantState: session.StateIdle, check: func(t *testing.T, s *session.Session) {
+			conv := s.Conversation()
+			n := len(conv)
+			require.Equal(t, &session.ContentRef{Field: session.ContentText, SHA256: "a591a6d40bf420404a011733cfb7b190d62c65bf0bcda32b57b277d9ad9f146e", Size: 11}, conv[n-2].Parts[0].Ref)
+			require.Empty(t, conv[n-2].Parts[0].Text, "the content is out of line")
+			require.Equal(t, session.ContentData, conv[n-2].Parts[1].Ref.Field)
+			require.Equal(t, session.ContentOutput, conv[n-1].Parts[0].Ref.Field)
+		}},
 		{file: "invalid_v2_label_key.json", wantErr: session.ErrInvalid},
 		{file: "invalid_v2_too_many_labels.json", wantErr: session.ErrInvalid},
 		{file: "invalid_v2_wrong_type_labels.json", wantErr: sessnap.ErrMalformed},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/sessionstore/sessionstore/session"
@@ -157,7 +158,7 @@ func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]by
 			case session.ContentEncrypted:
 				p.Encrypted = string(b)
 			case session.ContentData:
-				p.Data = b
+				p.Data = slices.Clone(b) // the caller's own bytes: fetch may share b
 			default:
 				return fmt.Errorf("%w: %s.parts[%d]: content reference to field %q", ErrMalformed, path, j, r.Field)
 			}

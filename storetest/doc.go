@@ -8,7 +8,11 @@
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, storetest.Harness{
 //			New: func(t *testing.T) sessionstore.Store {
-//				return jsonlstore.MustOpen(t, t.TempDir())
+//				st, err := jsonlstore.Open(t.TempDir(), jsonlstore.Options{})
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				return st
 //			},
 //			Supersede: func(t *testing.T, s sessionstore.Store, id session.SessionID) {
 //				// make the current holder lose its lease, e.g. by

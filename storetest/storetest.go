@@ -46,6 +46,18 @@ type Harness struct {
 	// adapter whose records cannot be damaged that way leaves it nil, and
 	// the checks that need it skip.
 	Damage func(t *testing.T, s sessionstore.Store, id session.SessionID)
+
+	// Open returns another handle on s's sessions, as another process
+	// opens them (a file store's directory opened again, a database's
+	// DSN), and closes it when the test ends. Optional: nil means s
+	// itself (a store in memory has no other handle).
+	Open func(t *testing.T, s sessionstore.Store) sessionstore.Store
+
+	// InlineContent says that the store keeps all part content in its
+	// records, however large (jsonlstore with FullRecordsOnly): then
+	// sessions are bound by the record cap, and the checks of content
+	// kept out of line check only that it reads back whole.
+	InlineContent bool
 }
 
 // check is one contract check: a named subtest run on a fresh store.
@@ -67,6 +79,9 @@ func checks() []check {
 	all = append(all, inputChecks...)
 	all = append(all, lifecycleChecks...)
 	all = append(all, damageChecks...)
+	all = append(all, contentChecks...)
+	all = append(all, historyChecks...)
+	all = append(all, searchChecks...)
 	return all
 }
 

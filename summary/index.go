@@ -379,5 +379,9 @@ func clone(s Summary) Summary {
 		s.Lease.Holder = &h
 	}
 	s.Labels = maps.Clone(s.Labels)
+	if s.Origin != nil {
+		o := *s.Origin
+		s.Origin = &o
+	}
 	return s
 }

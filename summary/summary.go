@@ -41,6 +41,11 @@ type Summary struct {
 	Project string `json:"project,omitempty"`
 	Dir     string `json:"dir,omitempty"`
 	Branch  string `json:"branch,omitempty"`
+	// Origin is where an imported session came from, as its latest
+	// revision records it (nil for a session that was not imported): what
+	// an import reads to tell a source it already holds, unchanged, from
+	// one it must read again.
+	Origin *session.Origin `json:"origin,omitempty"`
 	// Lease is computed from lease evidence when the summary is read (never
 	// cached, never from process-local state); in a Change, when the change
 	// was made. Adapters that cannot compute it cheaply leave it at
@@ -133,6 +138,10 @@ func Project(snap *sessnap.Snapshot, revision, generation uint64, updatedAt time
 	}
 	if snap.Owner != nil {
 		s.Owner = snap.Owner.Subject
+	}
+	if snap.Origin != nil {
+		o := *snap.Origin
+		s.Origin = &o
 	}
 	return s
 }

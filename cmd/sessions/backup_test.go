@@ -53,7 +53,7 @@ func logRevisions(t *testing.T, root, id string) []uint64 {
 // export runs `sessions export ID`: every revision, as JSON Lines.
 func export(t *testing.T, root, id string) string {
 	t.Helper()
-	r := sessions(t, nil, "--dir", root, "export", id)
+	r := sessions(t, nil, "--dir", root, "export", id, "--all-revisions")
 	require.Equal(t, exitOK, r.Code, r.String())
 	return r.Stdout
 }

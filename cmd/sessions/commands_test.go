@@ -318,7 +318,7 @@ func TestShowExportDu(t *testing.T) {
 	require.Equal(t, exitFail, r2.Code)
 	require.Contains(t, r2.Stderr, "not found")
 
-	r = inProcess(t, "--dir", root, "export", "s6-cancelled")
+	r = inProcess(t, "--dir", root, "export", "--all-revisions", "s6-cancelled")
 	require.Equal(t, exitOK, r.Code, r.Stderr)
 	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	require.Len(t, lines, 3)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/sessionstore/sessionstore"
@@ -14,9 +15,11 @@ import (
 const duDoc = `
 Prints the bytes each session occupies (all sessions when none is given): its
 log, its archives (written by compaction), its forensic files (bytes that
-recovery or repair removed from the log, kept for inspection), and the rest
-(lease and summary files), with totals. Sizes are apparent file sizes. For
-a PostgreSQL store, LOG is the bytes of the session's record lines.`
+recovery or repair removed from the log, kept for inspection), its blobs
+(part content kept out of line, each content once; a column of its own when
+any session has some), and the rest (lease and summary files), with totals.
+Sizes are apparent file sizes. For a PostgreSQL store, LOG is the bytes of
+the session's record lines and BLOBS the bytes of its content.`
 
 func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("du", duDoc, stdout, stderr)
@@ -46,10 +49,16 @@ func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *exact {
 			size = func(n int64) string { return strconv.FormatInt(n, 10) }
 		}
+		// The BLOBS column only when there are blobs: the table of a store
+		// without any stays as it was.
+		blobs := rep.Total.BlobBytes > 0
 		var rows [][]string
 		row := func(name string, u sessionstore.SessionUsage) {
-			rows = append(rows, []string{name, size(u.LogBytes), size(u.ArchiveBytes),
-				size(u.ForensicBytes), size(u.OtherBytes), size(u.TotalBytes)})
+			r := []string{name, size(u.LogBytes), size(u.ArchiveBytes), size(u.ForensicBytes)}
+			if blobs {
+				r = append(r, size(u.BlobBytes))
+			}
+			rows = append(rows, append(r, size(u.OtherBytes), size(u.TotalBytes)))
 		}
 		for _, u := range rep.Sessions {
 			row(cli.Escape(string(u.ID)), u)
@@ -57,8 +66,13 @@ func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(rep.Sessions) != 1 {
 			row("total", rep.Total)
 		}
-		if err := writeTable(stdout, []string{"ID", "LOG", "ARCHIVES", "FORENSIC", "OTHER", "TOTAL"}, rows,
-			[]bool{false, true, true, true, true, true}); err != nil {
+		head := []string{"ID", "LOG", "ARCHIVES", "FORENSIC", "OTHER", "TOTAL"}
+		right := []bool{false, true, true, true, true, true}
+		if blobs {
+			head = slices.Insert(head, 4, "BLOBS")
+			right = append(right, true)
+		}
+		if err := writeTable(stdout, head, rows, right); err != nil {
 			return c.fail(err)
 		}
 		if rep.LeftoverBytes > 0 {

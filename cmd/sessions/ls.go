@@ -76,23 +76,9 @@ func (q *queryFlags) filtered() bool {
 
 func (q *queryFlags) query() (summary.Query, error) {
 	out := summary.Query{Limit: q.limit, Order: summary.Order(q.order), Cursor: q.cursor, Labels: q.labels.m}
-	switch {
-	case q.here && q.project != "":
-		return out, fmt.Errorf("--here and --project exclude each other")
-	case q.here:
-		wd, err := os.Getwd()
-		if err != nil {
-			return out, fmt.Errorf("--here: %w", err)
-		}
-		if out.Project, err = cli.ProjectOf(wd); err != nil {
-			return out, fmt.Errorf("--here: %w", err)
-		}
-	case q.project != "":
-		p, err := filepath.Abs(q.project)
-		if err != nil {
-			return out, fmt.Errorf("--project: %w", err)
-		}
-		out.Project = p
+	var err error
+	if out.Project, err = projectOf(q.project, q.here); err != nil {
+		return out, err
 	}
 	for _, s := range q.states {
 		out.States = append(out.States, session.State(s))
@@ -109,6 +95,33 @@ func (q *queryFlags) query() (summary.Query, error) {
 		return out, fmt.Errorf("--page, --all and --cursor exclude each other")
 	}
 	return out.Normalize()
+}
+
+// projectOf is the project a command's --project and --here flags select
+// ("" for none): --project's directory made absolute and cleaned, or with
+// --here the project of the current directory (cli.ProjectOf).
+func projectOf(project string, here bool) (string, error) {
+	switch {
+	case here && project != "":
+		return "", fmt.Errorf("--here and --project exclude each other")
+	case here:
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("--here: %w", err)
+		}
+		p, err := cli.ProjectOf(wd)
+		if err != nil {
+			return "", fmt.Errorf("--here: %w", err)
+		}
+		return p, nil
+	case project != "":
+		p, err := filepath.Abs(project)
+		if err != nil {
+			return "", fmt.Errorf("--project: %w", err)
+		}
+		return p, nil
+	}
+	return "", nil
 }
 
 // timeFlags are --time-format and the hidden --now of ls and watch.

@@ -129,6 +129,8 @@ func TestLsLabelsProject(t *testing.T) {
 			require.Empty(t, r.Stdout)
 		}
 	}
+	r = sessions(t, nil, "search", "x", "--dir", root, "--here", "--project", repo)
+	require.Equal(t, exitUsage, r.Code, "search takes --here as ls does: %s", r.String())
 	for _, cmd := range []string{"ls", "watch"} {
 		r = sessions(t, nil, cmd, "--help")
 		for _, flag := range []string{"--label key=value", "--project directory", "--here"} {

@@ -37,7 +37,7 @@ func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{
 		{name: "ls", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N] [--page N | --all | --cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
-		{name: "show", usage: "ID [--rev N]", summary: "print a session's snapshot (latest, or revision N) as JSON", run: cmdShow},
+		{name: "show", usage: "ID [--rev N] [--format json|markdown|text]", summary: "print a session's snapshot as JSON, or its conversation to read", run: cmdShow},
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
 		{name: "watch", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
@@ -47,9 +47,11 @@ func init() {
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},
 		{name: "backup", usage: "DEST [ID...] [--json]", summary: "a consistent, verified copy of sessions into the store at DEST", run: cmdBackup},
 		{name: "compact", usage: compactUsage, summary: "trim old revisions into verified archives (as the compact command does)", run: cmdCompact},
-		{name: "export", usage: "ID [--latest]", summary: "every revision as JSON Lines (or the latest snapshot)", run: cmdExport},
+		{name: "import", usage: importUsage, summary: "import Claude Code or Codex sessions (again: only what changed)", run: cmdImport},
+		{name: "export", usage: exportUsage, summary: "a session's latest snapshot, its records, every revision, or a Claude Code or Codex file", run: cmdExport},
 		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
-		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the catalog) from the records", run: cmdReindex},
+		{name: "search", usage: "TEXT... [--label K=V] [--project DIR | --here] [--no-tools] [--limit N] [--json]", summary: "find the sessions and messages where words were said", run: cmdSearch},
+		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the catalog and the search index) from the records", run: cmdReindex},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
 	} {
@@ -136,8 +138,8 @@ Commands:
 The store is --dir DIR (before or after the command), else $SESSIONSTORE_DIR,
 else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore. A
 postgres:// URL in its place names a PostgreSQL store; every command but
-repair, backup, compact and demo works on either. Only demo creates a missing
-store. A session is named by its ID or a unique prefix of it, in either case.
+repair, backup, compact and demo works on either. Only demo and import create
+a missing store. A session is named by its ID or a unique prefix of it, in either case.
 
 %s
 

@@ -79,10 +79,9 @@ func fixtureStore(t testing.TB, names ...string) string {
 	}
 	root := t.TempDir()
 	for _, name := range names {
-		data, err := os.ReadFile(filepath.Join(fixtureRoot, name, jsonlstore.LogFile))
-		require.NoError(t, err)
-		require.NoError(t, os.Mkdir(filepath.Join(root, name), 0o700))
-		require.NoError(t, os.WriteFile(filepath.Join(root, name, jsonlstore.LogFile), data, 0o600))
+		// The whole fixture: its log, and for format 4 its blobs and
+		// settings.
+		require.NoError(t, os.CopyFS(filepath.Join(root, name), os.DirFS(filepath.Join(fixtureRoot, name))))
 	}
 	return root
 }

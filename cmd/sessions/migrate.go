@@ -24,8 +24,11 @@ const migrateDoc = `
 Copies sessions between a directory store and a PostgreSQL store (a
 postgres:// URL), in either direction, or between two databases: every
 record of every session (or of the sessions named), verbatim, archived
-revisions included. Then it verifies each copied session: the record lines
-on both sides are the same bytes, and both stores export the same bytes.
+revisions included, and every blob (part content kept out of line) the
+records reference. Then it verifies each copied session: the record lines
+on both sides are the same bytes, every blob read back from the
+destination has the SHA-256 its name says, and both stores export the
+same bytes.
 --from defaults to the store (--dir, $SESSIONSTORE_DIR, the default
 directory).
 
@@ -38,8 +41,10 @@ A session that fails to copy (a damaged log, a file this user may not read)
 is reported and the others are copied; the exit status is then 1.
 
 Record lines are read as every reader reads them (each checksum checked,
-archives included) and copied as they are stored; each side's Import checks
-every record again and creates the session whole or not at all (a
+archives included) and copied as they are stored, blobs checked against
+their references; each side's Import checks every record again (a blob
+the source lacks is corruption: the session is not copied) and creates the
+session whole or not at all (a
 directory store as it creates any session: a temporary directory, synced,
 renamed into place). Copy a store no agent is writing: a session that
 changes during its copy fails verification.`
@@ -60,6 +65,8 @@ type migratedSession struct {
 	// Digest is the SHA-256 of the session's record lines, the same on
 	// both sides.
 	Digest string `json:"sha256"`
+	// Blobs is the number of blobs copied (each content once).
+	Blobs int `json:"blobs"`
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -147,7 +154,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		rep.Sessions = append(rep.Sessions, m)
 		if !*asJSON {
-			fmt.Fprintf(stdout, "%s: %s copied, verified (sha256 %s)\n", id, cli.Plural(m.Records, "record"), m.Digest[:16])
+			fmt.Fprintf(stdout, "%s: %s%s copied, verified (sha256 %s)\n", id, cli.Plural(m.Records, "record"), blobsNote(m.Blobs), m.Digest[:16])
 		}
 	}
 	code = exitOK
@@ -170,17 +177,26 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return exitOK
 }
 
+// blobsNote says how many blobs came with the records.
+func blobsNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " and " + cli.Plural(n, "blob")
+}
+
 // lineStore is a store migrate copies between: both adapters keep a
-// session as the record lines of one format (FORMAT.md), read them out
-// verbatim and import them whole.
+// session as the record lines of one format (FORMAT.md) and the blobs
+// they reference, read them out verbatim and import them whole.
 type lineStore interface {
 	sessionstore.Store
+	sessionstore.BlobReader
 	// RecordLines yields the session's record lines, each with its
 	// newline, as stored, each checked.
 	RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error]
-	// Import creates the session from its record lines, whole or not at
-	// all.
-	Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error]) (int, error)
+	// Import creates the session from its record lines and the blobs they
+	// reference, whole or not at all.
+	Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error], blobs sessionstore.BlobSource) (int, error)
 }
 
 var (
@@ -201,6 +217,7 @@ func (c *sub) openSide(ctx context.Context, spec string, create bool) (lineStore
 func migrateSession(ctx context.Context, src, dst lineStore, id session.SessionID) (migratedSession, error) {
 	m := migratedSession{ID: id}
 	h := sha256.New()
+	var blobs []session.ContentRef // what Import asked for: one per content
 	n, err := dst.Import(ctx, id, func(yield func([]byte, error) bool) {
 		for line, err := range src.RecordLines(ctx, id) {
 			if err == nil {
@@ -210,11 +227,14 @@ func migrateSession(ctx context.Context, src, dst lineStore, id session.SessionI
 				return
 			}
 		}
+	}, func(ref session.ContentRef) ([]byte, error) {
+		blobs = append(blobs, ref)
+		return src.ReadBlob(ctx, id, ref)
 	})
 	if err != nil {
 		return m, err
 	}
-	m.Records, m.Digest = n, hex.EncodeToString(h.Sum(nil))
+	m.Records, m.Digest, m.Blobs = n, hex.EncodeToString(h.Sum(nil)), len(blobs)
 
 	// Verify: the destination's lines, read back, and both exports.
 	back := sha256.New()
@@ -228,6 +248,17 @@ func migrateSession(ctx context.Context, src, dst lineStore, id session.SessionI
 	}
 	if count != n || !bytes.Equal(back.Sum(nil), h.Sum(nil)) {
 		return m, errors.New("verify the copy: its record lines differ from the source's")
+	}
+	// Each blob, read back, is the content its name says (its hash
+	// computed here, not taken from the store).
+	for _, ref := range blobs {
+		b, err := dst.ReadBlob(ctx, id, ref)
+		if err != nil {
+			return m, fmt.Errorf("verify the copy: %w", err)
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != ref.SHA256 || int64(len(b)) != ref.Size {
+			return m, fmt.Errorf("verify the copy: blob %s differs from the source's", ref.SHA256)
+		}
 	}
 	srcExport, err := exportDigest(ctx, src, id)
 	if err != nil {

@@ -10,13 +10,15 @@ import (
 )
 
 const reindexDoc = `
-Rebuilds the store's indexes from the sessions' records: the catalog of a
-directory store (ROOT/.catalog/), which a listing reads instead of every
-session's files. An index is a cache — the records are the only truth, and
+Rebuilds the store's indexes from the sessions' records: on a directory
+store, the catalog (ROOT/.catalog/, which a listing reads instead of every
+session's files) and the search index (ROOT/.search/); on PostgreSQL, the
+search index. An index is a cache — the records are the only truth, and
 every command answers correctly without it — so this is never needed for
 correctness: listings rebuild the catalog themselves when they find it
-missing, damaged or stale. It is the way back after something changed logs
-behind the catalog (an older program, a hand edit), and takes as long as
+missing, damaged or stale, and a search without its index says so. It is
+the way back after something changed logs behind the indexes (an older
+program, a hand edit) or after an index was lost, and takes as long as
 reading every session. It modifies no session and is safe while agents
 write.`
 
@@ -32,22 +34,40 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	return c.withStore(ctx, func(st sessionstore.Store) int {
-		r, ok := st.(catalogReindexer)
-		if !ok {
+		cr, hasCatalog := st.(catalogReindexer)
+		sr, hasSearch := st.(sessionstore.SearchReindexer)
+		if !hasCatalog && !hasSearch {
 			return c.fail(fmt.Errorf("%s keeps no index to rebuild", c.location()))
 		}
-		rep, err := r.Reindex(ctx)
-		if err != nil {
-			return c.fail(err)
+		out := map[string]any{}
+		var lines []string
+		if hasCatalog {
+			rep, err := cr.Reindex(ctx)
+			if err != nil {
+				return c.fail(err)
+			}
+			out["catalog"] = rep
+			line := fmt.Sprintf("catalog: %d sessions", rep.Sessions)
+			if rep.Unreadable > 0 {
+				line += fmt.Sprintf(" (%d could not be read: 'sessions verify' says why)", rep.Unreadable)
+			}
+			lines = append(lines, line)
+		}
+		if hasSearch {
+			rep, err := sr.ReindexSearch(ctx)
+			if err != nil {
+				return c.fail(err)
+			}
+			out["search"] = rep
+			c.warnUnreadable(rep.Unreadable)
+			lines = append(lines, fmt.Sprintf("search index: %d sessions indexed", rep.Sessions))
 		}
 		if *asJSON {
-			return c.printJSON(map[string]any{"catalog": rep})
+			return c.printJSON(out)
 		}
-		fmt.Fprintf(stdout, "catalog: %d sessions", rep.Sessions)
-		if rep.Unreadable > 0 {
-			fmt.Fprintf(stdout, " (%d could not be read: 'sessions verify' says why)", rep.Unreadable)
+		for _, l := range lines {
+			fmt.Fprintln(stdout, l)
 		}
-		fmt.Fprintln(stdout)
 		return exitOK
 	})
 }

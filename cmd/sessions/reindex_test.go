@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 )
 
@@ -63,15 +64,19 @@ func TestVerifyReindexCatalog(t *testing.T) {
 	// reindex rebuilds it.
 	r = sessions(t, nil, "--dir", root, "reindex")
 	require.Equal(t, exitOK, r.Code, r.String())
-	require.Equal(t, "catalog: 4 sessions\n", r.Stdout)
+	require.Equal(t, "catalog: 4 sessions\nsearch index: 4 sessions indexed\n", r.Stdout)
 	r = sessions(t, nil, "--dir", root, "verify")
 	require.Equal(t, exitOK, r.Code, r.String())
 	require.Contains(t, r.Stdout, "catalog: current")
 	r = sessions(t, nil, "--dir", root, "reindex", "--json")
 	require.Equal(t, exitOK, r.Code, r.String())
-	var rr map[string]jsonlstore.CatalogReport
+	var rr struct {
+		Catalog jsonlstore.CatalogReport
+		Search  sessionstore.SearchIndexReport
+	}
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rr), r.Stdout)
-	require.Equal(t, 4, rr["catalog"].Sessions)
+	require.Equal(t, 4, rr.Catalog.Sessions)
+	require.Equal(t, 4, rr.Search.Sessions)
 	require.Equal(t, exitUsage, sessions(t, nil, "--dir", root, "reindex", "extra").Code)
 
 	// Deleted by hand: ls lists every session, verify notes it.
@@ -84,5 +89,5 @@ func TestVerifyReindexCatalog(t *testing.T) {
 	require.Equal(t, 5, strings.Count(r.Stdout, "\n"), r.Stdout)
 	r = sessions(t, nil, "--dir", t.TempDir(), "reindex")
 	require.Equal(t, exitOK, r.Code, r.String())
-	require.Equal(t, "catalog: 0 sessions\n", r.Stdout)
+	require.Equal(t, "catalog: 0 sessions\nsearch index: 0 sessions indexed\n", r.Stdout)
 }

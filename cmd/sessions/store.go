@@ -33,7 +33,7 @@ func (c *sub) location() string {
 	return cli.Location(s)
 }
 
-// open opens the command's store, of either kind. Only demo creates a
+// open opens the command's store, of either kind. Only demo and import create a
 // missing directory store (create); the others say there is none.
 func (c *sub) open(ctx context.Context, create bool) (sessionstore.Store, error) {
 	loc, err := c.store()

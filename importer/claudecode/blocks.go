@@ -38,18 +38,18 @@ var knownBlockFields = setOf("type", "text", "thinking", "signature", "data", "i
 // message is one the provider ran.
 func (p *parser) blocks(raw json.RawMessage, inAssistant bool) []session.Part {
 	var text string
-	if json.Unmarshal(raw, &text) == nil {
+	if importer.Unmarshal(raw, &text) == nil {
 		return []session.Part{{Type: session.PartText, Text: text}}
 	}
 	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) != nil {
+	if importer.Unmarshal(raw, &list) != nil {
 		return nil
 	}
 	var parts []session.Part
 	for _, item := range list {
 		var b block
 		var fields map[string]json.RawMessage
-		if json.Unmarshal(item, &b) != nil || json.Unmarshal(item, &fields) != nil {
+		if importer.Unmarshal(item, &b) != nil || importer.Unmarshal(item, &fields) != nil {
 			p.report.Drop("block (invalid)")
 			continue
 		}
@@ -85,7 +85,7 @@ func (p *parser) part(b block, inAssistant bool) (session.Part, bool) {
 				Prompt       string `json:"prompt"`
 				SubagentType string `json:"subagent_type"`
 			}
-			_ = json.Unmarshal(b.Input, &in)
+			_ = importer.Unmarshal(b.Input, &in)
 			p.calls[b.ID] = taskCall{prompt: in.Prompt, role: in.SubagentType}
 		}
 		return session.Part{Type: session.PartToolCall, ToolCallID: b.ID, Name: b.Name, Input: importer.RawJSON(b.Input),
@@ -96,7 +96,7 @@ func (p *parser) part(b block, inAssistant bool) (session.Part, bool) {
 		}
 		part := session.Part{Type: session.PartToolResult, ToolCallID: b.ToolUseID, IsError: b.IsError}
 		var out string
-		if json.Unmarshal(b.Content, &out) == nil {
+		if importer.Unmarshal(b.Content, &out) == nil {
 			part.Output = out
 		} else if len(b.Content) > 0 && string(b.Content) != "null" {
 			part.Content = p.nested(b.Content)
@@ -140,7 +140,7 @@ func (p *parser) part(b block, inAssistant bool) (session.Part, bool) {
 // documents; other blocks are dropped and counted.
 func (p *parser) nested(raw json.RawMessage) []session.Part {
 	var list []block
-	if json.Unmarshal(raw, &list) != nil {
+	if importer.Unmarshal(raw, &list) != nil {
 		p.report.Drop("tool_result content (invalid)")
 		return nil
 	}

@@ -54,26 +54,10 @@ func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := path.Dir(name)
-	sessionDir := strings.TrimSuffix(name, ".jsonl")
-	agents, err := fs.Glob(fsys, path.Join(globEscape(sessionDir), "subagents", "agent-*.jsonl"))
+	agents, err := SubagentFiles(fsys, name, t.SourceID)
 	if err != nil {
-		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
+		return nil, err
 	}
-	siblings, err := fs.Glob(fsys, path.Join(globEscape(dir), "agent-*.jsonl"))
-	if err != nil {
-		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
-	}
-	for _, s := range siblings {
-		id, err := firstSessionID(fsys, s)
-		if err != nil {
-			return nil, err
-		}
-		if id == t.SourceID && id != "" {
-			agents = append(agents, s)
-		}
-	}
-	slices.Sort(agents)
 	for _, a := range agents {
 		child, err := parseFile(fsys, a, opts)
 		if err != nil {
@@ -89,6 +73,55 @@ func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
 	}
 	return t, nil
 }
+
+// SubagentFiles returns the files of fsys that may hold sub-agents of the
+// session transcript name, whose session ID is sessionID, in lexical
+// order: the files of its subagents directory (2.1) and the sibling
+// agent-*.jsonl files whose first lines carry sessionID (2.0). Load reads
+// them with the session; an import that skips unchanged sources checks
+// them too.
+func SubagentFiles(fsys fs.FS, name, sessionID string) ([]string, error) {
+	dir := path.Dir(name)
+	sessionDir := strings.TrimSuffix(name, ".jsonl")
+	agents, err := fs.Glob(fsys, path.Join(globEscape(sessionDir), "subagents", "agent-*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
+	}
+	siblings, err := fs.Glob(fsys, path.Join(globEscape(dir), "agent-*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
+	}
+	for _, s := range siblings {
+		id, err := firstSessionID(fsys, s)
+		if err != nil {
+			return nil, err
+		}
+		if id == sessionID && id != "" {
+			agents = append(agents, s)
+		}
+	}
+	slices.Sort(agents)
+	return agents, nil
+}
+
+// Peek reads the first lines of the transcript name of fsys and returns
+// its session ID (the first sessionId, else the file's name without
+// ".jsonl", as Load takes it for a file whose lines name none) and the
+// uuid of its first message ("" when its first lines hold none). A
+// session resumed in another file shares its first message's uuid with
+// that file: an import reads such files together (Fold), and any other
+// file on its own.
+func Peek(fsys fs.FS, name string) (sessionID, firstUUID string, err error) {
+	sessionID, firstUUID, err = peek(fsys, name, peekLines, true)
+	if err == nil && sessionID == "" {
+		sessionID = strings.TrimSuffix(path.Base(name), ".jsonl")
+	}
+	return sessionID, firstUUID, err
+}
+
+// peekLines bounds the lines Peek reads: the first message comes after a
+// few metadata lines (summaries, file history snapshots).
+const peekLines = 64
 
 // LoadProject loads every session of the project directory dir of fsys
 // (Load), and folds resumed sessions: Claude Code continues a resumed
@@ -113,16 +146,18 @@ func LoadProject(fsys fs.FS, dir string, opts Options) ([]*importer.Transcript, 
 		}
 		ts = append(ts, t)
 	}
-	return fold(ts), nil
+	return Fold(ts), nil
 }
 
 // ResumesLabel is the label a transcript that continues a resumed session
 // carries: the earlier session's source ID.
 const ResumesLabel = "claude-code.resumes"
 
-// fold leaves out each transcript whose whole conversation another one
-// begins with, labelling the one that continues it.
-func fold(ts []*importer.Transcript) []*importer.Transcript {
+// Fold leaves out of ts each transcript whose whole conversation another
+// one begins with (a session resumed in a new file that starts with
+// copies of its messages), labelling the one that continues it with
+// ResumesLabel; it returns the others, in their order.
+func Fold(ts []*importer.Transcript) []*importer.Transcript {
 	var out []*importer.Transcript
 	for i, a := range ts {
 		var by *importer.Transcript
@@ -177,25 +212,45 @@ func parseFile(fsys fs.FS, name string, opts Options) (*importer.Transcript, err
 // firstSessionID returns the sessionId of the first line of name that has
 // one, reading at most the first few lines.
 func firstSessionID(fsys fs.FS, name string) (string, error) {
+	id, _, err := peek(fsys, name, 16, false)
+	return id, err
+}
+
+// peek reads at most n lines of name for the first sessionId and, when
+// message is set, the uuid of the first message of the main
+// conversation (a user or assistant line that is not a sidechain).
+func peek(fsys fs.FS, name string, n int, message bool) (sessionID, firstUUID string, err error) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return "", fmt.Errorf("claudecode: %w", err)
+		return "", "", fmt.Errorf("claudecode: %w", err)
 	}
 	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, importer.DefaultMaxLineBytes)
-	for n := 0; n < 16 && sc.Scan(); n++ {
+	for ; n > 0 && sc.Scan(); n-- {
 		var e struct {
-			SessionID string `json:"sessionId"`
+			Type        string `json:"type"`
+			UUID        string `json:"uuid"`
+			SessionID   string `json:"sessionId"`
+			IsSidechain bool   `json:"isSidechain"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.SessionID != "" {
-			return e.SessionID, nil
+		if importer.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if sessionID == "" {
+			sessionID = e.SessionID
+		}
+		if message && firstUUID == "" && (e.Type == "user" || e.Type == "assistant") && !e.IsSidechain {
+			firstUUID = e.UUID
+		}
+		if sessionID != "" && (firstUUID != "" || !message) {
+			break
 		}
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
-		return "", fmt.Errorf("claudecode: %s: %w", name, err)
+		return "", "", fmt.Errorf("claudecode: %s: %w", name, err)
 	}
-	return "", nil
+	return sessionID, firstUUID, nil
 }
 
 // metaRole reads a sub-agent's .meta.json for its agent type.

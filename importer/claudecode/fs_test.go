@@ -48,6 +48,24 @@ func TestDiscoverAndFoldResumed(t *testing.T) {
 	require.Equal(t, "ab12", ts[0].Children[0].AgentID)
 	require.Equal(t, "t1", ts[0].Children[0].Link.ToolCallID)
 	require.Equal(t, "-src-app/agent-ab12.jsonl", ts[0].Children[0].Path)
+
+	// What an import that skips unchanged files checks: each session's
+	// sub-agent files and its session ID, without parsing it.
+	files, err := claudecode.SubagentFiles(fsys, "-src-app/s2.jsonl", "s2")
+	require.NoError(t, err)
+	require.Equal(t, []string{"-src-app/agent-ab12.jsonl"}, files)
+	files, err = claudecode.SubagentFiles(fsys, "-src-app/s1.jsonl", "s1")
+	require.NoError(t, err)
+	require.Empty(t, files, "the sibling agent file carries another session's ID")
+	id, first, err := claudecode.Peek(fsys, "-src-app/s2.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, "s2", id)
+	require.Equal(t, "u1", first, "a resumed session shares its first message with the one it resumed")
+	fsys["-src-app/untitled.jsonl"] = &fstest.MapFile{Data: []byte(`{"type":"summary","summary":"x","leafUuid":"u"}` + "\n")}
+	id, first, err = claudecode.Peek(fsys, "-src-app/untitled.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, "untitled", id, "a file whose lines name no session is named by its file")
+	require.Empty(t, first)
 }
 
 // TestLoadReadsMeta: a 2.1 sub-agent's .meta.json names its role when the
@@ -64,4 +82,7 @@ func TestLoadReadsMeta(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tr.Children, 1)
 	require.Equal(t, "Explore", tr.Children[0].Link.Role)
+	files, err := claudecode.SubagentFiles(os.DirFS(dir), "s9.jsonl", "s9")
+	require.NoError(t, err)
+	require.Equal(t, []string{"s9/subagents/agent-cd34.jsonl"}, files)
 }

@@ -180,9 +180,9 @@ func (p *parser) line(l importer.Line) {
 		r.Skip(importer.SkipEmpty, "")
 		return
 	}
-	var fields map[string]json.RawMessage
+	var fields importer.Keys
 	var e envelope
-	if json.Unmarshal(l.Data, &fields) != nil || json.Unmarshal(l.Data, &e) != nil {
+	if importer.DecodeLine(l.Data, &fields, &e) != nil {
 		if l.Final {
 			r.Skip(importer.SkipTorn, "")
 		} else {
@@ -286,7 +286,7 @@ const (
 	skipped                 // the handler counted why it skipped the line
 )
 
-func (p *parser) dropUnknown(typ string, fields map[string]json.RawMessage) {
+func (p *parser) dropUnknown(typ string, fields importer.Keys) {
 	for k := range fields {
 		if !known[k] {
 			p.report.Drop("field " + typ + "." + k)
@@ -345,7 +345,7 @@ type userMessage struct {
 
 func (p *parser) user(c *conv, e *envelope, at time.Time) outcome {
 	var um userMessage
-	if json.Unmarshal(e.Message, &um) != nil {
+	if importer.Unmarshal(e.Message, &um) != nil {
 		p.report.Skip(importer.SkipInvalid, "")
 		return skipped
 	}
@@ -406,7 +406,7 @@ func (p *parser) attachResult(parts []session.Part, e *envelope) {
 	var spawn struct {
 		AgentID string `json:"agentId"`
 	}
-	if json.Unmarshal(raw, &spawn) == nil && spawn.AgentID != "" {
+	if importer.Unmarshal(raw, &spawn) == nil && spawn.AgentID != "" {
 		p.spawn(spawn.AgentID, parts[target].ToolCallID)
 	}
 }
@@ -438,7 +438,7 @@ type assistantMessage struct {
 
 func (p *parser) assistant(c *conv, e *envelope, at time.Time) outcome {
 	var am assistantMessage
-	if json.Unmarshal(e.Message, &am) != nil {
+	if importer.Unmarshal(e.Message, &am) != nil {
 		p.report.Skip(importer.SkipInvalid, "")
 		return skipped
 	}
@@ -492,7 +492,7 @@ func (p *parser) system(c *conv, e *envelope, at time.Time) outcome {
 		return appended
 	}
 	var text string
-	if json.Unmarshal(e.Content, &text) != nil || text == "" {
+	if importer.Unmarshal(e.Content, &text) != nil || text == "" {
 		if e.Subtype == "api_error" {
 			text = errorText(e.Error)
 		}
@@ -517,14 +517,14 @@ func (p *parser) system(c *conv, e *envelope, at time.Time) outcome {
 // or an object's message (however deep the API nested it).
 func errorText(raw json.RawMessage) string {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if importer.Unmarshal(raw, &s) == nil {
 		return s
 	}
 	var obj struct {
 		Message string          `json:"message"`
 		Error   json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(raw, &obj) != nil {
+	if importer.Unmarshal(raw, &obj) != nil {
 		return ""
 	}
 	if obj.Message != "" {

@@ -2,7 +2,6 @@ package claudecode_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -33,140 +32,6 @@ func parse(t testing.TB, data []byte) *importer.Transcript {
 	return tr
 }
 
-// expect is what a Claude Code file holds, read independently of the
-// converter: plain maps, and the rules FORMATS.md states (lines are
-// deduplicated by uuid; the lines of one API response share message.id
-// and make one message, until a prompt; usage is the response's last).
-type expect struct {
-	messages, merged     int
-	roles                map[session.Role]int
-	toolUses             []string // tool_use ids in order
-	toolResults          []string // tool_result tool_use_ids in order
-	thinking             int
-	images, imageBytes   int
-	usage                session.Usage
-	prompts              int // human prompts: the turns
-	compactions          int
-	structured           int // tool results with a toolUseResult
-	injected             int
-	sessionID, lastModel string
-}
-
-func readIndependently(t *testing.T, data []byte) expect {
-	e := expect{roles: map[session.Role]int{}}
-	seen := map[string]bool{}
-	usageOf := map[string]map[string]any{}
-	var respOrder []string
-	openID := ""
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var o map[string]any
-		if json.Unmarshal(line, &o) != nil {
-			continue
-		}
-		if u, _ := o["uuid"].(string); u != "" {
-			if seen[u] {
-				continue
-			}
-			seen[u] = true
-		}
-		if o["isSidechain"] == true && o["agentId"] == nil {
-			continue // 1.0 inline sidechains are children
-		}
-		msg, _ := o["message"].(map[string]any)
-		switch o["type"] {
-		case "user":
-			blocks, _ := msg["content"].([]any)
-			isTool := false
-			for _, b := range blocks {
-				bm := b.(map[string]any)
-				switch bm["type"] {
-				case "tool_result":
-					isTool = true
-					e.toolResults = append(e.toolResults, bm["tool_use_id"].(string))
-					if nested, ok := bm["content"].([]any); ok {
-						for _, n := range nested {
-							if n.(map[string]any)["type"] == "image" {
-								e.countImage(t, n.(map[string]any))
-							}
-						}
-					}
-				case "image":
-					e.countImage(t, bm)
-				}
-			}
-			e.messages++
-			if isTool {
-				e.roles[session.RoleTool]++
-				if o["toolUseResult"] != nil {
-					e.structured++
-				}
-				continue
-			}
-			e.roles[session.RoleUser]++
-			openID = ""
-			switch {
-			case o["isCompactSummary"] == true:
-				e.compactions++
-				e.injected++
-			case o["isMeta"] == true:
-				e.injected++
-			default:
-				e.prompts++
-			}
-		case "assistant":
-			id := msg["id"].(string)
-			if m, _ := msg["model"].(string); m != "" && m != "<synthetic>" && e.lastModel == "" {
-				e.lastModel = m
-			}
-			if u, ok := msg["usage"].(map[string]any); ok {
-				if _, known := usageOf[id]; !known {
-					respOrder = append(respOrder, id)
-				}
-				usageOf[id] = u
-			}
-			for _, b := range msg["content"].([]any) {
-				bm := b.(map[string]any)
-				switch bm["type"] {
-				case "tool_use":
-					e.toolUses = append(e.toolUses, bm["id"].(string))
-				case "thinking":
-					e.thinking++
-				}
-			}
-			if id == openID {
-				e.merged++
-				continue
-			}
-			openID = id
-			e.messages++
-			e.roles[session.RoleAssistant]++
-		case "system":
-			if c, _ := o["content"].(string); c != "" && o["subtype"] != "compact_boundary" {
-				e.messages++
-				e.roles[session.RoleSystem]++
-			}
-		}
-		if s, _ := o["sessionId"].(string); s != "" && e.sessionID == "" {
-			e.sessionID = s
-		}
-	}
-	num := func(u map[string]any, k string) int64 { f, _ := u[k].(float64); return int64(f) }
-	for _, id := range respOrder {
-		u := usageOf[id]
-		e.usage = e.usage.Add(session.Usage{InputTokens: num(u, "input_tokens"), OutputTokens: num(u, "output_tokens"),
-			CacheReadTokens: num(u, "cache_read_input_tokens"), CacheWriteTokens: num(u, "cache_creation_input_tokens")})
-	}
-	return e
-}
-
-func (e *expect) countImage(t *testing.T, b map[string]any) {
-	src := b["source"].(map[string]any)
-	data, err := base64.StdEncoding.DecodeString(src["data"].(string))
-	require.NoError(t, err)
-	e.images++
-	e.imageBytes += len(data)
-}
-
 // TestImportRealTranscripts imports every Claude Code file and checks the
 // session against the file as read independently.
 func TestImportRealTranscripts(t *testing.T) {
@@ -175,74 +40,18 @@ func TestImportRealTranscripts(t *testing.T) {
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			tr := parse(t, data)
-			want := readIndependently(t, data)
+			want := importtest.ReadClaudeCode(t, data)
 
 			require.Equal(t, int64(bytes.Count(data, []byte("\n"))), tr.Report.Lines)
 			require.Equal(t, int64(len(data)), tr.Report.Bytes)
-			require.Equal(t, want.sessionID, tr.SourceID)
-			require.Equal(t, want.lastModel, tr.ModelID)
-			require.Equal(t, int64(want.merged), tr.Report.Merged)
+			require.Equal(t, want.SessionID, tr.SourceID)
+			require.Equal(t, want.LastModel, tr.ModelID)
+			require.Equal(t, int64(want.Merged), tr.Report.Merged)
 			require.Equal(t, tr.Report.Messages, len(tr.Messages))
 
 			s, revisions := importtest.Build(t, tr)
-			conv := s.Conversation()
-			require.Len(t, conv, want.messages)
-			require.GreaterOrEqual(t, revisions, want.prompts, "at least one revision per turn")
-			roles := map[session.Role]int{}
-			var uses, results []string
-			var thinking, images, imageBytes, compactions, structured, injected int
-			var perMessage session.Usage
-			for _, m := range conv {
-				roles[m.Role]++
-				if m.Usage != nil {
-					perMessage = perMessage.Add(*m.Usage)
-				}
-				if m.Compaction != nil {
-					compactions++
-				}
-				if m.Injected {
-					injected++
-				}
-				for _, p := range m.Parts {
-					switch p.Type {
-					case session.PartToolCall:
-						if !p.ProviderExecuted {
-							uses = append(uses, p.ToolCallID)
-						}
-					case session.PartToolResult:
-						results = append(results, p.ToolCallID)
-						if len(p.Result) > 0 {
-							structured++
-						}
-						for _, c := range p.Content {
-							if c.Type == session.PartImage {
-								images++
-								imageBytes += len(c.Data)
-							}
-						}
-					case session.PartReasoning:
-						thinking++
-					case session.PartImage:
-						images++
-						imageBytes += len(p.Data)
-					}
-				}
-			}
-			require.Equal(t, want.roles, roles)
-			require.Equal(t, want.toolUses, uses)
-			require.Equal(t, want.toolResults, results)
-			require.Equal(t, want.thinking, thinking)
-			require.Equal(t, want.images, images)
-			require.Equal(t, want.imageBytes, imageBytes)
-			require.Equal(t, want.compactions, compactions)
-			require.Equal(t, want.structured, structured)
-			require.Equal(t, want.injected, injected)
-			require.Equal(t, want.usage, perMessage, "per-message usage sums to the responses'")
-			require.Equal(t, want.usage, s.Usage(), "the session's usage is the sum of its responses'")
-			require.Equal(t, int64(len(want.toolUses)), s.Counters().ToolCalls)
-			require.Equal(t, int64(want.prompts), s.Counters().Turns)
-
-			importtest.CheckPairing(t, conv)
+			require.GreaterOrEqual(t, revisions, want.Prompts, "at least one revision per turn")
+			importtest.CheckClaudeCode(t, want, s)
 			title, prov := s.Title()
 			require.NotEmpty(t, title)
 			require.Equal(t, session.TitleFirstPrompt, prov)

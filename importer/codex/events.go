@@ -49,7 +49,7 @@ var (
 
 func (p *parser) event(payload json.RawMessage, at time.Time) outcome {
 	var ev event
-	if json.Unmarshal(payload, &ev) != nil || ev.Type == "" {
+	if importer.Unmarshal(payload, &ev) != nil || ev.Type == "" {
 		return invalid
 	}
 	r := p.report()
@@ -159,7 +159,7 @@ func (p *parser) tokens(ev *event) outcome {
 // that tie it to the call.
 func resultOf(payload json.RawMessage) json.RawMessage {
 	var fields map[string]json.RawMessage
-	if json.Unmarshal(payload, &fields) != nil {
+	if importer.Unmarshal(payload, &fields) != nil {
 		return nil
 	}
 	for _, k := range []string{"call_id", "turn_id", "stdout", "stderr", "aggregated_output", "formatted_output"} {
@@ -179,7 +179,7 @@ func failed(result json.RawMessage) bool {
 		Success  *bool  `json:"success"`
 		Status   string `json:"status"`
 	}
-	if json.Unmarshal(result, &r) != nil {
+	if importer.Unmarshal(result, &r) != nil {
 		return false
 	}
 	return r.ExitCode != nil && *r.ExitCode != 0 || r.Success != nil && !*r.Success || r.Status == "failed" || r.Status == "declined"
@@ -193,7 +193,7 @@ func (p *parser) compacted(payload json.RawMessage, at time.Time) outcome {
 		Message            string            `json:"message"`
 		ReplacementHistory []json.RawMessage `json:"replacement_history"`
 	}
-	if json.Unmarshal(payload, &c) != nil {
+	if importer.Unmarshal(payload, &c) != nil {
 		return invalid
 	}
 	p.group = -1
@@ -204,7 +204,7 @@ func (p *parser) compacted(payload json.RawMessage, at time.Time) outcome {
 	var rest []json.RawMessage
 	for _, raw := range c.ReplacementHistory {
 		var it item
-		if json.Unmarshal(raw, &it) == nil && it.Type == "compaction" {
+		if importer.Unmarshal(raw, &it) == nil && it.Type == "compaction" {
 			enc := ""
 			if it.Encrypted != nil {
 				enc = *it.Encrypted

@@ -42,7 +42,7 @@ func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
 	}
 	t.Path = name
 	if t.SourceID == "" {
-		t.SourceID = threadOfName(name)
+		t.SourceID = ThreadIDOf(name)
 	}
 	return t, nil
 }
@@ -66,9 +66,11 @@ func LoadAll(fsys fs.FS, opts Options) ([]*importer.Transcript, error) {
 	return importer.Nest(ts), nil
 }
 
-// threadOfName returns the thread ID at the end of a rollout's name (the
-// last five dash-separated fields of a UUID), or "".
-func threadOfName(name string) string {
+// ThreadIDOf returns the thread ID at the end of a rollout's name (the
+// last five dash-separated fields of a UUID), or "": the thread Load
+// gives a rollout that names none, and how a sub-agent's thread finds its
+// parent's rollout among files not read yet.
+func ThreadIDOf(name string) string {
 	base := strings.TrimSuffix(path.Base(name), ".jsonl")
 	fields := strings.Split(base, "-")
 	if len(fields) < 5 {

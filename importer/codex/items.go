@@ -38,7 +38,7 @@ func (it *item) UnmarshalJSON(b []byte) error {
 		plain
 		Content json.RawMessage `json:"content"`
 	}
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := importer.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	*it = item(v.plain)
@@ -49,7 +49,7 @@ func (it *item) UnmarshalJSON(b []byte) error {
 // item converts a response item.
 func (p *parser) item(payload json.RawMessage, at time.Time) outcome {
 	var it item
-	if json.Unmarshal(payload, &it) != nil || it.Type == "" {
+	if importer.Unmarshal(payload, &it) != nil || it.Type == "" {
 		return invalid
 	}
 	it.ID = p.b.Fit("item id", it.ID)
@@ -95,7 +95,7 @@ func (p *parser) item(payload json.RawMessage, at time.Time) outcome {
 		if len(texts) == 0 {
 			// Open models write their reasoning itself, not a summary.
 			var content []contentItem
-			if json.Unmarshal(it.Content, &content) == nil {
+			if importer.Unmarshal(it.Content, &content) == nil {
 				for _, c := range content {
 					texts = append(texts, c.Text)
 				}
@@ -120,7 +120,7 @@ func (p *parser) item(payload json.RawMessage, at time.Time) outcome {
 		}
 		part := session.Part{Type: session.PartToolResult, ToolCallID: it.CallID}
 		var out string
-		if json.Unmarshal(it.Output, &out) == nil {
+		if importer.Unmarshal(it.Output, &out) == nil {
 			part.Output = out
 		} else if content := p.content(it.Output); len(content) > 0 {
 			part.Content = content
@@ -220,7 +220,7 @@ func (p *parser) arguments(s string) json.RawMessage {
 // content converts a message's (or a tool output's) content items.
 func (p *parser) content(raw json.RawMessage) []session.Part {
 	var items []contentItem
-	if json.Unmarshal(raw, &items) != nil {
+	if importer.Unmarshal(raw, &items) != nil {
 		return nil
 	}
 	var parts []session.Part

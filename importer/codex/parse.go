@@ -90,8 +90,8 @@ func (p *parser) line(l importer.Line) {
 		return
 	}
 	var e envelope
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(l.Data, &fields) != nil || json.Unmarshal(l.Data, &e) != nil {
+	var fields importer.Keys
+	if importer.DecodeLine(l.Data, &fields, &e) != nil {
 		if l.Final {
 			r.Skip(importer.SkipTorn, "")
 		} else {
@@ -112,12 +112,12 @@ func (p *parser) line(l importer.Line) {
 		// A rollout from before the envelope: a bare meta line, state
 		// markers, and bare response items.
 		switch {
-		case fields["record_type"] != nil:
+		case has(fields, "record_type"):
 			r.Skip(importer.SkipNotConversation, "record_type")
 			return
 		case itemTypes[typ]:
 			payload, typ = l.Data, "response_item"
-		case typ == "" && fields["id"] != nil:
+		case typ == "" && has(fields, "id"):
 			payload, typ = l.Data, "session_meta"
 		}
 	}
@@ -192,7 +192,7 @@ const (
 
 func (p *parser) meta(payload json.RawMessage, at time.Time) outcome {
 	var m sessionMeta
-	if json.Unmarshal(payload, &m) != nil || m.ID == "" {
+	if importer.Unmarshal(payload, &m) != nil || m.ID == "" {
 		return invalid
 	}
 	m.ID, m.CLIVersion, m.ModelProvider = p.b.Fit("session id", m.ID), p.b.Fit("cli_version", m.CLIVersion), p.b.Fit("model_provider", m.ModelProvider)
@@ -236,16 +236,16 @@ func subagentOf(m sessionMeta) (parent, role string) {
 	var src struct {
 		Subagent json.RawMessage `json:"subagent"`
 	}
-	if json.Unmarshal(m.Source, &src) == nil && len(src.Subagent) > 0 {
+	if importer.Unmarshal(m.Source, &src) == nil && len(src.Subagent) > 0 {
 		var name string
-		if json.Unmarshal(src.Subagent, &name) == nil {
+		if importer.Unmarshal(src.Subagent, &name) == nil {
 			role = name
 		} else {
 			var kinds map[string]struct {
 				ParentThreadID string `json:"parent_thread_id"`
 				AgentRole      string `json:"agent_role"`
 			}
-			if json.Unmarshal(src.Subagent, &kinds) == nil {
+			if importer.Unmarshal(src.Subagent, &kinds) == nil {
 				for kind, v := range kinds {
 					parent, role = v.ParentThreadID, v.AgentRole
 					if role == "" {
@@ -278,7 +278,7 @@ func (p *parser) turnContext(payload json.RawMessage) outcome {
 		Model  string `json:"model"`
 		Effort string `json:"effort"`
 	}
-	if json.Unmarshal(payload, &tc) != nil {
+	if importer.Unmarshal(payload, &tc) != nil {
 		return invalid
 	}
 	t := p.b.T()
@@ -337,4 +337,9 @@ func (p *parser) finish() *importer.Transcript {
 		p.report().Drop("tool run event without its output")
 	}
 	return p.b.Finish()
+}
+
+func has(k importer.Keys, key string) bool {
+	_, ok := k[key]
+	return ok
 }

@@ -2,7 +2,6 @@ package codex_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,131 +29,6 @@ func parse(t testing.TB, data []byte) *importer.Transcript {
 	return tr
 }
 
-// expect is what a rollout holds, read independently of the converter
-// with plain maps and the rules FORMATS.md states: the response items are
-// the history; a model response's items (reasoning, messages, calls) make
-// one assistant message, which its token_count closes; calls and outputs
-// pair by call_id; user_message events are what a person typed;
-// token_count totals are cumulative, so a count whose total did not move
-// is a repeat.
-type expect struct {
-	roles                  map[session.Role]int
-	calls, outputs         []string
-	reasoning, encrypted   int
-	texts                  int
-	structured, failures   int
-	usage                  session.Usage
-	prompts                int
-	threadID, model, cwd   string
-	branch, remote, effort string
-}
-
-func readIndependently(data []byte) expect {
-	e := expect{roles: map[session.Role]int{}}
-	open, phase := false, ""
-	var lastTotal map[string]any
-	num := func(m map[string]any, k string) int64 { f, _ := m[k].(float64); return int64(f) }
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var o map[string]any
-		if json.Unmarshal(line, &o) != nil {
-			continue
-		}
-		p, _ := o["payload"].(map[string]any)
-		switch o["type"] {
-		case "session_meta":
-			e.threadID, _ = p["id"].(string)
-			e.cwd, _ = p["cwd"].(string)
-			git, _ := p["git"].(map[string]any)
-			e.branch, _ = git["branch"].(string)
-			e.remote, _ = git["repository_url"].(string)
-		case "turn_context":
-			if e.model == "" {
-				e.model, _ = p["model"].(string)
-				e.effort, _ = p["effort"].(string)
-			}
-		case "response_item":
-			typ, _ := p["type"].(string)
-			assistantSide := false
-			switch typ {
-			case "message":
-				switch p["role"] {
-				case "user":
-					e.roles[session.RoleUser]++
-					open = false
-				case "developer":
-					e.roles[session.RoleSystem]++
-					open = false
-				case "assistant":
-					assistantSide = true
-					e.texts += len(p["content"].([]any))
-					if ph, _ := p["phase"].(string); open && phase != "" && ph != "" && ph != phase {
-						open = false // a new phase is a new message
-					}
-				}
-			case "reasoning":
-				assistantSide = true
-				e.reasoning++
-				if enc, _ := p["encrypted_content"].(string); enc != "" {
-					e.encrypted++
-				}
-			case "function_call", "custom_tool_call":
-				assistantSide = true
-				e.calls = append(e.calls, p["call_id"].(string))
-			case "web_search_call":
-				assistantSide = true
-				e.calls = append(e.calls, "web")
-			case "function_call_output", "custom_tool_call_output":
-				e.outputs = append(e.outputs, p["call_id"].(string))
-				e.roles[session.RoleTool]++
-				open = false
-			}
-			if assistantSide && !open {
-				open, phase = true, ""
-				e.roles[session.RoleAssistant]++
-			}
-			if ph, _ := p["phase"].(string); typ == "message" && ph != "" {
-				phase = ph
-			}
-		case "event_msg":
-			switch p["type"] {
-			case "token_count":
-				open = false
-				info, _ := p["info"].(map[string]any)
-				if info == nil {
-					continue
-				}
-				total, _ := info["total_token_usage"].(map[string]any)
-				if lastTotal != nil && jsonEqual(total, lastTotal) {
-					continue
-				}
-				lastTotal = total
-				last := info["last_token_usage"].(map[string]any)
-				e.usage = e.usage.Add(session.Usage{InputTokens: num(last, "input_tokens") - num(last, "cached_input_tokens"),
-					CacheReadTokens: num(last, "cached_input_tokens"), OutputTokens: num(last, "output_tokens")})
-			case "user_message":
-				e.prompts++
-			case "exec_command_end":
-				e.structured++
-				if num(p, "exit_code") != 0 {
-					e.failures++
-				}
-			case "patch_apply_end":
-				e.structured++
-				if p["success"] == false {
-					e.failures++
-				}
-			}
-		}
-	}
-	return e
-}
-
-func jsonEqual(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return bytes.Equal(x, y)
-}
-
 // TestImportRealTranscripts imports every Codex rollout and checks the
 // session against the rollout as read independently.
 func TestImportRealTranscripts(t *testing.T) {
@@ -163,75 +37,20 @@ func TestImportRealTranscripts(t *testing.T) {
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			tr := parse(t, data)
-			want := readIndependently(data)
+			want := importtest.ReadCodex(data)
 
 			require.Equal(t, int64(bytes.Count(data, []byte("\n"))), tr.Report.Lines)
 			require.Equal(t, int64(len(data)), tr.Report.Bytes)
-			require.Equal(t, want.threadID, tr.SourceID)
-			require.Equal(t, want.model, tr.ModelID)
-			require.Equal(t, want.effort, tr.ReasoningEffort)
-			require.Equal(t, want.cwd, tr.Workspace.Project)
-			require.Equal(t, want.branch, tr.Workspace.Branch)
-			require.Equal(t, want.remote, tr.Labels[codex.LabelGitRemote])
+			require.Equal(t, want.ThreadID, tr.SourceID)
+			require.Equal(t, want.Model, tr.ModelID)
+			require.Equal(t, want.Effort, tr.ReasoningEffort)
+			require.Equal(t, want.Cwd, tr.Workspace.Project)
+			require.Equal(t, want.Branch, tr.Workspace.Branch)
+			require.Equal(t, want.Remote, tr.Labels[codex.LabelGitRemote])
 
 			s, revisions := importtest.Build(t, tr)
-			conv := s.Conversation()
-			roles := map[session.Role]int{}
-			var calls, outputs []string
-			var reasoning, encrypted, texts, structured, failures, injected int
-			var perMessage session.Usage
-			for _, m := range conv {
-				roles[m.Role]++
-				if m.Injected {
-					injected++
-				}
-				if m.Usage != nil {
-					perMessage = perMessage.Add(*m.Usage)
-				}
-				for _, p := range m.Parts {
-					switch p.Type {
-					case session.PartToolCall:
-						if p.ProviderExecuted {
-							calls = append(calls, "web")
-						} else {
-							calls = append(calls, p.ToolCallID)
-						}
-					case session.PartToolResult:
-						outputs = append(outputs, p.ToolCallID)
-						if len(p.Result) > 0 {
-							structured++
-						}
-						if p.IsError {
-							failures++
-						}
-					case session.PartReasoning:
-						reasoning++
-						if p.Encrypted != "" {
-							encrypted++
-						}
-					case session.PartText:
-						if m.Role == session.RoleAssistant {
-							texts++
-						}
-					}
-				}
-			}
-			require.Equal(t, want.roles, roles)
-			require.Equal(t, want.calls, calls)
-			require.Equal(t, want.outputs, outputs)
-			require.Equal(t, want.reasoning, reasoning)
-			require.Equal(t, want.encrypted, encrypted)
-			require.Equal(t, want.texts, texts)
-			require.Equal(t, want.structured, structured, "each tool run's event is its call's structured result")
-			require.Equal(t, want.failures, failures)
-			require.Equal(t, want.usage, perMessage)
-			require.Equal(t, want.usage, s.Usage())
-			require.Equal(t, int64(want.prompts), s.Counters().Turns)
-			require.Equal(t, want.roles[session.RoleUser]-want.prompts, injected, "user messages no person typed are injected")
-			require.Equal(t, int64(len(want.calls)), s.Counters().ToolCalls)
-			require.GreaterOrEqual(t, revisions, want.prompts)
-
-			importtest.CheckPairing(t, conv)
+			require.GreaterOrEqual(t, revisions, want.Prompts)
+			importtest.CheckCodex(t, want, s)
 			title, prov := s.Title()
 			require.NotEmpty(t, title)
 			require.Equal(t, session.TitleFirstPrompt, prov)

@@ -451,42 +451,7 @@ func Diff(prev, next []byte) (delta []byte, ok bool) {
 			break
 		}
 	}
-	b := make([]byte, 0, 64)
-	b = append(b, `{"snap_len":`...)
-	b = strconv.AppendInt(b, int64(len(next)), 10)
-	b = append(b, `,"snap_crc":"`...)
-	b = appendHex8(b, crc32.Checksum(next, Castagnoli))
-	b = append(b, '"')
-	list := func(name string, l [][]byte) {
-		if l == nil {
-			return
-		}
-		b = append(b, `,"`+name+`":[`...)
-		b = append(b, bytes.Join(l, []byte(","))...)
-		b = append(b, ']')
-	}
-	object := func(name string, kvs [][2][]byte, open, close string) {
-		if kvs == nil {
-			return
-		}
-		b = append(b, `,"`+name+`":{`...)
-		for i, kv := range kvs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, kv[0]...)
-			b = append(b, ':')
-			b = append(b, open...)
-			b = append(b, kv[1]...)
-			b = append(b, close...)
-		}
-		b = append(b, '}')
-	}
-	list("keys", keys)
-	list("del", del)
-	object("set", set, "", "")
-	object("append", app, "[", "]")
-	b = append(b, '}')
+	b := encodeDelta(deltaOps{snapLen: len(next), snapCRC: crc32.Checksum(next, Castagnoli), keys: keys, del: del, set: set, app: app})
 	if len(b) >= len(next) {
 		return nil, false
 	}
@@ -547,4 +512,30 @@ func parseHex8(b []byte) (uint32, bool) {
 		}
 	}
 	return v, len(b) == 8
+}
+
+// DeltaMessages returns the messages a delta payload adds to the
+// snapshot's conversation or sets it to, as one JSON array (nil when it
+// touches neither): what a checker of the content the delta references
+// reads, at the cost of the delta.
+func DeltaMessages(payload []byte) ([]byte, error) {
+	ops, err := parseDelta(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDelta, err)
+	}
+	var elems [][]byte
+	for _, kv := range ops.set {
+		if string(kv[0]) == messagesKey && len(kv[1]) > 1 && kv[1][0] == '[' && !emptyArray(kv[1]) {
+			elems = append(elems, kv[1][1:len(kv[1])-1])
+		}
+	}
+	for _, kv := range ops.app {
+		if string(kv[0]) == messagesKey {
+			elems = append(elems, kv[1])
+		}
+	}
+	if elems == nil {
+		return nil, nil
+	}
+	return joinArray(elems), nil
 }

@@ -9,14 +9,17 @@
 // The same checksum suffix also frames small JSON files (Frame, Unframe).
 //
 // Format 2 adds delta records (delta.go): Diff computes, and Apply and
-// ApplyChain apply, a delta between two snapshots on their raw JSON; Chain
-// is the writers' policy of when to write one. An adapter writing records
-// keeps a Chain:
+// ApplyChain apply, a delta between two snapshots on their raw JSON.
+// Tracker (tracker.go) is the writers' side: it keeps the latest snapshot
+// as pieces and builds the next record from the pieces that changed — a
+// delta when the chain policy allows, else a full record, its older
+// messages in pages (pages.go, format 4) when it has a PageStore:
 //
-//	line := chain.DeltaLine(m, payload, maxRecord) // nil: write in full
-//	if line == nil {
-//		line = record.Encode(m, payload)
-//	}
+//	line, err := tracker.Next(meta, members, maxRecord, versions)
 //	… append line durably …
-//	chain.Advance(kind, payload, len(line))
+//
+// Reader (reader.go) is the readers' side: it reads records from any
+// source of lines, enforces the sequence rules, and with Snapshots
+// rebuilds each revision's stored snapshot; ExpandPages gives the
+// conversation a snapshot's pages stand for.
 package record

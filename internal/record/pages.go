@@ -84,7 +84,7 @@ func EncodePage(p PageRef) []byte {
 // The cut is greedy from the first message, so a longer conversation cuts
 // its earlier pages at the same places and makes the same pages again. A
 // full record holds the snapshot without its messages, the inline tail,
-// and about 110 bytes per page: within a 16 MiB cap, over 100 GiB of
+// and about 120 bytes per page: within a 16 MiB cap, over 100 GiB of
 // messages.
 const PageBytes = 1 << 20
 

@@ -52,6 +52,9 @@ type Member struct {
 // most that, however long the history.
 const ChainBudgetNum, ChainBudgetDen = 3, 2
 
+// MaxChainDeltas bounds the deltas a writer writes after a full record.
+const MaxChainDeltas = 1000
+
 // Known reports whether the tracker knows the latest snapshot (else the
 // next record is full).
 func (t *Tracker) Known() bool { return t.d != nil }
@@ -215,6 +218,33 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 			}
 			break
 		}
+	}
+	// The policy checked first on sizes computed from the pieces (the new
+	// snapshot's exactly, the delta's payload from below): a delta that
+	// cannot be written is not built.
+	newSize, payloadMin := 2+len(next)-1, 0
+	for _, nm := range next {
+		om := old.index[string(nm.Key)]
+		switch {
+		case nm.Grown:
+			newSize += om.size
+			for i, e := range nm.Append {
+				newSize += len(e)
+				if i > 0 || !emptyArray(om.val) || len(om.app) > 0 {
+					newSize++
+				}
+				payloadMin += len(e)
+			}
+		case om == nil || len(om.app) > 0 || !bytes.Equal(om.val, nm.Value):
+			newSize += len(nm.Key) + 1 + len(nm.Value)
+			payloadMin += len(nm.Key) + len(nm.Value)
+		default:
+			newSize += om.size
+		}
+	}
+	if payloadMin >= newSize || newSize > maxRecord || t.deltas+payloadMin > maxRecord ||
+		t.full+t.deltas+payloadMin > newSize*ChainBudgetNum/ChainBudgetDen {
+		return nil, false
 	}
 	// The result, on a copy of the pieces (the latest snapshot stays as it
 	// is if the delta is not written).

@@ -52,6 +52,24 @@ func Lookup(rel string) string {
 	return ""
 }
 
+// Corpus returns the directory of real transcripts a test imports, given
+// the repository's root relative to the calling package: the full
+// collection when it is there (Lookup of root/../shared/transcripts), else
+// the beginnings of its files committed in root/testdata/transcripts
+// (SOURCES.md there), so that the test reads real files wherever it runs.
+// full says which it is.
+func Corpus(tb testing.TB, root string) (dir string, full bool) {
+	tb.Helper()
+	if d := Lookup(filepath.Join(root, "..", "shared", "transcripts")); d != "" {
+		return d, true
+	}
+	d := filepath.Join(root, "testdata", "transcripts")
+	fi, err := os.Stat(d)
+	require.NoError(tb, err, "the committed transcripts")
+	require.True(tb, fi.IsDir())
+	return d, false
+}
+
 // Seeds adds to f pieces of every file under dir matching globs (a few
 // lines from each of several places), when dir is not "". Pieces above
 // 16 KiB are left out: the fuzzer mutates small inputs fast and large ones

@@ -1,0 +1,170 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/importer/claudecode"
+	"github.com/sessionstore/sessionstore/importer/codex"
+	"github.com/sessionstore/sessionstore/importer/ingest"
+	"github.com/sessionstore/sessionstore/importer/transcript"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+)
+
+// The import benchmarks run on a corpus of the real transcripts (the full
+// collection when it is beside the repository) and generated sessions of
+// realistic size (importtest.WriteCorpus: INGEST_BENCH_SESSIONS of them,
+// default 100, four in five Claude Code's), laid out as each tool lays
+// out its files. Beside the import they measure, on the same files, what
+// it cannot be faster than: reading and hashing them, and reading and
+// converting them (the converters alone, nothing stored).
+//
+//	INGEST_BENCH_SESSIONS=1000 go test -run - -bench . -benchtime 1x ./importer/ingest
+
+type benchCorpus struct {
+	dirs  map[string][]string // tool → paths to import
+	files map[string][]string // tool → every file
+	bytes int64
+}
+
+func loadBenchCorpus(b *testing.B) benchCorpus {
+	n := 100
+	if v := os.Getenv("INGEST_BENCH_SESSIONS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(b, err)
+	}
+	dir := b.TempDir()
+	_, err := importtest.WriteCorpus(dir, n*4/5, n-n*4/5)
+	require.NoError(b, err)
+	real, _ := importtest.Corpus(b, "../..")
+	c := benchCorpus{dirs: map[string][]string{}, files: map[string][]string{}}
+	for _, tool := range []string{ingest.ClaudeCode, ingest.Codex} {
+		c.dirs[tool] = []string{filepath.Join(dir, tool), filepath.Join(real, tool)}
+		for _, d := range c.dirs[tool] {
+			require.NoError(b, filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+				if err == nil && !e.IsDir() && strings.HasSuffix(p, ".jsonl") {
+					fi, err := e.Info()
+					if err != nil {
+						return err
+					}
+					c.files[tool] = append(c.files[tool], p)
+					c.bytes += fi.Size()
+				}
+				return err
+			}))
+		}
+	}
+	return c
+}
+
+// BenchmarkImport: op=read+hash and op=read+convert are the baselines;
+// op=import the first import into an empty file store, op=reimport a
+// second import of the same sources into it (nothing changed), with the
+// first's time over the second's as first/second.
+func BenchmarkImport(b *testing.B) {
+	c := loadBenchCorpus(b)
+	ctx := context.Background()
+	b.Run("op=read+hash", func(b *testing.B) {
+		b.SetBytes(c.bytes)
+		buf := make([]byte, 1<<20)
+		for b.Loop() {
+			for _, files := range c.files {
+				for _, p := range files {
+					f, err := os.Open(p)
+					require.NoError(b, err)
+					h := sha256.New()
+					_, err = io.CopyBuffer(h, f, buf)
+					require.NoError(b, err)
+					require.NoError(b, f.Close())
+				}
+			}
+		}
+	})
+	b.Run("op=read+convert", func(b *testing.B) {
+		b.SetBytes(c.bytes)
+		for b.Loop() {
+			for tool, files := range c.files {
+				for _, p := range files {
+					data, err := os.ReadFile(p)
+					require.NoError(b, err)
+					if tool == ingest.ClaudeCode {
+						_, err = claudecode.Parse(bytes.NewReader(data), claudecode.Options{})
+					} else {
+						_, err = codex.Parse(bytes.NewReader(data), codex.Options{})
+					}
+					require.NoError(b, err)
+				}
+			}
+		}
+	})
+	var first, second time.Duration
+	var sessions int
+	b.Run("op=import", func(b *testing.B) {
+		b.SetBytes(c.bytes)
+		for b.Loop() {
+			st, err := jsonlstore.Open(b.TempDir(), jsonlstore.Options{})
+			require.NoError(b, err)
+			start := time.Now()
+			sessions = 0
+			for tool, dirs := range c.dirs {
+				rep, err := ingest.Run(ctx, st, tool, dirs, ingest.Options{})
+				require.NoError(b, err)
+				require.Zero(b, rep.Totals.Failed)
+				sessions += rep.Totals.Sessions[ingest.ActionCreated]
+			}
+			first = time.Since(start)
+			b.StopTimer()
+			start = time.Now()
+			for tool, dirs := range c.dirs {
+				rep, err := ingest.Run(ctx, st, tool, dirs, ingest.Options{})
+				require.NoError(b, err)
+				require.Equal(b, rep.Totals.Sources, rep.Totals.Unchanged)
+			}
+			second = time.Since(start)
+			require.NoError(b, st.Close())
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(sessions), "sessions")
+	})
+	b.Run("op=reimport", func(b *testing.B) {
+		b.ReportMetric(float64(second.Microseconds())/1e3, "ms/op")
+		b.ReportMetric(float64(first)/float64(second), "first/second")
+		b.ReportMetric(float64(c.bytes)/second.Seconds()/1e6, "MB/s")
+	})
+}
+
+// BenchmarkShowMarkdown renders a generated Claude Code session of 3 MiB
+// as Markdown the way `sessions show --format markdown` does: load the
+// latest revision, restore it, write it.
+func BenchmarkShowMarkdown(b *testing.B) {
+	ctx := context.Background()
+	st, err := jsonlstore.Open(b.TempDir(), jsonlstore.Options{})
+	require.NoError(b, err)
+	defer st.Close()
+	id, data := importtest.GenerateClaudeCode(42, 3<<20)
+	p := filepath.Join(b.TempDir(), id+".jsonl")
+	require.NoError(b, os.WriteFile(p, data, 0o600))
+	rep, err := ingest.Run(ctx, st, ingest.ClaudeCode, []string{p}, ingest.Options{})
+	require.NoError(b, err)
+	sid := rep.Sessions()[0].ID
+	b.ReportMetric(float64(len(data))/(1<<20), "source-MiB")
+	for b.Loop() {
+		rec, err := st.Load(ctx, sid)
+		require.NoError(b, err)
+		s, err := rec.Session()
+		require.NoError(b, err)
+		require.NoError(b, transcript.WriteMarkdown(io.Discard, s, transcript.Options{}))
+	}
+}

@@ -1,0 +1,134 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// The references a snapshot's parts bring with them (parts loaded without
+// their content) must name blobs the session holds, with their size
+// (sessionstore.Writer.Append's contract): a record never references a
+// blob its session directory lacks.
+
+// checkRefs refuses, with ErrInvalidSnapshot, msgs holding a reference to
+// content the session directory does not hold with that SHA-256 and size.
+// It looks at the messages after those it checked before, when msgs
+// continue them (blob.Arrivals), and at a blob's file once per writer. A
+// nil writer (FullRecordsOnly: nothing is kept out of line) refuses every
+// reference, as refuseRefs does.
+func (b *blobWriter) checkRefs(id session.SessionID, msgs sessnap.Messages) error {
+	if b == nil {
+		return refuseRefs(id, msgs)
+	}
+	return b.arrivals.Check(msgs, func(ref session.ContentRef) error {
+		size, ok := b.sizes[ref.SHA256]
+		if !ok && validBlobHash(ref.SHA256) {
+			var err error
+			if size, ok, err = blobSize(b.fs, b.dir+"/"+BlobDir, ref.SHA256); err != nil {
+				return fmt.Errorf("jsonlstore: session %s: blob %s: %w", id, ref.SHA256, err)
+			}
+			if ok {
+				if b.sizes == nil {
+					b.sizes = map[string]int64{}
+				}
+				b.sizes[ref.SHA256] = size
+			}
+		}
+		if !ok || size != ref.Size {
+			return notHeld(id, ref)
+		}
+		return nil
+	})
+}
+
+// refuseRefs refuses msgs if they hold any reference: the check of a
+// session that holds no blobs (one being created, or a store that keeps
+// none). It looks at every message, which costs a walk over the parts and
+// nothing more.
+func refuseRefs(id session.SessionID, msgs sessnap.Messages) error {
+	var err error
+	msgs.Refs(func(ref session.ContentRef) {
+		if err == nil {
+			err = notHeld(id, ref)
+		}
+	})
+	return err
+}
+
+func notHeld(id session.SessionID, ref session.ContentRef) error {
+	return fmt.Errorf("%w: session %s: a part references content the session does not hold (SHA-256 %s, %d bytes)",
+		sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
+}
+
+// blobSize returns the content size of the blob of hash in dir, and
+// whether there is one: a raw blob's file size, or the content size a
+// compressed blob's zstd frame header records (its content counted when
+// the header does not say).
+func blobSize(fsys vfs.FS, dir, hash string) (int64, bool, error) {
+	fi, err := fsys.Lstat(dir + "/" + blobName(hash, false))
+	if err == nil && fi.Mode().IsRegular() {
+		return fi.Size(), true, nil
+	}
+	f, err := fsys.OpenFile(dir+"/"+blobName(hash, true), osRDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	head := make([]byte, zstd.HeaderMaxSize)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, false, err
+	}
+	var h zstd.Header
+	if err := h.Decode(head[:n]); err == nil && h.HasFCS {
+		return int64(min(h.FrameContentSize, maxBlobBytes)), true, nil
+	}
+	fi, err = f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	dec := blobDecoders.Get().(*zstd.Decoder)
+	defer blobDecoders.Put(dec)
+	if err := dec.Reset(io.NewSectionReader(f, 0, fi.Size())); err != nil {
+		return 0, false, err
+	}
+	defer func() { _ = dec.Reset(nil) }() // drop the file
+	size, err := io.Copy(io.Discard, io.LimitReader(dec, maxBlobBytes))
+	return size, err == nil, err
+}
+
+var _ sessionstore.BlobReader = (*Store)(nil)
+
+// ReadBlob implements sessionstore.BlobReader: the content of ref from
+// session id's blobs/, checked against its size and SHA-256. A blob the
+// session does not have is ErrNotFound; one whose content is not what ref
+// says is a *sessionstore.CorruptionError naming its file (ErrBlob).
+func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	if err := s.exists(id); err != nil {
+		return nil, err
+	}
+	_, ok, err := blobSize(s.fs, blobDir(id), ref.SHA256)
+	switch {
+	case !validBlobHash(ref.SHA256) || err == nil && !ok:
+		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, id, ref.SHA256)
+	case err != nil:
+		return nil, fmt.Errorf("jsonlstore: session %s: blob %s: %w", id, ref.SHA256, err)
+	}
+	return s.readBlob(id, ref)
+}

@@ -1,0 +1,208 @@
+package jsonlstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+var _ sessionstore.HistoryCreator = (*Store)(nil)
+
+// CreateHistory creates a session whose revisions are the snapshots snaps
+// yields, as Create creates one with a single revision (Create is
+// CreateHistory of one snapshot): the session
+// directory is built under a temporary name under its lease, every record
+// is written to its log through one buffer (each record as an append
+// would write it: deltas where they pay, large content into blobs/), the
+// blobs and the log are synced once, after the last record, and the
+// directory is then renamed into place. A session of a thousand revisions
+// costs the syncs of a session of one, and a crash before the rename
+// leaves only a temporary directory, which the next sweep removes.
+//
+// It returns the writer of the session at its last revision. Errors:
+// Create's, ErrInvalidSnapshot for an empty sequence or a snapshot of
+// another session, and the sequence's own; on any of them nothing is
+// created.
+func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
+	next, stop := iter.Pull2(snaps)
+	defer stop()
+	first, err, ok := next()
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: an empty history", sessionstore.ErrInvalidSnapshot)
+	case err != nil:
+		return nil, err
+	}
+	id := first.ID
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	// A new session holds no blobs: a part of its first revision that
+	// arrives as a reference names content it does not hold.
+	if err := refuseRefs(id, first.Messages); err != nil {
+		return nil, err
+	}
+	app, blobs := s.newAppender("")
+	b, err := s.startSession(ctx, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if blobs != nil {
+				blobs.deferred.discard()
+			}
+			b.abort(ctx)
+		}
+	}()
+	// Every revision's large content goes into the new session's blobs/,
+	// synced together before the log (deferredFiles).
+	blobs.moved(b.tmp)
+	if blobs != nil {
+		blobs.deferred.on = true
+	}
+	// Nothing is visible before publish, so nothing needs to be durable
+	// before the last record is written: the lines go through one buffer
+	// (a one-revision history is one write, as Create's), and one sync of
+	// the blobs and one of the log make them all durable before the rename.
+	bw := bufio.NewWriterSize(vfsWriter{b.log}, 256<<10)
+	gen := b.lease.Generation()
+	var last rawRecord
+	var latest sessnap.Snapshot
+	snap := first
+	var size int64
+	for rev := uint64(1); ; rev++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// A record's time is never earlier than the previous record's.
+		m := meta{Schema: sessnap.SchemaVersion, Rev: rev, Gen: gen, Time: later(s.opts.Now().UTC(), last.Time)}
+		line, err := app.Line(id, m, snap)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := bw.Write(line); err != nil {
+			return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
+		}
+		// The summary and the writer need the last record's envelope and
+		// place, and its snapshot.
+		last, latest = rawRecord{Meta: m, Offset: size, LineLen: int64(len(line))}, snap
+		size += int64(len(line))
+
+		var more bool
+		snap, err, more = next()
+		if !more {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if snap.ID != id {
+			return nil, fmt.Errorf("%w: snapshot of session %q in the history of %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+		}
+		// Later revisions may reference the blobs earlier ones wrote, as an
+		// append may.
+		if err := blobs.checkRefs(id, snap.Messages); err != nil {
+			return nil, err
+		}
+	}
+	if err = blobs.sync(); err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	if err = bw.Flush(); err == nil {
+		err = b.log.Datasync()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
+	}
+	if err = b.publish(ctx); err != nil {
+		return nil, err
+	}
+	blobs.moved(sessionDir(id))
+	if blobs != nil {
+		blobs.deferred.on = false // the writer's appends sync each blob before its record
+	}
+	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()}, b.marked)
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+	}
+	if last.Rev == 1 {
+		w.search = searchMark{known: true} // a new session of one revision: the index holds nothing of it
+	}
+	w.writeSummary(&last, &latest)
+	w.indexAppended(&last, &latest) // a longer history is read from the log when the queue is written
+	return w, nil
+}
+
+// vfsWriter lets a bufio.Writer write to a vfs.File, each write whole.
+type vfsWriter struct{ f vfs.File }
+
+func (w vfsWriter) Write(p []byte) (int, error) {
+	if err := writeAll(w.f, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// deferredFiles are the blob files of a session being created, written
+// and not yet synced. A new session is invisible until it is published,
+// so its blobs need to be durable only before that, not each as it is
+// written: they are synced together, concurrently, so that the file
+// system commits them in as few journal transactions as it can. An import
+// of a long session writes hundreds of blobs; one sync each, in turn, was
+// most of its time.
+type deferredFiles struct {
+	on    bool
+	files []vfs.File
+}
+
+// deferredMax bounds the blob files held open: the next is synced with
+// those before it.
+const deferredMax = 64
+
+// deferredSyncs is how many of them are synced at once.
+const deferredSyncs = 8
+
+func (d *deferredFiles) add(f vfs.File) error {
+	d.files = append(d.files, f)
+	if len(d.files) >= deferredMax {
+		return d.sync()
+	}
+	return nil
+}
+
+// sync syncs and closes the files held.
+func (d *deferredFiles) sync() error {
+	files := d.files
+	d.files = nil
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, deferredSyncs)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = f.Sync()
+			if err := f.Close(); errs[i] == nil {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// discard closes the files held, unsynced: the session is abandoned.
+func (d *deferredFiles) discard() {
+	for _, f := range d.files {
+		_ = f.Close() // its directory is being removed
+	}
+	d.files = nil
+}

@@ -1,0 +1,119 @@
+package searchdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Filter chooses the sessions and fields a search looks in.
+type Filter struct {
+	NoTools bool
+	// Labels, Project and ProjectTree as sessionstore.SearchQuery has
+	// them, normalized.
+	Labels      map[string]string
+	Project     string
+	ProjectTree bool
+	// Skip, when set, leaves out the sessions it reports true for.
+	Skip func(session.SessionID) bool
+}
+
+// Match is the FTS5 query of q: each term a quoted string (the words of
+// a phrase in order; a prefix's last word marked with *), all ANDed;
+// with noTools, in the title and text columns only.
+func Match(q fulltext.Query, noTools bool) string {
+	var b strings.Builder
+	if noTools {
+		b.WriteString("{title text} : (")
+	}
+	for i, t := range q.Terms {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		// Words hold no quote (they are letters, digits and marks), so
+		// quoting each term is exact.
+		b.WriteString(`"` + strings.Join(t.Words, " ") + `"`)
+		if t.Prefix {
+			b.WriteString(" *")
+		}
+	}
+	if noTools {
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// weights of the columns title, text and tool in BM25.
+const weights = "2.0, 1.0, 1.0"
+
+// Search returns the hits of q, best first (FTS5's BM25), at most limit.
+// Each candidate is checked with q.MatchFields on its text, so that the
+// hits are exactly those the query's semantics give.
+func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) ([]fulltext.Hit, error) {
+	where := []string{"docs MATCH ?"}
+	args := []any{Match(q, f.NoTools)}
+	if f.Project != "" {
+		if f.ProjectTree {
+			where = append(where, `(s.project = ? OR s.project LIKE ? ESCAPE '\')`)
+			prefix := strings.TrimSuffix(f.Project, "/") + "/"
+			args = append(args, f.Project, likeEscape(prefix)+"%")
+		} else {
+			where = append(where, "s.project = ?")
+			args = append(args, f.Project)
+		}
+	}
+	for k, v := range f.Labels {
+		where = append(where, "EXISTS (SELECT 1 FROM labels l WHERE l.sid = s.sid AND l.key = ? AND l.value = ?)")
+		args = append(args, k, v)
+	}
+	//nolint:gosec // G201: the formatted pieces are this package's constants; every value is a parameter
+	query := fmt.Sprintf(`SELECT s.id, s.title, s.updated, m.msg, m.role, m.rev, bm25(docs, %s) AS score, docs.title, docs.text, docs.tool
+		FROM docs JOIN msgs m ON m.rowid = docs.rowid JOIN sessions s ON s.sid = m.sid
+		WHERE %s ORDER BY score, s.updated DESC, s.id, m.msg DESC`, weights, strings.Join(where, " AND "))
+	rows, err := d.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, d.classify("search", err)
+	}
+	defer func() { _ = rows.Close() }() // read-only
+	var hits []fulltext.Hit
+	for rows.Next() && (limit <= 0 || len(hits) < limit) {
+		var h fulltext.Hit
+		var updated int64
+		var role string
+		var cols [3]string
+		if err := rows.Scan(&h.ID, &h.Title, &updated, &h.Message, &role, &h.Revision, &h.Score, &cols[0], &cols[1], &cols[2]); err != nil {
+			return nil, d.classify("search", err)
+		}
+		if f.Skip != nil && f.Skip(h.ID) {
+			continue
+		}
+		h.Role, h.Updated, h.Score = session.Role(role), time.Unix(0, updated).UTC(), -h.Score
+		fields, names := []string{cols[1], cols[2]}, []string{fulltext.FieldText, fulltext.FieldTool}
+		if h.Message < 0 {
+			fields, names = []string{cols[0]}, []string{fulltext.FieldTitle}
+		} else if f.NoTools {
+			fields = fields[:1]
+		}
+		spans := q.MatchFields(fields...)
+		for i := range fields {
+			if spans[i] != nil {
+				h.Field, h.Text, h.Spans = names[i], fields[i], spans[i]
+				break
+			}
+		}
+		if h.Spans == nil {
+			continue // FTS5's words differ from ours here: not a hit
+		}
+		hits = append(hits, h)
+	}
+	return hits, d.classify("search", rows.Err())
+}
+
+// likeEscape escapes LIKE's wildcards with a backslash.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}

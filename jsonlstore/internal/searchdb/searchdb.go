@@ -1,0 +1,569 @@
+// Package searchdb is the file store's search index: one SQLite database
+// (modernc.org/sqlite, pure Go) with an FTS5 table of the sessions'
+// titles and messages, and a row per session that says which revision of
+// it the index holds and which state of its log that revision was read
+// from. It is a cache: jsonlstore proves each session's row against its
+// log before it uses it, brings stale rows up to date, and rebuilds the
+// whole when the file is missing, damaged or of another version.
+//
+// Layout (ROOT/.search/index.db, with SQLite's -wal and -shm beside it):
+//
+//	PRAGMA user_version = 1
+//	sessions(sid, id, rev, messages, digest, title, title_rev, updated, project,
+//	         log_dev, log_ino, log_size, log_mtime)
+//	labels(sid, key, value)
+//	msgs(rowid, sid, msg, role, rev)         -- msg -1: the title
+//	docs: fts5(title, text, tool)            -- rowid = msgs.rowid
+//
+// Every write is one transaction that checks the row it builds on, so
+// concurrent writers in many processes never stack an update on a state
+// it was not computed from.
+//
+//	db, err := searchdb.Open(path, searchdb.OpenOptions{Create: true})
+//	applied, err := db.Apply(ctx, []searchdb.Update{u}, searchdb.NoWait)
+//	hits, err := db.Search(ctx, q, filter, 20)
+package searchdb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Version is the index's format version (PRAGMA user_version).
+const Version = 1
+
+var (
+	// ErrMissing reports an index file that does not exist (Open without
+	// Create).
+	ErrMissing = errors.New("searchdb: no index")
+	// ErrBusy reports a write that would have waited for another
+	// process's (NoWait).
+	ErrBusy = errors.New("searchdb: index busy")
+	// ErrDamaged reports an index that is not a database of this version
+	// (damaged, torn, another program's): rebuild it.
+	ErrDamaged = errors.New("searchdb: index damaged or of another version")
+)
+
+const schema = `
+CREATE TABLE sessions (
+	sid       INTEGER PRIMARY KEY,
+	id        TEXT    NOT NULL UNIQUE,
+	rev       INTEGER NOT NULL,
+	messages  INTEGER NOT NULL,
+	digest    BLOB    NOT NULL,
+	title     TEXT    NOT NULL,
+	title_rev INTEGER NOT NULL,
+	updated   INTEGER NOT NULL,
+	project   TEXT    NOT NULL,
+	labels    TEXT    NOT NULL, -- the labels as JSON, to tell whether they changed
+	log_dev   INTEGER NOT NULL,
+	log_ino   INTEGER NOT NULL,
+	log_size  INTEGER NOT NULL,
+	log_mtime INTEGER NOT NULL
+);
+CREATE INDEX sessions_project ON sessions (project);
+CREATE TABLE labels (
+	sid   INTEGER NOT NULL,
+	key   TEXT    NOT NULL,
+	value TEXT    NOT NULL,
+	PRIMARY KEY (sid, key)
+) WITHOUT ROWID;
+CREATE INDEX labels_kv ON labels (key, value);
+CREATE TABLE msgs (
+	rowid INTEGER PRIMARY KEY,
+	sid   INTEGER NOT NULL,
+	msg   INTEGER NOT NULL,
+	role  TEXT    NOT NULL,
+	rev   INTEGER NOT NULL
+);
+CREATE INDEX msgs_sid ON msgs (sid, msg);
+CREATE VIRTUAL TABLE docs USING fts5(title, text, tool, tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'");
+PRAGMA user_version = 1;
+`
+
+// The statements of every append's index write, prepared once.
+const (
+	selectRowSQL = "SELECT sid, rev, messages, title, title_rev, digest, labels FROM sessions WHERE id = ?"
+	updateRowSQL = `UPDATE sessions SET rev = ?, messages = ?, digest = ?, title = ?, title_rev = ?, updated = ?,
+			project = ?, labels = ?, log_dev = ?, log_ino = ?, log_size = ?, log_mtime = ? WHERE sid = ?`
+	insertRowSQL = `INSERT INTO sessions (id, rev, messages, digest, title, title_rev, updated, project, labels,
+			log_dev, log_ino, log_size, log_mtime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertMsgSQL = "INSERT INTO msgs (sid, msg, role, rev) VALUES (?, ?, ?, ?)"
+	insertDocSQL = "INSERT INTO docs (rowid, title, text, tool) VALUES (?, ?, ?, ?)"
+)
+
+var writeStatements = []string{selectRowSQL, updateRowSQL, insertRowSQL, insertMsgSQL, insertDocSQL}
+
+// Proof is the state of a session's log when the index read it: its
+// identity, size and modification time (nanoseconds).
+type Proof struct {
+	Dev, Ino    uint64
+	Size, Mtime int64
+}
+
+// State is what the index holds of one session.
+type State struct {
+	ID       session.SessionID
+	Title    string
+	Rev      uint64
+	Messages int
+	Digest   fulltext.Digest
+	Proof    Proof
+}
+
+// Message is one message to index.
+type Message struct {
+	Index int
+	Rev   uint64
+	Doc   fulltext.Doc
+}
+
+// Update brings one session's row from the state it names to a new one.
+type Update struct {
+	ID session.SessionID
+	// Delete removes the session (the fields below are not read).
+	Delete bool
+	// Reset replaces whatever the index holds of the session; otherwise
+	// the update applies only when the row holds revision FromRev with
+	// FromMessages messages (0 and 0: no row).
+	Reset        bool
+	FromRev      uint64
+	FromMessages int
+	// Rev is the revision the row holds after the update, Messages its
+	// messages' count and Digest theirs; Add are the messages after
+	// FromMessages (all of them with Reset).
+	Rev      uint64
+	Messages int
+	Digest   fulltext.Digest
+	Add      []Message
+	// Extend computes Digest: the row's, extended by Add's docs.
+	Extend bool
+	// Title is the session's title at Rev; TitleRev the revision it
+	// appeared at (kept when the title is unchanged).
+	Title    string
+	TitleRev uint64
+	Updated  time.Time
+	Project  string
+	Labels   map[string]string
+	Proof    Proof
+}
+
+// Wait says how long a write waits for another process's.
+type Wait time.Duration
+
+// NoWait makes a write fail at once with ErrBusy.
+const NoWait Wait = 0
+
+// DB is an open index. It is safe for concurrent use (one connection,
+// calls serialized).
+type DB struct {
+	db   *sql.DB
+	path string
+
+	mu    sync.Mutex // guards stmts and wait
+	stmts map[string]*sql.Stmt
+	wait  Wait // the connection's busy timeout; -1: not set
+}
+
+// OpenOptions tune Open.
+type OpenOptions struct {
+	// Create creates the index when the file is missing.
+	Create bool
+}
+
+// Open opens the index at path. Errors: ErrMissing (without Create),
+// ErrDamaged (the file is no index of this version), and others.
+func Open(ctx context.Context, path string, opts OpenOptions) (*DB, error) {
+	mode := "rw"
+	if opts.Create {
+		mode = "rwc"
+	}
+	dsn := "file:" + path + "?mode=" + mode + "&_txlock=immediate&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(0)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("searchdb: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	d := &DB{db: db, path: path, stmts: map[string]*sql.Stmt{}, wait: -1}
+	if err := d.init(ctx, opts.Create); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := d.prepare(ctx); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// init checks the version, creating the schema in a new file.
+func (d *DB) init(ctx context.Context, create bool) error {
+	var v int
+	err := d.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	if err != nil {
+		return d.classify("open", err)
+	}
+	switch {
+	case v == Version:
+		return nil
+	case v != 0:
+		return fmt.Errorf("%w: %s has version %d, this program's is %d", ErrDamaged, d.path, v, Version)
+	case !create:
+		return fmt.Errorf("%w: %s has no schema", ErrDamaged, d.path)
+	}
+	if err := d.setWait(ctx, Wait(5*time.Second)); err != nil {
+		return err
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return d.classify("create", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit: nothing to roll back
+	// Another process may have made it meanwhile.
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return d.classify("create", err)
+	}
+	if v == Version {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return d.classify("create", err)
+	}
+	return d.classify("create", tx.Commit())
+}
+
+// classify names SQLite's errors as this package's.
+func (d *DB) classify(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w: %s %s: %w", ErrBusy, what, d.path, err)
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT, sqlite3.SQLITE_SCHEMA:
+			return fmt.Errorf("%w: %s %s: %w", ErrDamaged, what, d.path, err)
+		case sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("%w: %s: %w", ErrMissing, d.path, err)
+		case sqlite3.SQLITE_ERROR:
+			if strings.Contains(err.Error(), "no such table") || strings.Contains(err.Error(), "no such column") {
+				return fmt.Errorf("%w: %s %s: %w", ErrDamaged, what, d.path, err)
+			}
+		}
+	}
+	return fmt.Errorf("searchdb: %s %s: %w", what, d.path, err)
+}
+
+func (d *DB) setWait(ctx context.Context, w Wait) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.wait == w {
+		return nil
+	}
+	_, err := d.db.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", time.Duration(w).Milliseconds()))
+	if err == nil {
+		d.wait = w
+	}
+	return d.classify("set busy timeout", err)
+}
+
+// stmt returns query as Open prepared it (statements are parsed once,
+// not at every append), or nil for one it did not.
+func (d *DB) stmt(query string) *sql.Stmt {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stmts[query]
+}
+
+// prepare prepares the statements of every write. It runs outside any
+// transaction: the DB's one connection is free.
+func (d *DB) prepare(ctx context.Context) error {
+	for _, q := range writeStatements {
+		st, err := d.db.PrepareContext(ctx, q)
+		if err != nil {
+			return d.classify("prepare", err)
+		}
+		d.stmts[q] = st
+	}
+	return nil
+}
+
+// Close closes the index.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	for _, st := range d.stmts {
+		_ = st.Close() // closing the database closes what is left
+	}
+	d.stmts = nil
+	d.mu.Unlock()
+	return d.db.Close()
+}
+
+// wtx is a write transaction whose statements are the DB's prepared ones.
+type wtx struct {
+	d  *DB
+	tx *sql.Tx
+}
+
+func (w *wtx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := w.d.stmt(query); st != nil {
+		return w.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return w.tx.ExecContext(ctx, query, args...)
+}
+
+func (w *wtx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := w.d.stmt(query); st != nil {
+		return w.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return w.tx.QueryRowContext(ctx, query, args...)
+}
+
+// Path is the index file's path.
+func (d *DB) Path() string { return d.path }
+
+// States returns what the index holds of every session.
+func (d *DB) States(ctx context.Context) (map[session.SessionID]State, error) {
+	rows, err := d.db.QueryContext(ctx, "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions")
+	if err != nil {
+		return nil, d.classify("read sessions", err)
+	}
+	defer func() { _ = rows.Close() }() // read-only
+	out := map[session.SessionID]State{}
+	for rows.Next() {
+		var s State
+		var dig []byte
+		var dev, ino int64
+		if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime); err != nil {
+			return nil, d.classify("read sessions", err)
+		}
+		s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
+		copy(s.Digest[:], dig)
+		out[s.ID] = s
+	}
+	return out, d.classify("read sessions", rows.Err())
+}
+
+// Apply applies updates in one transaction, each only when the row
+// holds the state it builds on; it reports which applied. With NoWait it
+// fails at once with ErrBusy when another process writes.
+func (d *DB) Apply(ctx context.Context, ups []Update, wait Wait) ([]bool, error) {
+	applied := make([]bool, len(ups))
+	err := d.write(ctx, wait, func(tx *wtx) error {
+		for i := range ups {
+			ok, err := apply(ctx, tx, &ups[i])
+			if err != nil {
+				return err
+			}
+			applied[i] = ok
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, d.classify("update", err)
+	}
+	return applied, nil
+}
+
+// Delete removes sessions from the index.
+func (d *DB) Delete(ctx context.Context, ids []session.SessionID, wait Wait) error {
+	return d.classify("delete", d.write(ctx, wait, func(tx *wtx) error {
+		for _, id := range ids {
+			if err := remove(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// Clear removes every session from the index.
+func (d *DB) Clear(ctx context.Context, wait Wait) error {
+	return d.classify("clear", d.write(ctx, wait, func(tx *wtx) error {
+		for _, q := range []string{
+			"DELETE FROM sessions", "DELETE FROM labels", "DELETE FROM msgs", "DELETE FROM docs",
+		} {
+			if _, err := tx.exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+func (d *DB) write(ctx context.Context, wait Wait, fn func(tx *wtx) error) error {
+	if err := d.setWait(ctx, wait); err != nil {
+		return err
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit: nothing to roll back
+	if err := fn(&wtx{d: d, tx: tx}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// apply applies one update in tx.
+func apply(ctx context.Context, tx *wtx, u *Update) (bool, error) {
+	if u.Delete {
+		return true, remove(ctx, tx, u.ID)
+	}
+	var sid, rev int64
+	var msgs int
+	var titleRev int64
+	var title string
+	var dig []byte
+	var labelsWas string
+	err := tx.queryRow(ctx, selectRowSQL, string(u.ID)).Scan(&sid, &rev, &msgs, &title, &titleRev, &dig, &labelsWas)
+	exists := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, err
+	}
+	switch {
+	case u.Reset:
+		if exists {
+			if err := remove(ctx, tx, u.ID); err != nil {
+				return false, err
+			}
+			exists = false
+		}
+	case !exists && (u.FromRev != 0 || u.FromMessages != 0):
+		return false, nil
+	case exists && (uint64(rev) != u.FromRev || msgs != u.FromMessages): //nolint:gosec // G115: revisions are stored as they were given, below 2^63
+		return false, nil
+	}
+	if u.Extend {
+		var d fulltext.Digest
+		copy(d[:], dig)
+		for i := range u.Add {
+			d = d.Add(&u.Add[i].Doc)
+		}
+		u.Digest = d
+	}
+	titleRevNew := u.TitleRev
+	if exists && title == u.Title && titleRev > 0 {
+		titleRevNew = uint64(titleRev)
+	}
+	p := u.Proof
+	// The project as filters compare it: trailing slashes trimmed.
+	if t := strings.TrimRight(u.Project, "/"); t != "" || u.Project == "" {
+		u.Project = t
+	} else {
+		u.Project = "/"
+	}
+	labels := labelsText(u.Labels)
+	if exists {
+		_, err = tx.exec(ctx, updateRowSQL,
+			int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels, //nolint:gosec // G115: revisions below 2^63; dev and ino as their two's complement
+			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime, sid) //nolint:gosec // G115: as above
+	} else {
+		var res sql.Result
+		res, err = tx.exec(ctx, insertRowSQL,
+			string(u.ID), int64(u.Rev), u.Messages, u.Digest[:], u.Title, int64(titleRevNew), u.Updated.UnixNano(), u.Project, labels, //nolint:gosec // G115: as above
+			int64(p.Dev), int64(p.Ino), p.Size, p.Mtime) //nolint:gosec // G115: as above
+		if err == nil {
+			sid, err = res.LastInsertId()
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	if !exists || labelsWas != labels {
+		if _, err := tx.exec(ctx, "DELETE FROM labels WHERE sid = ?", sid); err != nil {
+			return false, err
+		}
+		for k, v := range u.Labels {
+			if _, err := tx.exec(ctx, "INSERT INTO labels (sid, key, value) VALUES (?, ?, ?)", sid, k, v); err != nil {
+				return false, err
+			}
+		}
+	}
+	// The title's document, when it changed.
+	if !exists || title != u.Title {
+		if err := removeDocs(ctx, tx, "sid = ? AND msg = -1", sid); err != nil {
+			return false, err
+		}
+		if u.Title != "" {
+			if err := addDoc(ctx, tx, sid, -1, "", titleRevNew, [3]string{u.Title, "", ""}); err != nil {
+				return false, err
+			}
+		}
+	}
+	for _, m := range u.Add {
+		if err := addDoc(ctx, tx, sid, m.Index, string(m.Doc.Role), m.Rev, [3]string{"", m.Doc.Text, m.Doc.Tool}); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func addDoc(ctx context.Context, tx *wtx, sid int64, msg int, role string, rev uint64, cols [3]string) error {
+	res, err := tx.exec(ctx, insertMsgSQL, sid, msg, role, int64(rev)) //nolint:gosec // G115: revisions below 2^63
+	if err != nil {
+		return err
+	}
+	rowid, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	_, err = tx.exec(ctx, insertDocSQL, rowid, cols[0], cols[1], cols[2])
+	return err
+}
+
+// labelsText is the labels as JSON (keys sorted).
+func labelsText(l map[string]string) string {
+	if len(l) == 0 {
+		return "{}"
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// removeDocs removes the documents of the msgs rows where cond holds.
+func removeDocs(ctx context.Context, tx *wtx, cond string, args ...any) error {
+	if _, err := tx.exec(ctx, "DELETE FROM docs WHERE rowid IN (SELECT rowid FROM msgs WHERE "+cond+")", args...); err != nil {
+		return err
+	}
+	_, err := tx.exec(ctx, "DELETE FROM msgs WHERE "+cond, args...)
+	return err
+}
+
+func remove(ctx context.Context, tx *wtx, id session.SessionID) error {
+	var sid int64
+	err := tx.queryRow(ctx, "SELECT sid FROM sessions WHERE id = ?", string(id)).Scan(&sid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := removeDocs(ctx, tx, "sid = ?", sid); err != nil {
+		return err
+	}
+	for _, q := range []string{"DELETE FROM labels WHERE sid = ?", "DELETE FROM sessions WHERE sid = ?"} {
+		if _, err := tx.exec(ctx, q, sid); err != nil {
+			return err
+		}
+	}
+	return nil
+}

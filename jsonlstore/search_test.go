@@ -1,0 +1,318 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"cmp"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// plainStore hides the store's Search: sessionstore.Search then reads the
+// histories, the reference every index answer is compared with.
+type plainStore struct{ sessionstore.Store }
+
+var searchVocab = []string{"amber", "basil", "cedar", "dune", "ember", "fjord", "grove", "heron", "iris", "juniper", "amberjack", "cedars"}
+
+// searchWorkload builds n sessions in st whose conversations grow by
+// random messages of searchVocab over a few revisions each, and returns
+// the queries to compare.
+func searchWorkload(t *testing.T, st *Store, seed uint64, n int) []sessionstore.SearchQuery {
+	t.Helper()
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(seed, 5))
+	words := func(k int) string {
+		w := make([]string, k)
+		for i := range w {
+			w[i] = searchVocab[r.IntN(len(searchVocab))]
+		}
+		return strings.Join(w, " ")
+	}
+	for i := range n {
+		s := sessiontest.New(fmt.Sprintf("s%d-%03d", seed, i))
+		require.NoError(t, s.SetTitle(words(2), session.TitleGenerated))
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, words(1+r.IntN(6)), sessiontest.Epoch)))
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		for range r.IntN(4) {
+			for range 1 + r.IntN(2) {
+				require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, words(1+r.IntN(10)), sessiontest.Epoch)))
+			}
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+			require.NoError(t, err)
+		}
+		require.NoError(t, w.Release(ctx))
+	}
+	var qs []sessionstore.SearchQuery
+	for range 6 {
+		q := sessionstore.SearchQuery{Limit: sessionstore.MaxSearchLimit}
+		switch r.IntN(3) {
+		case 0:
+			q.Text = searchVocab[r.IntN(len(searchVocab))]
+		case 1:
+			q.Text = `"` + words(2) + `"`
+		default:
+			q.Text = searchVocab[r.IntN(len(searchVocab))][:3] + "*"
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+type hitKey struct {
+	ID       session.SessionID
+	Field    string
+	Message  int
+	Revision uint64
+}
+
+func hitKeys(hits []sessionstore.SearchHit) []hitKey {
+	out := make([]hitKey, len(hits))
+	for i, h := range hits {
+		out[i] = hitKey{h.ID, h.Field, h.Message, h.Revision}
+	}
+	slices.SortFunc(out, func(a, b hitKey) int {
+		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Field, b.Field))
+	})
+	return out
+}
+
+// requireSameAsHistory runs every query on st and requires the hits that
+// reading the histories gives; it returns the sessions the searches
+// indexed first.
+func requireSameAsHistory(t *testing.T, st *Store, qs []sessionstore.SearchQuery, what string) int {
+	t.Helper()
+	indexed := 0
+	for _, q := range qs {
+		want, err := sessionstore.Search(t.Context(), plainStore{st}, q)
+		require.NoError(t, err)
+		got, err := st.Search(t.Context(), q)
+		require.NoError(t, err)
+		require.Equal(t, hitKeys(want.Hits), hitKeys(got.Hits), "%s: search %s", what, q.Text)
+		indexed += got.Indexed
+	}
+	return indexed
+}
+
+// TestSearchIndexLostOrDamaged: whatever happens to the index file — it
+// is deleted (with or without its -wal), cut short, overwritten, of
+// another version — a search answers as the histories do, indexing the
+// sessions again, and says the index is being built when many need it.
+func TestSearchIndexLostOrDamaged(t *testing.T) {
+	damage := []struct {
+		name string
+		do   func(t *testing.T, root string)
+	}{
+		{"deleted", func(t *testing.T, root string) { require.NoError(t, os.RemoveAll(filepath.Join(root, SearchDir))) }},
+		{"file deleted, wal left", func(t *testing.T, root string) { require.NoError(t, os.Remove(filepath.Join(root, searchFile))) }},
+		{"cut short", func(t *testing.T, root string) {
+			p := filepath.Join(root, searchFile)
+			fi, err := os.Stat(p)
+			require.NoError(t, err)
+			require.NoError(t, os.Truncate(p, fi.Size()/2))
+			_ = os.Remove(p + "-wal")
+		}},
+		{"overwritten", func(t *testing.T, root string) {
+			require.NoError(t, os.WriteFile(filepath.Join(root, searchFile), bytes.Repeat([]byte("not a database "), 300), 0o600))
+		}},
+		{"another version", func(t *testing.T, root string) {
+			db, err := sql.Open("sqlite", filepath.Join(root, searchFile))
+			require.NoError(t, err)
+			_, err = db.Exec("PRAGMA user_version = 99")
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+		}},
+	}
+	for i, d := range damage {
+		t.Run(d.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			st := openTestStoreWith(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			qs := searchWorkload(t, st, uint64(i), 12)
+			requireSameAsHistory(t, st, qs, "before")
+			// Another handle (another process's view): its index handle
+			// opens the file as it is now.
+			require.NoError(t, st.Close())
+			d.do(t, st.Dir())
+			st2, err := Open(st.Dir(), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			require.NoError(t, err)
+			defer st2.Close()
+			indexed := requireSameAsHistory(t, st2, qs, "after")
+			require.Equal(t, 12, indexed, "every session indexed again, once")
+			require.Zero(t, requireSameAsHistory(t, st2, qs, "again"), "the index is current now")
+		})
+	}
+	t.Run("many sessions: being built", func(t *testing.T) {
+		var logs bytes.Buffer
+		st := openTestStoreWith(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		qs := searchWorkload(t, st, 99, manyStale+2)
+		require.NoError(t, os.RemoveAll(filepath.Join(st.Dir(), SearchDir)))
+		require.Equal(t, manyStale+2, requireSameAsHistory(t, st, qs[:1], "rebuilt"))
+		require.Contains(t, logs.String(), "search index is being built")
+	})
+}
+
+// TestSearchSeesEveryChangeOfTheLog: a session appended by a program that
+// does not index (another store handle whose queue never reaches the
+// index: here, written before the index existed), compacted (a new log
+// file) or deleted behind the index's back is searched as it is.
+func TestSearchSeesEveryChangeOfTheLog(t *testing.T) {
+	ctx := t.Context()
+	st := openTestStore(t)
+	qs := searchWorkload(t, st, 7, 6)
+	requireSameAsHistory(t, st, qs, "first")
+
+	// Compaction replaces the logs of two sessions.
+	for _, id := range []session.SessionID{"s7-000", "s7-001"} {
+		_, err := st.Compact(ctx, id, CompactPolicy{KeepLast: 1}, 0)
+		require.NoError(t, err)
+	}
+	requireSameAsHistory(t, st, qs, "compacted")
+
+	// Another handle deletes one; this one's index still has its row.
+	other, err := Open(st.Dir(), Options{})
+	require.NoError(t, err)
+	w, err := other.Acquire(ctx, "s7-002", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	other.search.mu.Lock()
+	other.search.closed = true // its queue never reaches the index
+	other.search.mu.Unlock()
+	require.NoError(t, w.Delete(ctx))
+	require.NoError(t, other.Close())
+	requireSameAsHistory(t, st, qs, "deleted elsewhere")
+
+	// A session appended by a handle that does not index.
+	other, err = Open(st.Dir(), Options{})
+	require.NoError(t, err)
+	other.search.mu.Lock()
+	other.search.closed = true
+	other.search.mu.Unlock()
+	w, err = other.Acquire(ctx, "s7-003", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	rec, err := other.Load(ctx, "s7-003")
+	require.NoError(t, err)
+	s, err := rec.Session()
+	require.NoError(t, err)
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, "zebrafish juniper", sessiontest.Epoch)))
+	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	require.NoError(t, other.Close())
+	res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "zebrafish"})
+	require.NoError(t, err)
+	require.Equal(t, []hitKey{{"s7-003", "text", s.MessageCount() - 1, rec.Revision + 1}}, hitKeys(res.Hits))
+	require.Equal(t, 1, res.Indexed)
+	requireSameAsHistory(t, st, qs, "appended elsewhere")
+}
+
+// TestSearchFeedWritesInTheBackground: appends queue their updates and
+// return; the queue reaches the index searchFlushDelay later, in one
+// transaction, after which a search finds every session current.
+func TestSearchFeedWritesInTheBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st, err := Open(t.TempDir(), Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		// The index exists (a first search makes it).
+		_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
+		require.NoError(t, err)
+		s := sessiontest.New("feed")
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first words", sessiontest.Epoch)))
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		for i := range 5 {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, fmt.Sprintf("reply %d", i), sessiontest.Epoch)))
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+			require.NoError(t, err)
+		}
+		st.search.feedMu.Lock()
+		queued := len(st.search.feed.pending)
+		st.search.feedMu.Unlock()
+		require.Equal(t, 6, queued, "every append queued, none written yet")
+
+		time.Sleep(searchFlushDelay)
+		synctest.Wait()
+		st.search.feedMu.Lock()
+		queued = len(st.search.feed.pending)
+		st.search.feedMu.Unlock()
+		require.Zero(t, queued)
+		st.search.mu.Lock()
+		states, err := st.search.db.States(ctx)
+		st.search.mu.Unlock()
+		require.NoError(t, err)
+		require.Equal(t, uint64(6), states["feed"].Rev)
+		require.Equal(t, 6, states["feed"].Messages)
+
+		res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "reply"})
+		require.NoError(t, err)
+		require.Zero(t, res.Indexed, "the index was current")
+		require.Len(t, res.Hits, 5)
+		for _, h := range res.Hits {
+			require.Equal(t, uint64(h.Message+1), h.Revision, "message %d appeared at revision %d", h.Message, h.Message+1)
+		}
+		require.NoError(t, w.Release(ctx))
+	})
+}
+
+// TestSearchBusyIndexNeverHoldsAnAppend: while another process holds the
+// index's write lock, appends go on at once; the queue tries again,
+// backing off, then gives up, and the next search reads what the index
+// missed from the logs.
+func TestSearchBusyIndexNeverHoldsAnAppend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st, err := Open(t.TempDir(), Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
+		require.NoError(t, err)
+
+		lock, err := sql.Open("sqlite", "file:"+filepath.Join(st.Dir(), searchFile)+"?_txlock=immediate")
+		require.NoError(t, err)
+		defer lock.Close()
+		tx, err := lock.Begin()
+		require.NoError(t, err)
+
+		s := sessiontest.New("busy")
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "kingfisher", sessiontest.Epoch)))
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		start := time.Now()
+		for range 3 {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, "kingfisher again", sessiontest.Epoch)))
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+			require.NoError(t, err)
+		}
+		require.Zero(t, time.Since(start), "appends never wait for the index")
+		// Every retry finds the index busy; after the last the queue is dropped.
+		for try := 0; try <= searchRetries; try++ {
+			time.Sleep(searchFlushDelay << try)
+			synctest.Wait()
+		}
+		st.search.feedMu.Lock()
+		queued := len(st.search.feed.pending)
+		st.search.feedMu.Unlock()
+		require.Zero(t, queued, "given up")
+		require.NoError(t, tx.Rollback())
+
+		res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "kingfisher"})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Indexed, "read from its log")
+		require.Len(t, res.Hits, 4)
+		require.NoError(t, w.Release(ctx))
+	})
+}

@@ -1,0 +1,309 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// Writers feed the search index without waiting for it: an append
+// queues what it added (the new messages, shared with the caller's
+// snapshot: a message never changes once appended) and returns; the
+// queue is written a little later (searchFlushDelay), in one transaction
+// for every append of the store meanwhile, so that a burst of appends
+// costs one index write. A write that finds the index busy with another
+// process's is tried again (searchRetries, backing off), then dropped:
+// the sessions it was about are stale in the index, and the next search
+// reads them from their logs. Closing the store writes what is queued.
+
+const (
+	// searchFlushDelay is how long an append's index update waits for
+	// others to share its transaction.
+	searchFlushDelay = 100 * time.Millisecond
+	// searchRetries is how often a busy index is tried again.
+	searchRetries = 6
+	// searchQueueBytes bounds the text queued: past it, what is queued
+	// is dropped (and read from the logs later).
+	searchQueueBytes = 32 << 20
+	// searchWait is how long a search, a close or a rebuild waits for
+	// another process's write to the index.
+	searchWait = searchdb.Wait(5 * time.Second)
+)
+
+// searchFeed is the queue of index updates.
+type searchFeed struct {
+	pending []searchEvent
+	bytes   int
+	timer   *time.Timer
+	tries   int
+}
+
+// searchEvent is one queued update: a session deleted, one to read from
+// its log, or the messages an append added.
+type searchEvent struct {
+	id      session.SessionID
+	deleted bool
+	catchUp bool
+	u       searchdb.Update
+	msgs    []session.Message // the new messages, first being message u.FromMessages
+}
+
+// searchMark is what a writer gave the index last: the revision and its
+// messages. known is false until the writer's first append.
+type searchMark struct {
+	known bool
+	rev   uint64
+	msgs  sessnap.Messages
+}
+
+// indexAppended queues the index update of revision rec of w's session,
+// whose snapshot is snap, just made durable. It costs no I/O: the docs
+// are made when the queue is written.
+func (w *writer) indexAppended(rec *rawRecord, snap *sessnap.Snapshot) {
+	ev := searchEvent{id: w.id}
+	m := &w.search
+	if m.known && m.rev+1 == rec.Rev && continues(m.msgs, snap.Messages) {
+		fi, err := w.log.Stat()
+		if err == nil && fi.Size() == rec.End() {
+			ev.u = searchdb.Update{ID: w.id, FromRev: m.rev, FromMessages: len(m.msgs), Rev: rec.Rev,
+				Messages: len(snap.Messages), Extend: true, Title: snap.Title, TitleRev: rec.Rev, Updated: rec.Time,
+				Project: snap.Workspace.Project, Labels: snap.Labels, Proof: proofOf(fi)}
+			ev.msgs = snap.Messages[len(m.msgs):]
+		} else {
+			ev.catchUp = true
+		}
+	} else {
+		ev.catchUp = true // the writer does not know what the index holds
+	}
+	*m = searchMark{known: true, rev: rec.Rev, msgs: snap.Messages}
+	w.s.queueSearch(ev)
+}
+
+// continues reports whether next begins with prev's messages, known for
+// certain and cheaply: the same memory (sessnap.Of shares a growing
+// session's messages), or, after the session's slice grew into a new
+// array, messages whose parts are the same memory (a message never
+// changes once appended). A false answer may be wrong: the index is
+// then brought up to date from the log.
+func continues(prev, next sessnap.Messages) bool {
+	if len(next) < len(prev) {
+		return false
+	}
+	if len(prev) == 0 || &prev[0] == &next[0] {
+		return true
+	}
+	for i := range prev {
+		a, b := &prev[i], &next[i]
+		if a.Role != b.Role || len(a.Parts) != len(b.Parts) || len(a.Parts) > 0 && &a.Parts[0] != &b.Parts[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// indexDeleted queues the removal of session id from the index.
+func (s *Store) indexDeleted(id session.SessionID) {
+	s.queueSearch(searchEvent{id: id, deleted: true})
+}
+
+func (s *Store) queueSearch(ev searchEvent) {
+	f := &s.search.feed
+	s.search.feedMu.Lock()
+	defer s.search.feedMu.Unlock()
+	for i := range ev.msgs {
+		for j := range ev.msgs[i].Parts {
+			p := &ev.msgs[i].Parts[j]
+			f.bytes += len(p.Text) + len(p.Output) + len(p.Input)
+		}
+	}
+	f.pending = append(f.pending, ev)
+	if f.bytes > searchQueueBytes {
+		// Too much text queued: keep only which sessions changed, to be
+		// read from their logs.
+		seen := map[session.SessionID]bool{}
+		kept := f.pending[:0]
+		for _, e := range f.pending {
+			if e.deleted {
+				kept = append(kept, e)
+				continue
+			}
+			if !seen[e.id] {
+				seen[e.id] = true
+				kept = append(kept, searchEvent{id: e.id, catchUp: true})
+			}
+		}
+		f.pending, f.bytes = kept, 0
+	}
+	if f.timer == nil && !s.closed.Load() {
+		f.timer = time.AfterFunc(searchFlushDelay, func() { s.flushSearch(context.Background(), searchdb.NoWait) })
+	}
+}
+
+// flushSearch writes the queued updates to the index, waiting for
+// another process's write as wait says. Sessions whose update does not
+// build on what the index holds are read from their logs.
+func (s *Store) flushSearch(ctx context.Context, wait searchdb.Wait) {
+	f := &s.search.feed
+	events := s.takeQueue()
+	if len(events) == 0 {
+		return
+	}
+	err := s.writeSearch(ctx, events, wait)
+	if !errors.Is(err, searchdb.ErrBusy) {
+		if err != nil && !errors.Is(err, searchdb.ErrMissing) && !s.closed.Load() {
+			s.opts.Logger.Warn("jsonlstore: search index not updated", "err", err)
+		}
+		s.search.feedMu.Lock()
+		f.tries = 0
+		s.search.feedMu.Unlock()
+		return
+	}
+	// Busy: put the events back before any queued since, and try again
+	// later, backing off; after searchRetries, drop them.
+	s.search.feedMu.Lock()
+	defer s.search.feedMu.Unlock()
+	f.tries++
+	if f.tries > searchRetries || s.closed.Load() {
+		f.tries = 0
+		return
+	}
+	f.pending = append(events, f.pending...)
+	if f.timer == nil {
+		f.timer = time.AfterFunc(searchFlushDelay<<f.tries, func() { s.flushSearch(context.Background(), searchdb.NoWait) })
+	}
+}
+
+// writeSearch applies events to the index in one transaction, then reads
+// from their logs the sessions whose update did not apply.
+func (s *Store) writeSearch(ctx context.Context, events []searchEvent, wait searchdb.Wait) error {
+	s.search.mu.Lock()
+	defer s.search.mu.Unlock()
+	db, err := s.openSearchLocked(ctx, false)
+	if err != nil {
+		return err // missing: the first search builds it
+	}
+	ups := make([]searchdb.Update, 0, len(events))
+	var behind []session.SessionID
+	// A session read from its log is read as it is at the end: its
+	// updates queued after the one that needs the read are in it.
+	reread := map[session.SessionID]bool{}
+	for i := range events {
+		ev := &events[i]
+		switch {
+		case ev.deleted:
+			ups = append(ups, searchdb.Update{ID: ev.id, Delete: true})
+			delete(reread, ev.id)
+		case reread[ev.id]:
+		case ev.catchUp:
+			behind = append(behind, ev.id)
+			reread[ev.id] = true
+		default:
+			u, ok := ev.update()
+			if !ok {
+				behind = append(behind, ev.id) // content not in memory: read it from the log
+				reread[ev.id] = true
+				continue
+			}
+			ups = append(ups, u)
+		}
+	}
+	applied, err := db.Apply(ctx, ups, wait)
+	if err != nil {
+		return err
+	}
+	for i, ok := range applied {
+		if !ok {
+			behind = append(behind, ups[i].ID)
+		}
+	}
+	return s.refreshLocked(ctx, db, behind, wait)
+}
+
+// update is the event's update with the docs of its messages; ok is
+// false when some of their content is not in memory.
+func (ev *searchEvent) update() (searchdb.Update, bool) {
+	u := ev.u
+	for j := range ev.msgs {
+		doc, ok := fulltext.MessageDoc(&ev.msgs[j])
+		if !ok {
+			return u, false
+		}
+		u.Add = append(u.Add, searchdb.Message{Index: u.FromMessages + j, Rev: u.Rev, Doc: doc})
+	}
+	return u, true
+}
+
+// refreshLocked reads sessions ids from their logs into db (each once).
+func (s *Store) refreshLocked(ctx context.Context, db *searchdb.DB, ids []session.SessionID, wait searchdb.Wait) error {
+	if len(ids) == 0 || s.closed.Load() {
+		return nil
+	}
+	seen := map[session.SessionID]bool{}
+	var ups []searchdb.Update
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ix, err := s.readIndexed(ctx, id, nil)
+		if err != nil {
+			continue // deleted, unreadable: the next search sees to it
+		}
+		ups = append(ups, ix.update) // a reset: whatever the row holds
+	}
+	if len(ups) == 0 {
+		return nil
+	}
+	_, err := db.Apply(ctx, ups, wait)
+	return err
+}
+
+// closeSearch writes what is queued (waiting a little for another
+// process) and closes the index.
+func (s *Store) closeSearch() {
+	s.flushSearch(context.Background(), searchWait)
+	s.search.mu.Lock()
+	s.closeSearchLocked()
+	s.search.closed = true
+	s.search.mu.Unlock()
+}
+
+// FlushSearch writes the search index updates that appends queued, now,
+// waiting up to a few seconds for another process's write to the index;
+// it returns what kept it from writing them (they are then left to the
+// next search). Appends need not call it: the store writes its queue
+// soon after each append, and when it is closed.
+func (s *Store) FlushSearch(ctx context.Context) error {
+	if s.closed.Load() {
+		return sessionstore.ErrClosed
+	}
+	events := s.takeQueue()
+	if len(events) == 0 {
+		return nil
+	}
+	err := s.writeSearch(ctx, events, searchWait)
+	if errors.Is(err, searchdb.ErrMissing) {
+		return nil // no index: the first search builds it
+	}
+	return err
+}
+
+// takeQueue empties the queue and returns what it held.
+func (s *Store) takeQueue() []searchEvent {
+	s.search.feedMu.Lock()
+	defer s.search.feedMu.Unlock()
+	f := &s.search.feed
+	events := f.pending
+	f.pending, f.bytes = nil, 0
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
+	return events
+}

@@ -1,0 +1,69 @@
+package memstore
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+var _ sessionstore.Searcher = (*Store)(nil)
+
+// searchIndex is the store's full-text index, fed every revision as it
+// is appended (under the store's lock, so in order) and told of every
+// deletion. Its own lock lets searches run beside appends.
+type searchIndex struct {
+	mu sync.Mutex
+	ix *fulltext.Index
+}
+
+func (si *searchIndex) appended(snap *sessnap.Snapshot, rev uint64, sum *summary.Summary) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	if si.ix == nil {
+		si.ix = fulltext.NewIndex()
+	}
+	si.ix.Put(fulltext.Revision{ID: snap.ID, Revision: rev, Updated: sum.UpdatedAt, Title: snap.Title,
+		Project: snap.Workspace.Project, Labels: snap.Labels, Messages: snap.Messages})
+}
+
+func (si *searchIndex) deleted(id session.SessionID) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	if si.ix != nil {
+		si.ix.Remove(id)
+	}
+}
+
+// Search implements sessionstore.Searcher over the index in memory: every
+// revision is indexed when it is appended, so the index is always
+// current.
+func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
+	if err := s.ready(ctx); err != nil {
+		return sessionstore.SearchResult{}, err
+	}
+	q, err := q.Normalize()
+	if err != nil {
+		return sessionstore.SearchResult{}, err
+	}
+	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
+	filter := q.Filter()
+	f := fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
+		return filter.Match(&summary.Summary{Project: project, Labels: labels})
+	}}
+	s.search.mu.Lock()
+	var hits []fulltext.Hit
+	if s.search.ix != nil {
+		hits = s.search.ix.Search(fq, f, q.Limit)
+	}
+	s.search.mu.Unlock()
+	res := sessionstore.SearchResult{Hits: []sessionstore.SearchHit{}}
+	for _, h := range hits {
+		res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
+	}
+	return res, nil
+}

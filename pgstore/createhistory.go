@@ -1,0 +1,107 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"maps"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/sessnap"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+var _ sessionstore.HistoryCreator = (*Store)(nil)
+
+// CreateHistory creates a session whose revisions are the snapshots snaps
+// yields, in one transaction: the session's row with its lease held by
+// the returned writer, every record as an append would write it (a delta
+// where it pays, new content into the session's blobs once), one summary
+// of the last revision and one change notification. The whole history
+// commits at once, with one flush of the server's write-ahead log instead
+// of one per revision, or not at all: an error or a lost connection
+// before the commit leaves no session. The records go to the server as
+// they are built, so the history need not fit in memory.
+//
+// It returns the writer at the last revision. Errors: Create's,
+// ErrInvalidSnapshot for an empty sequence or a snapshot of another
+// session, and the sequence's own; on any of them nothing is created.
+func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	next, stop := iter.Pull2(snaps)
+	defer stop()
+	snap, err, ok := next()
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: an empty history", sessionstore.ErrInvalidSnapshot)
+	case err != nil:
+		return nil, err
+	}
+	id := snap.ID
+	if err := s.readyID(ctx, id); err != nil {
+		return nil, err
+	}
+	w := s.newWriter(id, 1)
+	w.app = s.newAppender()
+	var m record.Meta
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
+			(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)
+			VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp())
+			ON CONFLICT (id) DO NOTHING`,
+			string(id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, opts.Label)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
+		}
+		held := map[string]int64{}
+		var logBytes int64
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			// A part that arrives as a reference names content an earlier
+			// revision of this history stored (the first's: none).
+			if err := w.arrivals.Check(snap.Messages, holds(id, held)); err != nil {
+				return err
+			}
+			put, added := blobPut(ctx, tx, id, held)
+			// A record's time is never earlier than the previous record's.
+			var line []byte
+			m, line, err = s.encode(w.app, id, record.Meta{Schema: sessnap.SchemaVersion, Rev: m.Rev + 1, Gen: 1, Time: later(s.now(), m.Time)}, snap, put)
+			if err != nil {
+				return err
+			}
+			if err := insertRecord(ctx, tx, id, m, line); err != nil {
+				return err
+			}
+			maps.Copy(held, added)
+			logBytes += int64(len(line))
+
+			last := snap
+			var more bool
+			if snap, err, more = next(); !more {
+				sum := summary.Project(&last, m.Rev, m.Gen, m.Time)
+				sum.Sizes.LogBytes = logBytes
+				w.known = held
+				return putSummary(ctx, tx, &sum, m.Schema)
+			}
+			if err != nil {
+				return err
+			}
+			if snap.ID != id {
+				return fmt.Errorf("%w: snapshot of session %q in the history of %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+			}
+		}
+	})
+	if err != nil {
+		return nil, wrapErr("create", id, err)
+	}
+	w.rev.Store(m.Rev)
+	s.startWriter(w, opts)
+	return w, nil
+}
