@@ -20,7 +20,7 @@ func buildSessions(dir string) (string, error) {
 	}
 	src := strings.TrimSpace(string(out))
 	bin := filepath.Join(dir, "sessions")
-	cmd := exec.Command("go", "build", "-C", src, "-o", bin, "./cmd/sessions")
+	cmd := exec.Command("go", "build", "-C", src, "-o", bin, "./cmd/sessions") //nolint:gosec // G204: the module's own source and a path under the run's directory
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil {
@@ -39,7 +39,7 @@ type execResult struct {
 // execTimed runs bin with args (and a clean environment for the store:
 // no SESSIONSTORE_DIR) to exit.
 func execTimed(bin string, args ...string) (execResult, error) {
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, args...) //nolint:gosec // G204: the sessions binary this run built
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SESSIONSTORE_DIR=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -251,8 +251,11 @@ func w4SettleCatalog(bin, dir string) error {
 			State string `json:"state"`
 		} `json:"catalog"`
 	}
-	if err := json.Unmarshal([]byte(rep.stdout), &v); err != nil || v.Catalog.State != "current" {
-		return fmt.Errorf("the catalog is not current (%v): %s", err, rep.stdout)
+	if err := json.Unmarshal([]byte(rep.stdout), &v); err != nil {
+		return fmt.Errorf("sessions verify --json: %w", err)
+	}
+	if v.Catalog.State != "current" {
+		return fmt.Errorf("the catalog is %q, not current: %s", v.Catalog.State, rep.stdout)
 	}
 	return nil
 }

@@ -156,12 +156,12 @@ func catalogChild(ctx context.Context, mode string) error {
 			for {
 				page, err := st.List(ctx, q)
 				if err != nil {
-					st.Close()
+					_ = st.Close()
 					return err
 				}
 				for _, s := range page.Items {
 					if _, dup := listed[s.ID]; dup {
-						st.Close()
+						_ = st.Close()
 						return fmt.Errorf("%s listed twice", s.ID)
 					}
 					listed[s.ID] = s.Revision

@@ -182,7 +182,7 @@ func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, er
 		}
 		// A lease that cannot be inspected counts as held: its marks stay.
 		probed[k] = err != nil || st.State == summary.LeaseHeld
-		return nil
+		return nil //nolint:nilerr // that error is the answer: held
 	}); err != nil {
 		l.release()
 		return nil, err

@@ -306,8 +306,11 @@ func (s *Store) proveEntries(f *catalog.File, sorted []int, comp []computed, mar
 	for _, i := range sorted {
 		if i < f.Len() && !looked[i] {
 			e, err := f.Entry(i)
-			if err != nil || !e.ValidID() {
-				return proof{up: upkeepRebuild}, nil // damaged
+			if err != nil {
+				return proof{up: upkeepRebuild}, nil //nolint:nilerr // a damaged entry: the listing scans, and the catalog is rebuilt
+			}
+			if !e.ValidID() {
+				return proof{up: upkeepRebuild}, nil // damaged too
 			}
 			todo, ents = append(todo, i), append(ents, e)
 		}

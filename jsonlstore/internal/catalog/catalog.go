@@ -96,15 +96,15 @@ func (e *Entry) SetLabels(labels map[string]string) error {
 	if len(labels) > session.MaxLabels {
 		return fmt.Errorf("catalog: session %s: %d labels", e.ID, len(labels))
 	}
-	b := []byte{byte(len(labels))}
+	b := []byte{byte(len(labels))} //nolint:gosec // G115: at most session.MaxLabels, checked above
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		v := labels[k]
 		if len(k) > 255 || len(v) > 1<<16-1 {
 			return fmt.Errorf("catalog: session %s: label %q too long", e.ID, k)
 		}
-		b = append(b, byte(len(k)))
+		b = append(b, byte(len(k))) //nolint:gosec // G115: at most 255, checked above
 		b = append(b, k...)
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(v)))
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(v))) //nolint:gosec // G115: below 2^16, checked above
 		b = append(b, v...)
 	}
 	e.labels = string(b)
@@ -280,7 +280,7 @@ func Encode(f *File) ([]byte, error) {
 		ents = appendShort(ents, string(e.State))
 		ents = appendShort(ents, string(e.Kind))
 		ents = appendShort(ents, string(e.ParentID))
-		ents = binary.LittleEndian.AppendUint16(ents, uint16(len(e.Project)))
+		ents = binary.LittleEndian.AppendUint16(ents, uint16(len(e.Project))) //nolint:gosec // G115: below 2^16, checked above
 		ents = append(ents, e.Project...)
 		if len(e.labels) == 0 {
 			ents = append(ents, 0)
@@ -328,7 +328,7 @@ func appendTime(b []byte, t time.Time) []byte {
 }
 
 func appendShort(b []byte, s string) []byte {
-	b = append(b, byte(len(s)))
+	b = append(b, byte(len(s))) //nolint:gosec // G115: callers refuse strings above 255 bytes
 	return append(b, s...)
 }
 
@@ -365,7 +365,7 @@ func Decode(r io.ReaderAt, size int64) (*File, error) {
 	entLen, sumLen, marksLen := le.Uint64(h[56:]), le.Uint64(h[64:]), le.Uint64(h[72:])
 	if f.ID == 0 || count > MaxEntries || keptCount > MaxEntries ||
 		entLen > uint64(count)*maxEntryBytes || sumLen > uint64(count)*MaxSummaryBytes || marksLen > uint64(keptCount)*256 ||
-		uint64(size) != HeaderSize+entLen+marksLen+sumLen { //nolint:gosec // G115: size ≥ HeaderSize
+		uint64(size) != HeaderSize+entLen+marksLen+sumLen {
 		return nil, fmt.Errorf("%w: header does not fit the file", ErrDamaged)
 	}
 	// The entries section goes straight into the string the entries are
@@ -419,7 +419,7 @@ func Decode(r io.ReaderAt, size int64) (*File, error) {
 		if n < fixedEntryBytes+1+idl || n > len(str)-off || idl == 0 {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrDamaged, i, errShort)
 		}
-		f.offs[i] = uint32(off) //nolint:gosec // G115: the section is below 2^32 bytes (MaxEntries entries of maxEntryBytes…) or refused below
+		f.offs[i] = uint32(off) // a section of 2^32 bytes or more is refused below
 		if int(f.offs[i]) != off {
 			return nil, fmt.Errorf("%w: entries section too large", ErrDamaged)
 		}
