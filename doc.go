@@ -27,7 +27,8 @@
 //     List (summaries, with filter, order and cursor), Watch
 //     (level-triggered changes), Lease (who holds it).
 //   - Errors are sentinels for errors.Is; corruption is a *CorruptionError
-//     with file and offset.
+//     with file and offset; an adapter's operational errors (I/O, the
+//     database) are *OpError with the operation, session and file.
 //
 // # Example
 //

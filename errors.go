@@ -94,6 +94,37 @@ func orDash(s string) string {
 	return s
 }
 
+// OpError is the shape of an adapter's operational errors (an I/O error,
+// a database error, a refusal) in the manner of fs.PathError: the
+// operation, the session and the file it failed on, and why. Err keeps
+// the cause, so errors.Is classifies it against the sentinels above and
+// the standard library's (fs.ErrNotExist, syscall.ENOSPC); errors.As with
+// *OpError says where. Errors that are already typed (*CorruptionError,
+// *LeaseHeldError, *NewerRecordError, *GapError) stay as they are inside
+// it.
+type OpError struct {
+	Store string            // the adapter: "jsonlstore", "pgstore"
+	Op    string            // what failed: "create", "append", "compact", …
+	ID    session.SessionID // the session; "" for the store as a whole
+	Path  string            // the file, relative to the store's root; "" when none is at fault
+	Err   error
+}
+
+// Error reads "STORE: OP ID (PATH): ERR", leaving out what is empty.
+func (e *OpError) Error() string {
+	msg := e.Store + ": " + e.Op
+	if e.ID != "" {
+		msg += " " + string(e.ID)
+	}
+	if e.Path != "" {
+		msg += " (" + e.Path + ")"
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *OpError) Unwrap() error { return e.Err }
+
 // CorruptionError reports a record that fails its checks (checksum,
 // framing, sequence) at a known place. Nothing is removed automatically
 // when it is returned.

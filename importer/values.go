@@ -17,11 +17,14 @@ func RawJSON(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
+	ok, compact := scan(raw)
+	switch {
+	case !ok:
 		return nil
+	case compact:
+		return append(json.RawMessage(nil), raw...)
 	}
-	return buf.Bytes()
+	return compactTo(make(json.RawMessage, 0, len(raw)), raw)
 }
 
 // Text returns the non-empty texts of parts' text parts, a line apart:

@@ -33,9 +33,9 @@ import (
 // recovered is what recovery found: the log's last record (payload
 // copied) and its delta chain, for the writer.
 type recovered struct {
-	last   *rawRecord
-	full   *rawRecord
-	deltas []*rawRecord
+	last   *record.Rec
+	full   *record.Rec
+	deltas []*record.Rec
 }
 
 // recoverLog analyses session id's log under the lease and removes an
@@ -47,7 +47,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		if lerr := s.logErr(id, err); lerr != nil {
 			return rc, lerr // gone, or damaged (damage.go)
 		}
-		return rc, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
+		return rc, opErr("recover", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	last, t, err := v.back.Last()
@@ -85,22 +85,22 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	}
 	forensic, err := s.saveForensic(id, "tail", t.Start, v, t.Bytes)
 	if err != nil {
-		return rc, fmt.Errorf("jsonlstore: recover %s: save tail: %w", id, err)
+		return rc, opErr("recover", id, fmt.Errorf("save tail: %w", err))
 	}
 	f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY, 0)
 	if err != nil {
-		return rc, fmt.Errorf("jsonlstore: recover %s: %w", id, err)
+		return rc, opErr("recover", id, err)
 	}
 	defer func() { _ = f.Close() }() // Datasync below reports any write error; Close loses nothing after it
 	if err := f.Truncate(t.Start); err != nil {
-		return rc, fmt.Errorf("jsonlstore: recover %s: truncate: %w", id, err)
+		return rc, opErr("recover", id, fmt.Errorf("truncate: %w", err))
 	}
 	// Make the truncation durable now. The first append's fdatasync would
 	// persist it too, but a crash before that append would bring the tail
 	// back, and the next holder would copy and report it a second time:
 	// completed recovery must stay done.
 	if err := f.Datasync(); err != nil {
-		return rc, fmt.Errorf("jsonlstore: recover %s: sync truncate: %w", id, err)
+		return rc, opErr("recover", id, fmt.Errorf("sync truncate: %w", err))
 	}
 	report.TailOffset, report.TailBytes, report.ForensicFile = t.Start, t.Bytes, forensic
 	s.opts.Logger.Info("jsonlstore: removed uncommitted tail", "session", id, "offset", t.Start, "bytes", t.Bytes, "forensic", forensic)
@@ -112,7 +112,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 func (s *Store) refuse(id session.SessionID, err error) error {
 	var ne *sessionstore.NewerRecordError
 	if errors.As(err, &ne) {
-		return fmt.Errorf("jsonlstore: acquire %s: %w", id, ne)
+		return opErr("acquire", id, ne)
 	}
 	return err
 }
@@ -219,9 +219,9 @@ func (s *Store) leaseErr(ctx context.Context, id session.SessionID, err error) e
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: session %s (deleted)", sessionstore.ErrNotFound, id)
 	case ctx.Err() != nil:
-		return fmt.Errorf("jsonlstore: acquire %s: %w", id, ctx.Err())
+		return opErr("acquire", id, ctx.Err())
 	}
-	return fmt.Errorf("jsonlstore: acquire %s: %w", id, err)
+	return opErr("acquire", id, err)
 }
 
 // openWriter recovers the log under lease and opens it for appending;
@@ -241,7 +241,7 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 	// the lease record was lost, the lease's generation may not be above
 	// the log's. Never write under such a generation.
 	if last.Gen >= lease.Generation() {
-		return nil, fmt.Errorf("jsonlstore: acquire %s: lease generation %d is not above generation %d in the log (lease record lost?); retry", id, lease.Generation(), last.Gen)
+		return nil, opErr("acquire", id, fmt.Errorf("lease generation %d is not above generation %d in the log (lease record lost?); retry", lease.Generation(), last.Gen))
 	}
 	report.Swept = s.sweepSession(id)
 	if err := s.recordCap(sessionDir(id), true); err != nil {
@@ -249,13 +249,13 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 	}
 	f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: open log %s: %w", id, err)
+		return nil, opErr("open log", id, err)
 	}
 	app, blobs := s.appenderAfterRecovery(id, rc)
 	w, err := s.newWriter(id, lease, f, last, app, blobs, report, marked)
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("jsonlstore: open log %s after recovery: %w", id, err)
+		return nil, pathErr("acquire", id, logPath(id), fmt.Errorf("open the log after recovery: %w", err))
 	}
 	return w, nil
 }
@@ -266,11 +266,11 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 func (s *Store) checkNoSymlinks(id session.SessionID) error {
 	entries, err := s.fs.ReadDir(sessionDir(id))
 	if err != nil {
-		return fmt.Errorf("jsonlstore: session %s: %w", id, err)
+		return opErr("session", id, err)
 	}
 	for _, e := range entries {
 		if e.Type()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("jsonlstore: session %s: %s: %w", id, e.Name(), vfs.ErrSymlink)
+			return opErr("session", id, fmt.Errorf("%s: %w", e.Name(), vfs.ErrSymlink))
 		}
 	}
 	return nil

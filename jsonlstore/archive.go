@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -148,7 +149,7 @@ func archiveCorruption(id session.SessionID, file string, rev uint64, err error)
 // writeManifest replaces the manifest atomically and durably.
 func (s *Store) writeManifest(id session.SessionID, m manifest) error {
 	m.Version = manifestVersion
-	b, err := frameJSON(m)
+	b, err := record.Frame(m)
 	if err != nil {
 		return err
 	}

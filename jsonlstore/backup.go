@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -105,7 +106,7 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		defer src.close()
 		sb, err := src.copyInto(dst)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: backup %s: %w", id, err) // writing the copy failed: the backup stops
+			return opErr("backup", id, err) // writing the copy failed: the backup stops
 		}
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
@@ -137,7 +138,7 @@ func (s *Store) checkBackupDest(dest string) error {
 	}
 	root, err := s.root.Stat(".")
 	if err != nil {
-		return fmt.Errorf("jsonlstore: backup: %w", err)
+		return opErr("backup", "", err)
 	}
 	for p := abs; ; p = filepath.Dir(p) {
 		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, root) {
@@ -157,7 +158,7 @@ type backupSource struct {
 	s        *Store
 	id       session.SessionID
 	v        *view
-	last     *rawRecord
+	last     *record.Rec
 	segs     []archiveSegment
 	segFiles []vfs.File
 }
@@ -173,7 +174,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		if lerr := s.logErr(id, err); lerr != nil {
 			return nil, lerr
 		}
-		return nil, fmt.Errorf("jsonlstore: backup %s: %w", id, err)
+		return nil, opErr("backup", id, err)
 	}
 	src := &backupSource{s: s, id: id, v: v}
 	defer func() {
@@ -246,7 +247,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			}
 			sb.ArchiveBytes += seg.ZstBytes
 		}
-		b, err := frameJSON(manifest{Version: manifestVersion, Segments: src.segs})
+		b, err := record.Frame(manifest{Version: manifestVersion, Segments: src.segs})
 		if err != nil {
 			return sb, err
 		}

@@ -68,7 +68,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 		return c, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("jsonlstore: collect blobs of %s: %w", id, err)
+		return c, opErr("collect blobs of", id, err)
 	}
 	present := map[string]string{} // hash -> file name
 	for _, e := range entries {
@@ -88,7 +88,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 	}
 	refs, err := s.blobRefs(ctx, id)
 	if err != nil {
-		return c, fmt.Errorf("jsonlstore: collect blobs of %s: %w", id, err)
+		return c, opErr("collect blobs of", id, err)
 	}
 	for hash, name := range present {
 		if refs[hash] {
@@ -100,7 +100,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 			continue
 		}
 		if err := s.fs.Remove(p); err != nil {
-			return c, fmt.Errorf("jsonlstore: collect blobs of %s: %w", id, err)
+			return c, opErr("collect blobs of", id, err)
 		}
 		w.blobs.forget(hash)
 		c.Blobs++

@@ -35,7 +35,7 @@ func (b *blobWriter) checkRefs(id session.SessionID, msgs sessnap.Messages) erro
 		if !ok && validBlobHash(ref.SHA256) {
 			var err error
 			if size, ok, err = blobSize(b.fs, b.dir+"/"+BlobDir, ref.SHA256); err != nil {
-				return fmt.Errorf("jsonlstore: session %s: blob %s: %w", id, ref.SHA256, err)
+				return opErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))
 			}
 			if ok {
 				if b.sizes == nil {
@@ -128,7 +128,7 @@ func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.
 	case !validBlobHash(ref.SHA256) || err == nil && !ok:
 		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, id, ref.SHA256)
 	case err != nil:
-		return nil, fmt.Errorf("jsonlstore: session %s: blob %s: %w", id, ref.SHA256, err)
+		return nil, opErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))
 	}
 	return s.readBlob(id, ref)
 }

@@ -142,13 +142,13 @@ func (b *blobWriter) put(hash string, content []byte) error {
 	if err := b.fs.Mkdir(dir, dirPerm); err == nil {
 		b.dirMade = true
 	} else if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("jsonlstore: blobs: %w", err)
+		return opErr("blobs", "", err)
 	}
 	data, compressed := b.compress(content)
 	tmp := dir + "/" + blobTmpPrefix + randomSuffix() + tmpSuffix
 	f, err := b.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: blob %s: %w", hash, err)
+		return pathErr("write blob", "", dir+"/"+hash, err)
 	}
 	err = writeAll(f, data)
 	if err == nil && b.deferred.on {
@@ -166,7 +166,7 @@ func (b *blobWriter) put(hash string, content []byte) error {
 	}
 	if err != nil {
 		_ = b.fs.Remove(tmp)
-		return fmt.Errorf("jsonlstore: blob %s: %w", hash, err)
+		return pathErr("write blob", "", dir+"/"+hash, err)
 	}
 	b.known[hash] = true
 	b.pending = append(b.pending, hash)
@@ -191,14 +191,14 @@ func (b *blobWriter) sync() error {
 		return nil
 	}
 	if err := b.deferred.sync(); err != nil {
-		return fmt.Errorf("jsonlstore: sync blobs: %w", err)
+		return opErr("sync blobs", "", err)
 	}
 	if err := b.fs.SyncDir(b.dir + "/" + BlobDir); err != nil {
-		return fmt.Errorf("jsonlstore: sync blobs: %w", err)
+		return opErr("sync blobs", "", err)
 	}
 	if b.dirMade {
 		if err := b.fs.SyncDir(b.dir); err != nil {
-			return fmt.Errorf("jsonlstore: sync blobs: %w", err)
+			return opErr("sync blobs", "", err)
 		}
 	}
 	b.pending, b.dirMade = b.pending[:0], false

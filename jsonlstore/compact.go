@@ -112,7 +112,7 @@ var _ Compactor = (*writer)(nil)
 // validate refuses a policy no caller can mean.
 func (p CompactPolicy) validate() error {
 	if p.KeepLast < 0 || p.KeepSince < 0 {
-		return fmt.Errorf("jsonlstore: compact: negative policy %+v", p)
+		return opErr("compact", "", fmt.Errorf("negative policy %+v", p))
 	}
 	return nil
 }
@@ -149,11 +149,11 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	id := w.id
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	if v.id != w.logID || v.size != w.size {
-		return rep, fmt.Errorf("jsonlstore: compact %s: log changed under its holder", id)
+		return rep, opErr("compact", id, errors.New("log changed under its holder"))
 	}
 	// Step 0: the manifest, and what crashed compactions left.
 	m, err := readManifest(s.fs, id)
@@ -162,7 +162,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	}
 	left, err := s.leftovers(id, v, m)
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 
 	// Step 1, while finding the cut: stream the trimmed records into a
@@ -173,7 +173,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 			enc.abort()
 		}
 	}()
-	pl, err := s.planCompaction(ctx, id, v, w.rev, p, func(r *rawRecord) error {
+	pl, err := s.planCompaction(ctx, id, v, w.rev, p, func(r *record.Rec) error {
 		if p.DryRun {
 			return nil
 		}
@@ -186,7 +186,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 		return enc.write(r, v)
 	})
 	if err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 	rep = pl.report(rep, w.size)
 	switch {
@@ -196,7 +196,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	case rep.Skipped != "":
 		rep.Reclaimed, err = s.reclaim(id, m, left)
 		if err != nil {
-			return rep, fmt.Errorf("jsonlstore: compact %s: reclaim: %w", id, err)
+			return rep, opErr("compact", id, fmt.Errorf("reclaim: %w", err))
 		}
 		return rep, nil
 	}
@@ -207,13 +207,13 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	// give it its name.
 	rep.Reclaimed = s.removeLeftovers(id, left)
 	if err := enc.finish(&seg); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: write segment: %w", id, err)
+		return rep, opErr("compact", id, fmt.Errorf("write segment: %w", err))
 	}
 	if err := s.verifySegmentFile(enc.tmp, seg); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: verify segment: %w", id, err)
+		return rep, opErr("compact", id, fmt.Errorf("verify segment: %w", err))
 	}
 	if err := s.fs.Rename(enc.tmp, rep.Segment); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return rep, opErr("compact", id, err)
 	}
 	enc = nil
 	rep.ArchiveBytes = seg.ZstBytes
@@ -230,7 +230,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	}
 	m.Segments = append(kept, seg)
 	if err := s.writeManifest(id, m); err != nil {
-		return rep, fmt.Errorf("jsonlstore: compact %s: manifest: %w", id, err)
+		return rep, opErr("compact", id, fmt.Errorf("manifest: %w", err))
 	}
 
 	// Step 4: the new log.
@@ -273,7 +273,7 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 // record its chain starts at — calling trim for each record before it
 // (without its payload: trim reads the line from v). It checks every
 // record and the sequence on the way.
-func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *rawRecord) error) (compactPlan, error) {
+func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *record.Rec) error) (compactPlan, error) {
 	pl := compactPlan{latest: latest, cut: -1}
 	// The cut: keep a revision if either rule keeps it. KeepLast gives a
 	// revision number; KeepSince the first record at or after a time,
@@ -293,7 +293,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		pl.skipped = "no policy"
 		return pl, nil
 	}
-	keep := func(r *rawRecord) bool {
+	keep := func(r *record.Rec) bool {
 		return r.Rev >= latest || (cutByCount > 0 && r.Rev >= cutByCount) || (!since.IsZero() && !r.Time.Before(since))
 	}
 	seg := &pl.seg
@@ -301,7 +301,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 	// in the log. Records since the last full one wait in pending until
 	// the next full record shows that nothing kept needs them; when the
 	// cut lands on a delta, they are kept with it.
-	var pending []rawRecord
+	var pending []record.Rec
 	trimPending := func() error {
 		for i := range pending {
 			r := &pending[i]
@@ -336,7 +336,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 			}
 			break
 		}
-		pending = append(pending, rawRecord{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen})
+		pending = append(pending, record.Rec{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen})
 	}
 	if err := rd.Err(); err != nil {
 		return pl, fmt.Errorf("compaction met a bad record: %w", err)
@@ -362,7 +362,7 @@ func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) 
 	tmp := sessionDir(id) + "/." + LogFile + ".compact-" + randomSuffix() + tmpSuffix
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: compact %s: %w", id, err)
+		return opErr("compact", id, err)
 	}
 	_, err = io.Copy(writerOnly{f}, io.NewSectionReader(v.f, cut, v.size-cut))
 	if err == nil {
@@ -373,15 +373,15 @@ func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) 
 	}
 	if err != nil {
 		_ = s.fs.Remove(tmp)
-		return fmt.Errorf("jsonlstore: compact %s: write new log: %w", id, err)
+		return opErr("compact", id, fmt.Errorf("write new log: %w", err))
 	}
 	if err := s.fs.Rename(tmp, logPath(id)); err != nil {
 		_ = s.fs.Remove(tmp)
-		return fmt.Errorf("jsonlstore: compact %s: replace log: %w", id, err)
+		return opErr("compact", id, fmt.Errorf("replace log: %w", err))
 	}
 	fail := func(err error) error {
 		w.failed = err
-		return fmt.Errorf("%w: session %s: compact: %w", sessionstore.ErrWriterFailed, id, err)
+		return opErr("compact", id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
 		return fail(err)
@@ -535,7 +535,7 @@ func segmentEncoderOptions() []zstd.EOption {
 
 // write appends one record's whole line, read again from the view (the
 // scan's buffer holds the line without its newline).
-func (sw *segmentWriter) write(r *rawRecord, v *view) error {
+func (sw *segmentWriter) write(r *record.Rec, v *view) error {
 	if cap(sw.buf) < int(r.LineLen) {
 		sw.buf = make([]byte, r.LineLen)
 	}
@@ -665,7 +665,7 @@ func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p Compa
 		if err != nil {
 			return err
 		}
-		pl, err := s.planCompaction(ctx, id, v, last.Rev, p, func(*rawRecord) error { return nil })
+		pl, err := s.planCompaction(ctx, id, v, last.Rev, p, func(*record.Rec) error { return nil })
 		if err != nil {
 			return err
 		}

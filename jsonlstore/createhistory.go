@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -74,7 +75,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	// the blobs and one of the log make them all durable before the rename.
 	bw := bufio.NewWriterSize(vfsWriter{b.log}, 256<<10)
 	gen := b.lease.Generation()
-	var last rawRecord
+	var last record.Rec
 	var latest sessnap.Snapshot
 	snap := first
 	var size int64
@@ -83,17 +84,17 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 			return nil, err
 		}
 		// A record's time is never earlier than the previous record's.
-		m := meta{Schema: sessnap.SchemaVersion, Rev: rev, Gen: gen, Time: later(s.opts.Now().UTC(), last.Time)}
+		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: rev, Gen: gen, Time: later(s.opts.Now().UTC(), last.Time)}
 		line, err := app.Line(id, m, snap)
 		if err != nil {
 			return nil, err
 		}
 		if _, err := bw.Write(line); err != nil {
-			return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
+			return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
 		}
 		// The summary and the writer need the last record's envelope and
 		// place, and its snapshot.
-		last, latest = rawRecord{Meta: m, Offset: size, LineLen: int64(len(line))}, snap
+		last, latest = record.Rec{Meta: m, Offset: size, LineLen: int64(len(line))}, snap
 		size += int64(len(line))
 
 		var more bool
@@ -114,13 +115,13 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		}
 	}
 	if err = blobs.sync(); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, opErr("create", id, err)
 	}
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: write log: %w", id, err)
+		return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
 	}
 	if err = b.publish(ctx); err != nil {
 		return nil, err
@@ -131,7 +132,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	}
 	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()}, b.marked)
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, opErr("create", id, err)
 	}
 	if last.Rev == 1 {
 		w.search = searchMark{known: true} // a new session of one revision: the index holds nothing of it

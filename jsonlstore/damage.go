@@ -71,7 +71,7 @@ func (s *Store) logErr(id session.SessionID, err error) error {
 			return damaged(id, errLogMissing)
 		}
 		if !errors.Is(lerr, fs.ErrNotExist) {
-			return fmt.Errorf("jsonlstore: session %s: %w", id, lerr)
+			return opErr("session", id, lerr)
 		}
 	}
 	return fmt.Errorf("%w: %s holds %w (no %s)", sessionstore.ErrNotFound, sessionDir(id), errNotSession, LogFile)
@@ -88,7 +88,7 @@ func (s *Store) statLog(id session.SessionID) (fs.FileInfo, error) {
 		if lerr := s.logErr(id, err); lerr != nil {
 			return nil, lerr
 		}
-		return nil, fmt.Errorf("jsonlstore: session %s: %w", id, err)
+		return nil, opErr("session", id, err)
 	}
 	return fi, nil
 }

@@ -15,7 +15,7 @@ import (
 // rebuildAll returns the snapshot of each of recs, consecutive records
 // from a full one, applying deltas: what a checker compares with the
 // snapshots a workload wrote.
-func rebuildAll(recs []rawRecord) ([][]byte, error) {
+func rebuildAll(recs []record.Rec) ([][]byte, error) {
 	out := make([][]byte, len(recs))
 	var prev []byte
 	for i, r := range recs {

@@ -106,7 +106,7 @@ func TestDeltaGrowingConversation(t *testing.T) {
 // within 1.5× the snapshot it rebuilds, and a delta is smaller than it.
 func checkChains(t *testing.T, log []byte) {
 	t.Helper()
-	var recs []rawRecord
+	var recs []record.Rec
 	for _, l := range bytes.SplitAfter(log, []byte("\n")) {
 		if len(l) == 0 {
 			continue
@@ -158,7 +158,7 @@ func TestDeltaChainBeyondCap(t *testing.T) {
 		return st
 	}
 	line := func(rev int, kind string, payload []byte) []byte {
-		return record.Encode(meta{Version: record.VersionOf(kind), Schema: 1, Rev: uint64(rev), Gen: 1, Time: at, Kind: kind}, payload)
+		return record.Encode(record.Meta{Version: record.VersionOf(kind), Schema: 1, Rev: uint64(rev), Gen: 1, Time: at, Kind: kind}, payload)
 	}
 
 	t.Run("chain longer than the cap", func(t *testing.T) {

@@ -46,7 +46,7 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DURepo
 	if all {
 		entries, err := s.fs.ReadDir(".")
 		if err != nil {
-			return rep, fmt.Errorf("jsonlstore: du: %w", err)
+			return rep, opErr("du", "", err)
 		}
 		for _, e := range entries {
 			if e.IsDir() && isLeftover(e.Name()) {
@@ -72,14 +72,14 @@ func (s *Store) sessionDU(ctx context.Context, id session.SessionID) (SessionDU,
 		if errors.Is(err, fs.ErrNotExist) {
 			return u, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 		}
-		return u, fmt.Errorf("jsonlstore: du %s: %w", id, err)
+		return u, opErr("du", id, err)
 	}
 	for _, e := range entries {
 		name := sessionDir(id) + "/" + e.Name()
 		var n int64
 		if e.IsDir() {
 			if _, n, err = s.duDir(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return u, fmt.Errorf("jsonlstore: du %s: %w", id, err)
+				return u, opErr("du", id, err)
 			}
 		} else if fi, err := e.Info(); err == nil {
 			n = fi.Size()

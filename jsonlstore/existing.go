@@ -29,7 +29,7 @@ func OpenExisting(dir string, opts Options) (*Store, error) {
 	case errors.Is(err, syscall.ENOTDIR):
 		return nil, fmt.Errorf("%w at %s: a directory above it is not a directory", ErrNoStore, abs)
 	case err != nil:
-		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
+		return nil, opErr("open root", "", err)
 	case !fi.IsDir():
 		return nil, fmt.Errorf("%w at %s: it is not a directory", ErrNoStore, abs)
 	}

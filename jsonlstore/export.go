@@ -2,7 +2,6 @@ package jsonlstore
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/sessionstore/sessionstore"
@@ -49,6 +48,9 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		blobs := s.newBlobCache(id)
 		defer blobs.Close()
 		for h.Next() {
+			if err := ctx.Err(); err != nil {
+				return err // interrupted: an export of every revision can be long
+			}
 			// Every snapshot is rebuilt, also those already written (a
 			// retry reads from the start): a delta needs its base.
 			r := h.Record()
@@ -64,7 +66,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 			}
 			buf = record.AppendExportLine(buf[:0], r.Meta, snap)
 			if _, err := w.Write(buf); err != nil {
-				return fmt.Errorf("jsonlstore: export %s: %w", id, err)
+				return opErr("export", id, err)
 			}
 			yielded = r.Through()
 		}
@@ -89,7 +91,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 			return err
 		}
 		if out, err = sessionstore.IndentSnapshot(snap); err != nil {
-			return fmt.Errorf("jsonlstore: export %s: %w", id, err)
+			return opErr("export", id, err)
 		}
 		return nil
 	})
@@ -97,7 +99,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		return err
 	}
 	if _, err := w.Write(out); err != nil {
-		return fmt.Errorf("jsonlstore: export %s: %w", id, err)
+		return opErr("export", id, err)
 	}
 	return nil
 }
@@ -107,7 +109,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 // schema's unknown keys included), or, when it keeps messages in pages or
 // content out of line, the snapshot with those read back in, encoded
 // again, so that an export stands on its own.
-func exportSnapshot(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) ([]byte, error) {
+func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) ([]byte, error) {
 	rec, err := decodeRecord(id, r, snap, c.withoutContent())
 	if err != nil {
 		return nil, err

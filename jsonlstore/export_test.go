@@ -53,6 +53,32 @@ func TestExport(t *testing.T) {
 	require.True(t, strings.HasSuffix(out.String(), "}\n"))
 }
 
+// TestExportInterrupted: an export of every revision stops when its
+// context is done, after the revisions it wrote, each whole.
+func TestExportInterrupted(t *testing.T) {
+	st := openTestStore(t)
+	toolSession(t, st, "exp", 6)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &cancelAfter{n: 2, cancel: cancel}
+	err := st.Export(ctx, "exp", w, false)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 2, strings.Count(w.b.String(), "\n"), "the lines written until it was cancelled, and none after")
+}
+
+// cancelAfter cancels after n writes.
+type cancelAfter struct {
+	b      bytes.Buffer
+	n      int
+	cancel context.CancelFunc
+}
+
+func (w *cancelAfter) Write(p []byte) (int, error) {
+	if w.n--; w.n <= 0 {
+		w.cancel()
+	}
+	return w.b.Write(p)
+}
+
 func TestExportFixtures(t *testing.T) {
 	ctx := context.Background()
 	st, _ := toolStore(t, Options{}, "bitflip-middle", "partial-last-line", "newer-schema")

@@ -240,6 +240,10 @@ func TestFaultAppend(t *testing.T) {
 				_, err := w.Append(ctx, acked, plSnapshot(id, acked+1, 0))
 				require.ErrorIs(t, err, sessionstore.ErrWriterFailed)
 				require.ErrorIs(t, err, f.want)
+				var oe *sessionstore.OpError
+				require.ErrorAs(t, err, &oe, "an operational error says where")
+				require.Equal(t, "append", oe.Op)
+				require.Equal(t, id, oe.ID)
 				require.Equal(t, 1, e.faulty.Fired(f.fault.Op), "the fault fired")
 				writes, syncs := e.faulty.Calls(vfs.OpWrite), e.faulty.Calls(vfs.OpAnySync)
 				for _, expected := range []uint64{acked, acked, acked + 1} {
@@ -433,6 +437,9 @@ func TestFaultCreate(t *testing.T) {
 				whole := fltCreateOutcome(t, e, id, w, err)
 				if _, ok := named[c.name]; ok {
 					require.Error(t, err, "a failed %s fails Create", c.name)
+					var oe *sessionstore.OpError
+					require.ErrorAs(t, err, &oe, "an operational error says where")
+					require.Equal(t, id, oe.ID)
 					require.Equal(t, wantWhole[c.name], whole, "after a failed %s", c.name)
 				}
 				if after == nil {

@@ -43,7 +43,7 @@ func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]
 		require.NoError(t, err)
 		// Format 1: the frozen fixtures' records (full records are still
 		// written as format 1).
-		m := meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := record.Meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
 		lines = append(lines, record.Encode(m, payload))
 	}
 	return lines
@@ -64,7 +64,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 		}
 		payload, err := sessnap.Encode(s)
 		require.NoError(t, err)
-		m := meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := record.Meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
 		body := payload
 		switch kinds[r-1] {
 		case 'F':
@@ -179,13 +179,13 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	// Format 4 was a later format when this fixture was made; it is now
 	// the format of records holding blob references, and this line is one
 	// whose snapshot does not decode.
-	newer := meta{Version: 4, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	newer := record.Meta{Version: 4, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
 	out["newer-format"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
 	b = base("newer-format-v5")
-	newer = meta{Version: 5, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	newer = record.Meta{Version: 5, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
 	out["newer-format-v5"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
 	b = base("unknown-kind")
-	patch := meta{Version: record.Version2, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: "patch"}
+	patch := record.Meta{Version: record.Version2, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: "patch"}
 	out["unknown-kind"] = cat(b[0], record.Encode(patch, []byte(`{"ops":[]}`)))
 	// What a program without the newer-record checks wrote on top.
 	b = base("unknown-kind-built-on")
@@ -204,7 +204,7 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	b = fixtureRecords(t, "repaired-gap", 7, gen1)
 	r3, err = parseLine(b[2][:len(b[2])-1], 1<<20)
 	require.NoError(t, err)
-	gap := meta{Version: record.VersionOf(KindGap), Schema: fixtureSchema, Rev: 4, Gen: r3.Gen, Time: r3.Time, Kind: KindGap}
+	gap := record.Meta{Version: record.VersionOf(KindGap), Schema: fixtureSchema, Rev: 4, Gen: r3.Gen, Time: r3.Time, Kind: KindGap}
 	gapLine := record.Encode(gap, record.EncodeGap(record.Gap{Last: 5,
 		Reason:   "revision 4 failed its checksum; revision 5, a delta, could not be rebuilt without it",
 		Forensic: "repaired-gap/forensic/repair-4-20261201T120000.000000000Z.bin"}))

@@ -12,9 +12,6 @@ import (
 // file is recognised and never trusted. Trailing spaces and newlines are
 // allowed (padding over longer previous content).
 
-// frameJSON marshals v (a struct, so an object) and appends its checksum.
-func frameJSON(v any) ([]byte, error) { return record.Frame(v) }
-
 // unframeJSON verifies b's checksum and unmarshals it into v.
 func unframeJSON(b []byte, v any) bool {
 	b, ok := record.Unframe(b)

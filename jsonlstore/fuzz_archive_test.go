@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -93,7 +94,7 @@ func zstdBombsOf(n int) (line, newlines []byte) {
 // bombManifest is a valid manifest for segment 1-3 that promises bytes
 // uncompressed bytes.
 func bombManifest(tb testing.TB, bytes int64) []byte {
-	b, err := frameJSON(manifest{Version: manifestVersion, Segments: []archiveSegment{{
+	b, err := record.Frame(manifest{Version: manifestVersion, Segments: []archiveSegment{{
 		File: segmentName(1, 3), First: 1, Last: 3, Records: 3, Bytes: bytes, ZstBytes: 1, CRC: "00000000",
 	}}})
 	require.NoError(tb, err)

@@ -87,7 +87,7 @@ func damage(log []byte, op uint8, at uint32, junk []byte) ([]byte, int) {
 
 // validLines returns the complete, checksum-valid lines of data (what a
 // writer could have written) and the offset just past the last one.
-func validLines(data []byte, maxPayload int) (recs []rawRecord, lastEnd int64) {
+func validLines(data []byte, maxPayload int) (recs []record.Rec, lastEnd int64) {
 	var off int64
 	for {
 		i := bytes.IndexByte(data[off:], '\n')
@@ -108,7 +108,7 @@ func validLines(data []byte, maxPayload int) (recs []rawRecord, lastEnd int64) {
 // a full record's payload, or a delta applied to the snapshot of the
 // valid line just before it when that line is the previous revision; nil
 // when a delta has no such base or does not apply.
-func validSnapshots(valid []rawRecord) [][]byte {
+func validSnapshots(valid []record.Rec) [][]byte {
 	snaps := make([][]byte, len(valid))
 	for i, r := range valid {
 		switch r.Kind {

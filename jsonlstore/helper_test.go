@@ -511,7 +511,7 @@ func procEnv(dir string, id session.SessionID, seed uint64) []string {
 
 // parseLine parses one line (without its newline) into a record, as the
 // store's readers do.
-func parseLine(line []byte, maxPayload int) (rawRecord, error) {
+func parseLine(line []byte, maxPayload int) (record.Rec, error) {
 	m, payload, err := record.Parse(line, maxPayload)
-	return rawRecord{Meta: m, Payload: payload}, err
+	return record.Rec{Meta: m, Payload: payload}, err
 }

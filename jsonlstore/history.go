@@ -87,7 +87,7 @@ func (h *historyScan) Next() bool {
 }
 
 // Record returns the current record (its payload valid until Next).
-func (h *historyScan) Record() *rawRecord { return h.rd.Record() }
+func (h *historyScan) Record() *record.Rec { return h.rd.Record() }
 
 // Archived reports whether the current record is an archived one.
 func (h *historyScan) Archived() bool { return !h.inLog }
@@ -175,7 +175,7 @@ func (s *Store) checkEnd(id session.SessionID, v *view, seq record.Seq, tail rec
 		return record.ClassifyTail(id, v.name, nil, tail, record.Evidence{}, nil)
 	}
 	if ev := s.evidence(id, v); ev.Revision > p.Through() {
-		return record.ClassifyTail(id, v.name, &rawRecord{Meta: p}, tail, ev, nil)
+		return record.ClassifyTail(id, v.name, &record.Rec{Meta: p}, tail, ev, nil)
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		return line, err
 	}})
 	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
-	var last *rawRecord
+	var last *record.Rec
 	var latest sessionstore.Record
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
@@ -128,7 +128,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			}
 		}
 		if _, err := bw.Write(r.Line()); err != nil {
-			return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+			return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
 		}
 		n++
 		size += r.LineLen
@@ -136,11 +136,11 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	}
 	switch err := rd.Err(); {
 	case srcErr != nil:
-		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, srcErr)
+		return 0, opErr("import", id, srcErr)
 	case err != nil:
 		return 0, err
 	case last == nil:
-		return 0, fmt.Errorf("jsonlstore: import %s: no records", id)
+		return 0, opErr("import", id, errors.New("no records"))
 	case last.Kind == KindGap:
 		return 0, gapError(id, last) // a log ends with a readable revision
 	}
@@ -148,10 +148,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("jsonlstore: import %s: write log: %w", id, err)
+		return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
 	}
 	if err = copied.sync(); err != nil {
-		return 0, fmt.Errorf("jsonlstore: import %s: %w", id, err)
+		return 0, opErr("import", id, err)
 	}
 
 	// Retake the lease above the records' generations, so that the lease
@@ -163,10 +163,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		err = b.lease.Release(context.WithoutCancel(ctx))
 		b.lease = nil
 		if err != nil {
-			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
+			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 		if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, last.Gen)); err != nil {
-			return 0, fmt.Errorf("jsonlstore: import %s: lease: %w", id, err)
+			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 	}
 	if err = b.publish(ctx); err != nil {
@@ -180,7 +180,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	_ = b.log.Close() // written and synced above; nothing is written after
 	b.log = nil
 	if err != nil {
-		return n, fmt.Errorf("jsonlstore: import %s: release: %w", id, err)
+		return n, opErr("import", id, fmt.Errorf("release: %w", err))
 	}
 	return n, nil
 }
@@ -188,7 +188,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 // writeImportSummary writes the summary of a published import whose last
 // record is last. The summary is a cache: failing to write it fails
 // nothing.
-func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap.Snapshot) {
+func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessnap.Snapshot) {
 	fi, err := b.log.Stat()
 	if err != nil || fi.Size() != last.End() {
 		return // none is better than a wrong one
@@ -212,7 +212,7 @@ func (s *Store) writeImportSummary(b *newSession, last *rawRecord, snap *sessnap
 // for decodeRecord: they are not in the session's directory yet. held is
 // the pages of the record before (a chain's records share its full
 // record's), kept so that each is read from src once, and becomes r's.
-func (s *Store) importPages(id session.SessionID, r *rawRecord, snap []byte, src sessionstore.BlobSource, w *blobWriter, held map[string][]byte) (*blobCache, error) {
+func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, src sessionstore.BlobSource, w *blobWriter, held map[string][]byte) (*blobCache, error) {
 	c := s.newPageCache(id)
 	var err error
 	if perr := record.Pages(snap, func(p record.PageRef) {
@@ -237,7 +237,7 @@ func (s *Store) importPages(id session.SessionID, r *rawRecord, snap []byte, src
 
 // copyBlobs writes into w the content of every reference in msgs (the
 // snapshot of record r) not copied before (seen), from src, checked.
-func copyBlobs(id session.SessionID, r *rawRecord, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobWriter, seen map[string]bool) error {
+func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobWriter, seen map[string]bool) error {
 	var err error
 	msgs.Refs(func(ref session.ContentRef) {
 		if err != nil || seen[ref.SHA256] {
@@ -253,7 +253,7 @@ func copyBlobs(id session.SessionID, r *rawRecord, msgs sessnap.Messages, src se
 // copyBlob writes into w the blob ref names (a page, or part content), from
 // src, checked, and returns it. A reference src cannot satisfy is
 // corruption at r, the record that references it.
-func copyBlob(id session.SessionID, r *rawRecord, ref session.ContentRef, src sessionstore.BlobSource, w *blobWriter) ([]byte, error) {
+func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src sessionstore.BlobSource, w *blobWriter) ([]byte, error) {
 	content, err := blob.Fetch(src, ref)
 	if errors.Is(err, blob.ErrMissing) {
 		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", ErrBlob, err)}

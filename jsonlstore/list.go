@@ -18,7 +18,7 @@ import (
 func (s *Store) sessionIDs() ([]session.SessionID, error) {
 	entries, err := s.fs.ReadDir(".")
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: list root: %w", err)
+		return nil, opErr("list root", "", err)
 	}
 	ids := make([]session.SessionID, 0, len(entries))
 	for _, e := range entries {
@@ -167,7 +167,7 @@ func (s *Store) Lease(ctx context.Context, id session.SessionID) (summary.LeaseS
 		if errors.Is(err, fs.ErrNotExist) {
 			return summary.LeaseStatus{}, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 		}
-		return summary.LeaseStatus{}, fmt.Errorf("jsonlstore: lease %s: %w", id, err)
+		return summary.LeaseStatus{}, opErr("lease", id, err)
 	}
 	return leaseStatus(st, s.opts.Now()), nil
 }

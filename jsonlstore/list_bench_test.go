@@ -61,11 +61,11 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 		}
 		at := sessiontest.Epoch.Add(time.Duration(i) * time.Second)
 		var log []byte
-		var last rawRecord
+		var last record.Rec
 		for r := 1; r <= revs; r++ {
-			m := meta{Version: RecordVersion, Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: KindFull}
+			m := record.Meta{Version: RecordVersion, Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: KindFull}
 			line := record.Encode(m, payload)
-			last = rawRecord{Meta: m, Offset: int64(len(log)), LineLen: int64(len(line))}
+			last = record.Rec{Meta: m, Offset: int64(len(log)), LineLen: int64(len(line))}
 			log = append(log, line...)
 		}
 		dir := filepath.Join(root, string(id))

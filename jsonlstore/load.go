@@ -20,7 +20,7 @@ import (
 // through c, and so is the content its parts keep out of line unless c is
 // light (a load without the content: the parts keep their references);
 // each blob is checked against its SHA-256.
-func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache) (sessionstore.Record, error) {
+func decodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) (sessionstore.Record, error) {
 	snap, err := record.ExpandPages(snap, c.page)
 	if err != nil {
 		return sessionstore.Record{}, pageAt(id, r, err)
@@ -44,7 +44,7 @@ func decodeRecord(id session.SessionID, r *rawRecord, snap []byte, c *blobCache)
 
 // decodeSnapshot decodes snap, the snapshot of record r, with its pages
 // expanded (or left out) and its content left as references.
-func decodeSnapshot(id session.SessionID, r *rawRecord, snap []byte) (sessnap.Snapshot, error) {
+func decodeSnapshot(id session.SessionID, r *record.Rec, snap []byte) (sessnap.Snapshot, error) {
 	decoded, err := sessnap.Unmarshal(snap)
 	if err != nil {
 		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
@@ -59,7 +59,7 @@ func decodeSnapshot(id session.SessionID, r *rawRecord, snap []byte) (sessnap.Sn
 
 // pageAt locates a failure to expand a record's pages at r: a damaged or
 // missing page blob (blobAt), or a page or reference that is malformed.
-func pageAt(id session.SessionID, r *rawRecord, err error) error {
+func pageAt(id session.SessionID, r *record.Rec, err error) error {
 	var ce *sessionstore.CorruptionError
 	if errors.As(err, &ce) {
 		return blobAt(r, err)
@@ -226,7 +226,7 @@ func (c *blobCache) wait() { c.inflight.Wait() }
 // loadLatest reads the view's latest revision: its last record and the
 // chain that rebuilds it, read backwards from the end, with its content
 // (or, light, without what is kept out of line).
-func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*rawRecord, sessionstore.Record, error) {
+func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*record.Rec, sessionstore.Record, error) {
 	last, _, err := s.latest(id, v)
 	if err != nil {
 		return nil, sessionstore.Record{}, err
@@ -304,7 +304,7 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 		// own chain is.
 		var h interface {
 			Next() bool
-			Record() *rawRecord
+			Record() *record.Rec
 			Err() error
 		}
 		var rd *record.Reader
@@ -351,7 +351,7 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 
 // blobAt locates a blob's corruption at r, the record that references it:
 // the error names the record's file, offset and revision, and the blob.
-func blobAt(r *rawRecord, err error) error {
+func blobAt(r *record.Rec, err error) error {
 	var ce *sessionstore.CorruptionError
 	if !errors.As(err, &ce) {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
@@ -563,8 +564,8 @@ func (c *plChecker) history(ctx context.Context, st *Store, crashed *vfs.Sim, i 
 
 // plRecords parses the valid records at the start of a log, up to the
 // first line that is not one.
-func plRecords(log []byte) []rawRecord {
-	var out []rawRecord
+func plRecords(log []byte) []record.Rec {
+	var out []record.Rec
 	for off := 0; off < len(log); {
 		j := bytes.IndexByte(log[off:], '\n')
 		if j < 0 {

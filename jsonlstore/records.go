@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -53,7 +54,7 @@ func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2
 
 // placedRecord is a record of a session's history and where it is kept.
 type placedRecord struct {
-	rec      *rawRecord // payload valid until the next one
+	rec      *record.Rec // payload valid until the next one
 	archived bool
 }
 

@@ -111,7 +111,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	if err != nil {
 		var he *sessionstore.LeaseHeldError
 		if opts.Wait > 0 && errors.As(err, &he) {
-			err = fmt.Errorf("jsonlstore: waited %s: %w", opts.Wait, err)
+			err = opErr("repair", id, fmt.Errorf("waited %s: %w", opts.Wait, err))
 		}
 		var ce *sessionstore.CorruptionError
 		if rep.Found == nil && errors.As(err, &ce) {
@@ -253,7 +253,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	}
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+		return opErr("repair", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	if cut < 0 || cut > v.size {
@@ -263,7 +263,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 		// Every byte removed is kept, durably, before anything is removed.
 		name, err := s.saveForensic(id, "repair", cut, v, n)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: save removed bytes: %w", id, err)
+			return opErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
 		}
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
 	}
@@ -272,7 +272,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	// grown again, vouch for revisions the log no longer has.
 	name, err := s.moveSummaryAside(id)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: move summary aside: %w", id, err)
+		return opErr("repair", id, fmt.Errorf("move summary aside: %w", err))
 	}
 	if name != "" {
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -280,15 +280,15 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	if n := v.size - cut; n > 0 {
 		f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY, 0)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+			return opErr("repair", id, err)
 		}
 		defer func() { _ = f.Close() }() // Datasync below reports any write error; Close loses nothing after it
 		if err := f.Truncate(cut); err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: truncate: %w", id, err)
+			return opErr("repair", id, fmt.Errorf("truncate: %w", err))
 		}
 		// Durable before the lease goes to anyone who might append.
 		if err := f.Datasync(); err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: sync truncate: %w", id, err)
+			return opErr("repair", id, fmt.Errorf("sync truncate: %w", err))
 		}
 		rep.BytesRemoved += n
 		rep.Cut, rep.CutOffset = true, cut

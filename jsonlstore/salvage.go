@@ -56,7 +56,7 @@ type salvagePiece struct {
 }
 
 type salvageGap struct {
-	meta
+	record.Meta
 	last uint64
 	why  string
 	span int // index of the span holding its bytes, -1 for none
@@ -65,7 +65,7 @@ type salvageGap struct {
 type salvagePlan struct {
 	pieces []salvagePiece
 	spans  []salvageSpan
-	last   meta // the last kept record
+	last   record.Meta // the last kept record
 	keptN  int
 	dups   int
 	gaps   []SalvagedGap
@@ -108,7 +108,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	}
 	miss := func(first, last uint64, why string, span int) {
 		if open == nil {
-			open = &salvageGap{meta: pl.last, span: -1}
+			open = &salvageGap{Meta: pl.last, span: -1}
 			open.Rev, open.why = first, why
 		}
 		open.last = last
@@ -199,7 +199,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	var ne *sessionstore.NewerRecordError
 	switch err := rd.Err(); {
 	case errors.As(err, &ne):
-		return nil, fmt.Errorf("jsonlstore: repair %s: the log holds records of a newer version, which this program never removes: %w", id, ne)
+		return nil, opErr("repair", id, fmt.Errorf("the log holds records of a newer version, which this program never removes: %w", ne))
 	case err != nil:
 		return nil, err
 	case !have:
@@ -224,7 +224,7 @@ func (pl *salvagePlan) closeGap(g *salvageGap) {
 	pl.gaps = append(pl.gaps, SalvagedGap{First: g.Rev, Last: g.last, Reason: g.why})
 	g.Kind, g.Version = KindGap, record.VersionOf(KindGap)
 	// The gap stands for its revisions in the sequence.
-	m := g.meta
+	m := g.Meta
 	m.Last = g.last
 	pl.last = m
 }
@@ -246,7 +246,7 @@ func (s *Store) sameBytes(v *view, a, b, n int64) bool {
 func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *RepairReport) error {
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+		return opErr("repair", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	pl, err := s.planSalvage(ctx, id, v)
@@ -262,7 +262,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	if k := len(pl.pieces) - 1; pl.pieces[k].gap != nil {
 		line, err := s.restoringRecord(ctx, id, v, pl)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: restore the last readable revision: %w", id, err)
+			return opErr("repair", id, fmt.Errorf("restore the last readable revision: %w", err))
 		}
 		pl.pieces = append(pl.pieces, salvagePiece{line: line})
 		restored = pl.last.Through() + 1
@@ -272,7 +272,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		sp := &pl.spans[i]
 		name, err := s.saveForensic(id, "repair", sp.off, v, sp.n)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: repair %s: save removed bytes: %w", id, err)
+			return opErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
 		}
 		sp.file = name
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -280,7 +280,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	}
 	name, err := s.moveSummaryAside(id)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: move summary aside: %w", id, err)
+		return opErr("repair", id, fmt.Errorf("move summary aside: %w", err))
 	}
 	if name != "" {
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -301,7 +301,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 			case p.gap != nil:
 				sg := pl.gaps[gi]
 				gi++
-				if _, err := w.Write(record.Encode(p.gap.meta, record.EncodeGap(record.Gap{Last: p.gap.last, Reason: p.gap.why, Forensic: sg.Forensic}))); err != nil {
+				if _, err := w.Write(record.Encode(p.gap.Meta, record.EncodeGap(record.Gap{Last: p.gap.last, Reason: p.gap.why, Forensic: sg.Forensic}))); err != nil {
 					return err
 				}
 			case p.line != nil:
@@ -316,7 +316,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("jsonlstore: repair %s: %w", id, err)
+		return opErr("repair", id, err)
 	}
 	rep.Salvaged = &SalvageReport{Kept: pl.keptN, DuplicatesRemoved: pl.dups, Gaps: pl.gaps, Restored: restored}
 	s.opts.Logger.Info("jsonlstore: repair salvaged the log", "session", id, "kept", pl.keptN,
@@ -344,7 +344,7 @@ type SalvageReport struct {
 // before it (the repair's own lease must stay above every generation in
 // the log).
 func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *view, pl *salvagePlan) ([]byte, error) {
-	var keptLast *rawRecord
+	var keptLast *record.Rec
 	var snap []byte
 	var rd *record.Reader
 	snaps := record.NewSnapshots(id, v.maxPayload)
@@ -378,7 +378,7 @@ func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *vi
 	if keptLast == nil || snap == nil {
 		return nil, errors.New("no readable revision to restore")
 	}
-	m := meta{Version: record.VersionOf(KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
+	m := record.Meta{Version: record.VersionOf(KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
 		Time: later(s.opts.Now().UTC(), pl.last.Time), Kind: KindFull}
 	return record.Encode(m, snap), nil
 }

@@ -3,7 +3,6 @@ package jsonlstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"sync"
@@ -89,9 +88,9 @@ func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB
 		s.closeSearchLocked()
 		return nil, searchdb.ErrMissing
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("jsonlstore: search index: %w", err)
+		return nil, opErr("search index", "", err)
 	case err == nil && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("jsonlstore: search index %s is not a regular file", searchFile)
+		return nil, pathErr("search index", "", searchFile, errors.New("not a regular file"))
 	}
 	s.closeSearchLocked()
 	if err != nil { // missing, and create
@@ -111,7 +110,7 @@ func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB
 	}
 	if fi, err = s.fs.Lstat(searchFile); err != nil {
 		_ = db.Close() // opened for nothing
-		return nil, fmt.Errorf("jsonlstore: search index: %w", err)
+		return nil, opErr("search index", "", err)
 	}
 	si.db, si.dbID = db, vfs.IdentityOf(fi)
 	return db, nil
@@ -129,7 +128,7 @@ func (s *Store) closeSearchLocked() {
 // taken for the new file's).
 func (s *Store) makeSearchFile() error {
 	if err := s.fs.Mkdir(SearchDir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("jsonlstore: search index: %w", err)
+		return opErr("search index", "", err)
 	}
 	return s.withSearchLock(func() error {
 		if _, err := s.fs.Lstat(searchFile); err == nil {
@@ -137,14 +136,14 @@ func (s *Store) makeSearchFile() error {
 		}
 		for _, ext := range []string{"-wal", "-shm", "-journal"} {
 			if err := s.fs.Remove(searchFile + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("jsonlstore: search index: %w", err)
+				return opErr("search index", "", err)
 			}
 		}
 		// Made here, so that it has the store's permissions (SQLite gives
 		// its -wal and -shm the database file's).
 		f, err := s.fs.OpenFile(searchFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 		if err != nil {
-			return fmt.Errorf("jsonlstore: search index: %w", err)
+			return opErr("search index", "", err)
 		}
 		return f.Close()
 	})
@@ -154,7 +153,7 @@ func (s *Store) makeSearchFile() error {
 func (s *Store) replaceSearchFile() error {
 	err := s.withSearchLock(func() error {
 		if err := s.fs.Remove(searchFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("jsonlstore: search index: %w", err)
+			return opErr("search index", "", err)
 		}
 		return nil
 	})
@@ -169,11 +168,11 @@ func (s *Store) replaceSearchFile() error {
 func (s *Store) withSearchLock(fn func() error) error {
 	f, err := os.OpenFile(s.abs(searchLock), os.O_RDWR|os.O_CREATE, filePerm) //nolint:gosec // G304: a fixed name under the store's root
 	if err != nil {
-		return fmt.Errorf("jsonlstore: search index lock: %w", err)
+		return opErr("search index lock", "", err)
 	}
 	defer func() { _ = f.Close() }() // closing releases the lock
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("jsonlstore: search index lock: %w", err)
+		return opErr("search index lock", "", err)
 	}
 	return fn()
 }
@@ -418,7 +417,7 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	}
 	rep := sessionstore.SearchIndexReport{Sessions: cu.indexed, Unreadable: cu.unreadable}
 	if cu.mem != nil {
-		return rep, fmt.Errorf("jsonlstore: search index: some sessions could not be written to it (another process held it)")
+		return rep, opErr("search index", "", errors.New("some sessions could not be written to it (another process held it)"))
 	}
 	return rep, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -65,7 +66,7 @@ type searchMark struct {
 // indexAppended queues the index update of revision rec of w's session,
 // whose snapshot is snap, just made durable. It costs no I/O: the docs
 // are made when the queue is written.
-func (w *writer) indexAppended(rec *rawRecord, snap *sessnap.Snapshot) {
+func (w *writer) indexAppended(rec *record.Rec, snap *sessnap.Snapshot) {
 	ev := searchEvent{id: w.id}
 	m := &w.search
 	if m.known && m.rev+1 == rec.Rev && continues(m.msgs, snap.Messages) {

@@ -97,13 +97,13 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searc
 // readAfter is readIndexed's way for a row in state st: from the records
 // after st.Rev alone. It returns nil when they do not merely add
 // messages to the row's (or are not all in the log).
-func (s *Store) readAfter(id session.SessionID, v *view, last *rawRecord, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
+func (s *Store) readAfter(id session.SessionID, v *view, last *record.Rec, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
 	msgs := rec.Snapshot.Messages
 	if st.Rev == 0 || st.Rev > rec.Revision || st.Messages > len(msgs) {
 		return nil
 	}
 	// The records after st.Rev, newest first.
-	var after []*rawRecord
+	var after []*record.Rec
 	for r := last; r.Rev > st.Rev; {
 		if r.Kind == record.KindGap || len(after) >= maxReadAfter {
 			return nil

@@ -86,7 +86,7 @@ func (s *Store) recordCap(dir string, synced bool) error {
 	tmp := dir + "/." + SettingsFile + "-" + randomSuffix() + tmpSuffix
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return fmt.Errorf("jsonlstore: %s: %w", SettingsFile, err)
+		return pathErr("record the cap", "", dir+"/"+SettingsFile, err)
 	}
 	err = writeAll(f, append(data, '\n'))
 	if err == nil {
@@ -103,7 +103,7 @@ func (s *Store) recordCap(dir string, synced bool) error {
 	}
 	if err != nil {
 		_ = s.fs.Remove(tmp)
-		return fmt.Errorf("jsonlstore: %s: %w", SettingsFile, err)
+		return pathErr("record the cap", "", dir+"/"+SettingsFile, err)
 	}
 	return nil
 }

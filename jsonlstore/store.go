@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
@@ -110,18 +111,18 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(abs, dirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
-		return nil, fmt.Errorf("jsonlstore: create root: %w", err)
+		return nil, opErr("create root", "", err)
 	}
 	fi, err := os.Lstat(abs) //nolint:gosec // G703: as above, the caller's root directory
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
+		return nil, opErr("open root", "", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("jsonlstore: root %s is not a directory", abs)
+		return nil, pathErr("open", "", abs, errors.New("it is not a directory"))
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
-		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
+		return nil, opErr("open root", "", err)
 	}
 	// Checked on the opened directory, not the path, so that it is the
 	// directory the store will use.
@@ -130,7 +131,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		_ = root.Close() // refused: the reason is the error that matters
-		return nil, fmt.Errorf("jsonlstore: open root: %w", err)
+		return nil, opErr("open root", "", err)
 	}
 	return newStore(abs, root, vfs.OS(root), fsLeaser{}, opts), nil
 }
@@ -185,11 +186,11 @@ func (s *Store) exists(id session.SessionID) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 	case err != nil:
-		return fmt.Errorf("jsonlstore: session %s: %w", id, err)
+		return opErr("session", id, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("jsonlstore: session %s: %w", id, vfs.ErrSymlink)
+		return opErr("session", id, vfs.ErrSymlink)
 	case !fi.IsDir():
-		return fmt.Errorf("jsonlstore: session %s: not a directory", id)
+		return opErr("session", id, errors.New("not a directory"))
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // record, with the append state app and blobs. The log must end where
 // last does. marked says whether the lease's catalog mark is made
 // (takeLease). The caller closes log when newWriter fails.
-func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *rawRecord, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
 	fi, err := log.Stat()
 	if err != nil {
 		return nil, err
@@ -264,7 +265,7 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	}
 	b := &newSession{s: s, id: id, tmp: tmpDirPrefix + string(id) + "-" + randomSuffix()}
 	if err := s.fs.Mkdir(b.tmp, dirPerm); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, opErr("create", id, err)
 	}
 	defer func() {
 		if err != nil {
@@ -274,13 +275,13 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	// The lease is taken in the temporary directory, before anyone can see
 	// the session, so the creator is its first holder (generation 1).
 	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, 0)); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: lease: %w", id, err)
+		return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
 	}
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, opErr("create", id, err)
 	}
 	if err := s.recordCap(b.tmp, false); err != nil { // synced with the directory, before publish
-		return nil, fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return nil, opErr("create", id, err)
 	}
 	return b, nil
 }
@@ -313,13 +314,13 @@ func (b *newSession) publish(ctx context.Context) error {
 	// The directory's entries (log, lease files) must be durable before the
 	// rename publishes it, or a crash could publish an empty session.
 	if err := s.fs.SyncDir(b.tmp); err != nil {
-		return fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return opErr("create", id, err)
 	}
 	if err := s.fs.RenameNoReplace(b.tmp, sessionDir(id)); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
-		return fmt.Errorf("jsonlstore: create %s: publish: %w", id, err)
+		return opErr("create", id, fmt.Errorf("publish: %w", err))
 	}
 	b.tmp = "" // nothing to remove any more
 	if err := s.fs.SyncDir("."); err != nil {
@@ -327,10 +328,10 @@ func (b *newSession) publish(ctx context.Context) error {
 		// next holder goes on from here.
 		_ = b.lease.Moved(s.abs(sessionDir(id)))
 		b.abort(ctx)
-		return fmt.Errorf("jsonlstore: create %s: sync root: %w", id, err)
+		return opErr("create", id, fmt.Errorf("sync root: %w", err))
 	}
 	if err := b.lease.Moved(s.abs(sessionDir(id))); err != nil {
-		return fmt.Errorf("jsonlstore: create %s: %w", id, err)
+		return opErr("create", id, err)
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ const (
 func encodeSummaryFile(sf summaryFile) ([]byte, error) {
 	sf.Version = summaryVersion
 	sf.Summary.Lease = summary.LeaseStatus{} // computed when read, never cached
-	return frameJSON(sf)
+	return record.Frame(sf)
 }
 
 // decodeSummaryFile decodes a summary of either version; a cache user
@@ -164,7 +164,7 @@ func (w *summaryWriter) close() {
 // its last record and chain, without reading its pages (their messages
 // are counted from the references) or any other blob: what a listing
 // needs costs the stored snapshot, not the conversation.
-func (s *Store) latestSummary(id session.SessionID, v *view) (*rawRecord, summary.Summary, error) {
+func (s *Store) latestSummary(id session.SessionID, v *view) (*record.Rec, summary.Summary, error) {
 	last, _, err := s.latest(id, v)
 	if err != nil {
 		return nil, summary.Summary{}, err
@@ -188,7 +188,7 @@ func (s *Store) latestSummary(id session.SessionID, v *view) (*rawRecord, summar
 	return last, sum, nil
 }
 
-func projectRecord(rec *rawRecord, snap *sessnap.Snapshot, logSize int64) summary.Summary {
+func projectRecord(rec *record.Rec, snap *sessnap.Snapshot, logSize int64) summary.Summary {
 	// (A gap record is never a log's last: repair ends a log with a
 	// readable revision.)
 	s := summary.Project(snap, rec.Rev, rec.Gen, rec.Time)

@@ -142,7 +142,7 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *Session
 type verifiedLog struct {
 	logID   vfs.Identity
 	records int         // sound records, in sequence from revision 1
-	last    meta        // the last of them (zero if none)
+	last    record.Meta // the last of them (zero if none)
 	tail    record.Tail // bytes after the last record: an uncommitted tail
 	notes   []Finding   // a newer schema's snapshots, revisions a repair set aside
 }
@@ -169,13 +169,13 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bo
 // restored, the bytes after the last record, and summary.json.
 func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog, deep bool) error {
 	var lastSnap sessnap.Snapshot
-	var lastRec *rawRecord
+	var lastRec *record.Rec
 	newerSchema := false
 	h := s.scanHistory(id, v)
 	defer h.Close()
 	snaps := record.NewSnapshots(id, v.maxPayload)
 	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
-	restore := func(r *rawRecord, snap sessnap.Snapshot) error {
+	restore := func(r *record.Rec, snap sessnap.Snapshot) error {
 		if err := blobs.check(r, snap.Messages); err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	}
 	// check decodes and restores the snapshot of r, its pages expanded
 	// (its blobs checked, each once, but not read into it).
-	check := func(r *rawRecord, snap []byte) error {
+	check := func(r *record.Rec, snap []byte) error {
 		c := s.newPageCache(id)
 		rec, err := decodeRecord(id, r, snap, c)
 		c.Close()
@@ -212,7 +212,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// share are checked once. It reports whether r held pages (else it was
 	// checked as check checks it).
 	pages := map[string]bool{}
-	checkPaged := func(r *rawRecord, snap []byte) (bool, error) {
+	checkPaged := func(r *record.Rec, snap []byte) (bool, error) {
 		inline, refs, err := record.SplitPages(snap)
 		if err != nil {
 			return false, pageAt(id, r, err)
@@ -252,7 +252,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		}
 		return true, nil
 	}
-	var pending *rawRecord // the latest record not yet decoded (a delta)
+	var pending *record.Rec // the latest record not yet decoded (a delta)
 	for h.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -295,7 +295,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		}
 		c.records++
 		c.last = r.Meta
-		lastRec = &rawRecord{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen}
+		lastRec = &record.Rec{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen}
 	}
 	if err := h.Err(); err != nil {
 		return err
@@ -331,7 +331,7 @@ type blobChecker struct {
 // checkDelta checks the blobs the messages delta r adds (or sets)
 // reference: where a blob is first referenced, whatever later revisions
 // keep of the message.
-func (b *blobChecker) checkDelta(r *rawRecord) error {
+func (b *blobChecker) checkDelta(r *record.Rec) error {
 	arr, err := record.DeltaMessages(r.Payload)
 	if err != nil || arr == nil {
 		return err // a malformed delta failed snaps.Add already
@@ -344,7 +344,7 @@ func (b *blobChecker) checkDelta(r *rawRecord) error {
 	return b.check(r, msgs)
 }
 
-func (b *blobChecker) check(r *rawRecord, msgs sessnap.Messages) error {
+func (b *blobChecker) check(r *record.Rec, msgs sessnap.Messages) error {
 	var err error
 	msgs.Refs(func(ref session.ContentRef) {
 		if err != nil || b.seen[ref.SHA256] {
@@ -371,7 +371,7 @@ func forensicNote(file string) string {
 // written for another state of the log is a cache that lags and proves
 // nothing; one that claims a revision the log lacks is caught by the scan
 // (evidencedRevision).
-func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *rawRecord, snap *sessnap.Snapshot) error {
+func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *record.Rec, snap *sessnap.Snapshot) error {
 	sf, ok := readSummaryFile(s.fs, id)
 	if !ok || sf.Log != v.id || sf.LogSize != v.size || last == nil {
 		return nil
@@ -507,7 +507,7 @@ func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *Sess
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("jsonlstore: verify %s: %w", id, err)
+		return opErr("verify", id, err)
 	case n > 0:
 		sr.Notes = append(sr.Notes, Finding{File: dir, Message: fmt.Sprintf(
 			"%d file(s), %d bytes, removed from the log by earlier recoveries or repairs", n, size)})

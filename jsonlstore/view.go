@@ -41,12 +41,6 @@ type view struct {
 	session    session.SessionID
 }
 
-// Aliases for the record codec's types, which are the store's records.
-type (
-	rawRecord = record.Rec
-	meta      = record.Meta
-)
-
 // Record kinds, as FORMAT.md names them.
 const (
 	// KindFull records hold a whole snapshot.
@@ -135,7 +129,7 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 			if lerr := s.logErr(id, err); lerr != nil {
 				return lerr // gone, not a session, or damaged (damage.go)
 			}
-			return fmt.Errorf("jsonlstore: read %s: %w", id, err)
+			return opErr("read", id, err)
 		}
 		err = fn(v)
 		_ = v.Close() // read-only
@@ -144,7 +138,7 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 		case errors.Is(err, record.ErrShrunk) && attempt < maxReadAttempts:
 			continue
 		case errors.Is(err, record.ErrShrunk):
-			return fmt.Errorf("jsonlstore: read %s: log kept changing under the reader", id)
+			return opErr("read", id, errors.New("log kept changing under the reader"))
 		case errors.As(err, &ce):
 			a := &anomaly{id: v.id, ce: ce, msg: ce.Error()}
 			if a.same(prev) || attempt >= maxReadAttempts {
@@ -180,7 +174,7 @@ func (s *Store) evidence(id session.SessionID, v *view) record.Evidence {
 // latest returns the view's last record, checking it against the evidence
 // of committed revisions, and the tail after it. A newer program's last
 // record is a *sessionstore.NewerRecordError.
-func (s *Store) latest(id session.SessionID, v *view) (*rawRecord, record.Tail, error) {
+func (s *Store) latest(id session.SessionID, v *view) (*record.Rec, record.Tail, error) {
 	last, t, err := v.back.Last()
 	if err != nil {
 		return last, t, err
@@ -196,7 +190,7 @@ func (s *Store) latest(id session.SessionID, v *view) (*rawRecord, record.Tail, 
 
 // snapshotOf rebuilds the snapshot of last, the view's last record,
 // checking the records it builds on (record.Back.ChainTo).
-func (s *Store) snapshotOf(id session.SessionID, v *view, last *rawRecord) ([]byte, error) {
+func (s *Store) snapshotOf(id session.SessionID, v *view, last *record.Rec) ([]byte, error) {
 	full, deltas, err := v.back.ChainTo(last, false)
 	if err != nil {
 		return nil, err
@@ -206,7 +200,7 @@ func (s *Store) snapshotOf(id session.SessionID, v *view, last *rawRecord) ([]by
 
 // rebuildChain returns the snapshot of last, which full and deltas (its
 // chain, from record.Back.ChainTo) rebuild.
-func rebuildChain(id session.SessionID, last, full *rawRecord, deltas []*rawRecord, maxPayload int) ([]byte, error) {
+func rebuildChain(id session.SessionID, last, full *record.Rec, deltas []*record.Rec, maxPayload int) ([]byte, error) {
 	if last.Kind == KindGap {
 		return nil, gapError(id, last)
 	}
@@ -226,7 +220,7 @@ func rebuildChain(id session.SessionID, last, full *rawRecord, deltas []*rawReco
 }
 
 // gapError is the error for the revisions a gap record stands for.
-func gapError(id session.SessionID, r *rawRecord) error {
+func gapError(id session.SessionID, r *record.Rec) error {
 	g, _ := record.ParseGap(r.Payload) // parsed once already
 	return &sessionstore.GapError{ID: id, First: r.Rev, Last: r.Through(), Reason: g.Reason, Forensic: g.Forensic}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -62,7 +63,7 @@ func (w *writer) usableLocked() error {
 	case w.closed || w.s.closed.Load():
 		return fmt.Errorf("%w: writer of session %s", sessionstore.ErrClosed, w.id)
 	case w.failed != nil:
-		return fmt.Errorf("%w: session %s: %w", sessionstore.ErrWriterFailed, w.id, w.failed)
+		return opErr("write", w.id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, w.failed))
 	}
 	return nil
 }
@@ -117,7 +118,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	}
 	// The catalog knows that the log may change before it does.
 	w.ensureMarkLocked()
-	rec := rawRecord{Meta: meta{
+	rec := record.Rec{Meta: record.Meta{
 		Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
 		// A record's time is never earlier than the previous record's, so
 		// a clock stepping back cannot reorder history.
@@ -137,11 +138,11 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// The blobs the record references are durable before it is written.
 	if err := w.blobs.sync(); err != nil {
 		w.failed = err
-		return 0, fmt.Errorf("%w: session %s: %w", sessionstore.ErrWriterFailed, w.id, err)
+		return 0, opErr("append", w.id, fmt.Errorf("%w: sync blobs: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := writeAll(w.log, line); err != nil {
 		w.failed = err
-		return 0, fmt.Errorf("%w: session %s: append: %w", sessionstore.ErrWriterFailed, w.id, err)
+		return 0, opErr("append", w.id, fmt.Errorf("%w: write: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := w.log.Datasync(); err != nil {
 		w.failed = err
@@ -152,7 +153,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		// committed and builds on it: the next holder's successful sync
 		// would then make its records durable after a hole.
 		_ = w.log.Truncate(w.size)
-		return 0, fmt.Errorf("%w: session %s: sync: %w", sessionstore.ErrWriterFailed, w.id, err)
+		return 0, opErr("append", w.id, fmt.Errorf("%w: sync: %w", sessionstore.ErrWriterFailed, err))
 	}
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
@@ -179,12 +180,12 @@ func (w *writer) touchLease(at time.Time) {
 // writeSummary refreshes summary.json. Failure is harmless (the summary is
 // a cache, recomputed from the log when it does not match), so it is
 // logged, not returned.
-func (w *writer) writeSummary(rec *rawRecord, snap *sessnap.Snapshot) {
+func (w *writer) writeSummary(rec *record.Rec, snap *sessnap.Snapshot) {
 	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()))
 }
 
 // writeSummaryOf writes sum, the summary of record rec, the log's last.
-func (w *writer) writeSummaryOf(rec *rawRecord, sum summary.Summary) {
+func (w *writer) writeSummaryOf(rec *record.Rec, sum summary.Summary) {
 	// The log's modification time after the append makes the summary a
 	// cache of exactly this state of the file (one fstat, no sync).
 	fi, err := w.log.Stat()
@@ -258,7 +259,7 @@ func (w *writer) Release(ctx context.Context) error {
 		err = rerr
 	}
 	if err != nil {
-		return fmt.Errorf("jsonlstore: release %s: %w", w.id, err)
+		return opErr("release", w.id, err)
 	}
 	return nil
 }
@@ -282,7 +283,7 @@ func (w *writer) Delete(ctx context.Context) error {
 	_ = w.dir.Close()
 	if err := s.fs.RenameNoReplace(sessionDir(w.id), trash); err != nil {
 		_ = w.lease.Release(ctx)
-		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
+		return opErr("delete", w.id, err)
 	}
 	err = s.fs.SyncDir(".")
 	w.mark.close()
@@ -296,7 +297,7 @@ func (w *writer) Delete(ctx context.Context) error {
 		err = rerr
 	}
 	if err != nil {
-		return fmt.Errorf("jsonlstore: delete %s: %w", w.id, err)
+		return opErr("delete", w.id, err)
 	}
 	return nil
 }

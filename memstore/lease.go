@@ -27,7 +27,7 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("memstore: acquire session %s: %w", id, err)
+			return nil, opErr("acquire", id, err)
 		}
 		s.mu.Lock()
 		e, err := s.lookupLocked(id)

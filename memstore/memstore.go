@@ -237,7 +237,7 @@ func (s *Store) line(app *appender.Appender, id session.SessionID, get func(hash
 	}
 	meta, payload, err := record.Parse(line[:len(line)-1], s.opts.MaxRecordBytes)
 	if err != nil {
-		return record.Rec{}, nil, fmt.Errorf("memstore: session %s: the appended record does not read back: %w", id, err)
+		return record.Rec{}, nil, opErr("append", id, fmt.Errorf("the appended record does not read back: %w", err))
 	}
 	return record.Rec{Meta: meta, Path: recordsPath, LineLen: int64(len(line)), Payload: payload}, added, nil
 }
@@ -488,4 +488,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.index.Close()
 	return nil
+}
+
+// opErr is the store's operational error: operation op on session id
+// failed with err.
+func opErr(op string, id session.SessionID, err error) error {
+	return &sessionstore.OpError{Store: "memstore", Op: op, ID: id, Err: err}
 }

@@ -268,7 +268,10 @@ func TestErrorMessages(t *testing.T) {
 	cancel()
 	_, err = s.Acquire(cctx, "a", sessionstore.AcquireOptions{})
 	require.ErrorIs(t, err, context.Canceled)
-	require.True(t, strings.HasPrefix(err.Error(), "memstore: acquire session a"), err.Error())
+	require.True(t, strings.HasPrefix(err.Error(), "memstore: acquire a: "), err.Error())
+	var oe *sessionstore.OpError
+	require.ErrorAs(t, err, &oe)
+	require.Equal(t, session.SessionID("a"), oe.ID)
 }
 
 func TestCloseWithOpenWatchesAndWriters(t *testing.T) {

@@ -392,7 +392,7 @@ func importBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID, r *record
 			return &sessionstore.CorruptionError{ID: id, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
 		}
 		if err != nil {
-			return fmt.Errorf("pgstore: import session %s: content %s: %w", id, ref.SHA256, err)
+			return opErr("import", id, fmt.Errorf("content %s: %w", ref.SHA256, err))
 		}
 		if err := put(ref.SHA256, content); err != nil {
 			return err

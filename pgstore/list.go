@@ -78,7 +78,7 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	if len(q.Labels) > 0 {
 		labels, err := json.Marshal(q.Labels)
 		if err != nil {
-			return summary.Page{}, fmt.Errorf("pgstore: list: %w", err)
+			return summary.Page{}, opErr("list", "", err)
 		}
 		where = append(where, "(convert_from(s.doc, 'UTF8')::jsonb -> 'labels') @> "+arg(string(labels))+"::jsonb")
 	}
@@ -118,7 +118,7 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return summary.Page{}, fmt.Errorf("pgstore: list: %w", err)
+		return summary.Page{}, opErr("list", "", err)
 	}
 	page := summary.Page{Items: []summary.Summary{}}
 	var more bool
@@ -130,13 +130,13 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 		sum, _, err := scanSummary(rows)
 		if err != nil {
 			rows.Close()
-			return summary.Page{}, fmt.Errorf("pgstore: list: %w", err)
+			return summary.Page{}, opErr("list", "", err)
 		}
 		page.Items = append(page.Items, sum)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return summary.Page{}, fmt.Errorf("pgstore: list: %w", err)
+		return summary.Page{}, opErr("list", "", err)
 	}
 	if more {
 		page.Next = summary.EncodeCursor(q, summary.KeyOf(q.Order, &page.Items[len(page.Items)-1]))

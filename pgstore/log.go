@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -141,5 +140,11 @@ func wrapErr(op string, id session.SessionID, err error) error {
 			return err
 		}
 	}
-	return fmt.Errorf("pgstore: %s session %s: %w", op, id, err)
+	return opErr(op, id, err)
+}
+
+// opErr is the store's operational error: operation op on session id
+// ("" for the store as a whole) failed with err.
+func opErr(op string, id session.SessionID, err error) error {
+	return &sessionstore.OpError{Store: "pgstore", Op: op, ID: id, Err: err}
 }

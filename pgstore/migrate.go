@@ -94,7 +94,7 @@ func Migrate(ctx context.Context, dsn string) (MigrateReport, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return MigrateReport{}, fmt.Errorf("pgstore: connect: %w", err)
+		return MigrateReport{}, opErr("connect", "", err)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }() // each migration committed (or not) in its own transaction: closing changes nothing
 	return migrate(ctx, conn)
@@ -107,7 +107,7 @@ func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return MigrateReport{}, fmt.Errorf("pgstore: migrate: %w", err)
+		return MigrateReport{}, opErr("migrate", "", err)
 	}
 	defer conn.Release()
 	return migrate(ctx, conn.Conn())
@@ -124,7 +124,7 @@ func migrate(ctx context.Context, conn *pgx.Conn) (MigrateReport, error) {
 	// work done. A session lock, released by the deferred unlock or, if
 	// the connection breaks, by the server.
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-		return rep, fmt.Errorf("pgstore: migrate: lock: %w", err)
+		return rep, opErr("migrate", "", fmt.Errorf("lock: %w", err))
 	}
 	defer func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
@@ -166,7 +166,7 @@ func migrate(ctx context.Context, conn *pgx.Conn) (MigrateReport, error) {
 			if errors.Is(err, ErrSchemaNewer) {
 				return rep, err
 			}
-			return rep, fmt.Errorf("pgstore: migrate: %w", err)
+			return rep, opErr("migrate", "", err)
 		}
 	}
 	return rep, nil
@@ -182,7 +182,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		v, err = 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("pgstore: read schema version: %w", err)
+		return opErr("read schema version", "", err)
 	}
 	known := SchemaVersion()
 	switch {

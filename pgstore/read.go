@@ -263,7 +263,7 @@ func (s *Store) lines(ctx context.Context, id session.SessionID) iter.Seq2[store
 		}
 		for next := int64(1); next <= latest; {
 			if err := s.ready(ctx); err != nil {
-				yield(storedLine{}, fmt.Errorf("pgstore: session %s: %w", id, err))
+				yield(storedLine{}, opErr("session", id, err))
 				return
 			}
 			rows, err := s.pool.Query(ctx, `SELECT rev, line FROM pgstore_records

@@ -138,7 +138,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			return gapErr(id, lastRec) // a log ends with a readable revision
 		}
 		if n == 0 {
-			return fmt.Errorf("pgstore: import session %s: no records", id)
+			return opErr("import", id, errors.New("no records"))
 		}
 		sum := summary.Project(&last.Snapshot, last.Revision, last.Generation, last.Time)
 		sum.Sizes.LogBytes = logBytes
@@ -183,7 +183,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		}
 		out, err := sessionstore.IndentSnapshot(payload)
 		if err != nil {
-			return fmt.Errorf("pgstore: export %s: %w", id, err)
+			return opErr("export", id, err)
 		}
 		_, err = w.Write(out)
 		return err
@@ -192,6 +192,9 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
 	blobs := s.newBlobReader(id)
 	for r, err := range s.records(ctx, id) {
+		if err == nil {
+			err = ctx.Err() // interrupted: an export of every revision can be long
+		}
 		if err == nil {
 			err = snaps.Add(r)
 		}
@@ -207,7 +210,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		}
 		buf = record.AppendExportLine(buf[:0], r.Meta, payload)
 		if _, err := w.Write(buf); err != nil {
-			return fmt.Errorf("pgstore: export %s: %w", id, err)
+			return opErr("export", id, err)
 		}
 	}
 	return nil
@@ -366,7 +369,7 @@ func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id FROM pgstore_sessions ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list sessions: %w", err)
+		return nil, opErr("list sessions", "", err)
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (session.SessionID, error) {
 		var id string

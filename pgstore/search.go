@@ -276,7 +276,7 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	}
 	hits, err := s.query(ctx, fq, q)
 	if err != nil {
-		return sessionstore.SearchResult{}, fmt.Errorf("pgstore: search: %w", err)
+		return sessionstore.SearchResult{}, opErr("search", "", err)
 	}
 	for _, h := range hits {
 		res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
@@ -422,11 +422,11 @@ func (s *Store) catchUp(ctx context.Context, all bool) (int, []summary.Unreadabl
 	rows, err := s.pool.Query(ctx, `SELECT m.session_id FROM pgstore_summaries m
 		LEFT JOIN pgstore_search_sessions x ON x.session_id = m.session_id WHERE `+cond+` ORDER BY m.session_id`)
 	if err != nil {
-		return 0, nil, fmt.Errorf("pgstore: search: %w", err)
+		return 0, nil, opErr("search", "", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, nil, fmt.Errorf("pgstore: search: %w", err)
+		return 0, nil, opErr("search", "", err)
 	}
 	var bad []summary.Unreadable
 	n := 0

@@ -118,7 +118,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: connect: %w", err)
+		return nil, opErr("connect", "", err)
 	}
 	if err := checkSchema(ctx, pool); err != nil {
 		pool.Close()
@@ -162,7 +162,7 @@ func (s *Store) readyID(ctx context.Context, id session.SessionID) error {
 		return err
 	}
 	if err := s.ready(ctx); err != nil {
-		return fmt.Errorf("pgstore: session %s: %w", id, err)
+		return opErr("session", id, err)
 	}
 	return nil
 }

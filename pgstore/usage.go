@@ -40,7 +40,7 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessio
 		WHERE $1 OR s.id = ANY($2)
 		ORDER BY s.id`, all, names)
 	if err != nil {
-		return rep, fmt.Errorf("pgstore: du: %w", err)
+		return rep, opErr("du", "", err)
 	}
 	found := map[session.SessionID]sessionstore.SessionUsage{}
 	var order []session.SessionID
@@ -52,7 +52,7 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessio
 		order = append(order, u.ID)
 		return nil
 	}); err != nil {
-		return rep, fmt.Errorf("pgstore: du: %w", err)
+		return rep, opErr("du", "", err)
 	}
 	if !all {
 		order = ids

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,7 +71,7 @@ func (s *Store) Watch(ctx context.Context) (<-chan summary.Change, error) {
 		if e := s.ready(ctx); e != nil {
 			return nil, e
 		}
-		return nil, fmt.Errorf("pgstore: watch: %w", err)
+		return nil, opErr("watch", "", err)
 	}
 	sub := w.ix.Subscribe(wctx)
 	s.mu.Lock()

@@ -164,7 +164,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 			return fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, w.id, expected, prev.rev)
 		}
 		if prev.newer != nil {
-			return fmt.Errorf("pgstore: append to %s: %w", w.id, prev.newer)
+			return opErr("append to", w.id, prev.newer)
 		}
 		if prev.schema > sessnap.SchemaVersion {
 			return fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",

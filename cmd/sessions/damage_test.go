@@ -40,7 +40,7 @@ func badStore(t *testing.T) string {
 // TestOneBadSessionNeverBlocksTheStore: with three sessions of five
 // unusable, every store-wide command reports each of them, with the
 // reason, and does its work on the two others: ls lists them (exit 0,
-// warnings on stderr), verify checks them (exit 1), du counts them, backup
+// warnings on stderr), verify checks them (exit 3), du counts them, backup
 // and compact copy or compact them (exit 1: a session was left out), and
 // rm creates nothing in a directory without a log.
 // A directory that holds no session is none of their business.

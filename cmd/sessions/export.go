@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore/importer/claudecode"
 	"github.com/sessionstore/sessionstore/importer/codex"
 	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -143,15 +144,19 @@ type recordLiner interface {
 	RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error]
 }
 
-// confirmHistory says on stderr how much --all-revisions would write,
-// measured by writing it nowhere, and asks on stdin whether to write it
-// to the terminal. ok reports yes; otherwise the command returns code.
+// confirmHistory says on stderr how much --all-revisions would write and
+// asks on stdin whether to write it to the terminal. ok reports yes;
+// otherwise the command returns code.
 func (c *sub) confirmHistory(ctx context.Context, st sessionstore.Store, id session.SessionID, stdin io.Reader) (code int, ok bool) {
-	var n countingWriter
-	if err := sessionstore.Export(ctx, st, id, &n, false); err != nil {
+	revs, size, exact, err := historySize(ctx, st, id)
+	if err != nil {
 		return c.fail(err), false
 	}
-	if confirm(stdin, c.stderr, fmt.Sprintf("--all-revisions writes %s (%s) of JSON to the terminal", cli.Plural(n.lines, "revision"), cli.HumanBytes(n.bytes))) {
+	amount := cli.HumanBytes(size)
+	if !exact {
+		amount = "at least " + amount
+	}
+	if confirm(stdin, c.stderr, fmt.Sprintf("--all-revisions writes %s (%s) of JSON to the terminal", cli.Plural(revs, "revision"), amount)) {
 		return exitOK, true
 	}
 	fmt.Fprintln(c.stderr, "nothing written: redirect it to a file (> FILE), or give --yes")
@@ -168,6 +173,40 @@ func confirm(r io.Reader, w io.Writer, question string) bool {
 		return true
 	}
 	return false
+}
+
+// historySize is how many revisions an export of every revision of
+// session id writes, and how many bytes. From a store that keeps record
+// lines it is one pass over them, reading each record's envelope and its
+// snapshot's length, rebuilding nothing: the bytes of the snapshots as
+// stored, so at least what the export writes (it reads content kept out
+// of line back in), exact false. Otherwise it is an export written
+// nowhere.
+func historySize(ctx context.Context, st sessionstore.Store, id session.SessionID) (revs int, size int64, exact bool, err error) {
+	rl, ok := st.(recordLiner)
+	if !ok {
+		var n countingWriter
+		err := sessionstore.Export(ctx, st, id, &n, false)
+		return n.lines, n.bytes, true, err
+	}
+	for line, err := range rl.RecordLines(ctx, id) {
+		if err != nil {
+			return 0, 0, false, err
+		}
+		m, payload, err := record.Parse(bytes.TrimSuffix(line, []byte{'\n'}), len(line))
+		if err != nil {
+			return 0, 0, false, err
+		}
+		n, err := record.ExportLen(m, payload)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if n > 0 {
+			revs++
+			size += int64(n)
+		}
+	}
+	return revs, size, false, nil
 }
 
 // countingWriter counts what is written to it, and its lines.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -246,4 +247,44 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 	}
 	r := sessions(t, nil, "--dir", dsn, "repair", "x")
 	require.Contains(t, r.Stderr, "postgres://agent:xxxxx@127.0.0.1:1/sessions?", "the store is named, without its password")
+}
+
+// TestExportAllRevisionsAsks: on a terminal, export --all-revisions says
+// how much it would write, read from the records without rebuilding them
+// (at least what it writes), and writes nothing unless told yes; --yes
+// writes without asking.
+func TestExportAllRevisionsAsks(t *testing.T) {
+	root := statesStore(t)
+	piped := sessions(t, nil, "--dir", root, "export", "s6-cancelled", "--all-revisions")
+	require.Equal(t, exitOK, piped.Code, piped.Stderr)
+	revs := strings.Count(piped.Stdout, "\n")
+	require.Greater(t, revs, 1)
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give the command a terminal")
+	}
+	run := func(answer string, args ...string) string {
+		line := "stty cols 80 rows 30; " + filepath.Join(binDir, "sessions") + " --dir '" + root + "' export s6-cancelled --all-revisions"
+		for _, a := range args {
+			line += " " + a
+		}
+		cmd := exec.Command(script, "-qc", line+"; echo EXIT=$?", "/dev/null")
+		cmd.Env = clitest.CleanEnv(t)
+		cmd.Stdin = strings.NewReader(answer)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return ansi.ReplaceAllString(string(out), "")
+	}
+	shown := run("n\n")
+	m := regexp.MustCompile(`--all-revisions writes (\d+) revisions \(at least ([0-9.]+ [KMG]?i?B)\) of JSON to the terminal\. Write it\? \[y/N\]`).FindStringSubmatch(shown)
+	require.NotNil(t, m, shown)
+	require.Equal(t, strconv.Itoa(revs), m[1])
+	require.Contains(t, shown, "nothing written")
+	require.Contains(t, shown, "EXIT=1")
+	require.NotContains(t, shown, `"revision":`, "nothing of the history")
+
+	shown = run("", "--yes")
+	require.Contains(t, shown, "EXIT=0")
+	require.Equal(t, revs, strings.Count(shown, `{"revision":`), "every revision, without asking")
+	require.NotContains(t, shown, "Write it?")
 }

@@ -48,7 +48,7 @@ func (p *parser) blocks(raw json.RawMessage, inAssistant bool) []session.Part {
 	var parts []session.Part
 	for _, item := range list {
 		var b block
-		var fields map[string]json.RawMessage
+		var fields importer.Keys
 		if importer.Unmarshal(item, &b) != nil || importer.Unmarshal(item, &fields) != nil {
 			p.report.Drop("block (invalid)")
 			continue

@@ -234,7 +234,7 @@ func peek(fsys fs.FS, name string, n int, message bool) (sessionID, firstUUID st
 			SessionID   string `json:"sessionId"`
 			IsSidechain bool   `json:"isSidechain"`
 		}
-		if importer.Unmarshal(sc.Bytes(), &e) != nil {
+		if importer.DecodeLine(sc.Bytes(), &e) != nil {
 			continue
 		}
 		if sessionID == "" {

@@ -204,7 +204,7 @@ func (p *parser) compacted(payload json.RawMessage, at time.Time) outcome {
 	var rest []json.RawMessage
 	for _, raw := range c.ReplacementHistory {
 		var it item
-		if importer.Unmarshal(raw, &it) == nil && it.Type == "compaction" {
+		if decodeItem(raw, &it) == nil && it.Type == "compaction" {
 			enc := ""
 			if it.Encrypted != nil {
 				enc = *it.Encrypted

@@ -14,11 +14,11 @@ import (
 
 // item is a response_item payload.
 type item struct {
-	Type    string `json:"type"`
-	ID      string `json:"id"`
-	Role    string `json:"role"`
-	Phase   string `json:"phase"`
-	Content json.RawMessage
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Phase   string          `json:"phase"`
+	Content json.RawMessage `json:"-"` // decodeItem sets it
 	Summary []struct {
 		Text string `json:"text"`
 	} `json:"summary"`
@@ -32,24 +32,21 @@ type item struct {
 	Action    json.RawMessage `json:"action"`
 }
 
-func (it *item) UnmarshalJSON(b []byte) error {
-	type plain item
-	var v struct {
-		plain
-		Content json.RawMessage `json:"content"`
-	}
-	if err := importer.Unmarshal(b, &v); err != nil {
+// decodeItem decodes a response item. Its content is the member named
+// "content" exactly: a key that differs from it only in case (which
+// encoding/json would match to a field) is not the content.
+func decodeItem(raw json.RawMessage, it *item) error {
+	if err := importer.Unmarshal(raw, it); err != nil {
 		return err
 	}
-	*it = item(v.plain)
-	it.Content = v.Content
+	it.Content = importer.Member(raw, "content")
 	return nil
 }
 
 // item converts a response item.
 func (p *parser) item(payload json.RawMessage, at time.Time) outcome {
 	var it item
-	if importer.Unmarshal(payload, &it) != nil || it.Type == "" {
+	if decodeItem(payload, &it) != nil || it.Type == "" {
 		return invalid
 	}
 	it.ID = p.b.Fit("item id", it.ID)

@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,7 +31,8 @@ import (
 // default 100, four in five Claude Code's), laid out as each tool lays
 // out its files. Beside the import they measure, on the same files, what
 // it cannot be faster than: reading and hashing them, and reading and
-// converting them (the converters alone, nothing stored).
+// converting them (the converters alone, nothing stored), on one core and
+// on every core, and writing them as they are, synced.
 //
 //	INGEST_BENCH_SESSIONS=1000 go test -run - -bench . -benchtime 1x ./importer/ingest
 
@@ -69,7 +73,8 @@ func loadBenchCorpus(b *testing.B) benchCorpus {
 	return c
 }
 
-// BenchmarkImport: op=read+hash and op=read+convert are the baselines;
+// BenchmarkImport: op=read+hash, op=read+convert, op=read+convert-parallel
+// and op=write+fsync are the baselines;
 // op=import the first import into an empty file store, op=reimport a
 // second import of the same sources into it (nothing changed), with the
 // first's time over the second's as first/second.
@@ -109,6 +114,48 @@ func BenchmarkImport(b *testing.B) {
 			}
 		}
 	})
+	// The floors of an import on every core: converting with one
+	// converter per core, and writing the same bytes as they are, a file
+	// and a directory of each source's, each synced, four at once (as the
+	// import writes sessions).
+	b.Run("op=read+convert-parallel", func(b *testing.B) {
+		b.SetBytes(c.bytes)
+		for b.Loop() {
+			each(b, c, runtime.GOMAXPROCS(0), func(tool, p string) {
+				data, err := os.ReadFile(p)
+				require.NoError(b, err)
+				if tool == ingest.ClaudeCode {
+					_, err = claudecode.Parse(bytes.NewReader(data), claudecode.Options{})
+				} else {
+					_, err = codex.Parse(bytes.NewReader(data), codex.Options{})
+				}
+				require.NoError(b, err)
+			})
+		}
+	})
+	b.Run("op=write+fsync", func(b *testing.B) {
+		b.SetBytes(c.bytes)
+		for b.Loop() {
+			dir := b.TempDir()
+			var n atomic.Int64
+			each(b, c, 4, func(_, p string) {
+				data, err := os.ReadFile(p)
+				require.NoError(b, err)
+				d := filepath.Join(dir, strconv.FormatInt(n.Add(1), 10))
+				require.NoError(b, os.Mkdir(d, 0o700))
+				f, err := os.Create(filepath.Join(d, "log.jsonl"))
+				require.NoError(b, err)
+				_, err = f.Write(data)
+				require.NoError(b, err)
+				require.NoError(b, f.Sync())
+				require.NoError(b, f.Close())
+				df, err := os.Open(d)
+				require.NoError(b, err)
+				require.NoError(b, df.Sync())
+				require.NoError(b, df.Close())
+			})
+		}
+	})
 	var first, second time.Duration
 	var sessions int
 	b.Run("op=import", func(b *testing.B) {
@@ -143,6 +190,27 @@ func BenchmarkImport(b *testing.B) {
 		b.ReportMetric(float64(first)/float64(second), "first/second")
 		b.ReportMetric(float64(c.bytes)/second.Seconds()/1e6, "MB/s")
 	})
+}
+
+// each calls fn with every file of c (and its tool), on n goroutines.
+func each(b *testing.B, c benchCorpus, n int, fn func(tool, path string)) {
+	type file struct{ tool, path string }
+	files := make(chan file)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for f := range files {
+				fn(f.tool, f.path)
+			}
+		})
+	}
+	for tool, paths := range c.files {
+		for _, p := range paths {
+			files <- file{tool, p}
+		}
+	}
+	close(files)
+	wg.Wait()
 }
 
 // BenchmarkShowMarkdown renders a generated Claude Code session of 3 MiB

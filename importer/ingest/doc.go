@@ -70,6 +70,18 @@
 //   - dropped: whatever the converters drop (progress, UI state, telemetry,
 //     unknown line types and fields), counted in the report.
 //
+// # Reading and writing
+//
+// Reading and writing overlap, and both use every core (as does hashing
+// the sources, to find those unchanged, before). Converters (one
+// per core) convert the sources a few ahead; one reader takes their
+// transcripts in the sources' order and does what needs the sources
+// before them (folding resumed Claude Code sessions, linking Codex
+// sub-agents to their parents); several writers write the sessions, and
+// the reports are taken in the sources' order. What is written does not
+// depend on how many run at once: each session is one source's, built
+// from it alone and the sources before it.
+//
 // # Reports
 //
 // Nothing in a source is fatal: what the converter could not use (a torn

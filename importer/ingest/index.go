@@ -63,8 +63,9 @@ func loadIndex(ctx context.Context, st sessionstore.Store, tool string) (*index,
 
 // unchanged reports whether every file of src is as an imported session
 // records it: the same size and SHA-256 as the origin of a session read
-// from that path. Only files whose size matches are hashed.
-func (ix *index) unchanged(src *source) (bool, error) {
+// from that path. Only files whose size matches are hashed, through buf.
+// Safe to call concurrently.
+func (ix *index) unchanged(src *source, buf []byte) (bool, error) {
 	for _, f := range src.files {
 		var want []string
 		for _, s := range ix.byPath[f.path] {
@@ -75,7 +76,7 @@ func (ix *index) unchanged(src *source) (bool, error) {
 		if len(want) == 0 {
 			return false, nil
 		}
-		sum, err := hashFile(f.path)
+		sum, err := hashFile(f.path, buf)
 		if err != nil {
 			return false, err
 		}
@@ -104,15 +105,15 @@ func (ix *index) recorded(src *source) (lines, bytes int64) {
 	return lines, bytes
 }
 
-// hashFile returns the hex SHA-256 of the file at path.
-func hashFile(path string) (string, error) {
+// hashFile returns the hex SHA-256 of the file at path, read through buf.
+func hashFile(path string, buf []byte) (string, error) {
 	f, err := os.Open(path) //nolint:gosec // G304: the sources the user named
 	if err != nil {
 		return "", fmt.Errorf("ingest: %w", err)
 	}
 	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
 	h := sha256.New()
-	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
+	if _, err := io.CopyBuffer(h, f, buf); err != nil {
 		return "", fmt.Errorf("ingest: read %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

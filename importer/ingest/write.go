@@ -5,170 +5,49 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/importer"
-	"github.com/sessionstore/sessionstore/importer/claudecode"
-	"github.com/sessionstore/sessionstore/importer/codex"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // plan finds the sources the store holds unchanged and sizes the rest.
 // A source whose files cannot be hashed is left to be read (and to fail
-// there, with its report).
+// there, with its report). Hashing is reading every file the store may
+// hold unchanged, the whole of a second import: it is spread over the
+// cores.
 func (r *run) plan(batches []*batch) error {
+	var srcs []*source
 	for _, b := range batches {
-		for _, src := range b.sources {
-			if err := r.ctx.Err(); err != nil {
-				return err
+		srcs = append(srcs, b.sources...)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(srcs)) {
+		wg.Go(func() {
+			buf := make([]byte, 256<<10)
+			for i := next.Add(1) - 1; i < int64(len(srcs)) && r.ctx.Err() == nil; i = next.Add(1) - 1 {
+				ok, err := r.ix.unchanged(srcs[i], buf)
+				srcs[i].unchanged = ok && err == nil
 			}
-			ok, err := r.ix.unchanged(src)
-			src.unchanged = ok && err == nil
-			r.prog.Sources++
-			if !src.unchanged {
-				r.prog.Bytes += src.bytes()
-			}
+		})
+	}
+	wg.Wait()
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	for _, src := range srcs {
+		r.prog.Sources++
+		if !src.unchanged {
+			r.prog.Bytes += src.bytes()
 		}
 	}
 	return nil
-}
-
-// item is a source as read: its transcript, or why there is none (it is
-// unchanged, or it failed).
-type item struct {
-	src *source
-	t   *importer.Transcript
-	err error
-	// into is the transcript of this batch that t was folded into.
-	into *importer.Transcript
-}
-
-// Reading and writing overlap: one goroutine reads (and converts) the
-// sources a batch at a time, the caller's writes them, in order, so that
-// converting a source (CPU) and writing the one before (CPU and syncs)
-// share the machine. At most a few batches are held at once.
-const readAhead = 2
-
-// read reads the batches into out, in order, until ctx is done, then
-// closes out.
-func (r *run) read(ctx context.Context, batches []*batch, out chan<- []item) {
-	defer close(out)
-	rd := &reader{r: r, byThread: map[string]*source{}, spawns: map[string]*importer.Transcript{}}
-	if r.tool == Codex {
-		for _, b := range batches {
-			if id := codex.ThreadIDOf(b.sources[0].name); id != "" {
-				rd.byThread[id] = b.sources[0]
-			}
-		}
-	}
-	for _, b := range batches {
-		var items []item
-		if r.tool == ClaudeCode {
-			items = rd.claude(b)
-		} else {
-			items = rd.codex(b.sources[0])
-		}
-		if len(items) == 0 {
-			continue // read earlier, as another's parent
-		}
-		select {
-		case out <- items:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// reader is the reading side's state.
-type reader struct {
-	r        *run
-	byThread map[string]*source              // Codex rollouts by the thread their name ends with
-	spawns   map[string]*importer.Transcript // the spawns of the Codex threads read
-	read     map[*source]bool
-}
-
-// claude reads a batch of Claude Code sources, each with its sub-agents,
-// and folds those resumed in another file into their continuations.
-func (rd *reader) claude(b *batch) []item {
-	items := make([]item, 0, len(b.sources))
-	var ts []*importer.Transcript
-	for _, src := range b.sources {
-		it := item{src: src}
-		if !src.unchanged {
-			it.t, it.err = claudecode.Load(os.DirFS(src.dir), src.name, claudecode.Options{MaxLineBytes: rd.r.opts.MaxLineBytes})
-			if it.t != nil {
-				absolute(it.t, src.dir)
-				ts = append(ts, it.t)
-			}
-		}
-		items = append(items, it)
-	}
-	if len(ts) < 2 {
-		return items
-	}
-	kept := map[*importer.Transcript]bool{}
-	for _, t := range claudecode.Fold(ts) {
-		kept[t] = true
-	}
-	for i, it := range items {
-		if it.t == nil || kept[it.t] {
-			continue
-		}
-		for _, c := range ts {
-			if kept[c] && c.Labels[claudecode.ResumesLabel] == it.t.SourceID {
-				items[i].into = c
-			}
-		}
-		for _, c := range ts { // the label names the last of several folded into c
-			if items[i].into == nil && kept[c] && len(c.Messages) > len(it.t.Messages) && c.Messages[0].ID == it.t.Messages[0].ID {
-				items[i].into = c
-			}
-		}
-	}
-	return items
-}
-
-// codex reads a Codex rollout. A sub-agent's thread takes its spawning
-// tool call and role from its parent's rollout, which is read first when
-// it is among the sources (named by the parent's thread ID): its items
-// come first. The spawns of the rollouts read are kept, not their
-// transcripts.
-func (rd *reader) codex(src *source) []item {
-	if rd.read == nil {
-		rd.read = map[*source]bool{}
-	}
-	if rd.read[src] {
-		return nil
-	}
-	rd.read[src] = true // before the parent's: a loop of parents ends here
-	it := item{src: src}
-	if src.unchanged {
-		return []item{it}
-	}
-	var out []item
-	t, err := codex.Load(os.DirFS(src.dir), src.name, codex.Options{MaxLineBytes: rd.r.opts.MaxLineBytes})
-	if err != nil {
-		it.err = err
-		return []item{it}
-	}
-	absolute(t, src.dir)
-	if t.Link != nil {
-		if ps := rd.byThread[t.Link.ParentSourceID]; ps != nil {
-			out = append(out, rd.codex(ps)...)
-		}
-		if p := rd.spawns[t.Link.ParentSourceID]; p != nil {
-			p.Adopt(t)
-			p.Children = nil // the link is what was wanted
-		}
-	}
-	if len(t.Spawns) > 0 {
-		rd.spawns[t.SourceID] = &importer.Transcript{Tool: t.Tool, SourceID: t.SourceID, Spawns: t.Spawns}
-	}
-	it.t = t
-	return append(out, it)
 }
 
 // report writes one item and reports on its source (not yet finished:
