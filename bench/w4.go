@@ -14,16 +14,21 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
 // runW4 is W4: the first page (50, most recently updated first) of
 // c.w4Sessions sessions, in a fresh process (this binary as a child, the
-// page cache warm) and from a live process (jsonlstore: List while its
-// watcher runs, so the page comes from the in-memory index; SQLite: a
-// query on an open connection). SQLite keeps one row per session with its
-// summary and an index on the update time.
+// page cache warm; and the sessions command, "sessions ls --limit 50",
+// exec to exit, beside "sessions help", the same binary reading nothing)
+// and from a live process (jsonlstore: List while its watcher runs, so the
+// page comes from the in-memory index; SQLite: a query on an open
+// connection). SQLite keeps one row per session with its summary and an
+// index on the update time. jsonlstore's fresh listings read its catalog,
+// written and settled before they run (as it is on a store whose sessions
+// were created more than catalog.SettleTime ago).
 func runW4(ctx context.Context, c *config, r *report) error {
 	dir := filepath.Join(c.dir, "w4")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -39,6 +44,15 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	if err := w4BuildSQLite(dbPath, c.w4Sessions); err != nil {
 		return err
 	}
+	bin, err := buildSessions(dir)
+	if err != nil {
+		return err
+	}
+	settle := time.Now()
+	if err := w4SettleCatalog(bin, jsDir); err != nil {
+		return err
+	}
+	settled := time.Since(settle)
 
 	// pgstore, when a PostgreSQL server runs: the same sessions, created
 	// through its Create.
@@ -58,9 +72,11 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	}
 
 	// Fresh processes, the kinds taking turns.
-	kinds := []struct{ mode, arg string }{{"list-jsonl", jsDir}, {"list-sqlite", dbPath}, {"noop", ""}, {"scan-floor", jsDir}}
+	kinds := []struct{ mode, arg string }{{"list-jsonl", jsDir}, {"list-sqlite", dbPath}, {"noop", ""}, {"scan-floor", jsDir},
+		{"cli-ls", jsDir}, {"cli-help", ""}}
+	const cliLs, cliHelp, cliPG = 4, 5, 7
 	if pg != nil {
-		kinds = append(kinds, struct{ mode, arg string }{"list-pg", pg.dsn})
+		kinds = append(kinds, struct{ mode, arg string }{"list-pg", pg.dsn}, struct{ mode, arg string }{"cli-ls", pg.dsn})
 	}
 	inChild := make([]*sample, len(kinds))
 	wall := make([]*sample, len(kinds))
@@ -69,6 +85,14 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	}
 	for round := range c.w4Fresh {
 		for _, k := range rotate(len(kinds), round) {
+			if strings.HasPrefix(kinds[k].mode, "cli-") {
+				d, err := w4CLI(bin, kinds[k].mode, kinds[k].arg)
+				if err != nil {
+					return err
+				}
+				wall[k].add(d, 0)
+				continue
+			}
 			res, err := spawn(kinds[k].mode, kinds[k].arg)
 			if err != nil {
 				return err
@@ -168,9 +192,12 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	row("SQLite, fresh process, exec to exit", wall[1], wall[1])
 	row("(ref) empty child process, exec to exit", wall[2], nil)
 	row("(ref) scan floor in a child: readdir, read every summary.json, lstat every log", inChild[3], inChild[1])
+	row("sessions ls --limit 50 (jsonlstore), exec to exit", wall[cliLs], wall[1])
+	row("(ref) sessions help (reads nothing), exec to exit", wall[cliHelp], nil)
 	if pg != nil {
-		row("pgstore, fresh process: Open + List", inChild[4], inChild[1])
-		row("pgstore, fresh process, exec to exit", wall[4], wall[1])
+		row("pgstore, fresh process: Open + List", inChild[6], inChild[1])
+		row("pgstore, fresh process, exec to exit", wall[6], wall[1])
+		row("sessions ls --limit 50 (pgstore), exec to exit", wall[cliPG], wall[1])
 	}
 	row("jsonlstore, live index (List, watcher running)", live[0], live[1])
 	row("SQLite, open connection (query)", live[1], live[1])
@@ -180,6 +207,7 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	}
 	t.note("sessions have one 2 KiB revision each, created through jsonlstore's Create (%s for all); the watcher reported all of them %s after Watch returned", jsBuild.Round(time.Millisecond), converged.Round(time.Millisecond))
 	t.note("every listing decodes its 50 summaries; jsonlstore's List also computes each item's lease status")
+	t.note("jsonlstore's fresh listings read its catalog (.catalog/), written by a first listing and vouched for by its root file once the root had settled (%s); sessions ls prints the table to a pipe", settled.Round(time.Millisecond))
 	if pg != nil {
 		t.note("pgstore: the same sessions created through its Create (%s for all, 8 at a time); List is one keyset query on an index over TCP on loopback, lease status read from the session rows; a fresh process's Open connects and checks the schema", pgBuild.Round(time.Millisecond))
 	}
@@ -187,7 +215,67 @@ func runW4(ctx context.Context, c *config, r *report) error {
 	r.set("W4/sessions", float64(c.w4Sessions))
 	r.set("W4/fresh-ms", float64(inChild[0].pct(50))/1e6)
 	r.set("W4/live-ms", float64(live[0].pct(50))/1e6)
+	r.set("W4/cli-ls-ms", float64(wall[cliLs].pct(50))/1e6)
+	r.set("W4/cli-help-ms", float64(wall[cliHelp].pct(50))/1e6)
+	if pg != nil {
+		r.set("W4/pg-fresh-ms", float64(wall[6].pct(50))/1e6)
+		r.set("W4/cli-pg-ms", float64(wall[cliPG].pct(50))/1e6)
+	}
 	return nil
+}
+
+// w4SettleCatalog makes the catalog of the store in dir what a store left
+// alone has: a listing writes it, and one a few seconds later (the root
+// unchanged since) writes the root file that vouches for it.
+func w4SettleCatalog(bin, dir string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := execTimed(bin, "--dir", dir, "ls", "--limit", "1"); err != nil {
+			return err
+		}
+		_, err := os.Stat(filepath.Join(dir, jsonlstore.CatalogDir, "root"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the catalog did not settle: %w", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	rep, err := execTimed(bin, "--dir", dir, "verify", "--quiet", "--json")
+	if err != nil {
+		return err
+	}
+	var v struct {
+		Catalog struct {
+			State string `json:"state"`
+		} `json:"catalog"`
+	}
+	if err := json.Unmarshal([]byte(rep.stdout), &v); err != nil {
+		return fmt.Errorf("sessions verify --json: %w", err)
+	}
+	if v.Catalog.State != "current" {
+		return fmt.Errorf("the catalog is %q, not current: %s", v.Catalog.State, rep.stdout)
+	}
+	return nil
+}
+
+// w4CLI runs the sessions command once as kind says: "cli-ls" lists the
+// first page of the store at loc, "cli-help" prints the usage. It checks
+// what the listing printed (a header and a full page).
+func w4CLI(bin, kind, loc string) (time.Duration, error) {
+	args := []string{"help"}
+	if kind == "cli-ls" {
+		args = []string{"--dir", loc, "ls", "--limit", fmt.Sprint(summary.DefaultLimit)}
+	}
+	res, err := execTimed(bin, args...)
+	if err != nil {
+		return 0, err
+	}
+	if kind == "cli-ls" && strings.Count(res.stdout, "\n") != summary.DefaultLimit+1 {
+		return 0, fmt.Errorf("sessions ls printed %d lines, want %d: %q", strings.Count(res.stdout, "\n"), summary.DefaultLimit+1, res.stdout)
+	}
+	return res.wall, nil
 }
 
 // w4BuildJSONL creates n sessions through the store's Create, several at

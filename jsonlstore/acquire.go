@@ -195,11 +195,11 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	if err != nil {
 		return nil, err
 	}
-	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
+	lease, marked, err := s.takeLease(ctx, id, sessionDir(id), try, s.leaseOptions(opts, minGen))
 	if err != nil {
 		return nil, s.leaseErr(ctx, id, err)
 	}
-	w, err := s.openWriter(id, lease)
+	w, err := s.openWriter(id, lease, marked)
 	if err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx))
 		return nil, err
@@ -224,8 +224,9 @@ func (s *Store) leaseErr(ctx context.Context, id session.SessionID, err error) e
 	return opErr("acquire", id, err)
 }
 
-// openWriter recovers the log under lease and opens it for appending.
-func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, error) {
+// openWriter recovers the log under lease and opens it for appending;
+// marked says whether takeLease made the lease's catalog mark.
+func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool) (*writer, error) {
 	report := sessionstore.RecoveryReport{Generation: lease.Generation(), Previous: previousStatus(lease)}
 	if err := s.checkWritable(id); err != nil {
 		return nil, err
@@ -251,7 +252,7 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle) (*writer, er
 		return nil, opErr("open log", id, err)
 	}
 	app, blobs := s.appenderAfterRecovery(id, rc)
-	w, err := s.newWriter(id, lease, f, last, app, blobs, report)
+	w, err := s.newWriter(id, lease, f, last, app, blobs, report, marked)
 	if err != nil {
 		_ = f.Close()
 		return nil, pathErr("acquire", id, logPath(id), fmt.Errorf("open the log after recovery: %w", err))

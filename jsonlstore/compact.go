@@ -138,6 +138,9 @@ func (w *writer) Compact(ctx context.Context, p CompactPolicy) (CompactReport, e
 	if _, err := w.fenceLocked(); err != nil {
 		return rep, err
 	}
+	if !p.DryRun {
+		w.ensureMarkLocked() // the catalog knows the log may change
+	}
 	return w.s.compactLocked(ctx, w, p, rep)
 }
 

@@ -130,7 +130,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	if blobs != nil {
 		blobs.deferred.on = false // the writer's appends sync each blob before its record
 	}
-	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()})
+	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()}, b.marked)
 	if err != nil {
 		return nil, opErr("create", id, err)
 	}

@@ -79,7 +79,7 @@ func TestSessionWithoutLogIsReported(t *testing.T) {
 	other := filepath.Join(st.Dir(), "photos")
 	require.NoError(t, os.Mkdir(other, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(other, "a.jpg"), []byte("jpeg"), 0o600))
-	before := tree(t, st.Dir())
+	before := sessionsTree(t, st.Dir())
 
 	_, err := st.Load(ctx, "lost")
 	requireDamaged(t, err, "lost", errLogMissing)
@@ -117,7 +117,7 @@ func TestSessionWithoutLogIsReported(t *testing.T) {
 	_, err = st.Verify(ctx, "photos")
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 
-	require.Equal(t, before, tree(t, st.Dir()), "nothing was created or changed")
+	require.Equal(t, before, sessionsTree(t, st.Dir()), "nothing was created or changed")
 }
 
 // TestBadSessionNeverBlocksTheStore: whatever is wrong with one session's

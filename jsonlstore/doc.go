@@ -13,6 +13,10 @@
 //	    forensic/             bytes removed by recovery or repair, never lost
 //	  .tmp-<id>-<rand>/       a session being created (renamed into place)
 //	  .trash-<id>-<rand>/     a session being deleted (removed after the rename)
+//	  .catalog/               the listing catalog: every session's summary (a cache)
+//	    catalog, root, lock   the catalog, the root as it vouches for, its writers' lock
+//	    marks/<id>.<gen>      a lease that may change the session's log
+//	  .search/                the full-text search index (a cache)
 //
 // # Guarantees
 //
@@ -21,7 +25,9 @@
 //     directories are followed by an fsync of their parent.
 //   - Session creation is atomic (temporary directory, then
 //     RENAME_NOREPLACE); deletion is a rename to a trash name, then removal.
-//   - Readers never modify anything and take no lease. Loading the latest
+//   - Readers never modify a session's files and take no lease (a listing
+//     may rewrite the catalog, a search the search index: caches outside
+//     every session, never needed for a correct answer). Loading the latest
 //     revision reads the log from its end. A reader that meets an anomaly
 //     confirms it on a fresh view before calling it corruption, so a live
 //     store never reports false corruption.
@@ -40,6 +46,19 @@
 //     reports' Unreadable lists) and go on with the others.
 //   - Run as root on another user's store, the store gives every file and
 //     directory it creates to that user.
+//
+// # The catalog
+//
+// List answers a fresh process from .catalog/catalog, one file, instead of
+// every session's summary.json. A holder marks a session
+// (.catalog/marks/<id>.<generation>, synced once per lease) before it
+// changes the log, so a session without a mark is as its entry says; every
+// entry a listing returns is also proved current by an lstat of its log,
+// and a catalog that cannot be believed (missing, damaged, another
+// program's, its marks directory replaced) is not used: the listing reads
+// the sessions and rewrites it. Holders never write the catalog, so an
+// append never waits for it. Reindex rebuilds it; VerifyCatalog checks it
+// against the logs. FORMAT.md has every byte.
 //
 // Network file systems are not supported: flock and fsync semantics there
 // are not what the store relies on.

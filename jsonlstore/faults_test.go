@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -67,6 +68,7 @@ func fltOpen(t testing.TB, backend string, realLeases bool) *fltEnv {
 	default:
 		t.Fatalf("unknown backend %q", backend)
 	}
+	withCatalogDirs(t, e.inner, true)
 	e.faulty = vfs.NewFaulty(e.inner)
 	var l leaser = fsLeaser{}
 	if !realLeases {
@@ -80,9 +82,26 @@ func fltOpen(t testing.TB, backend string, realLeases bool) *fltEnv {
 	return e
 }
 
+// withCatalogDirs makes the catalog's directories (durably, with sync),
+// as a store that has had a holder has them: the sweeps fault the calls of
+// the operation under test, and the catalog's one-time directories are
+// faulted by the catalog's own tests.
+func withCatalogDirs(t testing.TB, fsys vfs.FS, sync bool) {
+	for _, d := range []struct{ dir, parent string }{{CatalogDir, "."}, {marksDir, CatalogDir}} {
+		err := fsys.Mkdir(d.dir, dirPerm)
+		if err == nil && sync {
+			err = fsys.SyncDir(d.parent)
+		}
+		if t != nil && err != nil && !errors.Is(err, fs.ErrExist) {
+			t.Fatal(err)
+		}
+	}
+}
+
 // fltOnSim builds a store on sim (a state to try something on), with a
 // Faulty and a fresh simLeaser.
 func fltOnSim(sim *vfs.Sim) *fltEnv {
+	withCatalogDirs(nil, sim, true)
 	e := &fltEnv{sim: sim, inner: sim, dir: fltRoot, faulty: vfs.NewFaulty(sim)}
 	e.st = newStore(fltRoot, nil, e.faulty, newSimLeaser(sim, fltRoot), Options{})
 	return e

@@ -311,6 +311,8 @@ func procHelper(mode string) error {
 	switch mode {
 	case procModeCompact, procModeBenchCompact, procModeBenchRaw:
 		return compactChild(ctx, mode)
+	case procModeCatalogWriter, procModeCatalogRebuilder, procModeCatalogLister:
+		return catalogChild(ctx, mode)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)

@@ -165,7 +165,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		if err != nil {
 			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
 		}
-		if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, last.Gen)); err != nil {
+		if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, last.Gen)); err != nil {
 			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 	}

@@ -31,6 +31,18 @@ func tree(t *testing.T, root string) map[string]fs.FileMode {
 	return out
 }
 
+// sessionsTree is tree without the catalog, which is no session's: a
+// listing may rewrite it (catalog.go) where readers modify nothing else.
+func sessionsTree(t *testing.T, root string) map[string]fs.FileMode {
+	out := tree(t, root)
+	for p := range out {
+		if p == CatalogDir || strings.HasPrefix(p, CatalogDir+string(filepath.Separator)) {
+			delete(out, p)
+		}
+	}
+	return out
+}
+
 func TestBadInputWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)

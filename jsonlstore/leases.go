@@ -3,7 +3,11 @@ package jsonlstore
 import (
 	"context"
 	"errors"
+	"os"
+	"syscall"
 	"time"
+
+	"github.com/gofrs/flock"
 
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/summary"
@@ -17,7 +21,13 @@ import (
 type leaser interface {
 	acquire(ctx context.Context, dir string, try bool, opts fslease.Options) (leaseHandle, error)
 	inspect(ctx context.Context, dir string) (fslease.Status, error)
+	// tryLock takes an exclusive lock on the existing file at path (the
+	// catalog's lock) without waiting: errLocked when someone has it.
+	tryLock(path string) (unlock func(), err error)
 }
+
+// errLocked reports a lock that someone else holds.
+var errLocked = errors.New("jsonlstore: locked")
 
 // leaseHandle is what the store uses of a held lease.
 type leaseHandle interface {
@@ -53,6 +63,20 @@ func (fsLeaser) acquire(ctx context.Context, dir string, try bool, opts fslease.
 
 func (fsLeaser) inspect(ctx context.Context, dir string) (fslease.Status, error) {
 	return fslease.Inspect(ctx, dir)
+}
+
+// tryLock flocks the file at path, which the store made (with its
+// owner's ownership): opened without following a link or creating it.
+func (fsLeaser) tryLock(path string) (func(), error) {
+	fl := flock.New(path, flock.SetFlag(os.O_RDWR|syscall.O_NOFOLLOW))
+	ok, err := fl.TryLock()
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, errLocked
+	}
+	return func() { _ = fl.Close() }, nil // closing the descriptor drops the lock
 }
 
 // leaseStatus converts an fslease status for readers.

@@ -42,6 +42,7 @@ type simLeaser struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
+	locks   map[string]bool // the files tryLock holds
 	dirs    map[string]*simLeaseDir
 	handles []*simLease
 	pids    int
@@ -83,7 +84,23 @@ var (
 // newSimLeaser returns an empty leaser. fsys and root may be zero (no
 // directory checks).
 func newSimLeaser(fsys vfs.FS, root string) *simLeaser {
-	return &simLeaser{fsys: fsys, root: root, now: time.Now, dirs: map[string]*simLeaseDir{}}
+	return &simLeaser{fsys: fsys, root: root, now: time.Now, dirs: map[string]*simLeaseDir{}, locks: map[string]bool{}}
+}
+
+// tryLock is fsLeaser.tryLock in memory: the stores of one simLeaser
+// exclude each other as processes do.
+func (l *simLeaser) tryLock(path string) (func(), error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.locks[path] {
+		return nil, errLocked
+	}
+	l.locks[path] = true
+	return func() {
+		l.mu.Lock()
+		delete(l.locks, path)
+		l.mu.Unlock()
+	}, nil
 }
 
 // crash models a power loss: every handle of l is lost, and the returned

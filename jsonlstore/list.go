@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -69,20 +70,35 @@ func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionI
 // else computed from the log's tail. Its cost does not depend on the
 // length of the history.
 func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Summary, error) {
+	sum, _, err := s.summaryState(ctx, id)
+	return sum, err
+}
+
+// summaryState is summaryOf, with the state of the log the summary
+// describes (for the catalog).
+func (s *Store) summaryState(ctx context.Context, id session.SessionID) (summary.Summary, catalog.LogState, error) {
 	if sf, ok := readSummaryFile(s.fs, id); ok {
 		if fi, err := s.fs.Lstat(logPath(id)); err == nil && sf.matches(fi) && s.revisionAt(id, sf.LastOffset) == sf.Revision {
 			sum := sf.Summary
 			sum.Sizes.LogBytes = fi.Size()
-			return sum, nil
+			return sum, logStateOf(fi), nil
 		}
 	}
+	return s.summaryFromLog(ctx, id)
+}
+
+// summaryFromLog computes session id's summary from its log's tail, with
+// the state of the log it read.
+func (s *Store) summaryFromLog(ctx context.Context, id session.SessionID) (summary.Summary, catalog.LogState, error) {
 	var sum summary.Summary
+	var st catalog.LogState
 	err := s.read(ctx, id, func(v *view) error {
 		var err error
 		_, sum, err = s.latestSummary(id, v)
+		st = catalog.LogState{Dev: v.id.Dev, Ino: v.id.Ino, Size: v.size, Mtime: v.mtime}
 		return err
 	})
-	return sum, err
+	return sum, st, err
 }
 
 // revisionAt reads the revision of the record at off, or 0.
@@ -103,10 +119,12 @@ func (s *Store) revisionAt(id session.SessionID, off int64) uint64 {
 
 // List returns a page of summaries. When the watcher runs (see Watch) and
 // confirms that its index is current, the page comes from the index;
-// otherwise every session's summary is read from disk (listscan.go).
-// Either way its cost grows with the number of sessions and the page, not
-// with the length of their histories, and lease status is computed for
-// the page's items only, when read.
+// otherwise from the catalog (catalog.go) when it can be trusted, else
+// every session's summary is read from disk (listscan.go), and the
+// catalog is rewritten for the next listing. Either way its cost grows
+// with the number of sessions and the page, not with the length of their
+// histories, and lease status is computed for the page's items only, when
+// read.
 func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error) {
 	if s.closed.Load() {
 		return summary.Page{}, sessionstore.ErrClosed
@@ -118,9 +136,21 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 		return summary.Page{}, err
 	}
 	if page, ok, err := s.listIndexed(ctx, q); ok {
+		s.listings.indexed.Add(1)
 		return page, err
 	}
-	return s.listScan(ctx, q)
+	page, served, cl, err := s.listCatalog(ctx, q)
+	switch {
+	case err == nil && served:
+		s.listings.catalog.Add(1)
+	case err == nil:
+		s.listings.scanned.Add(1)
+		page, err = s.listScan(ctx, q)
+	}
+	if err == nil {
+		s.keepCatalog(ctx, cl)
+	}
+	return page, err
 }
 
 // Lease reports the lease status of session id, computed now from the lock

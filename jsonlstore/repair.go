@@ -197,7 +197,7 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 	if err != nil {
 		return nil, err
 	}
-	lease, err := s.leases.acquire(ctx, s.abs(sessionDir(id)), try, s.leaseOptions(opts, minGen))
+	lease, marked, err := s.takeLease(ctx, id, sessionDir(id), try, s.leaseOptions(opts, minGen))
 	if err != nil {
 		return nil, s.leaseErr(ctx, id, err)
 	}
@@ -214,7 +214,7 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 		release()
 		return nil, err
 	}
-	w, err := s.openWriter(id, lease)
+	w, err := s.openWriter(id, lease, marked)
 	if err != nil {
 		release()
 		return nil, err

@@ -96,7 +96,10 @@ type Store struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
+	cat    *loadedCatalog // the catalog read last (catalog.go)
 	search searchIndex    // search.go
+	// listings counts how Lists were answered, for tests and diagnostics.
+	listings struct{ indexed, catalog, scanned atomic.Int64 }
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -152,6 +155,7 @@ func (s *Store) Close() error {
 	if w != nil {
 		w.Close()
 	}
+	s.dropCatalogCache()
 	s.closeSearch()
 	if s.root != nil {
 		return s.root.Close()
@@ -204,8 +208,9 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // newWriter returns the writer of session id for the holder of lease,
 // appending to log (an O_APPEND descriptor) after last, the log's last
 // record, with the append state app and blobs. The log must end where
-// last does. The caller closes log when newWriter fails.
-func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport) (*writer, error) {
+// last does. marked says whether the lease's catalog mark is made
+// (takeLease). The caller closes log when newWriter fails.
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
 	fi, err := log.Stat()
 	if err != nil {
 		return nil, err
@@ -220,7 +225,7 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 	return &writer{
 		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
 		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
-		report: report,
+		report: report, mark: s.markFor(id, lease.Generation(), marked),
 	}, nil
 }
 
@@ -246,7 +251,9 @@ type newSession struct {
 	id    session.SessionID
 	tmp   string      // the temporary directory; "" once published
 	lease leaseHandle // nil once released
-	log   vfs.File    // the log, opened write-only, O_APPEND
+	// marked: the lease's catalog mark is made (catalogmarks.go).
+	marked bool
+	log    vfs.File // the log, opened write-only, O_APPEND
 }
 
 // startSession makes the temporary directory of a new session id, takes
@@ -267,7 +274,7 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	}()
 	// The lease is taken in the temporary directory, before anyone can see
 	// the session, so the creator is its first holder (generation 1).
-	if b.lease, err = s.leases.acquire(ctx, s.abs(b.tmp), true, s.leaseOptions(opts, 0)); err != nil {
+	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, 0)); err != nil {
 		return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
 	}
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {

@@ -32,6 +32,9 @@ type view struct {
 	name string // path of the log relative to the store root
 	id   vfs.Identity
 	size int64
+	// mtime is the log's modification time when it was opened
+	// (nanoseconds), for a cache of exactly this state of it (the catalog).
+	mtime int64
 	// maxPayload bounds what a reader holds of one record.
 	maxPayload int
 	back       *record.Back
@@ -78,7 +81,7 @@ func openView(fsys vfs.FS, id session.SessionID, own int) (*view, error) {
 		return nil, err
 	}
 	return &view{
-		f: f, name: name, id: vfs.IdentityOf(fi), size: fi.Size(), maxPayload: maxPayload, session: id,
+		f: f, name: name, id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano(), maxPayload: maxPayload, session: id,
 		back: record.NewBack(f, fi.Size(), id, name, maxPayload),
 	}, nil
 }

@@ -40,6 +40,7 @@ type writer struct {
 	failed     error       // set by the first I/O error; poisons the writer
 	lost       error       // set when fencing fails; every later call returns it
 	closed     bool
+	mark       writerMark // the catalog mark of this lease (catalogmarks.go)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -115,6 +116,8 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	if err := linkErr(w.id, fi); err != nil {
 		return 0, err
 	}
+	// The catalog knows that the log may change before it does.
+	w.ensureMarkLocked()
 	rec := record.Rec{Meta: record.Meta{
 		Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
 		// A record's time is never earlier than the previous record's, so
@@ -250,6 +253,7 @@ func (w *writer) Release(ctx context.Context) error {
 	err := w.log.Close()
 	w.log = nil
 	w.sum.close()
+	w.mark.close()
 	_ = w.dir.Close()
 	if rerr := w.lease.Release(ctx); rerr != nil && err == nil {
 		err = rerr
@@ -282,6 +286,10 @@ func (w *writer) Delete(ctx context.Context) error {
 		return opErr("delete", w.id, err)
 	}
 	err = s.fs.SyncDir(".")
+	w.mark.close()
+	if err == nil {
+		s.unmark(w.id, w.lease.Generation()) // the session is gone, durably
+	}
 	_ = w.lease.Moved(s.abs(trash))
 	_ = w.lease.Release(context.WithoutCancel(ctx))
 	s.indexDeleted(w.id)

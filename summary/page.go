@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sessionstore/sessionstore/session"
 )
 
 // Selection picks the first Limit+1 summaries offered, in a query's
@@ -31,7 +33,8 @@ type Selection struct {
 	resume bool
 	// dir is 1 when the order puts earlier times first, -1 otherwise.
 	dir  int
-	at   func(i int) *Summary
+	at   func(i int) *Summary // nil for a selection made by NewSelectionOf
+	id   func(i int) session.SessionID
 	cand []rankKey
 }
 
@@ -60,8 +63,27 @@ func NewSelection(q Query, at func(i int) *Summary) (*Selection, error) {
 	if Compare(q.Order, Key{Time: time.Unix(0, 0)}, Key{Time: time.Unix(1, 0)}) > 0 {
 		dir = -1
 	}
-	return &Selection{q: q, after: after, resume: resume, dir: dir, at: at}, nil
+	return &Selection{q: q, after: after, resume: resume, dir: dir, at: at,
+		id: func(i int) session.SessionID { return at(i).ID }}, nil
 }
+
+// NewSelectionOf returns an empty selection for q over a collection that
+// keeps less than a Summary per item (an on-disk catalog of ten thousand
+// sessions): the caller filters each item itself (Query.Match, on what it
+// has, when Query.Filters) and offers the ones that pass with their key
+// (OfferKey); id returns item i's ID, which breaks ties. Errors: those of
+// NewSelection.
+func NewSelectionOf(q Query, id func(i int) session.SessionID) (*Selection, error) {
+	p, err := NewSelection(q, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.at, p.id = nil, id
+	return p, nil
+}
+
+// Query returns the selection's query, normalized.
+func (p *Selection) Query() Query { return p.q }
 
 // Reset empties the selection, making room for n candidates.
 func (p *Selection) Reset(n int) { p.cand = slices.Grow(p.cand[:0], n) }
@@ -72,7 +94,12 @@ func (p *Selection) Offer(i int) {
 	if !p.q.Match(s) {
 		return
 	}
-	k := KeyOf(p.q.Order, s)
+	p.OfferKey(i, KeyOf(p.q.Order, s))
+}
+
+// OfferKey considers item i, which matches the query's filter and whose
+// key in the query's order is k (KeyOf).
+func (p *Selection) OfferKey(i int, k Key) {
 	if p.resume && Compare(p.q.Order, k, p.after) <= 0 {
 		return
 	}
@@ -88,7 +115,7 @@ func (p *Selection) cmp(a, b rankKey) int {
 		c = cmp.Compare(a.nsec, b.nsec)
 	}
 	if c == 0 {
-		c = strings.Compare(string(p.at(int(a.i)).ID), string(p.at(int(b.i)).ID))
+		c = strings.Compare(string(p.id(int(a.i))), string(p.id(int(b.i))))
 	}
 	return c * p.dir
 }
@@ -116,7 +143,20 @@ func (p *Selection) Page(sorted []int) ([]int, string) {
 		return sorted, ""
 	}
 	page := sorted[:p.q.Limit]
-	return page, EncodeCursor(p.q, KeyOf(p.q.Order, p.at(page[len(page)-1])))
+	last := page[len(page)-1]
+	if p.at != nil {
+		return page, EncodeCursor(p.q, KeyOf(p.q.Order, p.at(last)))
+	}
+	k := Key{ID: p.id(last)}
+	if p.q.Order != OrderIDAsc {
+		for _, c := range p.cand {
+			if int(c.i) == last {
+				k.Time = time.Unix(c.sec, int64(c.nsec)).UTC()
+				break
+			}
+		}
+	}
+	return page, EncodeCursor(p.q, k)
 }
 
 // selectFirst reorders c so that its first k elements are its k least in

@@ -68,6 +68,25 @@ func TestSelectionPagesAsQuery(t *testing.T) {
 					}
 					require.Equal(t, wantIDs, got)
 					require.Equal(t, want.Next, next)
+
+					// The same selection over keys alone (NewSelectionOf),
+					// the caller filtering.
+					byKey, err := summary.NewSelectionOf(q, func(i int) session.SessionID { return all[i].ID })
+					require.NoError(t, err)
+					nq := byKey.Query()
+					byKey.Reset(len(all))
+					for i := range all {
+						if !nq.Filters() || nq.Match(&all[i]) {
+							byKey.OfferKey(i, summary.KeyOf(nq.Order, &all[i]))
+						}
+					}
+					entries, next = byKey.Page(byKey.Sorted())
+					got = got[:0]
+					for _, i := range entries {
+						got = append(got, all[i].ID)
+					}
+					require.Equal(t, wantIDs, got, "NewSelectionOf")
+					require.Equal(t, want.Next, next, "NewSelectionOf")
 					if next == "" {
 						return
 					}
@@ -78,4 +97,21 @@ func TestSelectionPagesAsQuery(t *testing.T) {
 	}
 	_, err := summary.NewSelection(summary.Query{Cursor: "garbage"}, nil)
 	require.ErrorIs(t, err, summary.ErrBadCursor)
+}
+
+// TestQueryFilters: a query without a filter matches every summary, and
+// each filter alone makes Filters true.
+func TestQueryFilters(t *testing.T) {
+	require.False(t, summary.Query{Order: summary.OrderIDAsc, Limit: 3, Cursor: "x"}.Filters())
+	for _, q := range []summary.Query{
+		{States: []session.State{session.StateIdle}},
+		{Kinds: []session.SessionKind{session.KindPrimary}},
+		{ParentID: "p"},
+		{UpdatedSince: sessiontest.Epoch},
+		{Project: "/src"},
+		{Labels: map[string]string{"team": "a"}},
+	} {
+		require.True(t, q.Filters(), "%+v", q)
+		require.False(t, q.Match(&summary.Summary{ID: "x", State: session.StateRunning, Kind: session.KindDebug}), "%+v", q)
+	}
 }

@@ -171,7 +171,15 @@ func (q Query) inProject(project string) bool {
 	return strings.HasPrefix(project, want+"/")
 }
 
-// Match reports whether s passes q's filter.
+// Filters reports whether q has a filter: when it does not, every summary
+// matches.
+func (q Query) Filters() bool {
+	return len(q.States) > 0 || len(q.Kinds) > 0 || q.ParentID != "" || !q.UpdatedSince.IsZero() ||
+		q.Project != "" || len(q.Labels) > 0
+}
+
+// Match reports whether s passes q's filter. (Filters names the filters
+// it reads.)
 func (q Query) Match(s *Summary) bool {
 	if len(q.States) > 0 && !slices.Contains(q.States, s.State) {
 		return false

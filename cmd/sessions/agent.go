@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
@@ -39,6 +41,9 @@ type agentScript struct {
 	turns    int
 	approval int // the turn whose tool call needs the user's approval (0: none)
 	delay    time.Duration
+	// labels and workspace are the session's at creation.
+	labels    labelFlag
+	workspace session.Workspace
 }
 
 // agentTools are the tool calls the demo agents make, in turn.
@@ -64,6 +69,10 @@ func cmdDemoAgent(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c.fs.IntVar(&a.turns, "turns", 2, "turns to run")
 	c.fs.IntVar(&a.approval, "approval-turn", 0, "the turn whose tool call needs approval")
 	c.fs.DurationVar(&a.delay, "delay", 100*time.Millisecond, "pause between steps")
+	c.fs.Var(&a.labels, "tag", "a label of the session, `key=value` (repeatable)")
+	c.fs.StringVar(&a.workspace.Project, "project", "", "the session's project `directory`")
+	c.fs.StringVar(&a.workspace.Dir, "workdir", "", "the agent's working `directory`")
+	c.fs.StringVar(&a.workspace.Branch, "branch", "", "the git `branch` checked out")
 	if _, code, ok := c.parse(args, 0, 0); !ok {
 		return code
 	}
@@ -141,6 +150,7 @@ func (a *agentScript) run(ctx context.Context, st *jsonlstore.Store, out io.Writ
 		Limits:     session.Limits{MaxTurns: 20, MaxToolCalls: 50, MaxRunTokens: 500_000},
 		ProviderID: "anthropic", ModelID: "claude-sonnet",
 		EnvironmentRef: session.EnvironmentRef{Provider: "local", ID: orDash(host), Revision: "demo"},
+		Labels:         a.labels.m, Workspace: a.workspace,
 	})
 	if err != nil {
 		return err
@@ -366,6 +376,11 @@ func (a *agentScript) args(dir string, takeover bool) []string {
 	if takeover {
 		return append(args, "--takeover")
 	}
-	return append(args, "--kind", string(a.kind), "--prompt", a.prompt,
-		"--turns", fmt.Sprint(a.turns), "--approval-turn", fmt.Sprint(a.approval))
+	args = append(args, "--kind", string(a.kind), "--prompt", a.prompt,
+		"--turns", fmt.Sprint(a.turns), "--approval-turn", fmt.Sprint(a.approval),
+		"--project", a.workspace.Project, "--workdir", a.workspace.Dir, "--branch", a.workspace.Branch)
+	for _, k := range slices.Sorted(maps.Keys(a.labels.m)) {
+		args = append(args, "--tag", k+"="+a.labels.m[k])
+	}
+	return args
 }

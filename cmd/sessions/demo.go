@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,8 +26,13 @@ calls and their results, an approval, token usage — appending a durable
 revision per step. One agent is killed with SIGKILL in the middle of its
 run, holding its lease; a new process then acquires that session (recovery
 reports the dead holder as stale and hands out a higher generation),
-restores it from its latest revision and finishes it. The demo ends with a
-verification of the sessions it wrote and 'sessions ls'.
+restores it from its latest revision and finishes it. Each session carries
+labels (team, task) and a workspace: two of them belong to the project of
+the current directory (its repository's top level, as 'sessions ls --here'
+finds it), the scheduled one to another. The demo ends with a verification
+of the sessions it wrote, 'sessions ls', this project's sessions of one
+team ('sessions ls --here --label team=core') and a search
+('sessions search --here flaky').
 
 It takes a few seconds and works on an empty or an existing store: every
 run creates new sessions.`
@@ -67,10 +73,24 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := &lineWriter{w: stdout}
 	say := func(format string, args ...any) { out.line("demo: " + fmt.Sprintf(format, args...)) }
 	start := time.Now()
+	wd, err := os.Getwd()
+	if err != nil {
+		return c.fail(err)
+	}
+	here, err := cli.ProjectOf(wd)
+	if err != nil {
+		return c.fail(err)
+	}
 	scripts := []*agentScript{
-		{label: "agent-1", kind: session.KindPrimary, prompt: "Fix the flaky TestParseDuration on CI", turns: 2, approval: 2},
-		{label: "agent-2", kind: session.KindSubagent, prompt: "Triage the open issues labelled bug and draft replies", turns: 3, approval: 1},
-		{label: "agent-3", kind: session.KindScheduled, prompt: "Nightly: refresh the dependency report", turns: 2},
+		{label: "agent-1", kind: session.KindPrimary, prompt: "Fix the flaky TestParseDuration on CI", turns: 2, approval: 2,
+			labels:    labelFlag{map[string]string{"team": "core", "task": "bugfix"}},
+			workspace: session.Workspace{Project: here, Dir: filepath.Join(here, "internal", "parse"), Branch: "fix/flaky-parse-duration"}},
+		{label: "agent-2", kind: session.KindSubagent, prompt: "Triage the open issues labelled bug and draft replies", turns: 3, approval: 1,
+			labels:    labelFlag{map[string]string{"team": "core", "task": "triage"}},
+			workspace: session.Workspace{Project: here, Dir: here, Branch: "main"}},
+		{label: "agent-3", kind: session.KindScheduled, prompt: "Nightly: refresh the dependency report", turns: 2,
+			labels:    labelFlag{map[string]string{"team": "infra", "task": "report"}},
+			workspace: session.Workspace{Project: "/srv/nightly/deps", Dir: "/srv/nightly/deps"}},
 	}
 	say("store %s", dir)
 	say("starting %d agent processes; %s will be killed with SIGKILL mid-run", len(scripts), scripts[demoVictim].label)
@@ -157,6 +177,18 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout)
 	if code := cmdLs(ctx, []string{"--dir", dir, "--limit", "10"}, stdout, stderr); code != exitOK {
+		return code
+	}
+	// The sessions of this project (agents 1 and 2, and those of earlier
+	// runs), and where a word was said.
+	fmt.Fprintln(stdout)
+	say("this project's sessions of team core (sessions ls --here --label team=core; the project is %s):", here)
+	if code := cmdLs(ctx, []string{"--dir", dir, "--here", "--label", "team=core", "--limit", "6"}, stdout, stderr); code != exitOK {
+		return code
+	}
+	fmt.Fprintln(stdout)
+	say("where the flaky test was discussed (sessions search --here flaky):")
+	if code := cmdSearch(ctx, []string{"--dir", dir, "--here", "--limit", "3", "flaky"}, stdout, stderr); code != exitOK {
 		return code
 	}
 	if failed {

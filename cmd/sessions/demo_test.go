@@ -39,7 +39,7 @@ func TestDemo(t *testing.T) {
 		}
 	})
 	takeover := regexp.MustCompile(`rescuer \(pid \d+\) takes over session ([0-9A-Z]+)`)
-	drives := regexp.MustCompile(`agent-\d \(pid \d+\) drives session ([0-9A-Z]+)`)
+	drives := regexp.MustCompile(`agent-(\d) \(pid \d+\) drives session ([0-9A-Z]+)`)
 	for run := 1; run <= 2; run++ {
 		start := time.Now()
 		r := sessions(t, nil, "--dir", root, "demo", "--delay", "30ms")
@@ -57,11 +57,25 @@ func TestDemo(t *testing.T) {
 		m := takeover.FindStringSubmatch(out)
 		require.NotNil(t, m, out)
 		ids := []string{m[1]}
+		agent := map[string]string{} // "1" → its session
 		for _, d := range drives.FindAllStringSubmatch(out, -1) {
-			ids = append(ids, d[1])
+			ids = append(ids, d[2])
+			agent[d[1]] = d[2]
 		}
 		require.Len(t, ids, 4, "the rescued session, then the three agents' sessions")
-		table := out[strings.LastIndex(out, "\nID "):]
+		here, search := strings.Index(out, "sessions ls --here --label team=core"), strings.Index(out, "sessions search --here flaky")
+		require.Positive(t, here, out)
+		require.Greater(t, search, here, out)
+		table := out[strings.Index(out, "\nID "):here]
+		// This project's sessions of team core: agents 1 and 2 (the
+		// demo's working directory is in this repository), not the
+		// scheduled agent's, whose project is another.
+		hereTable := out[here:search]
+		require.NotEmpty(t, tableRow(hereTable, agent["1"]), hereTable)
+		require.NotEmpty(t, tableRow(hereTable, agent["2"]), hereTable)
+		require.Empty(t, tableRow(hereTable, agent["3"]), hereTable)
+		require.Contains(t, out[search:], agent["1"]+"  rev 1  ", "the search finds agent-1's prompt")
+		require.Contains(t, out[search:], "«flaky»")
 		for _, id := range ids {
 			row := tableRow(table, id)
 			require.NotEmpty(t, row, "ls lists %s:\n%s", id, table)

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/session"
 )
 
 // sub is what every subcommand starts with: its flag set (with the common
@@ -121,6 +123,40 @@ func (l *listFlag) Set(v string) error {
 			*l = append(*l, s)
 		}
 	}
+	return nil
+}
+
+// labelFlag collects repeatable key=value labels. A key given twice must
+// have one value: a session carries one value a key.
+type labelFlag struct{ m map[string]string }
+
+func (l *labelFlag) String() string {
+	keys := make([]string, 0, len(l.m))
+	for k := range l.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + l.m[k]
+	}
+	return strings.Join(keys, ",")
+}
+
+func (l *labelFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("not key=value: %q", v)
+	}
+	if err := session.ValidateLabel(k, val); err != nil {
+		return err
+	}
+	if old, dup := l.m[k]; dup && old != val {
+		return fmt.Errorf("label %q given twice, as %q and %q", k, old, val)
+	}
+	if l.m == nil {
+		l.m = map[string]string{}
+	}
+	l.m[k] = val
 	return nil
 }
 

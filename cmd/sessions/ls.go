@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
@@ -19,6 +21,12 @@ free, held (by whom), or stale (the holder died; the next acquirer recovers
 the session).
 
 Filters repeat or take comma-separated values (--state running,awaiting).
+--label KEY=VALUE selects the sessions carrying that label with exactly
+that value; several --label flags must all match. --project DIR selects the
+sessions whose project is DIR (a relative DIR is taken from the current
+directory). --here selects the sessions of the project you are in: the
+nearest of the current directory and its ancestors that holds a .git entry
+(the repository's top level), else the current directory itself.
 A listing is paged, --limit sessions a page: when more sessions match, stderr
 says how to see the next page (--page N; with --json the cursor is in the
 "next" field). --all lists every page. --page counts pages from the start,
@@ -35,6 +43,9 @@ leases are colored, unless NO_COLOR is set.`
 // queryFlags are the filter and paging flags of ls and watch.
 type queryFlags struct {
 	states, kinds listFlag
+	labels        labelFlag
+	project       string
+	here          bool
 	limit         int
 	order         string
 	cursor        string
@@ -45,6 +56,9 @@ type queryFlags struct {
 func (q *queryFlags) register(c *sub, paging bool) {
 	c.fs.Var(&q.states, "state", "only sessions in these `states` (idle, running, awaiting, completed, stopped, cancelled, failed)")
 	c.fs.Var(&q.kinds, "kind", "only sessions of these `kinds` (primary, subagent, scheduled, debug, unknown)")
+	c.fs.Var(&q.labels, "label", "only sessions carrying this label with this value, as `key=value` (repeatable: all must match)")
+	c.fs.StringVar(&q.project, "project", "", "only sessions of the project in `directory`")
+	c.fs.BoolVar(&q.here, "here", false, "only sessions of the current directory's project (its repository's top level, else the directory)")
 	c.fs.IntVar(&q.limit, "limit", summary.DefaultLimit, "at most `N` sessions")
 	c.fs.StringVar(&q.order, "order", string(summary.OrderUpdatedDesc), "`order`: updated_desc, updated_asc, created_desc, created_asc, id_asc")
 	if paging {
@@ -56,10 +70,16 @@ func (q *queryFlags) register(c *sub, paging bool) {
 
 // filtered reports whether the query filters sessions (for "no sessions
 // match").
-func (q *queryFlags) filtered() bool { return len(q.states) > 0 || len(q.kinds) > 0 }
+func (q *queryFlags) filtered() bool {
+	return len(q.states) > 0 || len(q.kinds) > 0 || len(q.labels.m) > 0 || q.project != "" || q.here
+}
 
 func (q *queryFlags) query() (summary.Query, error) {
-	out := summary.Query{Limit: q.limit, Order: summary.Order(q.order), Cursor: q.cursor}
+	out := summary.Query{Limit: q.limit, Order: summary.Order(q.order), Cursor: q.cursor, Labels: q.labels.m}
+	var err error
+	if out.Project, err = projectOf(q.project, q.here); err != nil {
+		return out, err
+	}
 	for _, s := range q.states {
 		out.States = append(out.States, session.State(s))
 	}
@@ -75,6 +95,33 @@ func (q *queryFlags) query() (summary.Query, error) {
 		return out, fmt.Errorf("--page, --all and --cursor exclude each other")
 	}
 	return out.Normalize()
+}
+
+// projectOf is the project a command's --project and --here flags select
+// ("" for none): --project's directory made absolute and cleaned, or with
+// --here the project of the current directory (cli.ProjectOf).
+func projectOf(project string, here bool) (string, error) {
+	switch {
+	case here && project != "":
+		return "", fmt.Errorf("--here and --project exclude each other")
+	case here:
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("--here: %w", err)
+		}
+		p, err := cli.ProjectOf(wd)
+		if err != nil {
+			return "", fmt.Errorf("--here: %w", err)
+		}
+		return p, nil
+	case project != "":
+		p, err := filepath.Abs(project)
+		if err != nil {
+			return "", fmt.Errorf("--project: %w", err)
+		}
+		return p, nil
+	}
+	return "", nil
 }
 
 // timeFlags are --time-format and the hidden --now of ls and watch.

@@ -33,11 +33,11 @@ var commands map[string]*command
 func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{
-		{name: "ls", usage: "[--state S] [--kind K] [--limit N] [--page N | --all | --cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
+		{name: "ls", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N] [--page N | --all | --cursor C] [--json]", summary: "list sessions, most recently updated first", run: cmdLs},
 		{name: "show", usage: "ID [--rev N] [--format json|markdown|text]", summary: "print a session's snapshot as JSON, or its conversation to read", run: cmdShow},
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
-		{name: "watch", usage: "[--state S] [--kind K] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
+		{name: "watch", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
 		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 3 corrupt, 4 a newer version's", run: cmdVerify},
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID [--wait D]", summary: "delete a session (refuses one that is held, unless --wait)", run: cmdRm},
@@ -47,8 +47,8 @@ func init() {
 		{name: "import", usage: importUsage, summary: "import Claude Code or Codex sessions (again: only what changed)", run: cmdImport},
 		{name: "export", usage: exportUsage, summary: "a session's latest snapshot, its records, every revision, or a Claude Code or Codex file", run: cmdExport},
 		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
-		{name: "search", usage: "TEXT... [--label K=V] [--project DIR] [--no-tools] [--limit N] [--json]", summary: "find the sessions and messages where words were said", run: cmdSearch},
-		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the search index) from the records", run: cmdReindex},
+		{name: "search", usage: "TEXT... [--label K=V] [--project DIR | --here] [--no-tools] [--limit N] [--json]", summary: "find the sessions and messages where words were said", run: cmdSearch},
+		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the catalog and the search index) from the records", run: cmdReindex},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
 	} {

@@ -37,7 +37,8 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	c := newSub("search", searchDoc, stdout, stderr)
 	var labels labelFlag
 	c.fs.Var(&labels, "label", "only sessions with this label, `key=value` (repeat: all of them)")
-	project := c.fs.String("project", "", "only sessions whose project is `directory`")
+	project := c.fs.String("project", "", "only sessions of the project in `directory`")
+	here := c.fs.Bool("here", false, "only sessions of the current directory's project (as ls --here)")
 	noTools := c.fs.Bool("no-tools", false, "leave tool calls and tool results out")
 	limit := c.fs.Int("limit", sessionstore.DefaultSearchLimit, "at most `N` hits")
 	asJSON := c.fs.Bool("json", false, "print the result as JSON")
@@ -48,7 +49,11 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *limit <= 0 {
 		return c.usageError("--limit must be positive")
 	}
-	q := sessionstore.SearchQuery{Text: strings.Join(pos, " "), Labels: labels.m, Project: *project,
+	proj, err := projectOf(*project, *here)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	q := sessionstore.SearchQuery{Text: strings.Join(pos, " "), Labels: labels.m, Project: proj,
 		NoTools: *noTools, Limit: *limit}
 	if _, err := q.Normalize(); err != nil {
 		return c.usageError("%v", err)
@@ -111,27 +116,4 @@ func marked(snippet string, marks []sessionstore.TextSpan, mark [2]string) strin
 	}
 	b.WriteString(cli.Escape(snippet[at:]))
 	return b.String()
-}
-
-// labelFlag collects repeated key=value labels.
-type labelFlag struct{ m map[string]string }
-
-func (l *labelFlag) String() string {
-	var s []string
-	for k, v := range l.m {
-		s = append(s, k+"="+v)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l *labelFlag) Set(v string) error {
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("a label is key=value, not %q", v)
-	}
-	if l.m == nil {
-		l.m = map[string]string{}
-	}
-	l.m[k] = val
-	return nil
 }

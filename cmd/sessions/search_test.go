@@ -105,6 +105,6 @@ func TestSearchIndexDeletedByHand(t *testing.T) {
 
 	r = sessions(t, nil, "--dir", dir, "reindex")
 	require.Equal(t, exitOK, r.Code, r.Stderr)
-	require.Equal(t, "search index: 3 sessions indexed\n", r.Stdout)
+	require.Equal(t, "catalog: 3 sessions\nsearch index: 3 sessions indexed\n", r.Stdout, "reindex rebuilds both indexes")
 	require.Equal(t, before.Stdout, sessions(t, nil, "--dir", dir, "search", "flaky").Stdout)
 }

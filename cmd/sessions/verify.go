@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -36,8 +37,18 @@ A session written (in part) by a newer version of sessionstore is not
 corrupt: its records up to the newer ones are checked, and the rest are
 left to the newer version (this one does not write to such a session).
 
-Exit status: 0 when every record checks out, 3 when anything is corrupt or
-a session cannot be read, 4 when nothing is corrupt but some records were
+Without session IDs, verify also checks a directory store's catalog
+(ROOT/.catalog/, the index listings read instead of every session): that
+its bytes pass their checksums, that every entry a listing believes
+describes its session's log and carries the summary the log gives, and
+that no session on disk is hidden by it. The catalog is a cache, so one
+that is missing, behind the sessions created or deleted since, or not
+believed by listings is a note; a damaged one, or one that claims what a
+log contradicts, is a problem (of the catalog alone: listings read the
+sessions instead, and 'sessions reindex' rebuilds it).
+
+Exit status: 0 when every record checks out, 3 when anything is corrupt (the
+catalog included) or a session cannot be read, 4 when nothing is corrupt but some records were
 written by a newer version, 1 when an error kept verify from checking (no
 store, an unknown session), 2 on a usage error.`
 
@@ -58,18 +69,34 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return c.fail(err)
 		}
+		var crep *jsonlstore.CatalogVerifyReport
+		if cv, ok := st.(catalogVerifier); ok && len(names) == 0 {
+			r, err := cv.VerifyCatalog(ctx)
+			if err != nil {
+				return c.fail(err)
+			}
+			crep = &r
+		}
 		if *asJSON {
 			if rep.Sessions == nil {
 				rep.Sessions = []sessionstore.SessionVerifyReport{}
 			}
-			if err := writeJSON(stdout, rep); err != nil {
+			out := struct {
+				sessionstore.VerifyReport
+				Catalog *jsonlstore.CatalogVerifyReport `json:"catalog,omitempty"`
+			}{rep, crep}
+			if err := writeJSON(stdout, out); err != nil {
 				return c.fail(err)
 			}
 		} else {
-			printVerify(stdout, &rep, *quiet, cli.NewPalette(stdout))
+			p := cli.NewPalette(stdout)
+			printVerify(stdout, &rep, *quiet, p)
+			if crep != nil {
+				printCatalogVerify(stdout, crep, *quiet, p)
+			}
 		}
 		switch {
-		case !rep.OK():
+		case !rep.OK() || (crep != nil && !crep.OK()):
 			return exitCorrupt
 		case rep.NewerCount() > 0:
 			return exitNewer
@@ -126,6 +153,38 @@ func printVerify(w io.Writer, rep *sessionstore.VerifyReport, quiet bool, p cli.
 	fmt.Fprintf(w, "%s: all sound\n", verified)
 }
 
+// catalogVerifier is a store that keeps a catalog to check (jsonlstore).
+type catalogVerifier interface {
+	VerifyCatalog(ctx context.Context) (jsonlstore.CatalogVerifyReport, error)
+}
+
+// printCatalogVerify prints what VerifyCatalog found: a line of the
+// catalog's state, its problems and (unless quiet) its notes.
+func printCatalogVerify(w io.Writer, rep *jsonlstore.CatalogVerifyReport, quiet bool, p cli.Palette) {
+	if quiet && rep.OK() {
+		return
+	}
+	switch rep.State {
+	case jsonlstore.CatalogCurrent:
+		fmt.Fprintf(w, "catalog: %s (%s, %d checked against their logs)\n", p.Good("current"), entriesOf(rep.Entries), rep.Checked)
+	case jsonlstore.CatalogDamaged:
+		fmt.Fprintf(w, "catalog: %s (%s, %d checked against their logs)\n", p.Bad("DAMAGED"), entriesOf(rep.Entries), rep.Checked)
+	default:
+		fmt.Fprintf(w, "catalog: %s\n", p.Wait(string(rep.State)))
+	}
+	for _, s := range rep.Problems {
+		fmt.Fprintf(w, "  problem: %s\n", cli.Escape(s))
+	}
+	if !quiet {
+		for _, s := range rep.Notes {
+			fmt.Fprintf(w, "  note: %s\n", cli.Escape(s))
+		}
+	}
+	if !rep.OK() {
+		fmt.Fprintln(w, "catalog damaged: no session is harmed (listings read the sessions instead); 'sessions reindex' rebuilds it")
+	}
+}
+
 // deepEstimate says on w how much a deep verification decodes: the
 // revisions of the sessions and the bytes of their snapshots, estimated
 // from the listing (a growing session's revisions average half its latest
@@ -150,4 +209,11 @@ func deepEstimate(ctx context.Context, st sessionstore.Store, ids []session.Sess
 	}
 	fmt.Fprintf(w, "sessions verify --deep: decoding %d revisions, up to about %s; at about 100 MB/s that takes up to %s\n",
 		revs, cli.HumanBytes(bytes), (time.Duration(bytes/100e6+1) * time.Second))
+}
+
+func entriesOf(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }

@@ -176,6 +176,18 @@ func (o *osFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return fs.ReadDir(o.root.FS(), name)
 }
 
+func (o *osFS) readDirNames(name string) ([]string, error) {
+	if _, err := o.checkPath(name); err != nil {
+		return nil, err
+	}
+	d, err := o.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = d.Close() }() // read-only
+	return d.Readdirnames(-1)
+}
+
 func (o *osFS) SyncDir(name string) error {
 	if name == "" {
 		name = "."

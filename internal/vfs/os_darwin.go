@@ -32,3 +32,6 @@ func statDev(s *syscall.Stat_t) uint64 {
 
 // statLinks is the hard link count of s (a uint16 on macOS).
 func statLinks(s *syscall.Stat_t) uint64 { return uint64(s.Nlink) }
+
+// statCtime is the status change time of s, in nanoseconds since 1970.
+func statCtime(s *syscall.Stat_t) int64 { return s.Ctimespec.Nano() }

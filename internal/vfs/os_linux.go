@@ -29,3 +29,6 @@ func statDev(s *syscall.Stat_t) uint64 { return s.Dev }
 
 // statLinks is the hard link count of s (a uint64 on Linux).
 func statLinks(s *syscall.Stat_t) uint64 { return s.Nlink }
+
+// statCtime is the status change time of s, in nanoseconds since 1970.
+func statCtime(s *syscall.Stat_t) int64 { return s.Ctim.Nano() }

@@ -81,9 +81,16 @@ func (r Result) String() string {
 // started or runs longer than a minute.
 func Run(t testing.TB, bin string, env []string, args ...string) Result {
 	t.Helper()
+	return RunIn(t, "", bin, env, args...)
+}
+
+// RunIn is Run in working directory dir ("" is this process's).
+func RunIn(t testing.TB, dir, bin string, env []string, args ...string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(CleanEnv(t), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,0 +1,425 @@
+package jsonlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// Writing the catalog (catalog.go). One writer at a time, under
+// .catalog/lock; a listing that cannot take it at once goes on without.
+//
+//  1. List the marks, then look at the root (its state, then its names):
+//     a mark made after the first look belongs to a lease taken after it,
+//     whose changes the next writer accounts for.
+//  2. For each marked session that exists, inspect its lease: free or
+//     stale means that every generation whose mark was listed has ended.
+//     Only then read the session, so its entry holds whatever those
+//     generations wrote.
+//  3. Take the previous catalog's entry of every unmarked session it
+//     knows (unless rebuilding from scratch), read the others.
+//  4. Write the new catalog beside the old one and rename it into place.
+//     When step 6 lets go a mark that the catalog replaced relies on
+//     without naming it (a mark made after that catalog was written, which
+//     its writer could not keep), sync the directory first: a power loss
+//     that undid the rename would bring that catalog back, believing a
+//     session whose mark is gone. Otherwise a catalog that comes back is
+//     harmless: every mark it relies on is still there (such marks go only
+//     after such a sync), or one it kept is missing and voids it, or it
+//     was written against another marks directory. The new file's data is
+//     never synced: a power loss that tears it leaves a file whose
+//     checksums fail, which counts as no catalog.
+//  5. Write the root file when the look at the root was settled and every
+//     name in it got an entry (not synced: a lost root file costs a
+//     listing a read of the root's names).
+//  6. Remove the marks of sessions whose lease was seen free in step 2,
+//     and of sessions that no longer exist (no directory, and none being
+//     made). Not synced: a mark that comes back costs a stat.
+
+// CatalogReport is what a rewrite of the catalog did.
+type CatalogReport struct {
+	// Sessions is the number of entries written, Read the number of them
+	// read from their sessions (the others were taken from the previous
+	// catalog), Unreadable those that could not be read.
+	Sessions   int `json:"sessions"`
+	Read       int `json:"read"`
+	Unreadable int `json:"unreadable"`
+	// MarksRemoved and MarksKept count the marks let go and those left in
+	// place (their sessions were held, or being created).
+	MarksRemoved int `json:"marks_removed"`
+	MarksKept    int `json:"marks_kept"`
+	// RootFile says whether the root file was written (the root had not
+	// changed for catalog.SettleTime).
+	RootFile bool          `json:"root_file"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// lockCatalog takes the catalog's lock: at once, or (wait) retrying until
+// ctx is done. It makes the catalog's directories and lock file as needed.
+func (s *Store) lockCatalog(ctx context.Context, wait bool) (func(), error) {
+	if err := s.ensureCatalogDirs(dirsLazy); err != nil {
+		return nil, err
+	}
+	f, err := s.fs.OpenFile(catalogLockFile, os.O_RDWR|os.O_CREATE, filePerm)
+	if err != nil {
+		return nil, err
+	}
+	_ = f.Close() // it exists: the lock is taken on it by name
+	for {
+		unlock, err := s.leases.tryLock(s.abs(catalogLockFile))
+		if !errors.Is(err, errLocked) || !wait {
+			return unlock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// writeCatalog writes a new catalog: from every session (full), or
+// keeping the previous catalog's entries of unmarked sessions. Without
+// wait it gives up at once (errLocked) when another process writes it.
+func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogReport, error) {
+	unlock, err := s.lockCatalog(ctx, wait)
+	if err != nil {
+		return CatalogReport{}, fmt.Errorf("jsonlstore: catalog: %w", err)
+	}
+	defer unlock()
+	l, err := s.lookForCatalog(ctx, full)
+	if err != nil {
+		return CatalogReport{}, err
+	}
+	defer l.release()
+	return s.writeLooked(ctx, l)
+}
+
+// catalogLook is what a catalog's writer saw before it read any session
+// (steps 1 and 2): the marks, the root, the previous catalog, the leases
+// of the marked sessions.
+type catalogLook struct {
+	start    time.Time
+	marks    markSet
+	root     catalog.DirState
+	observed int64
+	names    []session.SessionID
+	present  map[session.SessionID]bool
+	creating map[session.SessionID]bool
+	held     map[session.SessionID]bool
+	// prev is the catalog replaced, when the marks vouch for it; reuse is
+	// prev unless every session is to be read again.
+	prev, reuse *catalog.File
+	prevRef     *loadedCatalog
+}
+
+func (l *catalogLook) release() {
+	if l.prevRef != nil {
+		l.prevRef.release()
+	}
+}
+
+// lookForCatalog makes steps 1 and 2, under the catalog's lock.
+func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, error) {
+	l := &catalogLook{start: time.Now(), held: map[session.SessionID]bool{}}
+	// Step 1.
+	var err error
+	if l.marks, err = s.readMarks(); err != nil {
+		return nil, err
+	}
+	if !l.marks.exists {
+		return nil, fmt.Errorf("jsonlstore: catalog: %s is missing", marksDir)
+	}
+	rootFi, err := s.fs.Lstat(".")
+	if err != nil {
+		return nil, fmt.Errorf("jsonlstore: catalog: %w", err)
+	}
+	l.root, l.observed = dirStateOf(rootFi), s.opts.Now().UnixNano()
+	if l.names, l.creating, err = s.rootNames(); err != nil {
+		return nil, err
+	}
+	if lc, err := s.openCatalog(); err == nil {
+		if l.marks.trusts(lc.f) {
+			l.prev, l.prevRef = lc.f, lc
+		} else {
+			lc.release()
+		}
+	}
+	if !full {
+		l.reuse = l.prev
+	}
+
+	// Step 2.
+	l.present = make(map[session.SessionID]bool, len(l.names))
+	for _, id := range l.names {
+		l.present[id] = true
+	}
+	var probe []session.SessionID
+	for id := range l.marks.gens {
+		if l.present[id] {
+			probe = append(probe, id)
+		}
+	}
+	probed := make([]bool, len(probe))
+	if err := parallel(ctx, len(probe), func(k int) error {
+		st, err := s.Lease(ctx, probe[k])
+		if endsStoreWide(err) {
+			return err
+		}
+		// A lease that cannot be inspected counts as held: its marks stay.
+		probed[k] = err != nil || st.State == summary.LeaseHeld
+		return nil //nolint:nilerr // that error is the answer: held
+	}); err != nil {
+		l.release()
+		return nil, err
+	}
+	for k, id := range probe {
+		if probed[k] {
+			l.held[id] = true
+		}
+	}
+	return l, nil
+}
+
+// writeLooked makes steps 3 to 6 of a rewrite whose look is l.
+func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport, error) {
+	var rep CatalogReport
+	marks, names, old := l.marks, l.names, l.reuse
+	// Step 3.
+	entries := make([]catalog.Entry, len(names))
+	found, read := make([]bool, len(names)), make([]bool, len(names))
+	err := parallel(ctx, len(names), func(k int) error {
+		id := names[k]
+		if old != nil && len(marks.gens[id]) == 0 {
+			i := old.Find(id)
+			if e, err := entryAt(old, i); err == nil && !e.Unreadable {
+				b, err := old.Summary(i)
+				if err == nil {
+					e.Summary = b
+					entries[k], found[k] = e, true
+					return nil
+				}
+			}
+		}
+		e, ok, err := s.catalogEntry(ctx, id)
+		if err != nil {
+			return err
+		}
+		entries[k], found[k], read[k] = e, ok, true
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	f := &catalog.File{ID: newCatalogID(), Written: s.opts.Now().UnixNano()}
+	mid := vfs.IdentityOf(marks.dir)
+	f.MarksDev, f.MarksIno = mid.Dev, mid.Ino
+	every := true
+	for k := range entries {
+		if !found[k] {
+			every = false // gone since the root was read
+			continue
+		}
+		f.Entries = append(f.Entries, entries[k])
+		if read[k] {
+			rep.Read++
+		}
+		if entries[k].Unreadable {
+			rep.Unreadable++
+		}
+	}
+	rep.Sessions = len(f.Entries)
+
+	// Which marks go (step 6), counted before the catalog is written so
+	// that it names those that stay.
+	var drop []string
+	for id, gens := range marks.gens {
+		keep := l.held[id] || l.creating[id]
+		if !keep && !l.present[id] {
+			// Not a session any more, unless it appeared after the look.
+			if _, err := s.fs.Lstat(sessionDir(id)); !errors.Is(err, fs.ErrNotExist) {
+				keep = true
+			}
+		}
+		for _, g := range gens {
+			if keep {
+				f.Kept = append(f.Kept, catalog.MarkName(id, g))
+			} else {
+				drop = append(drop, catalog.MarkName(id, g))
+			}
+		}
+	}
+	rep.MarksKept = len(f.Kept)
+
+	// Step 4.
+	b, err := catalog.Encode(f)
+	if err != nil {
+		return rep, err
+	}
+	if err := vfs.WriteFileAtomic(s.fs, CatalogDir, "catalog", b, filePerm, false, "-"+randomSuffix()); err != nil {
+		return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
+	}
+	if l.prev != nil && dropsUnkept(drop, l.prev.Kept) {
+		if err := s.fs.SyncDir(CatalogDir); err != nil {
+			return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
+		}
+	}
+
+	// Step 5.
+	if every && catalog.Settled(l.root, l.observed) {
+		rep.RootFile = s.writeCatalogRoot(catalog.Root{Catalog: f.ID, Dir: l.root, Observed: l.observed}) == nil
+	}
+
+	// Step 6.
+	for _, name := range drop {
+		if err := s.fs.Remove(marksDir + "/" + name); err == nil || errors.Is(err, fs.ErrNotExist) {
+			rep.MarksRemoved++
+		}
+	}
+	rep.MarksKept += len(drop) - rep.MarksRemoved
+	s.sweepCatalogTemps()
+	rep.Duration = time.Since(l.start)
+	return rep, nil
+}
+
+// dropsUnkept reports whether drop names a mark that kept does not (both
+// sorted or not: kept is).
+func dropsUnkept(drop, kept []string) bool {
+	for _, name := range drop {
+		if _, ok := slices.BinarySearch(kept, name); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// rootNames lists the sessions under the root (directories named by a
+// valid ID), and the IDs of sessions being created (temporary directories).
+func (s *Store) rootNames() ([]session.SessionID, map[session.SessionID]bool, error) {
+	entries, err := s.fs.ReadDir(".")
+	if err != nil {
+		return nil, nil, fmt.Errorf("jsonlstore: list root: %w", err)
+	}
+	var ids []session.SessionID
+	creating := map[session.SessionID]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		if rest, ok := strings.CutPrefix(name, tmpDirPrefix); ok && isLeftover(name) {
+			creating[session.SessionID(rest[:strings.LastIndexByte(rest, '-')])] = true
+			continue
+		}
+		id := session.SessionID(name)
+		if e.IsDir() && sessionstore.ValidateID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, creating, nil
+}
+
+// catalogEntry reads session id's entry from its files. ok is false when
+// there is no such session (any more); a session that cannot be read gets
+// an entry that says why.
+func (s *Store) catalogEntry(ctx context.Context, id session.SessionID) (catalog.Entry, bool, error) {
+	sum, st, err := s.summaryState(ctx, id)
+	switch {
+	case err == nil:
+	case endsStoreWide(err):
+		return catalog.Entry{}, false, err
+	case errors.Is(err, sessionstore.ErrNotFound):
+		return catalog.Entry{}, false, nil
+	default:
+		return catalog.Entry{ID: id, Unreadable: true, Summary: []byte(err.Error())}, true, nil
+	}
+	return entryOf(sum, st)
+}
+
+// entryOf is the catalog entry of summary sum, computed from the log in
+// state st.
+func entryOf(sum summary.Summary, st catalog.LogState) (catalog.Entry, bool, error) {
+	sum.Lease = summary.LeaseStatus{} // computed when read, never cached
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return catalog.Entry{}, false, err
+	}
+	e := catalog.Entry{
+		ID: sum.ID, Log: st, Revision: sum.Revision, Created: sum.CreatedAt, Updated: sum.UpdatedAt,
+		State: sum.State, Kind: sum.Kind, ParentID: sum.ParentID, Project: sum.Project, Summary: b,
+	}
+	if err := e.SetLabels(sum.Labels); err != nil {
+		return catalog.Entry{}, false, err
+	}
+	return e, true, nil
+}
+
+// writeCatalogRoot replaces the root file, atomically but not durably.
+func (s *Store) writeCatalogRoot(r catalog.Root) error {
+	return vfs.WriteFileAtomic(s.fs, CatalogDir, "root", catalog.EncodeRoot(r), filePerm, false, "-"+randomSuffix())
+}
+
+// sweepCatalogTemps removes what writers of the catalog that died left in
+// its directory: temporary catalogs (only the lock's holder writes them,
+// and it holds the lock now) and temporary root files older than
+// LeftoverAge (listings write those without the lock).
+func (s *Store) sweepCatalogTemps() {
+	entries, err := s.fs.ReadDir(CatalogDir)
+	if err != nil {
+		return
+	}
+	now := s.opts.Now()
+	for _, e := range entries {
+		name := e.Name()
+		suffix, ok := strings.CutSuffix(name, tmpSuffix)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(suffix, catalogTemp) && isSuffix(strings.TrimPrefix(suffix, catalogTemp)):
+		case strings.HasPrefix(suffix, rootTemp) && isSuffix(strings.TrimPrefix(suffix, rootTemp)):
+			fi, err := e.Info()
+			if err != nil || now.Sub(fi.ModTime()) < s.opts.LeftoverAge {
+				continue
+			}
+		default:
+			continue
+		}
+		_ = s.fs.Remove(CatalogDir + "/" + name)
+	}
+}
+
+// newCatalogID returns a random, non-zero catalog ID.
+func newCatalogID() uint64 {
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
+
+// Reindex rebuilds the catalog from every session, waiting for another
+// process's rewrite to finish first. Listings never need it — a catalog
+// that is missing, damaged or behind is rebuilt or bypassed by the next
+// listing — but it is the way back after something changed logs behind
+// the catalog (a program built before it, a hand edit). It modifies no
+// session. Errors: ctx's, a closed store, I/O on the catalog's files.
+func (s *Store) Reindex(ctx context.Context) (CatalogReport, error) {
+	if s.closed.Load() {
+		return CatalogReport{}, sessionstore.ErrClosed
+	}
+	return s.writeCatalog(ctx, true, true)
+}
