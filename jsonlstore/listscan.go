@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -53,11 +54,25 @@ func (s *Store) listIndexed(ctx context.Context, q summary.Query) (_ summary.Pag
 	if w == nil || !w.Current(ctx) {
 		return summary.Page{}, false, nil
 	}
-	page, err := w.Page(q)
+	page, leases, err := w.PageWithLeases(q)
 	if err != nil {
 		return summary.Page{}, true, err
 	}
-	s.fillLeases(ctx, page.Items)
+	// A lease is computed when it is read, unless the watcher's status
+	// cannot have changed: a free lease whose record is the one the
+	// watcher looked at (every acquisition replaces it; only a holder's
+	// death writes nothing, and a free lease has no holder to die). A
+	// held, stale or unknown lease is inspected.
+	todo := make([]int, 0, len(page.Items)) // non-nil: only these
+	for i := range page.Items {
+		if page.Items[i].Lease.State == summary.LeaseFree {
+			if fi, err := s.fs.Lstat(sessionDir(page.Items[i].ID) + "/" + fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	s.fillLeasesOf(ctx, page.Items, todo)
 	return page, true, nil
 }
 
@@ -189,7 +204,22 @@ func sameRank(a, b *summary.Summary) bool {
 // fillLeases computes the lease status of a page's items, now. Errors
 // leave the status unknown, as a session may be deleted meanwhile.
 func (s *Store) fillLeases(ctx context.Context, items []summary.Summary) {
-	_ = parallel(ctx, len(items), func(i int) error {
+	s.fillLeasesOf(ctx, items, nil)
+}
+
+// fillLeasesOf is fillLeases for the items at the indexes todo (all of
+// them when todo is nil).
+func (s *Store) fillLeasesOf(ctx context.Context, items []summary.Summary, todo []int) {
+	n := len(items)
+	if todo != nil {
+		n = len(todo)
+	}
+	_ = parallel(ctx, n, func(j int) error {
+		i := j
+		if todo != nil {
+			i = todo[j]
+		}
+		s.listings.leaseProbes.Add(1)
 		if st, err := s.Lease(ctx, items[i].ID); err == nil {
 			items[i].Lease = st
 		}

@@ -99,7 +99,7 @@ type Store struct {
 	cat    *loadedCatalog // the catalog read last (catalog.go)
 	search searchIndex    // search.go
 	// listings counts how Lists were answered, for tests and diagnostics.
-	listings struct{ indexed, catalog, scanned atomic.Int64 }
+	listings struct{ indexed, catalog, scanned, leaseProbes atomic.Int64 }
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It

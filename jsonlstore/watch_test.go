@@ -203,3 +203,41 @@ func TestWatchListScanChecksPage(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchListLeasesAsTheyAre: a listing from the watcher's index shows
+// each lease as it is at the listing, whatever the watcher has seen yet:
+// another handle's acquisition and release show at once (a free lease is
+// taken from the watcher only while its record is the one it looked at).
+func TestWatchListLeasesAsTheyAre(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStoreWith(t, Options{PollInterval: time.Hour})
+	w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New("a")), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	_, err = st.Watch(ctx)
+	require.NoError(t, err)
+	other, err := Open(st.Dir(), Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	leaseOf := func() summary.LeaseState {
+		t.Helper()
+		page, ok, err := st.listIndexed(ctx, summary.Query{})
+		require.NoError(t, err)
+		require.True(t, ok, "answered from the index")
+		require.Len(t, page.Items, 1)
+		return page.Items[0].Lease.State
+	}
+	// The watcher looked at the free lease when it found the session: a
+	// listing takes it from the watcher.
+	before := st.listings.leaseProbes.Load()
+	require.Equal(t, summary.LeaseFree, leaseOf())
+	require.Equal(t, before, st.listings.leaseProbes.Load(), "a free lease the watcher looked at is not inspected again")
+	for round := range 20 {
+		require.Equal(t, summary.LeaseFree, leaseOf(), "round %d", round)
+		w, err := other.Acquire(ctx, "a", sessionstore.AcquireOptions{Label: "other"})
+		require.NoError(t, err)
+		require.Equal(t, summary.LeaseHeld, leaseOf(), "round %d: acquired elsewhere", round)
+		require.NoError(t, w.Release(ctx))
+	}
+	require.Equal(t, summary.LeaseFree, leaseOf())
+}

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"io/fs"
 	"time"
 
 	"github.com/sessionstore/sessionstore/summary"
@@ -120,9 +121,18 @@ func (w *Watcher) answer(replies []chan bool, ok bool) {
 // any but the page's. Call it once Current reports true. Errors: those of
 // summary.NewSelection.
 func (w *Watcher) Page(q summary.Query) (summary.Page, error) {
+	page, _, err := w.PageWithLeases(q)
+	return page, err
+}
+
+// PageWithLeases is Page, with the state of each listed session's lease
+// record when the watcher last looked at the lease status the summary
+// carries: a listing that finds the record unchanged (LeaseFile.Unchanged)
+// knows that no acquisition, heartbeat or release has happened since.
+func (w *Watcher) PageWithLeases(q summary.Query) (summary.Page, []LeaseFile, error) {
 	sel, err := summary.NewSelection(q, func(i int) *summary.Summary { return &w.sums[i] })
 	if err != nil {
-		return summary.Page{}, err
+		return summary.Page{}, nil, err
 	}
 	w.mu.RLock()
 	sel.Reset(len(w.sums))
@@ -131,9 +141,20 @@ func (w *Watcher) Page(q summary.Query) (summary.Page, error) {
 	}
 	entries, next := sel.Page(sel.Sorted())
 	items := make([]summary.Summary, len(entries))
+	leases := make([]LeaseFile, len(entries))
 	for j, i := range entries {
-		items[j] = w.sums[i]
+		items[j], leases[j] = w.sums[i], LeaseFile{w.leaseFiles[i]}
 	}
 	w.mu.RUnlock()
-	return summary.Page{Items: items, Next: next, Unreadable: w.ix.Unreadable()}, nil
+	return summary.Page{Items: items, Next: next, Unreadable: w.ix.Unreadable()}, leases, nil
+}
+
+// LeaseFile is the state of a session's lease record when the watcher
+// last looked at the session's lease.
+type LeaseFile struct{ s fileState }
+
+// Unchanged reports whether fi, the lease record as stated now, is the
+// record as it was then (false when the watcher does not know).
+func (l LeaseFile) Unchanged(fi fs.FileInfo) bool {
+	return l.s != (fileState{}) && fileStateOf(fi) == l.s
 }

@@ -139,6 +139,10 @@ type Watcher struct {
 	mu   sync.RWMutex
 	sums []summary.Summary
 	slot map[session.SessionID]int // index in sums
+	// leaseFiles[i] is the state of sums[i]'s lease record when its lease
+	// status was last looked at (zero: not known), so that a listing can
+	// tell with a stat whether the status may have changed since (Page).
+	leaseFiles []fileState
 
 	syncReq chan chan bool
 	scanned chan scanResult // results of periodic scans
@@ -527,15 +531,20 @@ func (w *Watcher) unreadable(id session.SessionID, err error) {
 // a new session under a deleted one's name, or a repaired log — so the old
 // summary is deleted first.
 func (w *Watcher) put(sum summary.Summary) {
+	var lf fileState
+	if t := w.sessions[sum.ID]; t != nil && summary.SameLease(t.lease, sum.Lease) {
+		lf = t.leaseFile
+	}
 	w.mu.Lock()
 	i, had := w.slot[sum.ID]
 	var oldRev uint64
 	if had {
 		oldRev = w.sums[i].Revision
-		w.sums[i] = sum
+		w.sums[i], w.leaseFiles[i] = sum, lf
 	} else {
 		w.slot[sum.ID] = len(w.sums)
 		w.sums = append(w.sums, sum)
+		w.leaseFiles = append(w.leaseFiles, lf)
 	}
 	w.mu.Unlock()
 	if had && sum.Revision < oldRev {
@@ -556,10 +565,10 @@ func (w *Watcher) dropSum(id session.SessionID) {
 	i, ok := w.slot[id]
 	if ok {
 		last := len(w.sums) - 1
-		w.sums[i] = w.sums[last]
+		w.sums[i], w.leaseFiles[i] = w.sums[last], w.leaseFiles[last]
 		w.slot[w.sums[i].ID] = i
 		w.sums[last] = summary.Summary{}
-		w.sums = w.sums[:last]
+		w.sums, w.leaseFiles = w.sums[:last], w.leaseFiles[:last]
 		delete(w.slot, id)
 	}
 	w.mu.Unlock()
