@@ -27,7 +27,7 @@ vet:
 	GOOS=darwin $(GO) vet $(PKGS)
 
 test-race:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 ## lint: golangci-lint (config: .golangci.yml) over every package, tests included; linux and darwin, as vet
 lint: lint-install
@@ -80,7 +80,7 @@ seeds:
 
 ## mutate-sync: disable each sync call in turn; some power-loss test must notice
 mutate-sync:
-	JSONLSTORE_MUTATE_SYNC=1 $(GO) test -count=1 -run 'TestSyncMutation|TestCompactSyncMutation|TestBlobSyncMutation' -v ./jsonlstore/
+	JSONLSTORE_MUTATE_SYNC=1 $(GO) test -count=1 -run 'TestSyncMutation|TestCompactSyncMutation|TestBlobSyncMutation|TestCatalogSyncMutation' -v ./jsonlstore/
 
 ## soak: kill test 5000 rounds, lease contention 10000 rounds, power loss
 ## 2000 seeds, compaction crash at every sync point 100 seeds, compaction

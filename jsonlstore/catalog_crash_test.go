@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -420,7 +421,13 @@ func TestCatalogSyncMutation(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, ks)
-	crashtest.Mutate(t, base.Recorder, ks, 200, 3, func(t *testing.T, k int) (*crashtest.Recorder[ctAck], crashtest.Check[ctAck]) {
+	seeds := 200
+	if os.Getenv(mutEnv) == "" {
+		// A normal run mutates a few of them (the full sweep: make
+		// mutate-sync), so that the machinery cannot rot.
+		ks, seeds = ks[:min(len(ks), 3)], mutQuickSeeds
+	}
+	crashtest.Mutate(t, base.Recorder, ks, seeds, 3, func(t *testing.T, k int) (*crashtest.Recorder[ctAck], crashtest.Check[ctAck]) {
 		return ctWorkload(t, k).Recorder, ctCheck
 	})
 }

@@ -395,11 +395,12 @@ func (m *catModel) step() string {
 // contradict. Over many seeds, at least some listings must have been
 // answered from the catalog, and some after each kind of damage.
 func TestCatalogModel(t *testing.T) {
-	seeds := proctest.EnvInt(t, "JSONLSTORE_CATALOG_SEEDS", 300)
-	steps := 60
-	if testing.Short() {
+	seeds := 300
+	if testing.Short() || raceEnabled {
 		seeds = 40
 	}
+	seeds = proctest.EnvInt(t, "JSONLSTORE_CATALOG_SEEDS", seeds)
+	steps := 60
 	var served, lists int64
 	for seed := range uint64(seeds) {
 		e := newCatEnv(t)
