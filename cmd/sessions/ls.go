@@ -187,6 +187,8 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stdout, "no more sessions")
 			case qf.filtered():
 				fmt.Fprintln(stdout, "no sessions match")
+			case len(page.Unreadable) > 0:
+				fmt.Fprintln(stdout, "no readable sessions") // the others are named on stderr
 			default:
 				fmt.Fprintln(stdout, "no sessions")
 			}

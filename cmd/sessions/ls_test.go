@@ -193,3 +193,20 @@ func TestWatchHere(t *testing.T) {
 		require.NotContains(t, all, id)
 	}
 }
+
+// TestLsOnlyUnreadable: a store whose every session is unreadable lists
+// none, says so as such, and names each on stderr.
+func TestLsOnlyUnreadable(t *testing.T) {
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	s, err := session.New(sessiontest.Config("lost-log"))
+	require.NoError(t, err)
+	writeSession(t, st, s, 0)
+	require.NoError(t, st.Close())
+	require.NoError(t, os.Remove(filepath.Join(root, "lost-log", jsonlstore.LogFile)))
+	r := sessions(t, nil, "--dir", root, "ls")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Equal(t, "no readable sessions\n", r.Stdout)
+	require.Contains(t, r.Stderr, "lost-log")
+}
