@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"time"
 
@@ -134,12 +135,20 @@ func (w *Watcher) PageWithLeases(q summary.Query) (summary.Page, []LeaseFile, er
 	if err != nil {
 		return summary.Page{}, nil, err
 	}
-	w.mu.RLock()
-	sel.Reset(len(w.sums))
-	for i := range w.sums {
-		sel.Offer(i)
+	key, err := json.Marshal(q) // the query, as the page it selected is kept under
+	if err != nil {
+		return summary.Page{}, nil, err
 	}
-	entries, next := sel.Page(sel.Sorted())
+	w.mu.RLock()
+	entries, next, ok := w.keptPage(string(key))
+	if !ok {
+		sel.Reset(len(w.sums))
+		for i := range w.sums {
+			sel.Offer(i)
+		}
+		entries, next = sel.Page(sel.Sorted())
+		w.keepPage(string(key), entries, next)
+	}
 	items := make([]summary.Summary, len(entries))
 	leases := make([]LeaseFile, len(entries))
 	for j, i := range entries {
@@ -147,6 +156,27 @@ func (w *Watcher) PageWithLeases(q summary.Query) (summary.Page, []LeaseFile, er
 	}
 	w.mu.RUnlock()
 	return summary.Page{Items: items, Next: next, Unreadable: w.ix.Unreadable()}, leases, nil
+}
+
+// keptPage returns the page last selected for the query encoded as key,
+// if the summaries have not changed since. The caller holds w.mu.
+func (w *Watcher) keptPage(key string) (entries []int, next string, ok bool) {
+	p := &w.lastPage
+	p.Lock()
+	defer p.Unlock()
+	if !p.ok || p.gen != w.gen || p.key != key {
+		return nil, "", false
+	}
+	return p.entries, p.next, true
+}
+
+// keepPage keeps the page selected for the query encoded as key, for the
+// summaries as they are now. The caller holds w.mu.
+func (w *Watcher) keepPage(key string, entries []int, next string) {
+	p := &w.lastPage
+	p.Lock()
+	p.key, p.gen, p.entries, p.next, p.ok = key, w.gen, entries, next, true
+	p.Unlock()
 }
 
 // LeaseFile is the state of a session's lease record when the watcher

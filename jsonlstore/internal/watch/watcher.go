@@ -143,6 +143,17 @@ type Watcher struct {
 	// status was last looked at (zero: not known), so that a listing can
 	// tell with a stat whether the status may have changed since (Page).
 	leaseFiles []fileState
+	// gen counts the changes of sums (under mu), so that a page selected
+	// once is reused until they change (lastPage).
+	gen      uint64
+	lastPage struct {
+		sync.Mutex
+		key     string
+		gen     uint64
+		entries []int
+		next    string
+		ok      bool
+	}
 
 	syncReq chan chan bool
 	scanned chan scanResult // results of periodic scans
@@ -546,6 +557,7 @@ func (w *Watcher) put(sum summary.Summary) {
 		w.sums = append(w.sums, sum)
 		w.leaseFiles = append(w.leaseFiles, lf)
 	}
+	w.gen++
 	w.mu.Unlock()
 	if had && sum.Revision < oldRev {
 		w.ix.Delete(sum.ID)
@@ -570,6 +582,7 @@ func (w *Watcher) dropSum(id session.SessionID) {
 		w.sums[last] = summary.Summary{}
 		w.sums, w.leaseFiles = w.sums[:last], w.leaseFiles[:last]
 		delete(w.slot, id)
+		w.gen++
 	}
 	w.mu.Unlock()
 }

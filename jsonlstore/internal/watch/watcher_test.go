@@ -398,6 +398,32 @@ func TestWatchListFromIndex(t *testing.T) {
 		require.Len(t, page.Items, 2)
 		require.Equal(t, session.SessionID("b"), page.Items[0].ID, "newest first")
 		require.Equal(t, uint64(2), page.Items[0].Revision)
+
+		// A page is selected once until the summaries change: another
+		// query, the same query again, then a change, each as a new
+		// selection would answer it.
+		byID, err := ss.w.Page(summary.Query{Order: summary.OrderIDAsc})
+		require.NoError(t, err)
+		require.Equal(t, session.SessionID("a"), byID.Items[0].ID)
+		again, err := ss.w.Page(summary.Query{})
+		require.NoError(t, err)
+		require.Equal(t, page, again)
+		ss.appendRev("a")
+		ss.appendRev("a") // revision 3: updated after b (the fake disk's time follows the revision)
+		ss.src.emit("a/"+logFile, fsnotify.Write)
+		require.True(t, ss.w.Current(ctx))
+		changed, err := ss.w.Page(summary.Query{})
+		require.NoError(t, err)
+		require.Equal(t, session.SessionID("a"), changed.Items[0].ID, "a is the newest now")
+		require.Equal(t, uint64(3), changed.Items[0].Revision)
+		first, err := ss.w.Page(summary.Query{Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, first.Items, 1)
+		require.NotEmpty(t, first.Next)
+		rest, err := ss.w.Page(summary.Query{Limit: 1, Cursor: first.Next})
+		require.NoError(t, err)
+		require.Equal(t, session.SessionID("b"), rest.Items[0].ID, "the cursor is part of the query")
+		require.Equal(t, session.SessionID("a"), first.Items[0].ID)
 	})
 }
 
