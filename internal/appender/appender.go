@@ -35,7 +35,8 @@ type Appender struct {
 	msgs    sessnap.Messages // the stored revision's messages
 	known   bool             // msgs are the tracker snapshot's messages, element for element
 	check   sessnap.Checker
-	hasRefs bool // the stored snapshot holds blob references
+	hasRefs bool      // the stored snapshot holds blob references
+	heads   headCache // the head encoded last (head.go)
 
 	// Ext keeps large content out of line (nil: none is).
 	Ext sessnap.Externalizer
@@ -93,6 +94,26 @@ func (a *Appender) prefix(next sessnap.Messages) int {
 	return len(a.msgs)
 }
 
+// head returns snap's head encoded (sessnap.MarshalHead) and split into
+// members (record.Members; the slice is the caller's to change), from the
+// cache when the head is the one encoded last.
+func (a *Appender) head(snap sessnap.Snapshot) ([]byte, []record.Member, error) {
+	snap.Messages = nil
+	if enc, members, ok := a.heads.lookup(&snap); ok {
+		return enc, members, nil
+	}
+	enc, err := sessnap.MarshalHead(snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	members, err := record.Members(enc)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.heads.store(&snap, enc, members)
+	return enc, members, nil
+}
+
 // Line returns the next record's line for snap, as revision m (whose
 // Kind and Version it sets), and remembers snap as the stored revision
 // (the caller writes the line, or gives the writer up). Errors wrap
@@ -121,17 +142,13 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 	if err := a.check.Check(snap); err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
-	head, err := sessnap.MarshalHead(snap)
+	head, members, err := a.head(snap)
 	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
 	if len(head) > a.Max {
 		return nil, fmt.Errorf("%w: session %s: the snapshot without its messages encodes to %d bytes, above the record cap %d",
 			sessionstore.ErrTooLarge, id, len(head), a.Max)
-	}
-	members, err := record.Members(head)
-	if err != nil {
-		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
 	grow := k >= 0 && a.track.Known()
 	from := 0
