@@ -37,6 +37,7 @@ type Appender struct {
 	check   sessnap.Checker
 	hasRefs bool      // the stored snapshot holds blob references
 	heads   headCache // the head encoded last (head.go)
+	scratch sessnap.Snapshot
 
 	// Ext keeps large content out of line (nil: none is).
 	Ext sessnap.Externalizer
@@ -97,12 +98,16 @@ func (a *Appender) prefix(next sessnap.Messages) int {
 // head returns snap's head encoded (sessnap.MarshalHead) and split into
 // members (record.Members; the slice is the caller's to change), from the
 // cache when the head is the one encoded last.
-func (a *Appender) head(snap sessnap.Snapshot) ([]byte, []record.Member, error) {
-	snap.Messages = nil
-	if enc, members, ok := a.heads.lookup(&snap); ok {
+func (a *Appender) head(snap *sessnap.Snapshot) ([]byte, []record.Member, error) {
+	// The head is compared from a.scratch, so that the snapshot's copy
+	// does not escape at each append.
+	a.scratch = *snap
+	a.scratch.Messages = nil
+	defer func() { a.scratch = sessnap.Snapshot{} }() // holds nothing of the caller's
+	if enc, members, ok := a.heads.lookup(&a.scratch); ok {
 		return enc, members, nil
 	}
-	enc, err := sessnap.MarshalHead(snap)
+	enc, err := sessnap.MarshalHead(a.scratch)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +115,7 @@ func (a *Appender) head(snap sessnap.Snapshot) ([]byte, []record.Member, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	a.heads.store(&snap, enc, members)
+	a.heads.store(&a.scratch, enc, members)
 	return enc, members, nil
 }
 
@@ -142,7 +147,7 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 	if err := a.check.Check(snap); err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
-	head, members, err := a.head(snap)
+	head, members, err := a.head(&snap)
 	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}

@@ -26,15 +26,18 @@ type headCache struct {
 	head    sessnap.Snapshot // Messages nil; deep copy
 	enc     []byte           // sessnap.MarshalHead(head); never changed
 	members []record.Member  // record.Members(enc); never changed
+	out     []record.Member  // the copy of members lookup returned last
 }
 
-// lookup returns the head's encoding and members (a copy of the slice,
-// which the caller may change) when head encodes as the cached one.
+// lookup returns the head's encoding and members when head encodes as
+// the cached one. The members are a copy, the caller's to change until
+// the next lookup (record.Tracker keeps their bytes, not the slice).
 func (c *headCache) lookup(head *sessnap.Snapshot) ([]byte, []record.Member, bool) {
 	if !c.ok || !headCacheable() || !reflect.DeepEqual(&c.head, head) {
 		return nil, nil, false
 	}
-	return c.enc, append([]record.Member(nil), c.members...), true
+	c.out = append(c.out[:0], c.members...)
+	return c.enc, c.out, true
 }
 
 // store remembers enc and members as the encoding of head.
@@ -42,9 +45,8 @@ func (c *headCache) store(head *sessnap.Snapshot, enc []byte, members []record.M
 	if !headCacheable() {
 		return
 	}
-	var cp sessnap.Snapshot
-	cloneValue(reflect.ValueOf(&cp).Elem(), reflect.ValueOf(head).Elem())
-	*c = headCache{ok: true, head: cp, enc: enc, members: append([]record.Member(nil), members...)}
+	*c = headCache{ok: true, enc: enc, members: append([]record.Member(nil), members...), out: c.out}
+	cloneValue(reflect.ValueOf(&c.head).Elem(), reflect.ValueOf(head).Elem())
 }
 
 // headCacheable reports whether the head type is one that cloneValue
