@@ -195,11 +195,13 @@ func (d *doc) equal(b []byte) bool {
 // clone returns a copy of d that apply can change without changing d.
 func (d *doc) clone() *doc {
 	c := &doc{members: make([]*member, len(d.members)), index: make(map[string]*member, len(d.members))}
+	ms := make([]member, len(d.members)) // one allocation for all the copies
 	for i, m := range d.members {
-		cm := *m
+		cm := &ms[i]
+		*cm = *m
 		cm.app = append([][]byte(nil), m.app...)
-		c.members[i] = &cm
-		c.index[string(cm.key)] = &cm
+		c.members[i] = cm
+		c.index[string(cm.key)] = cm
 	}
 	return c
 }
@@ -226,6 +228,12 @@ func newDoc(obj []byte) (*doc, error) {
 }
 
 // deltaOps is a parsed delta.
+// none reports whether ops change nothing (a delta that only records a
+// new revision of the same snapshot).
+func (ops *deltaOps) none() bool {
+	return ops.keys == nil && len(ops.del) == 0 && len(ops.set) == 0 && len(ops.app) == 0
+}
+
 type deltaOps struct {
 	snapLen int
 	snapCRC uint32
