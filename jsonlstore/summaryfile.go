@@ -225,6 +225,8 @@ type summaryEncoder struct {
 	top  []record.Member // its members, into enc
 	sum  []record.Member // the members of its "summary", into enc
 	buf  []byte          // the encoding returned last
+	k    summaryFile     // scratch: stable(sf)
+	lk   summaryFile     // scratch: stable(&last)
 }
 
 // stable returns sf with the fields the encoder encodes anew zeroed.
@@ -247,7 +249,12 @@ func (e *summaryEncoder) encode(sf summaryFile) ([]byte, error) {
 	sf.Version = summaryVersion
 	sf.Summary.Lease = summary.LeaseStatus{}
 	if e.ok {
-		if k, lk := stable(&sf), stable(&e.last); reflect.DeepEqual(&k, &lk) {
+		// Compared in the encoder's memory, so that the copies do not
+		// escape at each write.
+		e.k, e.lk = stable(&sf), stable(&e.last)
+		same := reflect.DeepEqual(&e.k, &e.lk)
+		e.k, e.lk = summaryFile{}, summaryFile{} // hold nothing of the caller's
+		if same {
 			return e.reencode(&sf)
 		}
 	}
@@ -321,9 +328,15 @@ func (e *summaryEncoder) reencodeSummary(b []byte, s *summary.Summary) ([]byte, 
 		var v any // a value to marshal, when it changed
 		switch string(m.Key) {
 		case `"updated_at"`:
-			if s.UpdatedAt != last.UpdatedAt {
-				v = s.UpdatedAt
+			if s.UpdatedAt == last.UpdatedAt {
+				break
 			}
+			// As Time.MarshalJSON writes it: quoted strict RFC 3339.
+			if t, err := s.UpdatedAt.AppendText(append(b, '"')); err == nil {
+				b = append(t, '"')
+				continue
+			}
+			v = s.UpdatedAt // json.Marshal reports the error
 		case `"revision"`:
 			b = strconv.AppendUint(b, s.Revision, 10)
 			continue
