@@ -328,8 +328,8 @@ func (e *summaryEncoder) reencodeSummary(b []byte, s *summary.Summary) ([]byte, 
 		var v any // a value to marshal, when it changed
 		switch string(m.Key) {
 		case `"updated_at"`:
-			if s.UpdatedAt == last.UpdatedAt {
-				break
+			if s.UpdatedAt.Equal(last.UpdatedAt) && s.UpdatedAt.Location() == last.UpdatedAt.Location() {
+				break // the same instant in the same zone: the same text
 			}
 			// As Time.MarshalJSON writes it: quoted strict RFC 3339.
 			if t, err := s.UpdatedAt.AppendText(append(b, '"')); err == nil {
