@@ -95,23 +95,36 @@ func (a *Appender) prefix(next sessnap.Messages) int {
 	return len(a.msgs)
 }
 
-// head returns snap's head encoded (sessnap.MarshalHead) and split into
-// members (record.Members; the slice is the caller's to change), from the
-// cache when the head is the one encoded last.
-func (a *Appender) head(snap *sessnap.Snapshot) ([]byte, []record.Member, error) {
+// head validates snap (sessnap.Checker), whose first k messages are the
+// stored ones (k < 0: none), and returns its head encoded
+// (sessnap.MarshalHead) and split into members (record.Members; the slice
+// is the caller's to change), from the cache when the head is the one
+// encoded last. Errors are the snapshot's.
+func (a *Appender) head(snap *sessnap.Snapshot, k int) ([]byte, []record.Member, error) {
 	// The head is compared from a.scratch, so that the snapshot's copy
 	// does not escape at each append.
 	a.scratch = *snap
 	a.scratch.Messages = nil
 	defer func() { a.scratch = sessnap.Snapshot{} }() // holds nothing of the caller's
-	if enc, members, ok := a.heads.lookup(&a.scratch); ok {
+	enc, members, hit := a.heads.lookup(&a.scratch)
+	// Check's verdict follows from the head and the messages after the
+	// checked ones. A cached head passed it (it is cached only then), so
+	// a snapshot of that head with no message after those checked passes
+	// it again and is not checked twice.
+	if !hit || k != len(snap.Messages) || a.check.Known() != k {
+		if err := a.check.Check(*snap); err != nil {
+			return nil, nil, err
+		}
+	}
+	if hit {
 		return enc, members, nil
 	}
-	enc, err := sessnap.MarshalHead(a.scratch)
+	var err error
+	enc, err = sessnap.MarshalHead(a.scratch)
 	if err != nil {
 		return nil, nil, err
 	}
-	members, err := record.Members(enc)
+	members, err = record.Members(enc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,10 +157,7 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 	if k < 0 {
 		a.check.Reset()
 	}
-	if err := a.check.Check(snap); err != nil {
-		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
-	}
-	head, members, err := a.head(&snap)
+	head, members, err := a.head(&snap, k)
 	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
