@@ -105,12 +105,19 @@ func (m *member) resize() {
 type doc struct {
 	members []*member
 	index   map[string]*member
+	// sum is the checksum once computed (sumOK); apply, the only change
+	// made to a doc, clears it.
+	sum   uint32
+	sumOK bool
 }
 
 // checksum returns the CRC-32C of the serialized object, combined from
 // its members' checksums: after a delta its cost is the changed members'
 // bytes and one combination per member, not the object's size.
 func (d *doc) checksum() uint32 {
+	if d.sumOK {
+		return d.sum
+	}
 	c := crc32.Update(0, Castagnoli, openBrace)
 	for i, m := range d.members {
 		if i > 0 {
@@ -118,7 +125,8 @@ func (d *doc) checksum() uint32 {
 		}
 		c = CRCCombine(c, m.checksum(), int64(m.size))
 	}
-	return crc32.Update(c, Castagnoli, closeBrace)
+	d.sum, d.sumOK = crc32.Update(c, Castagnoli, closeBrace), true
+	return d.sum
 }
 
 func (d *doc) size() int {
@@ -318,6 +326,7 @@ func parseDelta(b []byte) (deltaOps, error) {
 // apply applies ops to d, checking the result's size against the delta's
 // snap_len and maxOut.
 func (d *doc) apply(ops deltaOps, maxOut int) error {
+	d.sumOK = false
 	if ops.snapLen > maxOut {
 		return fmt.Errorf("%w: result of %d bytes exceeds the cap of %d", ErrTooLong, ops.snapLen, maxOut)
 	}
