@@ -1,6 +1,7 @@
 package jsonlstore
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -69,5 +70,24 @@ func TestSummaryEncoderMatches(t *testing.T) {
 			got, _ := e.encode(sf)
 			require.Equal(t, string(want), string(got), "labels changed in place")
 		}
+	}
+}
+
+// TestSummaryEncoderFields: every field of a summary is either compared
+// by sameStable or encoded anew by the encoder, so that a field added
+// later is not written stale.
+func TestSummaryEncoderFields(t *testing.T) {
+	known := map[string][]string{
+		"summaryFile": {"Version", "Log", "LogMtime", "LogSize", "LastOffset", "Revision", "Summary"},
+		"Summary": {"ID", "Title", "TitleProvenance", "State", "StopReason", "Kind", "ParentID", "Mode", "ProviderID",
+			"ModelID", "CreatedAt", "LastError", "Owner", "Labels", "Project", "Dir", "Branch", "Origin", "Lease",
+			"UpdatedAt", "Revision", "Generation", "MessageCount", "Counters", "Usage", "Sizes"},
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[summaryFile](), reflect.TypeFor[summary.Summary]()} {
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		require.ElementsMatch(t, known[typ.Name()], got, "%s: a field neither compared nor encoded anew", typ.Name())
 	}
 }
