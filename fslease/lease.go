@@ -89,6 +89,7 @@ type Lease struct {
 	// that a heartbeat and a release never interleave, and guards below.
 	mu     sync.Mutex
 	fl     *flock.Flock
+	held   fs.FileInfo // fl's file (heldLock), once a check has read it
 	rec    Record
 	closed bool
 	// touched is the time the last Touch wrote on lease.lock; zero before
@@ -301,7 +302,19 @@ func (l *Lease) checkLocked() error {
 	if l.closed {
 		return lost("released", ErrReleased)
 	}
-	same, err := lockIsAtPath(l.fl, l.lockPath)
+	// The held descriptor's identity is read once (heldLock: it cannot
+	// change); each check compares it with what is at the path now.
+	if l.held == nil {
+		held, err := heldLock(l.fl, l.lockPath)
+		if err != nil {
+			if errors.Is(err, ErrNotRegular) {
+				return lost("lock file replaced", err)
+			}
+			return fmt.Errorf("fslease: check %s: %w", l.dir, err)
+		}
+		l.held = held
+	}
+	same, err := heldIsAtPath(l.held, l.lockPath)
 	switch {
 	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotRegular):
 		return lost("lock file replaced", err)

@@ -75,13 +75,30 @@ func tryLock(path string) (*flock.Flock, error) {
 // missing path is false; a symlink or non-regular file is an error. fl must
 // be locked (otherwise flock's Stat falls back to stat(path)).
 func lockIsAtPath(fl *flock.Flock, path string) (bool, error) {
+	held, err := heldLock(fl, path)
+	if err != nil {
+		return false, err
+	}
+	return heldIsAtPath(held, path)
+}
+
+// heldLock returns the FileInfo of the locked handle fl of path (fstat of
+// the descriptor), which must be a regular file. What it identifies never
+// changes while fl is open: a descriptor refers to one inode for its life,
+// and an inode's type is fixed.
+func heldLock(fl *flock.Flock, path string) (fs.FileInfo, error) {
 	held, err := fl.Stat()
 	if err != nil {
-		return false, fmt.Errorf("stat lock descriptor %s: %w", path, err)
+		return nil, fmt.Errorf("stat lock descriptor %s: %w", path, err)
 	}
 	if !held.Mode().IsRegular() {
-		return false, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, held.Mode().Type())
+		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, held.Mode().Type())
 	}
+	return held, nil
+}
+
+// heldIsAtPath is lockIsAtPath given the held handle's FileInfo (heldLock).
+func heldIsAtPath(held fs.FileInfo, path string) (bool, error) {
 	cur, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil

@@ -19,7 +19,7 @@ import (
 // .catalog/marks/<id>.<generation> exists and is durable, so that no
 // catalog is believed about the session without a look at its log. The
 // mark is made right after the lease is taken, and checked before every
-// append (two stats of an open directory, nothing synced): a mark removed
+// append (a stat in an open directory, nothing synced): a mark removed
 // by hand, or a marks directory deleted with the catalog, is made again
 // before the log changes.
 //
@@ -163,17 +163,16 @@ type writerMark struct {
 }
 
 // ensureMarkLocked makes sure, before w changes its log, that its mark is
-// still there: two stats of the held marks directory (the mark, and that
-// the directory was not removed). A missing one is made again, as at
-// Acquire.
+// still there: one stat of the mark in the held marks directory. That the
+// directory was not removed needs no stat of its own: a directory is
+// removed only once empty, and nothing can be made in it afterwards, so
+// the mark is found in a held directory only while the directory is there.
+// A missing one is made again, as at Acquire.
 func (w *writer) ensureMarkLocked() {
 	m := &w.mark
 	if m.dir != nil {
-		fi, err := m.dir.Lstat(".")
-		if err == nil && vfs.Links(fi) > 0 {
-			if _, err := m.dir.Lstat(m.name); err == nil {
-				return
-			}
+		if _, err := m.dir.Lstat(m.name); err == nil {
+			return
 		}
 		m.close()
 	}

@@ -414,7 +414,7 @@ func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
 	}
 	moved := *last
 	moved.Offset -= cut
-	w.writeSummaryOf(&moved, sum)
+	w.writeSummaryOf(&moved, sum, w.logStatAt(&moved))
 }
 
 // archiveLeftovers are what crashed compactions left in archive/:

@@ -137,8 +137,9 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	if last.Rev == 1 {
 		w.search = searchMark{known: true} // a new session of one revision: the index holds nothing of it
 	}
-	w.writeSummary(&last, &latest)
-	w.indexAppended(&last, &latest) // a longer history is read from the log when the queue is written
+	fi := w.logStatAt(&last)
+	w.writeSummary(&last, &latest, fi)
+	w.indexAppended(&last, &latest, fi) // a longer history is read from the log when the queue is written
 	return w, nil
 }
 

@@ -3,6 +3,7 @@ package jsonlstore
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
@@ -64,14 +65,14 @@ type searchMark struct {
 }
 
 // indexAppended queues the index update of revision rec of w's session,
-// whose snapshot is snap, just made durable. It costs no I/O: the docs
-// are made when the queue is written.
-func (w *writer) indexAppended(rec *record.Rec, snap *sessnap.Snapshot) {
+// whose snapshot is snap, just made durable; fi is the log's state ending
+// with it (logStatAt), nil when unknown. It costs no I/O: the docs are
+// made when the queue is written.
+func (w *writer) indexAppended(rec *record.Rec, snap *sessnap.Snapshot, fi fs.FileInfo) {
 	ev := searchEvent{id: w.id}
 	m := &w.search
 	if m.known && m.rev+1 == rec.Rev && continues(m.msgs, snap.Messages) {
-		fi, err := w.log.Stat()
-		if err == nil && fi.Size() == rec.End() {
+		if fi != nil {
 			ev.u = searchdb.Update{ID: w.id, FromRev: m.rev, FromMessages: len(m.msgs), Rev: rec.Rev,
 				Messages: len(snap.Messages), Extend: true, Title: snap.Title, TitleRev: rec.Rev, Updated: rec.Time,
 				Project: snap.Workspace.Project, Labels: snap.Labels, Proof: proofOf(fi)}

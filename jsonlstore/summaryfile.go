@@ -2,8 +2,11 @@ package jsonlstore
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -113,13 +116,14 @@ func (sf summaryFile) matches(fi fs.FileInfo) bool {
 type summaryWriter struct {
 	f   vfs.File
 	len int64 // bytes currently in the file
+	enc summaryEncoder
 }
 
 // write replaces the file's content with sf, padding with spaces over any
 // longer previous content. It does not sync. It never writes through a
 // hard link: a file with more than one link is replaced instead.
 func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
-	b, err := encodeSummaryFile(sf)
+	b, err := w.enc.encode(sf)
 	if err != nil {
 		return err
 	}
@@ -142,8 +146,8 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 		return vfs.WriteFileAtomic(dir, ".", SummaryFile, b, filePerm, false, "-"+randomSuffix())
 	}
 	w.len = fi.Size()
-	if pad := w.len - int64(len(b)); pad > 0 {
-		b = append(b, bytes.Repeat([]byte(" "), int(pad))...)
+	for range w.len - int64(len(b)) {
+		b = append(b, ' ') // in the encoder's memory, reused
 	}
 	if _, err := w.f.WriteAt(b, 0); err != nil {
 		return err
@@ -202,4 +206,172 @@ func age(now, t time.Time) time.Duration {
 		return d
 	}
 	return 0
+}
+
+// summaryEncoder is encodeSummaryFile at a writer's pace: successive
+// summaries of one session differ mostly in the few members an append
+// changes (the log's size, the revision, the record's time, the message
+// count), so the encoder keeps the members of the summary it encoded in
+// full last and, while every other field is the same, writes those again
+// with only the changed members encoded anew. The bytes are those
+// encodeSummaryFile writes (TestSummaryEncoderMatches): json.Marshal of a
+// field's value is the value as it appears in the struct's encoding, for
+// fields without omitempty, which the members encoded anew are (log_mtime,
+// which has it, is encoded anew only while it stays nonzero).
+type summaryEncoder struct {
+	ok   bool
+	last summaryFile     // encoded in full last (its own Labels and Origin)
+	top  []record.Member // its members, into enc
+	sum  []record.Member // the members of its "summary", into enc
+	buf  []byte          // the encoding returned last
+}
+
+// sameStable reports whether a and b agree in every field the encoder
+// does not encode anew, so that their encodings differ only in those
+// (TestSummaryEncoderFields keeps the list whole). Lease is not
+// compared: it is never written.
+func sameStable(a, b *summaryFile) bool {
+	x, y := &a.Summary, &b.Summary
+	return a.Version == b.Version && a.Log == b.Log && (a.LogMtime != 0) == (b.LogMtime != 0) &&
+		x.ID == y.ID && x.Title == y.Title && x.TitleProvenance == y.TitleProvenance && x.State == y.State &&
+		x.StopReason == y.StopReason && x.Kind == y.Kind && x.ParentID == y.ParentID && x.Mode == y.Mode &&
+		x.ProviderID == y.ProviderID && x.ModelID == y.ModelID && sameTime(x.CreatedAt, y.CreatedAt) &&
+		x.LastError == y.LastError && x.Owner == y.Owner && maps.Equal(x.Labels, y.Labels) &&
+		x.Project == y.Project && x.Dir == y.Dir && x.Branch == y.Branch &&
+		(x.Origin == nil) == (y.Origin == nil) && (x.Origin == nil || *x.Origin == *y.Origin)
+}
+
+// sameTime reports whether a and b are written alike: the same instant in
+// the same zone.
+func sameTime(a, b time.Time) bool { return a.Equal(b) && a.Location() == b.Location() }
+
+// encode returns encodeSummaryFile(sf), in memory that the next call
+// reuses.
+func (e *summaryEncoder) encode(sf summaryFile) ([]byte, error) {
+	sf.Version = summaryVersion
+	sf.Summary.Lease = summary.LeaseStatus{}
+	if e.ok && sameStable(&sf, &e.last) {
+		return e.reencode(&sf)
+	}
+	e.ok = false
+	b, err := json.Marshal(sf)
+	if err != nil {
+		return nil, err
+	}
+	if top, err := record.Members(b); err == nil {
+		for _, m := range top {
+			if string(m.Key) == `"summary"` {
+				if sum, err := record.Members(m.Value); err == nil {
+					e.ok, e.top, e.sum = true, top, sum
+				}
+			}
+		}
+	}
+	if e.ok {
+		e.last = sf
+		e.last.Summary.Labels = maps.Clone(sf.Summary.Labels)
+		if o := sf.Summary.Origin; o != nil {
+			cp := *o
+			e.last.Summary.Origin = &cp
+		}
+	}
+	e.buf = record.AppendCRC(append(e.buf[:0], b[:len(b)-1]...))
+	return e.buf, nil
+}
+
+// reencode writes sf from the members of e.last, whose stable fields sf
+// shares.
+func (e *summaryEncoder) reencode(sf *summaryFile) ([]byte, error) {
+	b := append(e.buf[:0], '{')
+	for i, m := range e.top {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, m.Key...), ':')
+		switch string(m.Key) {
+		case `"log_size"`:
+			b = strconv.AppendInt(b, sf.LogSize, 10)
+		case `"log_mtime"`:
+			b = strconv.AppendInt(b, sf.LogMtime, 10)
+		case `"last_offset"`:
+			b = strconv.AppendInt(b, sf.LastOffset, 10)
+		case `"revision"`:
+			b = strconv.AppendUint(b, sf.Revision, 10)
+		case `"summary"`:
+			var err error
+			if b, err = e.reencodeSummary(b, &sf.Summary); err != nil {
+				return nil, err
+			}
+		default:
+			b = append(b, m.Value...)
+		}
+	}
+	e.buf = record.AppendCRC(b)
+	return e.buf, nil
+}
+
+var logBytesKey = []byte(`{"log_bytes":`)
+
+func (e *summaryEncoder) reencodeSummary(b []byte, s *summary.Summary) ([]byte, error) {
+	last := &e.last.Summary
+	b = append(b, '{')
+	for i, m := range e.sum {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, m.Key...), ':')
+		var v any // a value to marshal, when it changed
+		switch string(m.Key) {
+		case `"updated_at"`:
+			if sameTime(s.UpdatedAt, last.UpdatedAt) {
+				break // the same instant in the same zone: the same text
+			}
+			// As Time.MarshalJSON writes it: quoted strict RFC 3339.
+			if t, err := s.UpdatedAt.AppendText(append(b, '"')); err == nil {
+				b = append(t, '"')
+				continue
+			}
+			v = s.UpdatedAt // json.Marshal reports the error
+		case `"revision"`:
+			b = strconv.AppendUint(b, s.Revision, 10)
+			continue
+		case `"generation"`:
+			b = strconv.AppendUint(b, s.Generation, 10)
+			continue
+		case `"message_count"`:
+			b = strconv.AppendInt(b, int64(s.MessageCount), 10)
+			continue
+		case `"counters"`:
+			if s.Counters != last.Counters {
+				v = s.Counters
+			}
+		case `"usage"`:
+			if s.Usage != last.Usage {
+				v = s.Usage
+			}
+		case `"sizes"`:
+			// Mostly only the log's size changed: its number is spliced
+			// into the members encoded last.
+			rest, ok := bytes.CutPrefix(m.Value, logBytesKey)
+			switch {
+			case s.Sizes == last.Sizes:
+			case ok && s.Sizes.ArchiveBytes == last.Sizes.ArchiveBytes && s.Sizes.ForensicBytes == last.Sizes.ForensicBytes:
+				b = strconv.AppendInt(append(b, logBytesKey...), s.Sizes.LogBytes, 10)
+				b = append(b, bytes.TrimLeft(rest, "-0123456789")...)
+				continue
+			default:
+				v = s.Sizes
+			}
+		}
+		if v == nil {
+			b = append(b, m.Value...)
+			continue
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, enc...)
+	}
+	return append(b, '}'), nil
 }

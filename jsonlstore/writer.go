@@ -158,9 +158,12 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
 	w.lastOffset, w.size = rec.Offset, rec.End()
-	w.writeSummary(&rec, &snap)
+	// One fstat serves the summary and the search index: the state of the
+	// log they both record.
+	after := w.logStatAt(&rec)
+	w.writeSummary(&rec, &snap, after)
 	w.touchLease(rec.Time)
-	w.indexAppended(&rec, &snap)
+	w.indexAppended(&rec, &snap, after)
 	return rec.Rev, nil
 }
 
@@ -177,19 +180,33 @@ func (w *writer) touchLease(at time.Time) {
 	}
 }
 
-// writeSummary refreshes summary.json. Failure is harmless (the summary is
-// a cache, recomputed from the log when it does not match), so it is
-// logged, not returned.
-func (w *writer) writeSummary(rec *record.Rec, snap *sessnap.Snapshot) {
-	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()))
-}
-
-// writeSummaryOf writes sum, the summary of record rec, the log's last.
-func (w *writer) writeSummaryOf(rec *record.Rec, sum summary.Summary) {
-	// The log's modification time after the append makes the summary a
-	// cache of exactly this state of the file (one fstat, no sync).
+// logStatAt returns the state of the log (one fstat) when it ends with
+// record rec, its last, as the summary and the search index record it;
+// nil when it cannot tell or the log is not that.
+func (w *writer) logStatAt(rec *record.Rec) fs.FileInfo {
 	fi, err := w.log.Stat()
 	if err != nil || fi.Size() != rec.End() {
+		return nil
+	}
+	return fi
+}
+
+// writeSummary refreshes summary.json. Failure is harmless (the summary is
+// a cache, recomputed from the log when it does not match), so it is
+// logged, not returned. fi is the log's state (logStatAt).
+func (w *writer) writeSummary(rec *record.Rec, snap *sessnap.Snapshot, fi fs.FileInfo) {
+	if fi == nil {
+		return // the summary is a cache: none is better than a wrong one
+	}
+	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()), fi)
+}
+
+// writeSummaryOf writes sum, the summary of record rec, the log's last;
+// fi is the log's state ending with rec (logStatAt), nil when unknown.
+func (w *writer) writeSummaryOf(rec *record.Rec, sum summary.Summary, fi fs.FileInfo) {
+	// The log's modification time after the append (fi) makes the
+	// summary a cache of exactly this state of the file (no sync).
+	if fi == nil {
 		return // the summary is a cache: none is better than a wrong one
 	}
 	sum.Sizes.LogBytes = rec.End()

@@ -35,7 +35,9 @@ type Appender struct {
 	msgs    sessnap.Messages // the stored revision's messages
 	known   bool             // msgs are the tracker snapshot's messages, element for element
 	check   sessnap.Checker
-	hasRefs bool // the stored snapshot holds blob references
+	hasRefs bool      // the stored snapshot holds blob references
+	heads   headCache // the head encoded last (head.go)
+	scratch sessnap.Snapshot
 
 	// Ext keeps large content out of line (nil: none is).
 	Ext sessnap.Externalizer
@@ -93,6 +95,43 @@ func (a *Appender) prefix(next sessnap.Messages) int {
 	return len(a.msgs)
 }
 
+// head validates snap (sessnap.Checker), whose first k messages are the
+// stored ones (k < 0: none), and returns its head encoded
+// (sessnap.MarshalHead) and split into members (record.Members; the slice
+// is the caller's to change), from the cache when the head is the one
+// encoded last. Errors are the snapshot's.
+func (a *Appender) head(snap *sessnap.Snapshot, k int) ([]byte, []record.Member, error) {
+	// The head is compared from a.scratch, so that the snapshot's copy
+	// does not escape at each append.
+	a.scratch = *snap
+	a.scratch.Messages = nil
+	defer func() { a.scratch = sessnap.Snapshot{} }() // holds nothing of the caller's
+	enc, members, hit := a.heads.lookup(&a.scratch)
+	// Check's verdict follows from the head and the messages after the
+	// checked ones. A cached head passed it (it is cached only then), so
+	// a snapshot of that head with no message after those checked passes
+	// it again and is not checked twice.
+	if !hit || k != len(snap.Messages) || a.check.Known() != k {
+		if err := a.check.Check(*snap); err != nil {
+			return nil, nil, err
+		}
+	}
+	if hit {
+		return enc, members, nil
+	}
+	var err error
+	enc, err = sessnap.MarshalHead(a.scratch)
+	if err != nil {
+		return nil, nil, err
+	}
+	members, err = record.Members(enc)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.heads.store(&a.scratch, enc, members)
+	return enc, members, nil
+}
+
 // Line returns the next record's line for snap, as revision m (whose
 // Kind and Version it sets), and remembers snap as the stored revision
 // (the caller writes the line, or gives the writer up). Errors wrap
@@ -118,20 +157,13 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 	if k < 0 {
 		a.check.Reset()
 	}
-	if err := a.check.Check(snap); err != nil {
-		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
-	}
-	head, err := sessnap.MarshalHead(snap)
+	head, members, err := a.head(&snap, k)
 	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
 	if len(head) > a.Max {
 		return nil, fmt.Errorf("%w: session %s: the snapshot without its messages encodes to %d bytes, above the record cap %d",
 			sessionstore.ErrTooLarge, id, len(head), a.Max)
-	}
-	members, err := record.Members(head)
-	if err != nil {
-		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
 	}
 	grow := k >= 0 && a.track.Known()
 	from := 0

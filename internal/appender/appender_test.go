@@ -154,3 +154,29 @@ func TestFullOnly(t *testing.T) {
 		require.True(t, bytes.Equal(payload, []byte(encode(t, snap))), "the snapshot as Marshal writes it")
 	}
 }
+
+// TestLineHeadChangedInPlace: the head encoded last is reused only while
+// the next head equals it; one whose map or pointed-to value the caller
+// changed in place, the same memory as before, is encoded again.
+func TestLineHeadChangedInPlace(t *testing.T) {
+	a := New(nil, 1<<24, false)
+	snap := sessiontest.Snap(t, sessiontest.New("a"))
+	snap.Labels = map[string]string{"team": "one"}
+	snap.Usage = &session.Usage{}
+	var lines [][]byte
+	for rev, change := range []func(){
+		func() {},
+		func() {}, // unchanged: from the cache
+		func() { snap.Labels["team"] = "two" },
+		func() { snap.Usage.InputTokens = 7 },
+		func() { snap.Title = "titled" },
+		func() {},
+	} {
+		change()
+		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: uint64(rev + 1), Gen: 1, Time: sessiontest.Epoch}
+		line, err := a.Line("a", m, snap)
+		require.NoError(t, err)
+		lines = append(lines, line)
+		require.Equal(t, encode(t, snap), encode(t, replay(t, lines, &memExt{})), "revision %d", rev+1)
+	}
+}

@@ -105,12 +105,19 @@ func (m *member) resize() {
 type doc struct {
 	members []*member
 	index   map[string]*member
+	// sum is the checksum once computed (sumOK); apply, the only change
+	// made to a doc, clears it.
+	sum   uint32
+	sumOK bool
 }
 
 // checksum returns the CRC-32C of the serialized object, combined from
 // its members' checksums: after a delta its cost is the changed members'
 // bytes and one combination per member, not the object's size.
 func (d *doc) checksum() uint32 {
+	if d.sumOK {
+		return d.sum
+	}
 	c := crc32.Update(0, Castagnoli, openBrace)
 	for i, m := range d.members {
 		if i > 0 {
@@ -118,7 +125,8 @@ func (d *doc) checksum() uint32 {
 		}
 		c = CRCCombine(c, m.checksum(), int64(m.size))
 	}
-	return crc32.Update(c, Castagnoli, closeBrace)
+	d.sum, d.sumOK = crc32.Update(c, Castagnoli, closeBrace), true
+	return d.sum
 }
 
 func (d *doc) size() int {
@@ -195,11 +203,13 @@ func (d *doc) equal(b []byte) bool {
 // clone returns a copy of d that apply can change without changing d.
 func (d *doc) clone() *doc {
 	c := &doc{members: make([]*member, len(d.members)), index: make(map[string]*member, len(d.members))}
+	ms := make([]member, len(d.members)) // one allocation for all the copies
 	for i, m := range d.members {
-		cm := *m
+		cm := &ms[i]
+		*cm = *m
 		cm.app = append([][]byte(nil), m.app...)
-		c.members[i] = &cm
-		c.index[string(cm.key)] = &cm
+		c.members[i] = cm
+		c.index[string(cm.key)] = cm
 	}
 	return c
 }
@@ -226,6 +236,12 @@ func newDoc(obj []byte) (*doc, error) {
 }
 
 // deltaOps is a parsed delta.
+// none reports whether ops change nothing (a delta that only records a
+// new revision of the same snapshot).
+func (ops *deltaOps) none() bool {
+	return ops.keys == nil && len(ops.del) == 0 && len(ops.set) == 0 && len(ops.app) == 0
+}
+
 type deltaOps struct {
 	snapLen int
 	snapCRC uint32
@@ -310,6 +326,7 @@ func parseDelta(b []byte) (deltaOps, error) {
 // apply applies ops to d, checking the result's size against the delta's
 // snap_len and maxOut.
 func (d *doc) apply(ops deltaOps, maxOut int) error {
+	d.sumOK = false
 	if ops.snapLen > maxOut {
 		return fmt.Errorf("%w: result of %d bytes exceeds the cap of %d", ErrTooLong, ops.snapLen, maxOut)
 	}

@@ -281,6 +281,7 @@ func editMessages(snap []byte, edit func(val []byte) ([]byte, error)) ([]byte, e
 	}
 	m.val = val
 	m.resize()
+	d.sumOK = false
 	return d.appendTo(make([]byte, 0, d.size())), nil
 }
 

@@ -247,10 +247,14 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 		return nil, false
 	}
 	// The result, on a copy of the pieces (the latest snapshot stays as it
-	// is if the delta is not written).
-	nd := old.clone()
-	if err := nd.apply(opsWithLen(ops, -1), 1<<62); err != nil {
-		return nil, false
+	// is if the delta is not written); a delta that changes nothing leaves
+	// the pieces as they are, and they need no copy.
+	nd := old
+	if !ops.none() {
+		nd = old.clone()
+		if err := nd.apply(opsWithLen(ops, -1), 1<<62); err != nil {
+			return nil, false
+		}
 	}
 	size := nd.size()
 	ops.snapLen, ops.snapCRC = size, nd.checksum()
