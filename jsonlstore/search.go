@@ -209,8 +209,23 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	res := sessionstore.SearchResult{Hits: []sessionstore.SearchHit{}, Indexed: cu.indexed, Unreadable: cu.unreadable}
 	var hits []fulltext.Hit
 	if db != nil {
+		// A row proven current by a probe of its log (which may have
+		// followed a symlinked directory) is a hit only in a session
+		// directory: checked for the sessions hits come from, each once.
+		dirs := map[session.SessionID]bool{}
+		skip := func(id session.SessionID) bool {
+			if cu.skip[id] {
+				return true
+			}
+			dir, ok := dirs[id]
+			if !ok {
+				dir = s.isSessionDir(id)
+				dirs[id] = dir
+			}
+			return !dir
+		}
 		hits, err = db.Search(ctx, fq, searchdb.Filter{NoTools: q.NoTools, Labels: q.Labels, Project: q.Project,
-			ProjectTree: q.ProjectTree, Skip: func(id session.SessionID) bool { return cu.skip[id] }}, q.Limit)
+			ProjectTree: q.ProjectTree, Skip: skip}, q.Limit)
 		if err != nil {
 			return sessionstore.SearchResult{}, err
 		}
@@ -227,6 +242,47 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 		res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
 	}
 	return res, nil
+}
+
+// probedLog is the state of a session's log as probeLogs found it.
+type probedLog struct {
+	fi  fs.FileInfo
+	err error
+}
+
+// probeLogs returns the names in the root that may be sessions and the
+// state of each one's log, to prove the index's rows current: the root's
+// names (one pass) and a probe of each log (vfs.Probe: one system call
+// each, on every core), so that a search of ten thousand sessions costs
+// ten thousand cheap calls. A name is a session when its log matches its
+// row (the row was read through the store, from a session directory) or,
+// when it does not, when it is a session directory (isSessionDir).
+func (s *Store) probeLogs(ctx context.Context) ([]session.SessionID, []probedLog, error) {
+	names, err := vfs.ReadDirNames(s.fs, ".")
+	if err != nil {
+		return nil, nil, opErr("list root", "", err)
+	}
+	ids := make([]session.SessionID, 0, len(names))
+	for _, n := range names {
+		if sessionstore.ValidateID(session.SessionID(n)) == nil {
+			ids = append(ids, session.SessionID(n))
+		}
+	}
+	logs := make([]probedLog, len(ids))
+	if err := parallel(ctx, len(ids), func(i int) error {
+		logs[i].fi, logs[i].err = vfs.Probe(s.fs, logPath(ids[i]))
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	return ids, logs, nil
+}
+
+// isSessionDir reports whether name in the root is a directory (not a
+// symlink to one), as sessionIDs lists sessions.
+func (s *Store) isSessionDir(id session.SessionID) bool {
+	fi, err := s.fs.Lstat(sessionDir(id))
+	return err == nil && fi.IsDir()
 }
 
 // caughtUp is what bringing the index up to date found.
@@ -246,31 +302,45 @@ type caughtUp struct {
 // every session is read into memory. s.search.mu must be held.
 func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB) (caughtUp, error) {
 	cu := caughtUp{skip: map[session.SessionID]bool{}}
-	ids, err := s.sessionIDs()
-	if err != nil {
-		return cu, err
-	}
+	// The logs are probed while the index's rows are read.
+	var (
+		ids    []session.SessionID
+		logs   []probedLog
+		errIDs error
+	)
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		ids, logs, errIDs = s.probeLogs(ctx)
+	}()
 	states := map[session.SessionID]searchdb.State{}
+	var err error
 	if db != nil {
 		if states, err = db.States(ctx); err != nil {
 			if endsStoreWide(err) {
+				<-probed
 				return cu, err
 			}
 			s.opts.Logger.Warn("jsonlstore: search index unreadable: searching the logs", "err", err)
 			db = nil
 		}
 	}
+	<-probed
+	if errIDs != nil {
+		return cu, errIDs
+	}
 	onDisk := make(map[session.SessionID]bool, len(ids))
 	var stale []session.SessionID
-	for _, id := range ids {
-		onDisk[id] = true
-		fi, err := s.fs.Lstat(logPath(id))
+	for i, id := range ids {
+		fi, err := logs[i].fi, logs[i].err
 		st, ok := states[id]
-		switch {
-		case err != nil || !fi.Mode().IsRegular():
-			stale = append(stale, id) // read below, which says what is wrong
-		case !ok || st.Proof != proofOf(fi):
-			stale = append(stale, id)
+		current := err == nil && fi.Mode().IsRegular() && ok && st.Proof == proofOf(fi)
+		if !current && !s.isSessionDir(id) {
+			continue // gone, or no session directory
+		}
+		onDisk[id] = true
+		if !current {
+			stale = append(stale, id) // read below, which says what is wrong, if anything is
 		}
 	}
 	var gone []session.SessionID

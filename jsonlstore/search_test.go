@@ -3,6 +3,7 @@ package jsonlstore
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // plainStore hides the store's Search: sessionstore.Search then reads the
@@ -315,4 +317,39 @@ func TestSearchBusyIndexNeverHoldsAnAppend(t *testing.T) {
 		require.Len(t, res.Hits, 4)
 		require.NoError(t, w.Release(ctx))
 	})
+}
+
+// TestSearchSymlinkedDirectoryIsNoSession: a symlink in the root to a
+// session's directory is no session for a search, as for a listing (the
+// probe of its log may follow it; the directory check does not), and a
+// session moved away and replaced by such a link is no longer found.
+func TestSearchSymlinkedDirectoryIsNoSession(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("a", "zanzibarite in the title")), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	require.NoError(t, st.FlushSearch(ctx))
+	q := sessionstore.SearchQuery{Text: "zanzibarite"}
+	res, err := st.Search(ctx, q)
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 1)
+
+	require.NoError(t, os.Symlink("a", filepath.Join(st.Dir(), "b")))
+	res, err = st.Search(ctx, q)
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 1, "b is a link, no session")
+	require.Equal(t, session.SessionID("a"), res.Hits[0].ID)
+	require.Empty(t, res.Unreadable)
+	page, err := st.List(ctx, summary.Query{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+
+	elsewhere := filepath.Join(t.TempDir(), "a")
+	require.NoError(t, os.Remove(filepath.Join(st.Dir(), "b")))
+	require.NoError(t, os.Rename(filepath.Join(st.Dir(), "a"), elsewhere))
+	require.NoError(t, os.Symlink(elsewhere, filepath.Join(st.Dir(), "a")))
+	res, err = st.Search(ctx, q)
+	require.NoError(t, err)
+	require.Empty(t, res.Hits, "a session moved out of the root is not searched through a link")
 }

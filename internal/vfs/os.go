@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -174,6 +175,16 @@ func (o *osFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	return fs.ReadDir(o.root.FS(), name)
+}
+
+// probe is Probe on the real file system: an lstat of the absolute path
+// (the kernel walks it in one call), when the root was opened by one.
+func (o *osFS) probe(name string) (fs.FileInfo, error) {
+	dir := o.root.Name()
+	if !filepath.IsAbs(dir) || !fs.ValidPath(name) {
+		return o.Lstat(name)
+	}
+	return os.Lstat(filepath.Join(dir, filepath.FromSlash(name)))
 }
 
 func (o *osFS) readDirNames(name string) ([]string, error) {

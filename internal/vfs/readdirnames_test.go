@@ -38,3 +38,40 @@ func TestReadDirNames(t *testing.T) {
 	_, err = ReadDirNames(OS(root), "l")
 	require.ErrorIs(t, err, ErrSymlink)
 }
+
+// TestProbe: a probe describes what Lstat describes (the same file, size
+// and time), a missing file as missing, on the real file system and on
+// the others; a symlinked directory on the way may be followed, which
+// Lstat refuses.
+func TestProbe(t *testing.T) {
+	dir, err := filepath.Abs(t.TempDir())
+	require.NoError(t, err)
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	sim := NewSim()
+	for _, fsys := range []FS{OS(root), sim, NewFaulty(sim)} {
+		_ = fsys.Mkdir("d", 0o700) // the faulty FS wraps the same simulation
+		f, err := fsys.OpenFile("d/f", os.O_WRONLY|os.O_CREATE, 0o600)
+		require.NoError(t, err)
+		_, err = f.Write([]byte("four"))
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		want, err := fsys.Lstat("d/f")
+		require.NoError(t, err)
+		got, err := Probe(fsys, "d/f")
+		require.NoError(t, err)
+		require.Equal(t, IdentityOf(want), IdentityOf(got))
+		require.Equal(t, want.Size(), got.Size())
+		require.True(t, want.ModTime().Equal(got.ModTime()))
+		require.True(t, got.Mode().IsRegular())
+		_, err = Probe(fsys, "d/missing")
+		require.ErrorIs(t, err, os.ErrNotExist)
+	}
+	require.NoError(t, os.Symlink("d", filepath.Join(dir, "l")))
+	_, err = OS(root).Lstat("l/f")
+	require.ErrorIs(t, err, ErrSymlink)
+	fi, err := Probe(OS(root), "l/f")
+	require.NoError(t, err, "a probe may follow a symlinked directory: what it finds is compared, never read")
+	require.Equal(t, int64(4), fi.Size())
+}

@@ -138,6 +138,22 @@ func ReadDirNames(fsys FS, name string) ([]string, error) {
 	return names, nil
 }
 
+// Probe describes name as Lstat does, for comparing with a state recorded
+// earlier (an identity, a size, a time) to find what changed: on the real
+// file system in one system call, where Lstat checks every directory on
+// the way for a symlink. A name below a directory that was replaced by a
+// symlink may thus be described as what that points to; what Probe finds
+// changed is then read through the FS, which refuses it. An FS without a
+// cheaper way uses Lstat.
+func Probe(fsys FS, name string) (fs.FileInfo, error) {
+	if p, ok := fsys.(interface {
+		probe(string) (fs.FileInfo, error)
+	}); ok {
+		return p.probe(name)
+	}
+	return fsys.Lstat(name)
+}
+
 // ReadFile reads a whole file, refusing one larger than limit bytes.
 func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	f, err := fsys.OpenFile(name, syscall.O_RDONLY, 0)
