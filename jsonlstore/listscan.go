@@ -63,10 +63,10 @@ func (s *Store) listIndexed(ctx context.Context, q summary.Query) (_ summary.Pag
 	// watcher looked at (every acquisition replaces it; only a holder's
 	// death writes nothing, and a free lease has no holder to die). A
 	// held, stale or unknown lease is inspected.
-	todo := make([]int, 0, len(page.Items)) // non-nil: only these
+	var todo []int
 	for i := range page.Items {
 		if page.Items[i].Lease.State == summary.LeaseFree {
-			if fi, err := s.fs.Lstat(sessionDir(page.Items[i].ID) + "/" + fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
+			if fi, err := vfs.Probe(s.fs, sessionDir(page.Items[i].ID)+"/"+fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
 				continue
 			}
 		}
@@ -204,21 +204,17 @@ func sameRank(a, b *summary.Summary) bool {
 // fillLeases computes the lease status of a page's items, now. Errors
 // leave the status unknown, as a session may be deleted meanwhile.
 func (s *Store) fillLeases(ctx context.Context, items []summary.Summary) {
-	s.fillLeasesOf(ctx, items, nil)
+	all := make([]int, len(items))
+	for i := range all {
+		all[i] = i
+	}
+	s.fillLeasesOf(ctx, items, all)
 }
 
-// fillLeasesOf is fillLeases for the items at the indexes todo (all of
-// them when todo is nil).
+// fillLeasesOf is fillLeases for the items at the indexes todo.
 func (s *Store) fillLeasesOf(ctx context.Context, items []summary.Summary, todo []int) {
-	n := len(items)
-	if todo != nil {
-		n = len(todo)
-	}
-	_ = parallel(ctx, n, func(j int) error {
-		i := j
-		if todo != nil {
-			i = todo[j]
-		}
+	_ = parallel(ctx, len(todo), func(j int) error {
+		i := todo[j]
 		s.listings.leaseProbes.Add(1)
 		if st, err := s.Lease(ctx, items[i].ID); err == nil {
 			items[i].Lease = st
