@@ -51,13 +51,15 @@ import (
 // log; one that fails the proof without a mark means that a log changed
 // behind the protocol's back (by a program that predates the catalog, or
 // by hand), and the listing distrusts the whole catalog: it scans, and the
-// catalog is rebuilt.
+// catalog is rebuilt. A search believes the catalog in the same way
+// (search.go): the entries stand in for a stat of each log, and the logs
+// of the sessions its hits come from are probed.
 //
 // Who writes what: holders write only their marks (never the catalog, so
-// that an append is never held up by it); a listing that finds the
-// catalog missing, damaged, behind the root's sessions or short of many
-// marks rewrites it, if it can take .catalog/lock at once (else it goes
-// on without), and refreshes the root file; Reindex rebuilds it. None of
+// that an append is never held up by it); a listing or a search that
+// finds the catalog missing, damaged, behind the root's sessions or short
+// of many marks rewrites it, if it can take .catalog/lock at once (else it
+// goes on without), and refreshes the root file; Reindex rebuilds it. None of
 // it is a reader modifying session data: the catalog is no session's.
 
 // File and directory names of the catalog, inside the store root.

@@ -57,91 +57,12 @@ type computed struct {
 // catalog cannot be used as it is; List then scans. Either way cl says
 // what the catalog needs.
 func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.Page, served bool, cl catalogList, err error) {
-	// The root first, then the marks, then the catalog: a change of the
-	// root or a mark made after these looks is one made during the
-	// listing, which may show it or not.
-	rootFi, err := s.fs.Lstat(".")
-	if err != nil {
+	v, ok := s.vouch(&cl)
+	if !ok {
 		return page, false, cl, nil
 	}
-	cl.root, cl.observed = dirStateOf(rootFi), s.opts.Now().UnixNano()
-	marks, err := s.readMarks()
-	if err != nil {
-		return page, false, cl, nil
-	}
-	lc, err := s.openCatalog()
-	switch {
-	case errors.Is(err, errNoCatalog), errors.Is(err, catalog.ErrDamaged):
-		cl.up = upkeepRebuild
-		return page, false, cl, nil
-	case err != nil:
-		// A newer program's catalog is left to it; an I/O error, to the
-		// next listing.
-		return page, false, cl, nil
-	}
-	defer lc.release()
-	f := lc.f
-	cl.catalog = f.ID
-	if !marks.trusts(f) || !s.catalogDirWritable() {
-		if marks.exists && marks.dir.Mode().Perm()&0o200 != 0 {
-			cl.up = upkeepRebuild // other marks than the catalog's: build one for these
-		}
-		return page, false, cl, nil
-	}
-
-	// Which sessions the listing must look at: the marked, the new (when
-	// the root is not as the root file vouches), the unreadable.
-	r, rok := s.readCatalogRoot()
-	look := map[session.SessionID]int{} // → entry, or -1
-	gone := map[int]bool{}
-	if !rootTrusted(r, rok, f.ID, cl.root) {
-		names, err := vfs.ReadDirNames(s.fs, ".")
-		if err != nil {
-			return page, false, cl, nil
-		}
-		present := make(map[session.SessionID]bool, len(names))
-		for _, n := range names {
-			id := session.SessionID(n)
-			if sessionstore.ValidateID(id) != nil {
-				continue // leftovers, the catalog's own directory
-			}
-			present[id] = true
-			if f.Find(id) < 0 {
-				look[id] = -1
-			}
-		}
-		for i := range f.Len() {
-			if !present[f.EntryID(i)] {
-				gone[i] = true
-			}
-		}
-		switch {
-		case len(look) > 0 || len(gone) > 0:
-			cl.up = upkeepCompact
-		case catalog.Settled(cl.root, cl.observed):
-			cl.up = upkeepRoot
-		}
-	}
-	for id := range marks.gens {
-		// (A marked session the catalog does not know is new, and in look
-		// already if it is there.)
-		if i := f.Find(id); i >= 0 && !gone[i] {
-			look[id] = i
-		}
-	}
-	for i := range f.Len() {
-		if f.Unreadable(i) && !gone[i] {
-			id := f.EntryID(i)
-			if sessionstore.ValidateID(id) != nil {
-				cl.up = upkeepRebuild // damaged: the listing reads no path it names
-				return page, false, cl, nil
-			}
-			look[id] = i
-		}
-	}
-	if marks.count() >= len(f.Kept)+compactMarks {
-		cl.up = max(cl.up, upkeepCompact)
-	}
+	defer v.lc.release()
+	f, marks, look, gone := v.lc.f, v.marks, v.look, v.gone
 	comp, err := s.lookAt(ctx, f, look)
 	if err != nil {
 		return page, false, cl, err
@@ -246,6 +167,117 @@ func (s *Store) listCatalog(ctx context.Context, q summary.Query) (page summary.
 	slices.SortFunc(page.Unreadable, func(a, b summary.Unreadable) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	s.fillLeases(ctx, page.Items)
 	return page, true, cl, nil
+}
+
+// vouched is what a catalog that can be believed says of the sessions
+// under the root: every entry that is neither in look nor gone describes
+// its session's log as it is on disk (catalog.go says why).
+type vouched struct {
+	lc    *loadedCatalog // the caller releases it
+	marks markSet
+	// look are the sessions that must be read (ID → entry, or -1 for one
+	// the catalog does not know): the marked, the new (when the root is
+	// not as the root file vouches) and those unreadable when their entry
+	// was made.
+	look map[session.SessionID]int
+	// gone are the entries of sessions no longer under the root.
+	gone map[int]bool
+}
+
+// vouch reads the root, the marks, the catalog and the root file, in
+// that order: a change of the root or a mark made after these looks is
+// one made during the reader's work, which may show it or not. ok is
+// false when the catalog cannot be believed as it is; either way cl says
+// what it needs.
+func (s *Store) vouch(cl *catalogList) (v vouched, ok bool) {
+	rootFi, err := s.fs.Lstat(".")
+	if err != nil {
+		return v, false
+	}
+	cl.root, cl.observed = dirStateOf(rootFi), s.opts.Now().UnixNano()
+	marks, err := s.readMarks()
+	if err != nil {
+		return v, false
+	}
+	lc, err := s.openCatalog()
+	switch {
+	case errors.Is(err, errNoCatalog), errors.Is(err, catalog.ErrDamaged):
+		cl.up = upkeepRebuild
+		return v, false
+	case err != nil:
+		// A newer program's catalog is left to it; an I/O error, to the
+		// next listing.
+		return v, false
+	}
+	defer func() {
+		if !ok {
+			lc.release()
+		}
+	}()
+	f := lc.f
+	cl.catalog = f.ID
+	if !marks.trusts(f) || !s.catalogDirWritable() {
+		if marks.exists && marks.dir.Mode().Perm()&0o200 != 0 {
+			cl.up = upkeepRebuild // other marks than the catalog's: build one for these
+		}
+		return v, false
+	}
+
+	// Which sessions must be looked at: the marked, the new (when the
+	// root is not as the root file vouches), the unreadable.
+	r, rok := s.readCatalogRoot()
+	look := map[session.SessionID]int{} // → entry, or -1
+	gone := map[int]bool{}
+	if !rootTrusted(r, rok, f.ID, cl.root) {
+		names, err := vfs.ReadDirNames(s.fs, ".")
+		if err != nil {
+			return v, false
+		}
+		present := make(map[session.SessionID]bool, len(names))
+		for _, n := range names {
+			id := session.SessionID(n)
+			if sessionstore.ValidateID(id) != nil {
+				continue // leftovers, the catalog's own directory
+			}
+			present[id] = true
+			if f.Find(id) < 0 {
+				look[id] = -1
+			}
+		}
+		for i := range f.Len() {
+			if !present[f.EntryID(i)] {
+				gone[i] = true
+			}
+		}
+		switch {
+		case len(look) > 0 || len(gone) > 0:
+			cl.up = upkeepCompact
+		case catalog.Settled(cl.root, cl.observed):
+			cl.up = upkeepRoot
+		}
+	}
+	for id := range marks.gens {
+		// (A marked session the catalog does not know is new, and in look
+		// already if it is there.)
+		if i := f.Find(id); i >= 0 && !gone[i] {
+			look[id] = i
+		}
+	}
+	for i := range f.Len() {
+		if f.Unreadable(i) && !gone[i] {
+			id := f.EntryID(i)
+			if sessionstore.ValidateID(id) != nil {
+				cl.up = upkeepRebuild // damaged: no path it names is read
+				return v, false
+			}
+			look[id] = i
+		}
+	}
+	if marks.count() >= len(f.Kept)+compactMarks {
+		cl.up = max(cl.up, upkeepCompact)
+	}
+	v.lc, v.marks, v.look, v.gone = lc, marks, look, gone
+	return v, true
 }
 
 // lookAt reads the sessions of look (ID → entry index or -1): a session

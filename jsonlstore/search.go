@@ -30,12 +30,20 @@ import (
 //     then gives up). An index update never blocks or fails an append.
 //   - Each session's row records the revision it holds and the state of
 //     the log (identity, size, modification time) after that revision.
-//     Search compares it with a stat of every log: a session whose log
-//     differs (appended by a process that did not index it, one whose
+//     Search compares it with the state of every log: a session whose
+//     log differs (appended by a process that did not index it, one whose
 //     update was skipped, compacted, repaired) is read from its log and
 //     brought up to date before the query runs; a row whose session is
 //     gone is removed. So a search answers for every session as it is on
 //     disk, whatever state the index is in.
+//   - The state of a log is the catalog's entry where the catalog can be
+//     believed and the session has no mark (catalog.go: such a log has
+//     not changed since its entry was made), a probe of the log
+//     otherwise; and a hit from a row taken as current on the catalog's
+//     word counts only once a probe of its log agrees. One that does not
+//     (a log changed behind the catalog's back) makes the search prove
+//     every row by a probe, and the catalog is rebuilt. A search keeps
+//     the catalog as a listing does.
 //   - A missing index is created by the first search, which indexes every
 //     session (the store's Logger hears that the index is being built); a
 //     damaged one, or one of another version, is removed and built anew.
@@ -193,89 +201,214 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
 	s.flushSearch(ctx, searchWait)
 	s.search.mu.Lock()
-	defer s.search.mu.Unlock()
+	res, cl, err := s.searchLocked(ctx, q, fq)
+	s.search.mu.Unlock()
+	if err != nil {
+		return sessionstore.SearchResult{}, err
+	}
+	s.keepCatalog(ctx, cl) // as a listing does
+	return res, nil
+}
+
+// searchLocked is Search with s.search.mu held. It also says what the
+// catalog needs.
+func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
 	db, err := s.openSearchLocked(ctx, true)
 	if err != nil {
 		if endsStoreWide(err) {
-			return sessionstore.SearchResult{}, err
+			return sessionstore.SearchResult{}, catalogList{}, err
 		}
 		s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
 		db = nil
 	}
-	cu, err := s.catchUpLocked(ctx, db)
-	if err != nil {
-		return sessionstore.SearchResult{}, err
+	rebuild := false // the catalog was caught out by a log changed behind its back
+	for probeAll := false; ; probeAll = true {
+		cu, err := s.catchUpLocked(ctx, db, probeAll)
+		if rebuild {
+			cu.catalog.up = upkeepRebuild
+		}
+		if err != nil {
+			return sessionstore.SearchResult{}, cu.catalog, err
+		}
+		res := sessionstore.SearchResult{Hits: []sessionstore.SearchHit{}, Indexed: cu.indexed, Unreadable: cu.unreadable}
+		var hits []fulltext.Hit
+		var wrong []session.SessionID // hits whose logs are not as the catalog vouched
+		if db != nil {
+			// A row proven current by a probe of its log (which may have
+			// followed a symlinked directory) is a hit only in a session
+			// directory; one taken as current on the catalog's word is a
+			// hit only once a probe of its log agrees. Both are checked
+			// for the sessions hits come from, each once.
+			dirs := map[session.SessionID]bool{}
+			skip := func(id session.SessionID) bool {
+				if cu.skip[id] {
+					return true
+				}
+				dir, ok := dirs[id]
+				if !ok {
+					dir = s.isSessionDir(id)
+					if p, vouched := cu.vouched[id]; vouched && dir {
+						s.searches.probes.Add(1)
+						if ls := probedState(vfs.Probe(s.fs, logPath(id))); !ls.ok || ls.proof != p {
+							wrong, dir = append(wrong, id), false
+						}
+					}
+					dirs[id] = dir
+				}
+				return !dir
+			}
+			hits, err = db.Search(ctx, fq, searchdb.Filter{NoTools: q.NoTools, Labels: q.Labels, Project: q.Project,
+				ProjectTree: q.ProjectTree, Skip: skip}, q.Limit)
+			if err != nil {
+				return sessionstore.SearchResult{}, cu.catalog, err
+			}
+		}
+		if len(wrong) > 0 && !probeAll {
+			// Changed during the search (its holder marked it since the
+			// catalog was looked at), deleted, or changed behind the
+			// catalog's back: the search proves every row by its log,
+			// and in the last case the catalog is rebuilt, as a listing
+			// does.
+			s.searches.reproved.Add(1)
+			rebuild = s.changedWithoutMark(wrong)
+			continue
+		}
+		if cu.mem != nil {
+			filter := q.Filter()
+			hits = append(hits, cu.mem.Search(fq, fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
+				return filter.Match(&summary.Summary{Project: project, Labels: labels})
+			}}, q.Limit)...)
+			fulltext.SortHits(hits)
+			hits = hits[:min(len(hits), q.Limit)]
+		}
+		for _, h := range hits {
+			res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
+		}
+		return res, cu.catalog, nil
 	}
-	res := sessionstore.SearchResult{Hits: []sessionstore.SearchHit{}, Indexed: cu.indexed, Unreadable: cu.unreadable}
-	var hits []fulltext.Hit
-	if db != nil {
-		// A row proven current by a probe of its log (which may have
-		// followed a symlinked directory) is a hit only in a session
-		// directory: checked for the sessions hits come from, each once.
-		dirs := map[session.SessionID]bool{}
-		skip := func(id session.SessionID) bool {
-			if cu.skip[id] {
+}
+
+// changedWithoutMark reports whether a session of ids, unmarked when the
+// catalog vouched for it, has no mark now: its log changed behind the
+// catalog's back (a program without the catalog, a hand edit), or the
+// session is gone.
+func (s *Store) changedWithoutMark(ids []session.SessionID) bool {
+	marks, err := s.readMarks()
+	if err != nil {
+		return false
+	}
+	for _, id := range ids {
+		if len(marks.gens[id]) == 0 {
+			if s.isSessionDir(id) {
+				s.opts.Logger.Warn("jsonlstore: catalog entry changed without a mark (a program without the catalog, or a hand edit); searching by every log and rebuilding the catalog",
+					"session", id)
 				return true
 			}
-			dir, ok := dirs[id]
-			if !ok {
-				dir = s.isSessionDir(id)
-				dirs[id] = dir
+		}
+	}
+	return false
+}
+
+// logState is the state of a session's log as a search found it:
+// probed, or vouched for by the catalog.
+type logState struct {
+	proof searchdb.Proof
+	ok    bool // a regular file
+	// vouched: by the catalog, without a probe; a hit from the session's
+	// row proves it by a probe (Search).
+	vouched bool
+}
+
+func probedState(fi fs.FileInfo, err error) logState {
+	if err != nil || !fi.Mode().IsRegular() {
+		return logState{}
+	}
+	return logState{proof: proofOf(fi), ok: true}
+}
+
+// logStates returns the names in the root that may be sessions and the
+// state of each one's log, to prove the index's rows current. Where the
+// catalog can be believed (catalog.go), an unmarked session's entry
+// describes its log as it is, and stands in for a probe; the other
+// sessions' logs are probed (vfs.Probe: one system call each, on every
+// core). With probeAll, or without a catalog to believe, every log is
+// probed and the names are the root's: ten thousand sessions cost ten
+// thousand cheap calls. A name is a session when its log matches its row
+// (the row was read through the store, from a session directory) or,
+// when it does not, when it is a session directory (isSessionDir). cl
+// says what the catalog needs.
+func (s *Store) logStates(ctx context.Context, probeAll bool) (ids []session.SessionID, logs []logState, cl catalogList, err error) {
+	if !probeAll {
+		if v, ok := s.vouch(&cl); ok {
+			ids, logs, ok = s.vouchedStates(v)
+			v.lc.release()
+			if ok {
+				err = s.probeLogs(ctx, ids, logs)
+				return ids, logs, cl, err
 			}
-			return !dir
-		}
-		hits, err = db.Search(ctx, fq, searchdb.Filter{NoTools: q.NoTools, Labels: q.Labels, Project: q.Project,
-			ProjectTree: q.ProjectTree, Skip: skip}, q.Limit)
-		if err != nil {
-			return sessionstore.SearchResult{}, err
 		}
 	}
-	if cu.mem != nil {
-		filter := q.Filter()
-		hits = append(hits, cu.mem.Search(fq, fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
-			return filter.Match(&summary.Summary{Project: project, Labels: labels})
-		}}, q.Limit)...)
-		fulltext.SortHits(hits)
-		hits = hits[:min(len(hits), q.Limit)]
-	}
-	for _, h := range hits {
-		res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
-	}
-	return res, nil
-}
-
-// probedLog is the state of a session's log as probeLogs found it.
-type probedLog struct {
-	fi  fs.FileInfo
-	err error
-}
-
-// probeLogs returns the names in the root that may be sessions and the
-// state of each one's log, to prove the index's rows current: the root's
-// names (one pass) and a probe of each log (vfs.Probe: one system call
-// each, on every core), so that a search of ten thousand sessions costs
-// ten thousand cheap calls. A name is a session when its log matches its
-// row (the row was read through the store, from a session directory) or,
-// when it does not, when it is a session directory (isSessionDir).
-func (s *Store) probeLogs(ctx context.Context) ([]session.SessionID, []probedLog, error) {
 	names, err := vfs.ReadDirNames(s.fs, ".")
 	if err != nil {
-		return nil, nil, opErr("list root", "", err)
+		return nil, nil, cl, opErr("list root", "", err)
 	}
-	ids := make([]session.SessionID, 0, len(names))
 	for _, n := range names {
 		if sessionstore.ValidateID(session.SessionID(n)) == nil {
 			ids = append(ids, session.SessionID(n))
 		}
 	}
-	logs := make([]probedLog, len(ids))
-	if err := parallel(ctx, len(ids), func(i int) error {
-		logs[i].fi, logs[i].err = vfs.Probe(s.fs, logPath(ids[i]))
-		return nil
-	}); err != nil {
-		return nil, nil, err
+	logs = make([]logState, len(ids))
+	err = s.probeLogs(ctx, ids, logs)
+	return ids, logs, cl, err
+}
+
+// vouchedStates returns the sessions v knows to be under the root, with
+// the states its entries vouch for; those it does not vouch for (v.look)
+// are left to probe. ok is false for an entry whose ID is not a
+// session's (a damaged catalog: no path it names is read).
+func (s *Store) vouchedStates(v vouched) (ids []session.SessionID, logs []logState, ok bool) {
+	f := v.lc.f
+	ids = make([]session.SessionID, 0, f.Len()+len(v.look))
+	logs = make([]logState, 0, f.Len()+len(v.look))
+	for i := range f.Len() {
+		if v.gone[i] {
+			continue
+		}
+		id := f.EntryID(i)
+		if sessionstore.ValidateID(id) != nil {
+			return nil, nil, false
+		}
+		ls := logState{}
+		if _, look := v.look[id]; !look {
+			l := f.Log(i)
+			ls = logState{proof: searchdb.Proof(l), ok: true, vouched: true}
+		}
+		ids, logs = append(ids, id), append(logs, ls)
 	}
-	return ids, logs, nil
+	for id, i := range v.look {
+		if i < 0 { // new: not in the catalog
+			ids, logs = append(ids, id), append(logs, logState{})
+		}
+	}
+	return ids, logs, true
+}
+
+// probeLogs probes the log of every session of ids whose state the
+// catalog did not vouch for, on every core.
+func (s *Store) probeLogs(ctx context.Context, ids []session.SessionID, logs []logState) error {
+	var todo []int
+	for i := range logs {
+		if !logs[i].vouched {
+			todo = append(todo, i)
+		}
+	}
+	s.searches.probes.Add(int64(len(todo)))
+	s.searches.vouched.Add(int64(len(ids) - len(todo)))
+	return parallel(ctx, len(todo), func(k int) error {
+		i := todo[k]
+		logs[i] = probedState(vfs.Probe(s.fs, logPath(ids[i])))
+		return nil
+	})
 }
 
 // isSessionDir reports whether name in the root is a directory (not a
@@ -292,31 +425,40 @@ type caughtUp struct {
 	// skip are the sessions whose rows must not be used: unreadable, gone
 	// but not yet removed, or held in mem instead.
 	skip map[session.SessionID]bool
+	// vouched are the rows taken as current on the catalog's word, with
+	// the state of the log it vouched for: a hit from one proves it.
+	vouched map[session.SessionID]searchdb.Proof
+	// catalog is what the catalog needs (a search keeps it as a listing
+	// does).
+	catalog catalogList
 	// mem holds the sessions the index could not take.
 	mem *fulltext.Index
 }
 
 // catchUpLocked brings db up to date with every session on disk: rows of
 // sessions that are gone are removed, sessions whose log is not the one
-// their row was read from are read again. With db nil (no usable index)
-// every session is read into memory. s.search.mu must be held.
-func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB) (caughtUp, error) {
-	cu := caughtUp{skip: map[session.SessionID]bool{}}
-	// The logs are probed while the index's rows are read.
+// their row was read from are read again (logStates says how a search
+// knows). With db nil (no usable index) every session is read into
+// memory. s.search.mu must be held.
+func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll bool) (caughtUp, error) {
+	cu := caughtUp{skip: map[session.SessionID]bool{}, vouched: map[session.SessionID]searchdb.Proof{}}
+	// The logs' states are found while the index's rows are read.
 	var (
 		ids    []session.SessionID
-		logs   []probedLog
+		logs   []logState
 		errIDs error
 	)
 	probed := make(chan struct{})
 	go func() {
 		defer close(probed)
-		ids, logs, errIDs = s.probeLogs(ctx)
+		ids, logs, cu.catalog, errIDs = s.logStates(ctx, probeAll)
 	}()
-	states := map[session.SessionID]searchdb.State{}
+	// Only the rows' proofs: what else the index holds is read below for
+	// the rows found stale.
+	proofs := map[session.SessionID]searchdb.Proof{}
 	var err error
 	if db != nil {
-		if states, err = db.States(ctx); err != nil {
+		if proofs, err = db.Proofs(ctx); err != nil {
 			if endsStoreWide(err) {
 				<-probed
 				return cu, err
@@ -330,23 +472,40 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB) (caughtUp, e
 		return cu, errIDs
 	}
 	onDisk := make(map[session.SessionID]bool, len(ids))
-	var stale []session.SessionID
+	var stale, staleRows []session.SessionID
 	for i, id := range ids {
-		fi, err := logs[i].fi, logs[i].err
-		st, ok := states[id]
-		current := err == nil && fi.Mode().IsRegular() && ok && st.Proof == proofOf(fi)
+		ls := &logs[i]
+		p, ok := proofs[id]
+		current := ls.ok && ok && p == ls.proof
 		if !current && !s.isSessionDir(id) {
 			continue // gone, or no session directory
 		}
 		onDisk[id] = true
+		if current && ls.vouched {
+			cu.vouched[id] = p
+		}
 		if !current {
 			stale = append(stale, id) // read below, which says what is wrong, if anything is
+			if ok {
+				staleRows = append(staleRows, id)
+			}
 		}
 	}
 	var gone []session.SessionID
-	for id := range states {
+	for id := range proofs {
 		if !onDisk[id] {
 			gone = append(gone, id)
+		}
+	}
+	states := map[session.SessionID]searchdb.State{}
+	if db != nil && len(staleRows) > 0 {
+		if states, err = db.StatesOf(ctx, staleRows); err != nil {
+			if endsStoreWide(err) {
+				return cu, err
+			}
+			// Read whole instead of extended.
+			s.opts.Logger.Warn("jsonlstore: search index unreadable: searching the logs", "err", err)
+			states = map[session.SessionID]searchdb.State{}
 		}
 	}
 	if len(gone) > 0 {
@@ -481,7 +640,7 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	if err := db.Clear(ctx, searchWait); err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
-	cu, err := s.catchUpLocked(ctx, db)
+	cu, err := s.catchUpLocked(ctx, db, true)
 	if err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}

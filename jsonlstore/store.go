@@ -100,6 +100,10 @@ type Store struct {
 	search searchIndex    // search.go
 	// listings counts how Lists were answered, for tests and diagnostics.
 	listings struct{ indexed, catalog, scanned, leaseProbes atomic.Int64 }
+	// searches counts how Searches proved the index's rows current: logs
+	// probed, rows the catalog vouched for, and catch-ups that probed
+	// every log after a hit's log proved the catalog wrong.
+	searches struct{ probes, vouched, reproved atomic.Int64 }
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It

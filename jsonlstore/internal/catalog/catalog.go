@@ -185,6 +185,13 @@ func (f *File) Times(i int) (created, updated time.Time) {
 	return created, updated
 }
 
+// Log is entry i's Entry.Log, read without decoding the rest of it.
+func (f *File) Log(i int) LogState { return logAt(f.ents, int(f.offs[i])) }
+
+func logAt(s string, o int) LogState {
+	return LogState{Dev: u64(s, o+5), Ino: u64(s, o+13), Size: int64(u64(s, o+21)), Mtime: int64(u64(s, o+29))} //nolint:gosec // G115: two's complement, as encoded
+}
+
 // Entry decodes entry i, checking it (ErrDamaged). Its strings are pieces
 // of the catalog's entries section.
 func (f *File) Entry(i int) (Entry, error) {
@@ -469,7 +476,7 @@ func decodeEntry(s string, e *Entry, sumLen int64) (int, error) {
 		return 0, fmt.Errorf("unknown flags %#x", flags)
 	}
 	e.Unreadable = flags&flagUnreadable != 0
-	e.Log = LogState{Dev: u64(s, 5), Ino: u64(s, 13), Size: int64(u64(s, 21)), Mtime: int64(u64(s, 29))} //nolint:gosec // G115: two's complement, as encoded
+	e.Log = logAt(s, 0)
 	e.Revision = u64(s, 37)
 	var ok1, ok2 bool
 	e.Created, ok1 = timeAt(s, 45)

@@ -65,6 +65,7 @@ func TestRoundTrip(t *testing.T) {
 				require.Equal(t, want.ID, got.EntryID(i))
 				created, updated := got.Times(i)
 				require.True(t, created.Equal(want.Created) && updated.Equal(want.Updated))
+				require.Equal(t, want.Log, got.Log(i))
 				require.Equal(t, want.ID, e.ID)
 				require.Equal(t, want.Unreadable, e.Unreadable)
 				require.Equal(t, want.Log, e.Log)

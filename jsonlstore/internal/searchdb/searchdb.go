@@ -338,7 +338,48 @@ func (d *DB) Path() string { return d.path }
 
 // States returns what the index holds of every session.
 func (d *DB) States(ctx context.Context) (map[session.SessionID]State, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions")
+	return d.states(ctx, stateSQL)
+}
+
+// Proofs returns the proof of every session's row: the columns a search
+// compares with the logs, no more (States of the rows it finds stale).
+func (d *DB) Proofs(ctx context.Context) (map[session.SessionID]Proof, error) {
+	rows, err := d.db.QueryContext(ctx, "SELECT id, log_dev, log_ino, log_size, log_mtime FROM sessions")
+	if err != nil {
+		return nil, d.classify("read sessions", err)
+	}
+	defer func() { _ = rows.Close() }() // read-only
+	out := map[session.SessionID]Proof{}
+	for rows.Next() {
+		var id session.SessionID
+		var p Proof
+		var dev, ino int64
+		if err := rows.Scan(&id, &dev, &ino, &p.Size, &p.Mtime); err != nil {
+			return nil, d.classify("read sessions", err)
+		}
+		p.Dev, p.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
+		out[id] = p
+	}
+	return out, d.classify("read sessions", rows.Err())
+}
+
+// StatesOf returns what the index holds of the sessions ids (those it
+// has rows of).
+func (d *DB) StatesOf(ctx context.Context, ids []session.SessionID) (map[session.SessionID]State, error) {
+	if len(ids) == 0 {
+		return map[session.SessionID]State{}, nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("searchdb: %w", err)
+	}
+	return d.states(ctx, stateSQL+" WHERE id IN (SELECT value FROM json_each(?))", string(b))
+}
+
+const stateSQL = "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions"
+
+func (d *DB) states(ctx context.Context, query string, args ...any) (map[session.SessionID]State, error) {
+	rows, err := d.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, d.classify("read sessions", err)
 	}
