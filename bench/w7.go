@@ -22,9 +22,10 @@ import (
 // runW7 is W7, search: sessions whose conversations hold prose of the
 // corpus (corpus.go) and one rare word in one message of all, searched
 // for in a fresh process (this binary as a child: open the store, search,
-// print the hits, exit), beside an empty child and the floor of a search
-// that proves its index current (list the root, lstat every log, read
-// the index's rows of the sessions); then the index deleted by hand and
+// print the hits, exit), beside an empty child and a child that proves
+// the index current by a probe of every log (list the root, lstat every
+// log, read the rows' proofs: what a search does without a catalog it can
+// believe); then the index deleted by hand and
 // searched again (it is built anew, and the answer is the same); then the
 // cost of indexing an append, interleaved with appends to a store without
 // an index, each append a 1 KiB message. Two variants: c.w7Sessions
@@ -114,8 +115,8 @@ func runW7(ctx context.Context, c *config, r *report) error {
 			return err
 		}
 	}
-	t.note("(ref) an empty child process, exec to exit: %s p50; the floor of proving the index current in a child (readdir of the root, lstat of every log, the index's session rows read): %s p50", fmtDur(noop.pct(50)), fmtDur(floor.pct(50)))
-	t.note("sessions are created through jsonlstore's Create, 8 at a time; the index is fed by the writers in the background and brought current by one search (the time in brackets); \"message text\" is the text of all messages, \"index\" the size of ROOT/.search")
+	t.note("(ref) an empty child process, exec to exit: %s p50; proving the index current by a probe of every log, in a child (readdir of the root, lstat of every log, the rows' proofs read), what a search without a catalog to believe does: %s p50", fmtDur(noop.pct(50)), fmtDur(floor.pct(50)))
+	t.note("sessions are created through jsonlstore's Create, 8 at a time; the index is fed by the writers in the background and brought current by one search (the time in brackets), which also writes the catalog, as a listing does; a search believes the catalog's entries of unmarked sessions in place of a probe of each log, and probes the logs its hits come from; \"message text\" is the text of all messages, \"index\" the size of ROOT/.search")
 	r.add(t)
 	r.set("W7/noop-ms", float64(noop.pct(50))/1e6)
 	r.set("W7/floor-ms", float64(floor.pct(50))/1e6)
@@ -221,8 +222,9 @@ func w7Child(mode, root, word string) error {
 		result("ns=%d hits=%d hit=%s indexed=%d", d.Nanoseconds(), len(res.Hits), hit, res.Indexed)
 		return nil
 	case "search-floor":
-		// What a search must do at least to prove its index current:
-		// list the root, lstat every log, read the index's rows.
+		// What a search does to prove its index current without a
+		// catalog it can believe: list the root, lstat every log, read
+		// the rows' proofs.
 		entries, err := os.ReadDir(root)
 		if err != nil {
 			return err
@@ -240,16 +242,15 @@ func w7Child(mode, root, word string) error {
 			return err
 		}
 		defer db.Close()
-		rows, err := db.Query("SELECT id, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions")
+		rows, err := db.Query("SELECT id, log_dev, log_ino, log_size, log_mtime FROM sessions")
 		if err != nil {
 			return err
 		}
 		n := 0
 		for rows.Next() {
 			var id string
-			var a, b, d, e, f, g int64
-			var dig []byte
-			if err := rows.Scan(&id, &a, &b, &dig, &d, &e, &f, &g); err != nil {
+			var d, e, f, g int64
+			if err := rows.Scan(&id, &d, &e, &f, &g); err != nil {
 				return err
 			}
 			n++
