@@ -93,10 +93,7 @@ func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions, ids ...sessi
 // findings to the report; a new kind of file gets its own function.
 func (s *Store) verifySession(ctx context.Context, id session.SessionID, deep bool) (SessionVerifyReport, error) {
 	sr := SessionVerifyReport{ID: id}
-	if err := s.check(ctx, id); err != nil {
-		return sr, err
-	}
-	if err := s.exists(id); err != nil {
+	if err := s.checkSession(ctx, id); err != nil {
 		return sr, err
 	}
 	verifyLog := func(ctx context.Context, id session.SessionID, sr *SessionVerifyReport) error {
