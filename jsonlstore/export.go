@@ -69,11 +69,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Writer) error {
 	var out []byte
 	err := s.read(ctx, id, func(v *view) error {
-		last, _, err := s.latest(id, v)
-		if err != nil {
-			return err
-		}
-		snap, err := s.snapshotOf(id, v, last)
+		last, snap, err := s.latestSnapshot(id, v)
 		if err != nil {
 			return err
 		}
