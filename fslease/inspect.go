@@ -78,31 +78,20 @@ func Inspect(ctx context.Context, dir string) (Status, error) {
 	return st, nil
 }
 
-// inspectAttempts bounds the optimistic rounds of inspect. Each retry needs
-// a holder to come and go within microseconds, so the bound is reached only
-// under pathological churn; then the record is read under the shared lock,
-// which is exact but makes a concurrent TryAcquire wait.
+// inspectAttempts bounds the optimistic rounds of inspect after its first.
+// Each retry needs a holder to come and go within microseconds, so the
+// bound is reached only under pathological churn; then the record is read
+// under the shared lock, which is exact but makes a concurrent TryAcquire
+// wait.
 const inspectAttempts = 4
 
 func inspect(lockPath, recordPath string) (Status, error) {
-	// Held and Free need one probe and one read of the record after it.
-	held, lock, err := probe(lockPath, nil)
-	if err != nil {
-		return Status{}, err
-	}
-	before, err := loadRecord(recordPath)
-	if err != nil {
-		return Status{}, err
-	}
-	switch {
-	case held:
-		return newStatus(Held, before, lock), nil
-	case !before.exists || (before.err == nil && before.rec.Released):
-		return newStatus(Free, before, lock), nil
-	}
-	// Unlocked and not released: Stale only if the same record is read on
-	// both sides of a successful probe.
-	for range inspectAttempts {
+	// Each round probes the lock and reads the record after it. Held and
+	// Free need one round. Unlocked and not released is Stale only if the
+	// same record is read on both sides of a successful probe: the
+	// previous round's and this one's.
+	var before loaded
+	for round := range inspectAttempts + 1 {
 		held, lock, err := probe(lockPath, nil)
 		if err != nil {
 			return Status{}, err
@@ -116,6 +105,8 @@ func inspect(lockPath, recordPath string) (Status, error) {
 			return newStatus(Held, after, lock), nil
 		case !after.exists || (after.err == nil && after.rec.Released):
 			return newStatus(Free, after, lock), nil
+		case round == 0:
+			// No record was read before this probe.
 		case after.err != nil:
 			// Holders only ever rename whole records into place: an
 			// unreadable one is damage, not a write in progress.
@@ -123,7 +114,8 @@ func inspect(lockPath, recordPath string) (Status, error) {
 		case before.exists && before.err == nil && before.rec == after.rec:
 			return newStatus(Stale, after, lock), nil
 		}
-		// The record changed around the probe: a holder came since.
+		// The record changed around the probe (a holder came since), or
+		// this was the first round.
 		before = after
 	}
 	return inspectLocked(lockPath, recordPath)

@@ -21,20 +21,10 @@ const (
 var stateNames = map[State]string{Free: "free", Held: "held", Stale: "stale"}
 
 // String returns "free", "held" or "stale".
-func (s State) String() string {
-	if n, ok := stateNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
+func (s State) String() string { return enumString(stateNames, "State", s) }
 
 // MarshalText encodes s as its String form, for JSON output of tools.
-func (s State) MarshalText() ([]byte, error) {
-	if _, ok := stateNames[s]; !ok {
-		return nil, fmt.Errorf("fslease: invalid State %d", int(s))
-	}
-	return []byte(s.String()), nil
-}
+func (s State) MarshalText() ([]byte, error) { return enumText(stateNames, "State", s) }
 
 // PrevState says what Acquire found in lease.json before it wrote its own
 // record.
@@ -59,17 +49,26 @@ var prevStateNames = map[PrevState]string{
 }
 
 // String returns "none", "released", "stale" or "unreadable".
-func (p PrevState) String() string {
-	if n, ok := prevStateNames[p]; ok {
-		return n
-	}
-	return fmt.Sprintf("PrevState(%d)", int(p))
-}
+func (p PrevState) String() string { return enumString(prevStateNames, "PrevState", p) }
 
 // MarshalText encodes p as its String form.
-func (p PrevState) MarshalText() ([]byte, error) {
-	if _, ok := prevStateNames[p]; !ok {
-		return nil, fmt.Errorf("fslease: invalid PrevState %d", int(p))
+func (p PrevState) MarshalText() ([]byte, error) { return enumText(prevStateNames, "PrevState", p) }
+
+// enumString is the String of v, a value of the enumeration typ whose
+// names are names: its name, or typ(v) for a value without one.
+func enumString[T ~int](names map[T]string, typ string, v T) string {
+	if n, ok := names[v]; ok {
+		return n
 	}
-	return []byte(p.String()), nil
+	return fmt.Sprintf("%s(%d)", typ, int(v))
+}
+
+// enumText is the MarshalText of v (see enumString): its name, or an error
+// for a value without one.
+func enumText[T ~int](names map[T]string, typ string, v T) ([]byte, error) {
+	n, ok := names[v]
+	if !ok {
+		return nil, fmt.Errorf("fslease: invalid %s %d", typ, int(v))
+	}
+	return []byte(n), nil
 }

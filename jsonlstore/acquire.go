@@ -185,19 +185,12 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *vi
 
 // acquire takes the lease of an existing session and recovers it.
 func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (sessionstore.Writer, error) {
-	if err := s.check(ctx, id); err != nil {
+	if err := s.checkSession(ctx, id); err != nil {
 		return nil, err
 	}
-	if err := s.exists(id); err != nil {
-		return nil, err
-	}
-	minGen, err := s.logFloor(id)
+	lease, marked, err := s.leaseSession(ctx, id, opts, try)
 	if err != nil {
 		return nil, err
-	}
-	lease, marked, err := s.takeLease(ctx, id, sessionDir(id), try, s.leaseOptions(opts, minGen))
-	if err != nil {
-		return nil, s.leaseErr(ctx, id, err)
 	}
 	w, err := s.openWriter(id, lease, marked)
 	if err != nil {
@@ -205,6 +198,21 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 		return nil, err
 	}
 	return w, nil
+}
+
+// leaseSession takes the lease of existing session id, of a generation
+// above every one its log holds (logFloor), and marks it (takeLease); its
+// errors are the contract's (leaseErr).
+func (s *Store) leaseSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (_ leaseHandle, marked bool, _ error) {
+	minGen, err := s.logFloor(id)
+	if err != nil {
+		return nil, false, err
+	}
+	lease, marked, err := s.takeLease(ctx, id, sessionDir(id), try, s.leaseOptions(opts, minGen))
+	if err != nil {
+		return nil, false, s.leaseErr(ctx, id, err)
+	}
+	return lease, marked, nil
 }
 
 // leaseErr maps an fslease acquisition error to the contract's errors.

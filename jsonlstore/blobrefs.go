@@ -117,10 +117,7 @@ var _ sessionstore.BlobReader = (*Store)(nil)
 // session does not have is ErrNotFound; one whose content is not what ref
 // says is a *sessionstore.CorruptionError naming its file (ErrBlob).
 func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error) {
-	if err := s.check(ctx, id); err != nil {
-		return nil, err
-	}
-	if err := s.exists(id); err != nil {
+	if err := s.checkSession(ctx, id); err != nil {
 		return nil, err
 	}
 	_, ok, err := blobSize(s.fs, blobDir(id), ref.SHA256)

@@ -359,25 +359,11 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 // was attempted poison the writer: whether the new log is durable is then
 // unknown.
 func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) error {
-	tmp := sessionDir(id) + "/." + LogFile + ".compact-" + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
-	if err != nil {
+	if _, err := s.writeLog(id, "compact", func(out io.Writer) error {
+		_, err := io.Copy(out, io.NewSectionReader(v.f, cut, v.size-cut))
+		return err
+	}); err != nil {
 		return opErr("compact", id, err)
-	}
-	_, err = io.Copy(writerOnly{f}, io.NewSectionReader(v.f, cut, v.size-cut))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = s.fs.Remove(tmp)
-		return opErr("compact", id, fmt.Errorf("write new log: %w", err))
-	}
-	if err := s.fs.Rename(tmp, logPath(id)); err != nil {
-		_ = s.fs.Remove(tmp)
-		return opErr("compact", id, fmt.Errorf("replace log: %w", err))
 	}
 	fail := func(err error) error {
 		w.failed = err

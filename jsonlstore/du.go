@@ -61,10 +61,7 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DURepo
 
 func (s *Store) sessionDU(ctx context.Context, id session.SessionID) (SessionDU, error) {
 	u := SessionDU{ID: id}
-	if err := s.check(ctx, id); err != nil {
-		return u, err
-	}
-	if err := s.exists(id); err != nil {
+	if err := s.checkSession(ctx, id); err != nil {
 		return u, err
 	}
 	entries, err := s.fs.ReadDir(sessionDir(id))

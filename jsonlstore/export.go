@@ -42,25 +42,17 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	var yielded uint64 // lines already written survive a retry of the read
 	var buf []byte
 	return s.read(ctx, id, func(v *view) error {
-		h := s.scanHistory(id, v)
+		// Every snapshot is rebuilt, also those already written (a retry
+		// reads from the start); ctx interrupts it (an export of every
+		// revision can be long).
+		h := s.rebuildHistory(ctx, id, v)
 		defer h.Close()
-		snaps := record.NewSnapshots(id, v.maxPayload)
-		blobs := s.newBlobCache(id)
-		defer blobs.Close()
 		for h.Next() {
-			if err := ctx.Err(); err != nil {
-				return err // interrupted: an export of every revision can be long
-			}
-			// Every snapshot is rebuilt, also those already written (a
-			// retry reads from the start): a delta needs its base.
 			r := h.Record()
-			if err := snaps.Add(r); err != nil {
-				return err
-			}
 			if r.Through() <= yielded || r.Kind == KindGap {
 				continue // a gap's revisions have no snapshot to export
 			}
-			snap, err := exportSnapshot(id, r, snaps.Bytes(), blobs)
+			snap, err := exportSnapshot(id, r, h.Snapshot(), h.blobs)
 			if err != nil {
 				return err
 			}
@@ -77,11 +69,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Writer) error {
 	var out []byte
 	err := s.read(ctx, id, func(v *view) error {
-		last, _, err := s.latest(id, v)
-		if err != nil {
-			return err
-		}
-		snap, err := s.snapshotOf(id, v, last)
+		last, snap, err := s.latestSnapshot(id, v)
 		if err != nil {
 			return err
 		}

@@ -119,6 +119,54 @@ func (h *historyScan) openSegment(seg *archiveSegment) {
 		Path: archiveDir(h.id) + "/" + seg.File})
 }
 
+// historyRebuild reads session id's whole history forwards (historyScan)
+// and rebuilds every revision's snapshot on the way: a delta needs its
+// base, so every record is applied, also those a caller passes over. It
+// stops when ctx is done. Close it when done.
+type historyRebuild struct {
+	*historyScan
+	ctx   context.Context
+	snaps *record.Snapshots
+	blobs *blobCache // the session's content kept out of line, read once
+	err   error
+}
+
+// rebuildHistory starts a historyRebuild of session id as v sees the log.
+func (s *Store) rebuildHistory(ctx context.Context, id session.SessionID, v *view) *historyRebuild {
+	return &historyRebuild{historyScan: s.scanHistory(id, v), ctx: ctx,
+		snaps: record.NewSnapshots(id, v.maxPayload), blobs: s.newBlobCache(id)}
+}
+
+// Next advances to the next record and applies it to the snapshot.
+func (h *historyRebuild) Next() bool {
+	if h.err != nil || !h.historyScan.Next() {
+		return false
+	}
+	if h.err = h.ctx.Err(); h.err != nil {
+		return false
+	}
+	h.err = h.snaps.Add(h.Record())
+	return h.err == nil
+}
+
+// Snapshot returns the bytes of the current record's revision's snapshot
+// (valid until Next).
+func (h *historyRebuild) Snapshot() []byte { return h.snaps.Bytes() }
+
+// Err returns what stopped the read: nil at the log's end.
+func (h *historyRebuild) Err() error {
+	if h.err != nil {
+		return h.err
+	}
+	return h.historyScan.Err()
+}
+
+// Close closes the open segment and the content cache.
+func (h *historyRebuild) Close() {
+	h.blobs.Close()
+	h.historyScan.Close()
+}
+
 // segmentErr locates an error met while reading a segment.
 func (h *historyScan) segmentErr(err error) error {
 	var ce *sessionstore.CorruptionError
@@ -200,19 +248,10 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 		var yielded uint64 // revisions already yielded survive a retry
 		stopped := false
 		err := s.read(ctx, id, func(v *view) error {
-			h := s.scanHistory(id, v)
+			h := s.rebuildHistory(ctx, id, v)
 			defer h.Close()
-			snaps := record.NewSnapshots(id, v.maxPayload)
-			blobs := s.newBlobCache(id)
-			defer blobs.Close()
 			for h.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
 				r := h.Record()
-				if err := snaps.Add(r); err != nil {
-					return err
-				}
 				if r.Through() <= yielded {
 					continue
 				}
@@ -221,7 +260,7 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 					yielded = r.Through()
 					ok = yield(sessionstore.Record{}, gapError(id, r))
 				} else {
-					rec, err := decodeRecord(id, r, snaps.Bytes(), blobs)
+					rec, err := decodeRecord(id, r, h.Snapshot(), h.blobs)
 					if err != nil {
 						return err // (not yielded: a retry meets it again)
 					}

@@ -156,10 +156,7 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 // Lease reports the lease status of session id, computed now from the lock
 // (a probe that takes and drops a shared lock) and lease.json.
 func (s *Store) Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error) {
-	if err := s.check(ctx, id); err != nil {
-		return summary.LeaseStatus{}, err
-	}
-	if err := s.exists(id); err != nil {
+	if err := s.checkSession(ctx, id); err != nil {
 		return summary.LeaseStatus{}, err
 	}
 	st, err := s.leases.inspect(ctx, s.abs(sessionDir(id)))

@@ -227,11 +227,7 @@ func (c *blobCache) wait() { c.inflight.Wait() }
 // chain that rebuilds it, read backwards from the end, with its content
 // (or, light, without what is kept out of line).
 func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*record.Rec, sessionstore.Record, error) {
-	last, _, err := s.latest(id, v)
-	if err != nil {
-		return nil, sessionstore.Record{}, err
-	}
-	snap, err := s.snapshotOf(id, v, last)
+	last, snap, err := s.latestSnapshot(id, v)
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}

@@ -97,10 +97,7 @@ type RepairReport struct {
 // Repair got.
 func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOptions) (RepairReport, error) {
 	rep := RepairReport{ID: id}
-	if err := s.check(ctx, id); err != nil {
-		return rep, err
-	}
-	if err := s.exists(id); err != nil {
+	if err := s.checkSession(ctx, id); err != nil {
 		return rep, err
 	}
 	aopts := sessionstore.AcquireOptions{Label: opts.Label}
@@ -193,13 +190,9 @@ func (r repairLeases) Lease(ctx context.Context, id session.SessionID) (summary.
 // does it hand the lease to openWriter, whose normal recovery finds a log
 // it accepts.
 func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try, salvage bool, rep *RepairReport) (*writer, error) {
-	minGen, err := s.logFloor(id)
+	lease, marked, err := s.leaseSession(ctx, id, opts, try)
 	if err != nil {
 		return nil, err
-	}
-	lease, marked, err := s.takeLease(ctx, id, sessionDir(id), try, s.leaseOptions(opts, minGen))
-	if err != nil {
-		return nil, s.leaseErr(ctx, id, err)
 	}
 	release := func() { _ = lease.Release(context.WithoutCancel(ctx)) }
 	if err := s.checkWritable(id); err != nil {

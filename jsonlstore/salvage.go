@@ -383,12 +383,25 @@ func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *vi
 	return record.Encode(m, snap), nil
 }
 
-// publishLog writes a new log for session id with fill, beside the old
-// one (a temporary name that a holder's sweep removes if a crash leaves
-// it), syncs it, renames it over log.jsonl and syncs the session
-// directory: a crash leaves the old log or the new one. It returns the new
-// log's size.
+// publishLog writes a new log for session id with fill (writeLog) and
+// syncs the session directory: a crash leaves the old log or the new one.
+// It returns the new log's size.
 func (s *Store) publishLog(id session.SessionID, what string, fill func(w io.Writer) error) (int64, error) {
+	n, err := s.writeLog(id, what, fill)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
+		return n, fmt.Errorf("sync session directory: %w", err)
+	}
+	return n, nil
+}
+
+// writeLog writes a new log for session id with fill, beside the old one
+// (a temporary name that a holder's sweep removes if a crash leaves it),
+// syncs it and renames it over log.jsonl, and returns its size. The
+// rename is durable once the caller syncs the session directory.
+func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Writer) error) (int64, error) {
 	tmp := sessionDir(id) + "/." + LogFile + "." + what + "-" + randomSuffix() + tmpSuffix
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
@@ -409,9 +422,6 @@ func (s *Store) publishLog(id session.SessionID, what string, fill func(w io.Wri
 	if err := s.fs.Rename(tmp, logPath(id)); err != nil {
 		_ = s.fs.Remove(tmp)
 		return 0, fmt.Errorf("replace log: %w", err)
-	}
-	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
-		return cw.n, fmt.Errorf("sync session directory: %w", err)
 	}
 	return cw.n, nil
 }

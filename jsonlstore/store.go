@@ -183,6 +183,15 @@ func (s *Store) check(ctx context.Context, id session.SessionID) error {
 // abs is the absolute path of a name inside the root (for fslease).
 func (s *Store) abs(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
 
+// checkSession is check, then exists: the store is open, ctx is not done,
+// id is valid and its session is there.
+func (s *Store) checkSession(ctx context.Context, id session.SessionID) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return s.exists(id)
+}
+
 // exists reports whether session id has a directory, refusing symlinks.
 func (s *Store) exists(id session.SessionID) error {
 	fi, err := s.fs.Lstat(sessionDir(id))

@@ -169,11 +169,7 @@ func (w *summaryWriter) close() {
 // are counted from the references) or any other blob: what a listing
 // needs costs the stored snapshot, not the conversation.
 func (s *Store) latestSummary(id session.SessionID, v *view) (*record.Rec, summary.Summary, error) {
-	last, _, err := s.latest(id, v)
-	if err != nil {
-		return nil, summary.Summary{}, err
-	}
-	snap, err := s.snapshotOf(id, v, last)
+	last, snap, err := s.latestSnapshot(id, v)
 	if err != nil {
 		return nil, summary.Summary{}, err
 	}

@@ -93,10 +93,7 @@ func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions, ids ...sessi
 // findings to the report; a new kind of file gets its own function.
 func (s *Store) verifySession(ctx context.Context, id session.SessionID, deep bool) (SessionVerifyReport, error) {
 	sr := SessionVerifyReport{ID: id}
-	if err := s.check(ctx, id); err != nil {
-		return sr, err
-	}
-	if err := s.exists(id); err != nil {
+	if err := s.checkSession(ctx, id); err != nil {
 		return sr, err
 	}
 	verifyLog := func(ctx context.Context, id session.SessionID, sr *SessionVerifyReport) error {
@@ -162,7 +159,7 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bo
 	return c, err
 }
 
-// verifyView checks one view of the log: every record (historyScan), each
+// verifyView checks one view of the log: every record (historyRebuild), each
 // delta applied to the previous snapshot and checked against the length
 // and checksum it names (record.Snapshots, which keeps the snapshot as
 // pieces: a delta costs what it changes), each snapshot decoded and
@@ -171,9 +168,8 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	var lastSnap sessnap.Snapshot
 	var lastRec *record.Rec
 	newerSchema := false
-	h := s.scanHistory(id, v)
+	h := s.rebuildHistory(ctx, id, v)
 	defer h.Close()
-	snaps := record.NewSnapshots(id, v.maxPayload)
 	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
 	restore := func(r *record.Rec, snap sessnap.Snapshot) error {
 		if err := blobs.check(r, snap.Messages); err != nil {
@@ -285,16 +281,10 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		return nil
 	}
 	var pending *record.Rec // the latest record not yet decoded (a delta)
+	// Every delta is applied (by h) and checked against the length and
+	// checksum it names, at the cost of what it changes.
 	for h.Next() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		r := h.Record()
-		// Every delta is applied and checked against the length and
-		// checksum it names, at the cost of what it changes.
-		if err := snaps.Add(r); err != nil {
-			return err
-		}
 		// The blobs a delta's new messages reference are checked there,
 		// whatever later revisions keep of them.
 		if r.Kind == KindDelta && r.Version >= record.Version4 {
@@ -309,13 +299,13 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
 				"revisions %d to %d are missing: a repair set them aside (%s)%s", r.Rev, r.Through(), g.Reason, forensicNote(g.Forensic))})
 		case deep:
-			if err := check(r, snaps.Bytes()); err != nil {
+			if err := check(r, h.Snapshot()); err != nil {
 				return err
 			}
 		case r.Kind == KindFull:
 			// A full record is decoded and restored (a pass over what it
 			// holds, pages checked once); with deep, every revision is.
-			paged, err := checkPaged(r, snaps.Bytes())
+			paged, err := checkPaged(r, h.Snapshot())
 			if err != nil {
 				return err
 			}
@@ -335,7 +325,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// The latest revision is decoded and restored whatever its kind: it is
 	// what a holder resumes.
 	if pending != nil {
-		if err := checkLatest(pending, snaps.Bytes()); err != nil {
+		if err := checkLatest(pending, h.Snapshot()); err != nil {
 			return err
 		}
 	}
@@ -366,7 +356,7 @@ type blobChecker struct {
 func (b *blobChecker) checkDelta(r *record.Rec) error {
 	arr, err := record.DeltaMessages(r.Payload)
 	if err != nil || arr == nil {
-		return err // a malformed delta failed snaps.Add already
+		return err // a malformed delta failed to apply already
 	}
 	var msgs sessnap.Messages
 	if err := msgs.UnmarshalJSON(arr); err != nil {

@@ -188,14 +188,19 @@ func (s *Store) latest(id session.SessionID, v *view) (*record.Rec, record.Tail,
 	return last, t, nil
 }
 
-// snapshotOf rebuilds the snapshot of last, the view's last record,
-// checking the records it builds on (record.Back.ChainTo).
-func (s *Store) snapshotOf(id session.SessionID, v *view, last *record.Rec) ([]byte, error) {
+// latestSnapshot returns the view's last record (latest) and rebuilds its
+// snapshot, checking the records it builds on (record.Back.ChainTo).
+func (s *Store) latestSnapshot(id session.SessionID, v *view) (*record.Rec, []byte, error) {
+	last, _, err := s.latest(id, v)
+	if err != nil {
+		return nil, nil, err
+	}
 	full, deltas, err := v.back.ChainTo(last, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rebuildChain(id, last, full, deltas, v.maxPayload)
+	snap, err := rebuildChain(id, last, full, deltas, v.maxPayload)
+	return last, snap, err
 }
 
 // rebuildChain returns the snapshot of last, which full and deltas (its

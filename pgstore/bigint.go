@@ -24,6 +24,17 @@ func toBigint(what string, v uint64) (int64, error) {
 	return int64(v), nil
 }
 
+// toBigints converts a record's revision and generation for their
+// columns (toBigint).
+func toBigints(rev, gen uint64) (int64, int64, error) {
+	r, err := toBigint("revision", rev)
+	if err != nil {
+		return 0, 0, err
+	}
+	g, err := toBigint("generation", gen)
+	return r, g, err
+}
+
 // fromBigint converts a revision or generation read from its column.
 func fromBigint(what string, v int64) (uint64, error) {
 	if v < 0 || v > sessnap.MaxSafeInteger {

@@ -73,11 +73,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, id session.SessionID, s
 
 // insertRecord stores one record line verbatim with its envelope columns.
 func insertRecord(ctx context.Context, tx pgx.Tx, id session.SessionID, m record.Meta, line []byte) error {
-	rev, err := toBigint("revision", m.Rev)
-	if err != nil {
-		return err
-	}
-	gen, err := toBigint("generation", m.Gen)
+	rev, gen, err := toBigints(m.Rev, m.Gen)
 	if err != nil {
 		return err
 	}
@@ -91,11 +87,7 @@ func insertRecord(ctx context.Context, tx pgx.Tx, id session.SessionID, m record
 // commit: NOTIFY is transactional).
 func putSummary(ctx context.Context, tx pgx.Tx, sum *summary.Summary, schema int) error {
 	sum.Lease = summary.LeaseStatus{} // computed when read, never stored
-	rev, err := toBigint("revision", sum.Revision)
-	if err != nil {
-		return err
-	}
-	gen, err := toBigint("generation", sum.Generation)
+	rev, gen, err := toBigints(sum.Revision, sum.Generation)
 	if err != nil {
 		return err
 	}

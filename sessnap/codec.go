@@ -32,10 +32,16 @@ func Marshal(snap Snapshot) ([]byte, error) {
 	if err := checkEncodable(reflect.ValueOf(snap), "$"); err != nil {
 		return nil, err
 	}
+	return encode(snap)
+}
+
+// encode is the JSON of v as the snapshot's encoding writes it: no HTML
+// escaping, no trailing newline; an error is ErrUnencodable.
+func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(snap); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnencodable, err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil

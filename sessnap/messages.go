@@ -1,7 +1,6 @@
 package sessnap
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -74,13 +73,11 @@ func AppendMessage(b []byte, m session.Message, ext Externalizer) ([]byte, error
 			return nil, err
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(d); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnencodable, err)
+	j, err := encode(d)
+	if err != nil {
+		return nil, err
 	}
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
+	return append(b, j...), nil
 }
 
 // externalize replaces, in parts (a DTO copy), the content ext keeps out

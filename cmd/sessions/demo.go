@@ -53,11 +53,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *delay < 0 {
 		return c.usageError("--delay must not be negative")
 	}
-	loc, err := c.dirStore()
-	if err != nil {
-		return c.fail(err)
-	}
-	st, err := c.openDir(loc, true)
+	st, err := c.openDirStore(true)
 	if err != nil {
 		return c.fail(err)
 	}

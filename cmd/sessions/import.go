@@ -116,18 +116,8 @@ func defaultSource(tool string) (string, error) {
 // missing directory, except for a dry run, which imports into an empty
 // store in memory instead (everything would be created).
 func (c *sub) openImportStore(ctx context.Context, dryRun bool) (sessionstore.Store, error) {
-	loc, err := c.store()
-	if err != nil {
-		return nil, err
-	}
-	if cli.IsDSN(loc) {
-		return openPG(ctx, loc)
-	}
-	if !dryRun {
-		return c.openDir(loc, true)
-	}
-	st, err := c.openDir(loc, false)
-	if errors.Is(err, jsonlstore.ErrNoStore) {
+	st, err := c.open(ctx, !dryRun)
+	if dryRun && errors.Is(err, jsonlstore.ErrNoStore) {
 		return memstore.New(memstore.Options{}), nil
 	}
 	return st, err

@@ -74,22 +74,22 @@ func (c *sub) withStore(ctx context.Context, fn func(st sessionstore.Store) int)
 	return fn(st)
 }
 
-// dirStore returns the command's store, which must be a directory.
-func (c *sub) dirStore() (string, error) {
+// openDirStore opens the command's store, which must be a directory
+// (created when missing, with create).
+func (c *sub) openDirStore(create bool) (*jsonlstore.Store, error) {
 	loc, err := c.store()
 	if err == nil && cli.IsDSN(loc) {
 		err = fmt.Errorf("it works on a directory store, and %s is a PostgreSQL store", cli.Location(loc))
 	}
-	return loc, err
+	if err != nil {
+		return nil, err
+	}
+	return c.openDir(loc, create)
 }
 
 // withDir is withStore for the commands that need a directory store.
 func (c *sub) withDir(ctx context.Context, create bool, fn func(st *jsonlstore.Store) int) int {
-	loc, err := c.dirStore()
-	if err != nil {
-		return c.fail(err)
-	}
-	st, err := c.openDir(loc, create)
+	st, err := c.openDirStore(create)
 	if err != nil {
 		return c.fail(err)
 	}

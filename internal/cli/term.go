@@ -21,14 +21,14 @@ func IsTerminal(w io.Writer) bool {
 // limit) when w is not a terminal: a listing piped into a program is not
 // cut.
 func TerminalWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	cols, _, ok := terminalSize(w)
+	if !ok {
 		return 0
 	}
-	if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
-		return cols
+	if cols == 0 {
+		return DefaultWidth
 	}
-	return DefaultWidth
+	return cols
 }
 
 // UseColor decides whether output to w is colored: only on a terminal,
@@ -96,12 +96,21 @@ func (p Palette) Dim(s string) string { return p.paint(p.dim, s) }
 // TerminalRows is the number of rows of the terminal w is, or 0 when w is
 // not a terminal or does not say.
 func TerminalRows(w io.Writer) int {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return 0
+	_, rows, _ := terminalSize(w)
+	return rows
+}
+
+// terminalSize is the size of the terminal w is; ok is false when w is
+// not a terminal, and cols and rows are 0 where the terminal does not
+// say.
+func terminalSize(w io.Writer) (cols, rows int, ok bool) {
+	f, isFile := w.(*os.File)
+	if !isFile || !term.IsTerminal(int(f.Fd())) {
+		return 0, 0, false
 	}
-	if _, rows, err := term.GetSize(int(f.Fd())); err == nil && rows > 0 {
-		return rows
+	cols, rows, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0, 0, true
 	}
-	return 0
+	return max(cols, 0), max(rows, 0), true
 }

@@ -18,12 +18,9 @@ const (
 // AppendCRC closes the JSON object b (which lacks its closing brace) with
 // its checksum: `,"crc":"xxxxxxxx"}`, the CRC-32C of every byte of b.
 func AppendCRC(b []byte) []byte {
-	const digits = "0123456789abcdef"
 	sum := crc32.Checksum(b, Castagnoli)
 	b = append(b, crcKey...)
-	for shift := 28; shift >= 0; shift -= 4 {
-		b = append(b, digits[(sum>>uint(shift))&0xf])
-	}
+	b = appendHex8(b, sum)
 	return append(b, `"}`...)
 }
 
@@ -38,16 +35,9 @@ func SplitCRC(b []byte) (body []byte, ok bool) {
 	if !bytes.HasPrefix(suffix, []byte(crcKey)) || !bytes.HasSuffix(suffix, []byte(`"}`)) {
 		return nil, false
 	}
-	var want uint32
-	for _, c := range suffix[len(crcKey) : len(crcKey)+8] {
-		switch {
-		case c >= '0' && c <= '9':
-			want = want<<4 | uint32(c-'0')
-		case c >= 'a' && c <= 'f':
-			want = want<<4 | uint32(c-'a'+10)
-		default:
-			return nil, false
-		}
+	want, ok := parseHex8(suffix[len(crcKey) : len(crcKey)+8])
+	if !ok {
+		return nil, false
 	}
 	return body, crc32.Checksum(body, Castagnoli) == want
 }
@@ -72,4 +62,31 @@ func Unframe(b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return b, true
+}
+
+// appendHex8 appends v as the eight lower-case hex digits every checksum
+// of the format is written as.
+func appendHex8(b []byte, v uint32) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		b = append(b, digits[(v>>uint(shift))&0xf])
+	}
+	return b
+}
+
+// parseHex8 reads the checksum appendHex8 writes: exactly eight lower-case
+// hex digits.
+func parseHex8(b []byte) (uint32, bool) {
+	var v uint32
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint32(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint32(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, len(b) == 8
 }

@@ -508,29 +508,6 @@ func emptyArray(v []byte) bool {
 	return len(bytes.TrimLeft(v[1:len(v)-1], " \t\r\n")) == 0
 }
 
-func appendHex8(b []byte, v uint32) []byte {
-	const digits = "0123456789abcdef"
-	for shift := 28; shift >= 0; shift -= 4 {
-		b = append(b, digits[(v>>uint(shift))&0xf])
-	}
-	return b
-}
-
-func parseHex8(b []byte) (uint32, bool) {
-	var v uint32
-	for _, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v<<4 | uint32(c-'0')
-		case c >= 'a' && c <= 'f':
-			v = v<<4 | uint32(c-'a'+10)
-		default:
-			return 0, false
-		}
-	}
-	return v, len(b) == 8
-}
-
 // DeltaMessages returns the messages a delta payload adds to the
 // snapshot's conversation or sets it to, as one JSON array (nil when it
 // touches neither): what a checker of the content the delta references

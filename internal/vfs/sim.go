@@ -280,36 +280,37 @@ func (s *Sim) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 }
 
 func (s *Sim) Mkdir(name string, perm fs.FileMode) error {
-	const op = "mkdirat"
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, err := s.resolve(op, name, false)
-	if err != nil {
-		return err
-	}
-	if l.node != nil || l.dir == nil {
-		return pathErr(op, name, syscall.EEXIST)
-	}
-	s.link(l.dir, l.base, s.newInode(fs.ModeDir|perm&fs.ModePerm))
-	return nil
+	_, err := s.makeEntry("mkdirat", name, fs.ModeDir|perm&fs.ModePerm)
+	return err
 }
 
 // Symlink creates newname as a symlink to oldname, so tests can plant one.
 func (s *Sim) Symlink(oldname, newname string) error {
-	const op = "symlinkat"
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, err := s.resolve(op, newname, false)
+	n, err := s.makeEntry("symlinkat", newname, fs.ModeSymlink|0o777)
 	if err != nil {
 		return err
 	}
-	if l.node != nil || l.dir == nil {
-		return pathErr(op, newname, syscall.EEXIST)
-	}
-	n := s.newInode(fs.ModeSymlink | 0o777)
 	n.target = oldname
-	s.link(l.dir, l.base, n)
 	return nil
+}
+
+// makeEntry links a new inode of mode at name, which must not exist, and
+// returns it (s.mu held).
+func (s *Sim) makeEntry(op, name string, mode fs.FileMode) (*inode, error) {
+	l, err := s.resolve(op, name, false)
+	if err != nil {
+		return nil, err
+	}
+	if l.node != nil || l.dir == nil {
+		return nil, pathErr(op, name, syscall.EEXIST)
+	}
+	n := s.newInode(mode)
+	s.link(l.dir, l.base, n)
+	return n, nil
 }
 
 func (s *Sim) Rename(oldname, newname string) error {
