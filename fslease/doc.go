@@ -27,6 +27,12 @@
 // TryAcquire fails at once with a *HeldError (errors.Is(err, ErrHeld)) that
 // names the holder. Readers call Inspect, which modifies nothing.
 //
+// A directory built under a temporary name and then published by a rename
+// can be leased with Options.DirSynced (its creator syncs it before the
+// rename, which covers the record's), and a creator that is done with it
+// before publishing calls MarkReleased, so that it is published with its
+// lease already released and Release only unlocks.
+//
 // # Files
 //
 //	DIR/

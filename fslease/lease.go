@@ -51,6 +51,17 @@ type Options struct {
 
 	// Now is the clock for the times in the record; nil means time.Now.
 	Now func() time.Time
+
+	// DirSynced says that the caller syncs dir itself before anything
+	// may rely on the record: dir is being built under a temporary name,
+	// and the caller syncs it before it publishes it with a rename (then
+	// calls Moved). Until Moved, Acquire and MarkReleased write the
+	// record (written, fsynced and renamed into place as always) without
+	// syncing dir; the caller's sync of dir makes the rename durable.
+	// Release, Heartbeat and any write after Moved are as without it.
+	// Never set it for a directory that others can already see: a crash
+	// could then lose the record of a lease that was taken.
+	DirSynced bool
 }
 
 // withDefaults validates o and fills in defaults.
@@ -84,6 +95,8 @@ type Lease struct {
 	prevState PrevState
 	prevErr   error
 	swept     []string
+	// dirSynced: Options.DirSynced, until Moved (guarded by mu).
+	dirSynced bool
 
 	// mu serialises the fencing check with the write that follows it, so
 	// that a heartbeat and a release never interleave, and guards below.
@@ -92,6 +105,9 @@ type Lease struct {
 	held   fs.FileInfo // fl's file (heldLock), once a check has read it
 	rec    Record
 	closed bool
+	// marked: MarkReleased wrote the released record; Release only
+	// unlocks.
+	marked bool
 	// touched is the time the last Touch wrote on lease.lock; zero before
 	// the first.
 	touched time.Time
@@ -176,12 +192,13 @@ func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) 
 		return nil, err
 	}
 	l := &Lease{
-		dir:      dir,
-		lockPath: lockPath,
-		now:      o.Now,
-		onHBErr:  o.OnHeartbeatError,
-		fl:       fl,
-		stop:     make(chan struct{}),
+		dir:       dir,
+		lockPath:  lockPath,
+		now:       o.Now,
+		onHBErr:   o.OnHeartbeatError,
+		fl:        fl,
+		stop:      make(chan struct{}),
+		dirSynced: o.DirSynced,
 	}
 	switch {
 	case !ld.exists:
@@ -210,7 +227,9 @@ func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) 
 		AcquiredAt:  now,
 		HeartbeatAt: now,
 	}
-	if err := writeRecordFile(dir, l.rec, true); err != nil {
+	// With DirSynced the caller's sync of dir, before it publishes it,
+	// makes the rename durable.
+	if err := writeRecordFile(dir, l.rec, !o.DirSynced); err != nil {
 		return nil, err
 	}
 	// The lock file's time is the holder's latest Touch; set it from this
@@ -247,6 +266,9 @@ func (l *Lease) Moved(dir string) error {
 		l.dir, l.lockPath = oldDir, oldLock
 		return err
 	}
+	// The directory is published: what is written from now on is synced
+	// here.
+	l.dirSynced = false
 	return nil
 }
 
@@ -299,7 +321,7 @@ func (l *Lease) checkLocked() error {
 	lost := func(reason string, err error) error {
 		return &LostError{Dir: l.dir, Generation: l.gen, Reason: reason, Err: err}
 	}
-	if l.closed {
+	if l.closed || l.marked {
 		return lost("released", ErrReleased)
 	}
 	// The held descriptor's identity is read once (heldLock: it cannot
@@ -426,8 +448,9 @@ func (l *Lease) Touch(at time.Time) error {
 // If the lease was lost, Release does not write (lease.json belongs to
 // someone else) and returns the *LostError. If ctx is done before the
 // write, Release unlocks without writing, leaving the lease for the next
-// holder as stale, and returns ctx's error. Release is idempotent: calls
-// after the first return nil.
+// holder as stale, and returns ctx's error. After MarkReleased, Release
+// writes nothing: it only unlocks. Release is idempotent: calls after the
+// first return nil.
 func (l *Lease) Release(ctx context.Context) error {
 	l.stopHeartbeat()
 	l.mu.Lock()
@@ -436,7 +459,10 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	if err := l.checkLocked(); err != nil {
+	if l.marked {
+		// MarkReleased wrote the released record; it is durable (or the
+		// caller's sync of the directory made it so).
+	} else if err := l.checkLocked(); err != nil {
 		errs = append(errs, err)
 	} else if err := ctx.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("fslease: release %s: %w", l.dir, err))
@@ -457,4 +483,41 @@ func (l *Lease) Release(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("fslease: unlock %s: %w", l.lockPath, err))
 	}
 	return errors.Join(errs...)
+}
+
+// MarkReleased writes the record that Release would write (Released set)
+// while keeping the lock: for a holder that has done all its work under
+// the lease in a directory built under a temporary name (Options.DirSynced)
+// and is about to publish it, so that the directory is published with its
+// lease already recorded released and Release, afterwards, only unlocks —
+// one record written instead of two. Readers see what they see of any
+// release: the lock held until Release, then a free lease whose record is
+// released; the next holder sees PrevReleased.
+//
+// It checks fencing first (see Check). Until Moved with
+// Options.DirSynced, the directory is not synced (the caller syncs it
+// before it publishes it); otherwise the record is durable when
+// MarkReleased returns. Afterwards Check, Heartbeat, Touch and Moved
+// report the lease released (ErrLost, ErrReleased) and Release writes
+// nothing. The heartbeat goroutine is stopped in any case; if
+// MarkReleased fails, the lease is still held and Release releases it as
+// usual.
+func (l *Lease) MarkReleased(ctx context.Context) error {
+	l.stopHeartbeat()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fslease: release %s: %w", l.dir, err)
+	}
+	if err := l.checkLocked(); err != nil {
+		return err
+	}
+	rec := l.rec
+	rec.Released = true
+	rec.HeartbeatAt = l.nowUTC()
+	if err := writeRecordFile(l.dir, rec, !l.dirSynced); err != nil {
+		return fmt.Errorf("fslease: release %s: %w", l.dir, err)
+	}
+	l.rec, l.marked = rec, true
+	return nil
 }
