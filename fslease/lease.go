@@ -262,7 +262,7 @@ func (l *Lease) Moved(dir string) error {
 	defer l.mu.Unlock()
 	oldDir, oldLock := l.dir, l.lockPath
 	l.dir, l.lockPath = dir, filepath.Join(dir, LockFile)
-	if err := l.checkLocked(); err != nil {
+	if err := l.verifyLocked(); err != nil {
 		l.dir, l.lockPath = oldDir, oldLock
 		return err
 	}
@@ -318,10 +318,21 @@ func (l *Lease) Check() error {
 }
 
 func (l *Lease) checkLocked() error {
+	if l.marked {
+		return &LostError{Dir: l.dir, Generation: l.gen, Reason: "released", Err: ErrReleased}
+	}
+	return l.verifyLocked()
+}
+
+// verifyLocked is checkLocked for Moved, which follows the directory of
+// a lease that MarkReleased marked too: the lock and the record at the
+// path must be this Lease's, the record released only if MarkReleased
+// wrote it so.
+func (l *Lease) verifyLocked() error {
 	lost := func(reason string, err error) error {
 		return &LostError{Dir: l.dir, Generation: l.gen, Reason: reason, Err: err}
 	}
-	if l.closed || l.marked {
+	if l.closed {
 		return lost("released", ErrReleased)
 	}
 	// The held descriptor's identity is read once (heldLock: it cannot
@@ -366,8 +377,10 @@ func (l *Lease) checkLocked() error {
 	case ld.rec.Generation != l.gen || ld.rec.Owner.Nonce != l.rec.Owner.Nonce:
 		return lost(fmt.Sprintf("lease record now generation %d, pid %d, nonce %s",
 			ld.rec.Generation, ld.rec.Owner.PID, ld.rec.Owner.Nonce), nil)
-	case ld.rec.Released:
+	case ld.rec.Released && !l.marked:
 		return lost("lease record marked released", nil)
+	case !ld.rec.Released && l.marked:
+		return lost("lease record no longer marked released", nil)
 	}
 	l.checked = ld.stat
 	return nil
@@ -497,9 +510,9 @@ func (l *Lease) Release(ctx context.Context) error {
 // It checks fencing first (see Check). Until Moved with
 // Options.DirSynced, the directory is not synced (the caller syncs it
 // before it publishes it); otherwise the record is durable when
-// MarkReleased returns. Afterwards Check, Heartbeat, Touch and Moved
-// report the lease released (ErrLost, ErrReleased) and Release writes
-// nothing. The heartbeat goroutine is stopped in any case; if
+// MarkReleased returns. Afterwards Check, Heartbeat and Touch report the
+// lease released (ErrLost, ErrReleased), Moved still follows the
+// directory (its lock is still held), and Release writes nothing. The heartbeat goroutine is stopped in any case; if
 // MarkReleased fails, the lease is still held and Release releases it as
 // usual.
 func (l *Lease) MarkReleased(ctx context.Context) error {

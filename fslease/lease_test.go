@@ -599,7 +599,10 @@ func TestMarkReleased(t *testing.T) {
 		require.ErrorIs(t, err, fslease.ErrReleased)
 	}
 	require.NoError(t, os.Rename(tmp, final))
-	require.ErrorIs(t, l.Moved(final), fslease.ErrReleased)
+	require.ErrorIs(t, l.Moved(filepath.Join(parent, "elsewhere")), fslease.ErrLost)
+	require.NoError(t, l.Moved(final))
+	require.Equal(t, final, l.Dir())
+	require.ErrorIs(t, l.Check(), fslease.ErrReleased)
 
 	st, err := fslease.Inspect(ctx, final)
 	require.NoError(t, err)
