@@ -41,6 +41,9 @@ type leaseHandle interface {
 	// nothing synced.
 	Touch(at time.Time) error
 	Release(ctx context.Context) error
+	// MarkReleased records the lease released while its lock is held
+	// (fslease.Lease.MarkReleased): Release then only unlocks.
+	MarkReleased(ctx context.Context) error
 	// Moved tells the lease its directory was renamed to dir while held.
 	Moved(dir string) error
 }

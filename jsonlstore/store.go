@@ -273,8 +273,13 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 		}
 	}()
 	// The lease is taken in the temporary directory, before anyone can see
-	// the session, so the creator is its first holder (generation 1).
-	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, 0)); err != nil {
+	// the session, so the creator is its first holder (generation 1). Its
+	// record need not be durable before publish syncs the directory, which
+	// makes it so (DirSynced): a crash before leaves only the temporary
+	// directory.
+	lopts := s.leaseOptions(opts, 0)
+	lopts.DirSynced = true
+	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, lopts); err != nil {
 		return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
 	}
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
