@@ -56,8 +56,10 @@ type Options struct {
 	// may rely on the record: dir is being built under a temporary name,
 	// and the caller syncs it before it publishes it with a rename (then
 	// calls Moved). Until Moved, Acquire and MarkReleased write the
-	// record (written, fsynced and renamed into place as always) without
-	// syncing dir; the caller's sync of dir makes the rename durable.
+	// record over lease.json in place and fsync it, neither through a
+	// temporary file nor syncing dir: nobody else reads the record of a
+	// held lease in a directory nobody sees, a crash leaves the directory
+	// unpublished, and the caller's sync of dir makes the entry durable.
 	// Release, Heartbeat and any write after Moved are as without it.
 	// Never set it for a directory that others can already see: a crash
 	// could then lose the record of a lease that was taken.
@@ -227,9 +229,7 @@ func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) 
 		AcquiredAt:  now,
 		HeartbeatAt: now,
 	}
-	// With DirSynced the caller's sync of dir, before it publishes it,
-	// makes the rename durable.
-	if err := writeRecordFile(dir, l.rec, !o.DirSynced); err != nil {
+	if err := l.writeRecordLocked(l.rec); err != nil {
 		return nil, err
 	}
 	// The lock file's time is the holder's latest Touch; set it from this
@@ -528,9 +528,22 @@ func (l *Lease) MarkReleased(ctx context.Context) error {
 	rec := l.rec
 	rec.Released = true
 	rec.HeartbeatAt = l.nowUTC()
-	if err := writeRecordFile(l.dir, rec, !l.dirSynced); err != nil {
+	if err := l.writeRecordLocked(rec); err != nil {
 		return fmt.Errorf("fslease: release %s: %w", l.dir, err)
 	}
 	l.rec, l.marked = rec, true
+	l.checked = nil // written in place, perhaps: the next check reads it
 	return nil
+}
+
+// writeRecordLocked durably writes rec as the record of Acquire and
+// MarkReleased: replaced atomically and dir synced, or, with DirSynced
+// until Moved, written in place and fsynced, dir left to its creator,
+// whose sync of it before publishing it makes the record's entry durable
+// (writeRecordInPlace).
+func (l *Lease) writeRecordLocked(rec Record) error {
+	if l.dirSynced {
+		return writeRecordInPlace(l.dir, rec)
+	}
+	return writeRecordFile(l.dir, rec, true)
 }
