@@ -285,7 +285,7 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
 		return nil, opErr("create", id, err)
 	}
-	if err := s.recordCap(b.tmp, false); err != nil { // synced with the directory, before publish
+	if err := s.recordNewCap(b.tmp); err != nil { // synced with the directory, before publish
 		return nil, opErr("create", id, err)
 	}
 	return b, nil
