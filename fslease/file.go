@@ -114,13 +114,14 @@ func writeRecordFile(dir string, rec Record, durable bool) (err error) {
 }
 
 // writeRecordInPlace writes rec over dir/lease.json itself, creating it
-// (0600) if need be, and fsyncs it; dir is not synced. It is for a
+// (0600) if need be; neither the file nor dir is synced. It is for a
 // directory nobody else can see yet (Options.DirSynced): the file need
-// not be replaced atomically there, since a crash before its creator
-// syncs and publishes the directory leaves only a directory that is
-// never published, and no reader but the holder reads the record of a
-// lease held. Writing in place spares the temporary file's inode, its
-// rename and the inode freed when it replaces the previous record.
+// not be replaced atomically there, nor be durable before its creator
+// syncs it (Lease.SyncRecord) and the directory and publishes them, since
+// a crash before leaves only a directory that is never published, and no
+// reader but the holder reads the record of a lease held. Writing in
+// place spares the temporary file's inode, its rename and the inode freed
+// when it replaces the previous record.
 func writeRecordInPlace(dir string, rec Record) (err error) {
 	data, err := encodeRecord(rec)
 	if err != nil {
@@ -145,6 +146,21 @@ func writeRecordInPlace(dir string, rec Record) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return nil
+}
+
+// syncRecordFile fsyncs dir/lease.json.
+func syncRecordFile(dir string) (err error) {
+	path := filepath.Join(dir, RecordFile)
+	f, err := openNoFollow(path, os.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", path, cerr)
+		}
+	}()
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", path, err)
 	}

@@ -52,17 +52,18 @@ type Options struct {
 	// Now is the clock for the times in the record; nil means time.Now.
 	Now func() time.Time
 
-	// DirSynced says that the caller syncs dir itself before anything
-	// may rely on the record: dir is being built under a temporary name,
-	// and the caller syncs it before it publishes it with a rename (then
-	// calls Moved). Until Moved, Acquire and MarkReleased write the
-	// record over lease.json in place and fsync it, neither through a
-	// temporary file nor syncing dir: nobody else reads the record of a
-	// held lease in a directory nobody sees, a crash leaves the directory
-	// unpublished, and the caller's sync of dir makes the entry durable.
-	// Release, Heartbeat and any write after Moved are as without it.
-	// Never set it for a directory that others can already see: a crash
-	// could then lose the record of a lease that was taken.
+	// DirSynced says that the caller makes the record durable itself
+	// before anything may rely on it: dir is being built under a
+	// temporary name, and before it publishes it with a rename (then
+	// calls Moved) the caller calls Lease.SyncRecord and syncs dir. Until
+	// Moved, Acquire and MarkReleased write the record over lease.json in
+	// place, neither through a temporary file nor syncing anything:
+	// nobody else reads the record of a held lease in a directory nobody
+	// sees, a crash leaves the directory unpublished, and the caller's
+	// syncs make the record and its entry durable. Release, Heartbeat and
+	// any write after Moved are as without it. Never set it for a
+	// directory that others can already see: a crash could then lose the
+	// record of a lease that was taken.
 	DirSynced bool
 }
 
@@ -508,9 +509,9 @@ func (l *Lease) Release(ctx context.Context) error {
 // released; the next holder sees PrevReleased.
 //
 // It checks fencing first (see Check). Until Moved with
-// Options.DirSynced, the directory is not synced (the caller syncs it
-// before it publishes it); otherwise the record is durable when
-// MarkReleased returns. Afterwards Check, Heartbeat and Touch report the
+// Options.DirSynced, nothing is synced (the caller calls SyncRecord and
+// syncs the directory before it publishes it); otherwise the record is
+// durable when MarkReleased returns. Afterwards Check, Heartbeat and Touch report the
 // lease released (ErrLost, ErrReleased), Moved still follows the
 // directory (its lock is still held), and Release writes nothing. The heartbeat goroutine is stopped in any case; if
 // MarkReleased fails, the lease is still held and Release releases it as
@@ -536,11 +537,21 @@ func (l *Lease) MarkReleased(ctx context.Context) error {
 	return nil
 }
 
-// writeRecordLocked durably writes rec as the record of Acquire and
-// MarkReleased: replaced atomically and dir synced, or, with DirSynced
-// until Moved, written in place and fsynced, dir left to its creator,
-// whose sync of it before publishing it makes the record's entry durable
-// (writeRecordInPlace).
+// SyncRecord fsyncs lease.json, for a creator that took the lease with
+// Options.DirSynced and is about to sync the directory and publish it:
+// the record Acquire or MarkReleased wrote in place is then durable in
+// its file (its entry is the directory's sync's). It fails if the file
+// cannot be opened or synced; it checks nothing else.
+func (l *Lease) SyncRecord() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return syncRecordFile(l.dir)
+}
+
+// writeRecordLocked writes rec as the record of Acquire and MarkReleased:
+// replaced atomically and durably (dir synced), or, with DirSynced until
+// Moved, written in place and left to its creator to sync, with the
+// directory, before publishing it (writeRecordInPlace, SyncRecord).
 func (l *Lease) writeRecordLocked(rec Record) error {
 	if l.dirSynced {
 		return writeRecordInPlace(l.dir, rec)

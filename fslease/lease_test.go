@@ -604,6 +604,10 @@ func TestMarkReleased(t *testing.T) {
 		require.ErrorIs(t, err, fslease.ErrLost)
 		require.ErrorIs(t, err, fslease.ErrReleased)
 	}
+	require.NoError(t, l.SyncRecord(), "the creator syncs the record before it publishes the directory")
+	synced, err := os.Lstat(filepath.Join(tmp, fslease.RecordFile))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(acquired, synced))
 	require.NoError(t, os.Rename(tmp, final))
 	require.ErrorIs(t, l.Moved(filepath.Join(parent, "elsewhere")), fslease.ErrLost)
 	require.NoError(t, l.Moved(final))

@@ -274,9 +274,8 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	}()
 	// The lease is taken in the temporary directory, before anyone can see
 	// the session, so the creator is its first holder (generation 1). Its
-	// record need not be durable before publish syncs the directory, which
-	// makes it so (DirSynced): a crash before leaves only the temporary
-	// directory.
+	// record need not be durable before publish syncs it and the directory
+	// (DirSynced): a crash before leaves only the temporary directory.
 	lopts := s.leaseOptions(opts, 0)
 	lopts.DirSynced = true
 	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, lopts); err != nil {
@@ -316,8 +315,13 @@ func (b *newSession) abort(ctx context.Context) {
 // the lease, closes the log and reports the error.
 func (b *newSession) publish(ctx context.Context) error {
 	s, id := b.s, b.id
-	// The directory's entries (log, lease files) must be durable before the
-	// rename publishes it, or a crash could publish an empty session.
+	// The lease record was written in place, unsynced (DirSynced): it
+	// must be durable before the rename publishes it, as must the
+	// directory's entries (log, lease files, settings), or a crash could
+	// publish an empty session.
+	if err := b.lease.SyncRecord(); err != nil {
+		return opErr("create", id, fmt.Errorf("lease: %w", err))
+	}
 	if err := s.fs.SyncDir(b.tmp); err != nil {
 		return opErr("create", id, err)
 	}
