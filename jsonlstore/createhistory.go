@@ -204,6 +204,7 @@ func (w vfsWriter) Write(p []byte) (int, error) {
 type deferredFiles struct {
 	on    bool
 	files []vfs.File
+	dir   vfs.SubFS // blobs/, once made (blobWriter.putNew)
 }
 
 // deferredMax bounds the blob files held open: the next is synced with
@@ -248,4 +249,8 @@ func (d *deferredFiles) discard() {
 		_ = f.Close() // its directory is being removed
 	}
 	d.files = nil
+	if d.dir != nil {
+		_ = d.dir.Close() // a directory handle: nothing to flush
+		d.dir = nil
+	}
 }
