@@ -66,7 +66,7 @@ type Externalizer interface {
 // ErrUnencodable, what Marshal refuses (checked for m alone).
 func AppendMessage(b []byte, m session.Message, ext Externalizer) ([]byte, error) {
 	d := dtoOf(m)
-	if err := checkEncodable(reflect.ValueOf(d), "$.message"); err != nil {
+	if err := checkEncodable(reflect.ValueOf(d), "$.message", false); err != nil {
 		return nil, err
 	}
 	if ext != nil {
@@ -78,7 +78,7 @@ func AppendMessage(b []byte, m session.Message, ext Externalizer) ([]byte, error
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(d); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnencodable, err)
+		return nil, encodeError(reflect.ValueOf(d), "$.message", err)
 	}
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
 }
