@@ -27,6 +27,13 @@
 // TryAcquire fails at once with a *HeldError (errors.Is(err, ErrHeld)) that
 // names the holder. Readers call Inspect, which modifies nothing.
 //
+// A directory built under a temporary name and then published by a rename
+// can be leased with Options.DirSynced (the record is written in place,
+// and its creator syncs it, SyncRecord, and the directory before the
+// rename), and a creator that is done with it before publishing calls
+// MarkReleased, so that it is published with its lease already released
+// and Release only unlocks.
+//
 // # Files
 //
 //	DIR/

@@ -113,6 +113,60 @@ func writeRecordFile(dir string, rec Record, durable bool) (err error) {
 	return nil
 }
 
+// writeRecordInPlace writes rec over dir/lease.json itself, creating it
+// (0600) if need be; neither the file nor dir is synced. It is for a
+// directory nobody else can see yet (Options.DirSynced): the file need
+// not be replaced atomically there, nor be durable before its creator
+// syncs it (Lease.SyncRecord) and the directory and publishes them, since
+// a crash before leaves only a directory that is never published, and no
+// reader but the holder reads the record of a lease held. Writing in
+// place spares the temporary file's inode, its rename and the inode freed
+// when it replaces the previous record.
+func writeRecordInPlace(dir string, rec Record) (err error) {
+	data, err := encodeRecord(rec)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, RecordFile)
+	f, err := openNoFollow(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", path, cerr)
+		}
+	}()
+	if _, err = statRegular(f, path); err != nil {
+		return err
+	}
+	if err = inheritOwner(f, dir); err != nil {
+		return err
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncRecordFile fsyncs dir/lease.json.
+func syncRecordFile(dir string) (err error) {
+	path := filepath.Join(dir, RecordFile)
+	f, err := openNoFollow(path, os.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", path, cerr)
+		}
+	}()
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
+}
+
 // inheritOwner gives f, just created in dir, to dir's owner when this
 // process runs as root (see package owner): a root process taking a lease
 // in another user's session must not leave files that user cannot read.

@@ -51,6 +51,20 @@ type Options struct {
 
 	// Now is the clock for the times in the record; nil means time.Now.
 	Now func() time.Time
+
+	// DirSynced says that the caller makes the record durable itself
+	// before anything may rely on it: dir is being built under a
+	// temporary name, and before it publishes it with a rename (then
+	// calls Moved) the caller calls Lease.SyncRecord and syncs dir. Until
+	// Moved, Acquire and MarkReleased write the record over lease.json in
+	// place, neither through a temporary file nor syncing anything:
+	// nobody else reads the record of a held lease in a directory nobody
+	// sees, a crash leaves the directory unpublished, and the caller's
+	// syncs make the record and its entry durable. Release, Heartbeat and
+	// any write after Moved are as without it. Never set it for a
+	// directory that others can already see: a crash could then lose the
+	// record of a lease that was taken.
+	DirSynced bool
 }
 
 // withDefaults validates o and fills in defaults.
@@ -84,6 +98,8 @@ type Lease struct {
 	prevState PrevState
 	prevErr   error
 	swept     []string
+	// dirSynced: Options.DirSynced, until Moved (guarded by mu).
+	dirSynced bool
 
 	// mu serialises the fencing check with the write that follows it, so
 	// that a heartbeat and a release never interleave, and guards below.
@@ -92,6 +108,9 @@ type Lease struct {
 	held   fs.FileInfo // fl's file (heldLock), once a check has read it
 	rec    Record
 	closed bool
+	// marked: MarkReleased wrote the released record; Release only
+	// unlocks.
+	marked bool
 	// touched is the time the last Touch wrote on lease.lock; zero before
 	// the first.
 	touched time.Time
@@ -176,12 +195,13 @@ func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) 
 		return nil, err
 	}
 	l := &Lease{
-		dir:      dir,
-		lockPath: lockPath,
-		now:      o.Now,
-		onHBErr:  o.OnHeartbeatError,
-		fl:       fl,
-		stop:     make(chan struct{}),
+		dir:       dir,
+		lockPath:  lockPath,
+		now:       o.Now,
+		onHBErr:   o.OnHeartbeatError,
+		fl:        fl,
+		stop:      make(chan struct{}),
+		dirSynced: o.DirSynced,
 	}
 	switch {
 	case !ld.exists:
@@ -210,7 +230,7 @@ func takeOver(dir, lockPath string, fl *flock.Flock, o Options) (*Lease, error) 
 		AcquiredAt:  now,
 		HeartbeatAt: now,
 	}
-	if err := writeRecordFile(dir, l.rec, true); err != nil {
+	if err := l.writeRecordLocked(l.rec); err != nil {
 		return nil, err
 	}
 	// The lock file's time is the holder's latest Touch; set it from this
@@ -243,10 +263,13 @@ func (l *Lease) Moved(dir string) error {
 	defer l.mu.Unlock()
 	oldDir, oldLock := l.dir, l.lockPath
 	l.dir, l.lockPath = dir, filepath.Join(dir, LockFile)
-	if err := l.checkLocked(); err != nil {
+	if err := l.verifyLocked(); err != nil {
 		l.dir, l.lockPath = oldDir, oldLock
 		return err
 	}
+	// The directory is published: what is written from now on is synced
+	// here.
+	l.dirSynced = false
 	return nil
 }
 
@@ -296,6 +319,17 @@ func (l *Lease) Check() error {
 }
 
 func (l *Lease) checkLocked() error {
+	if l.marked {
+		return &LostError{Dir: l.dir, Generation: l.gen, Reason: "released", Err: ErrReleased}
+	}
+	return l.verifyLocked()
+}
+
+// verifyLocked is checkLocked for Moved, which follows the directory of
+// a lease that MarkReleased marked too: the lock and the record at the
+// path must be this Lease's, the record released only if MarkReleased
+// wrote it so.
+func (l *Lease) verifyLocked() error {
 	lost := func(reason string, err error) error {
 		return &LostError{Dir: l.dir, Generation: l.gen, Reason: reason, Err: err}
 	}
@@ -344,8 +378,10 @@ func (l *Lease) checkLocked() error {
 	case ld.rec.Generation != l.gen || ld.rec.Owner.Nonce != l.rec.Owner.Nonce:
 		return lost(fmt.Sprintf("lease record now generation %d, pid %d, nonce %s",
 			ld.rec.Generation, ld.rec.Owner.PID, ld.rec.Owner.Nonce), nil)
-	case ld.rec.Released:
+	case ld.rec.Released && !l.marked:
 		return lost("lease record marked released", nil)
+	case !ld.rec.Released && l.marked:
+		return lost("lease record no longer marked released", nil)
 	}
 	l.checked = ld.stat
 	return nil
@@ -426,8 +462,9 @@ func (l *Lease) Touch(at time.Time) error {
 // If the lease was lost, Release does not write (lease.json belongs to
 // someone else) and returns the *LostError. If ctx is done before the
 // write, Release unlocks without writing, leaving the lease for the next
-// holder as stale, and returns ctx's error. Release is idempotent: calls
-// after the first return nil.
+// holder as stale, and returns ctx's error. After MarkReleased, Release
+// writes nothing: it only unlocks. Release is idempotent: calls after the
+// first return nil.
 func (l *Lease) Release(ctx context.Context) error {
 	l.stopHeartbeat()
 	l.mu.Lock()
@@ -436,7 +473,10 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	if err := l.checkLocked(); err != nil {
+	if l.marked {
+		// MarkReleased wrote the released record; it is durable (or the
+		// caller's sync of the directory made it so).
+	} else if err := l.checkLocked(); err != nil {
 		errs = append(errs, err)
 	} else if err := ctx.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("fslease: release %s: %w", l.dir, err))
@@ -457,4 +497,64 @@ func (l *Lease) Release(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("fslease: unlock %s: %w", l.lockPath, err))
 	}
 	return errors.Join(errs...)
+}
+
+// MarkReleased writes the record that Release would write (Released set)
+// while keeping the lock: for a holder that has done all its work under
+// the lease in a directory built under a temporary name (Options.DirSynced)
+// and is about to publish it, so that the directory is published with its
+// lease already recorded released and Release, afterwards, only unlocks —
+// one record written instead of two. Readers see what they see of any
+// release: the lock held until Release, then a free lease whose record is
+// released; the next holder sees PrevReleased.
+//
+// It checks fencing first (see Check). Until Moved with
+// Options.DirSynced, nothing is synced (the caller calls SyncRecord and
+// syncs the directory before it publishes it); otherwise the record is
+// durable when MarkReleased returns. Afterwards Check, Heartbeat and Touch report the
+// lease released (ErrLost, ErrReleased), Moved still follows the
+// directory (its lock is still held), and Release writes nothing. The heartbeat goroutine is stopped in any case; if
+// MarkReleased fails, the lease is still held and Release releases it as
+// usual.
+func (l *Lease) MarkReleased(ctx context.Context) error {
+	l.stopHeartbeat()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fslease: release %s: %w", l.dir, err)
+	}
+	if err := l.checkLocked(); err != nil {
+		return err
+	}
+	rec := l.rec
+	rec.Released = true
+	rec.HeartbeatAt = l.nowUTC()
+	if err := l.writeRecordLocked(rec); err != nil {
+		return fmt.Errorf("fslease: release %s: %w", l.dir, err)
+	}
+	l.rec, l.marked = rec, true
+	l.checked = nil // written in place, perhaps: the next check reads it
+	return nil
+}
+
+// SyncRecord fsyncs lease.json, for a creator that took the lease with
+// Options.DirSynced and is about to sync the directory and publish it:
+// the record Acquire or MarkReleased wrote in place is then durable in
+// its file (its entry is the directory's sync's). It fails if the file
+// cannot be opened or synced; it checks nothing else.
+func (l *Lease) SyncRecord() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return syncRecordFile(l.dir)
+}
+
+// writeRecordLocked writes rec as the record of Acquire and MarkReleased:
+// replaced atomically and durably (dir synced), or, with DirSynced until
+// Moved, written in place and left to its creator to sync, with the
+// directory, before publishing it (writeRecordInPlace, SyncRecord).
+func (l *Lease) writeRecordLocked(rec Record) error {
+	if l.dirSynced {
+		return writeRecordInPlace(l.dir, rec)
+	}
+	return writeRecordFile(l.dir, rec, true)
 }

@@ -575,3 +575,96 @@ func TestMoved(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, fslease.Free, st.State)
 }
+
+// TestMarkReleased: a lease taken with DirSynced in a directory built
+// under a temporary name and marked released before it is published is,
+// to every reader, a lease released after publishing: held until
+// Release, then free, with the released record, which the next holder
+// sees as PrevReleased; Release writes nothing more.
+func TestMarkReleased(t *testing.T) {
+	ctx := t.Context()
+	parent := t.TempDir()
+	tmp := filepath.Join(parent, "tmp")
+	final := filepath.Join(parent, "final")
+	require.NoError(t, os.Mkdir(tmp, 0o700))
+	l, err := fslease.Acquire(ctx, tmp, fslease.Options{DirSynced: true, Label: "creator"})
+	require.NoError(t, err)
+	require.Equal(t, l.Record(), readLeaseJSON(t, tmp))
+	acquired, err := os.Lstat(filepath.Join(tmp, fslease.RecordFile))
+	require.NoError(t, err)
+	require.NoError(t, l.MarkReleased(ctx))
+	marked, err := os.Lstat(filepath.Join(tmp, fslease.RecordFile))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(acquired, marked), "until Moved, the record is written in place")
+	require.Equal(t, os.FileMode(0o600), marked.Mode().Perm())
+	rec := l.Record()
+	require.True(t, rec.Released)
+	require.Equal(t, rec, readLeaseJSON(t, tmp))
+	for _, err := range []error{l.Check(), l.Heartbeat(ctx), l.Touch(time.Now().Add(time.Hour)), l.MarkReleased(ctx)} {
+		require.ErrorIs(t, err, fslease.ErrLost)
+		require.ErrorIs(t, err, fslease.ErrReleased)
+	}
+	require.NoError(t, l.SyncRecord(), "the creator syncs the record before it publishes the directory")
+	synced, err := os.Lstat(filepath.Join(tmp, fslease.RecordFile))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(acquired, synced))
+	require.NoError(t, os.Rename(tmp, final))
+	require.ErrorIs(t, l.Moved(filepath.Join(parent, "elsewhere")), fslease.ErrLost)
+	require.NoError(t, l.Moved(final))
+	require.Equal(t, final, l.Dir())
+	require.ErrorIs(t, l.Check(), fslease.ErrReleased)
+
+	st, err := fslease.Inspect(ctx, final)
+	require.NoError(t, err)
+	require.Equal(t, fslease.Held, st.State, "the lock is held until Release")
+	_, err = fslease.TryAcquire(ctx, final, fslease.Options{})
+	require.ErrorIs(t, err, fslease.ErrHeld)
+
+	before, err := os.Lstat(filepath.Join(final, fslease.RecordFile))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, l.Release(ctx))
+	after, err := os.Lstat(filepath.Join(final, fslease.RecordFile))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(before, after), "Release wrote no record")
+	require.Equal(t, rec, readLeaseJSON(t, final))
+	require.Equal(t, []string{fslease.RecordFile, fslease.LockFile}, listDir(t, final))
+
+	st, err = fslease.Inspect(ctx, final)
+	require.NoError(t, err)
+	require.Equal(t, fslease.Free, st.State)
+	require.Equal(t, rec, *st.Record)
+	l2, err := fslease.TryAcquire(ctx, final, fslease.Options{})
+	require.NoError(t, err)
+	defer l2.Release(ctx)
+	require.Equal(t, fslease.PrevReleased, l2.PreviousState())
+	prev, ok := l2.Previous()
+	require.True(t, ok)
+	require.Equal(t, rec, prev)
+	require.Equal(t, rec.Generation+1, l2.Generation())
+}
+
+// TestMarkReleasedAfterMoved: without DirSynced, or after Moved, the
+// released record MarkReleased writes is durable at once, and the
+// lease reads as released after Release.
+func TestMarkReleasedAfterMoved(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	l, err := fslease.Acquire(ctx, dir, fslease.Options{HeartbeatInterval: time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, l.MarkReleased(ctx))
+	require.Equal(t, l.Record(), readLeaseJSON(t, dir), "no heartbeat overwrote the released record")
+	require.NoError(t, l.Release(ctx))
+	st, err := fslease.Inspect(ctx, dir)
+	require.NoError(t, err)
+	require.Equal(t, fslease.Free, st.State)
+
+	ctx2, cancel := context.WithCancel(ctx)
+	cancel()
+	l, err = fslease.Acquire(ctx, dir, fslease.Options{})
+	require.NoError(t, err)
+	require.ErrorIs(t, l.MarkReleased(ctx2), context.Canceled)
+	require.NoError(t, l.Check(), "a failed MarkReleased leaves the lease held")
+	require.NoError(t, l.Release(ctx))
+	require.True(t, readLeaseJSON(t, dir).Released)
+}

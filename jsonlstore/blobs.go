@@ -132,6 +132,9 @@ func (b *blobWriter) put(hash string, content []byte) error {
 	if b.known[hash] {
 		return nil
 	}
+	if b.deferred.on {
+		return b.putNew(hash, content)
+	}
 	dir := b.dir + "/" + BlobDir
 	for _, name := range []string{blobName(hash, false), blobName(hash, true)} {
 		if fi, err := b.fs.Lstat(dir + "/" + name); err == nil && fi.Mode().IsRegular() {
@@ -151,15 +154,11 @@ func (b *blobWriter) put(hash string, content []byte) error {
 		return pathErr("write blob", "", dir+"/"+hash, err)
 	}
 	err = writeAll(f, data)
-	if err == nil && b.deferred.on {
-		err = b.deferred.add(f) // synced and closed by sync
-	} else {
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = b.fs.Rename(tmp, dir+"/"+blobName(hash, compressed))
@@ -167,6 +166,45 @@ func (b *blobWriter) put(hash string, content []byte) error {
 	if err != nil {
 		_ = b.fs.Remove(tmp)
 		return pathErr("write blob", "", dir+"/"+hash, err)
+	}
+	b.known[hash] = true
+	b.pending = append(b.pending, hash)
+	return nil
+}
+
+// putNew is put in the temporary directory of a session being created
+// (deferredFiles): the directory holds no blob but those this writer put
+// (known), nobody reads it before it is published, and a crash before
+// leaves only a temporary directory, which is never published. So a blob
+// is created under its own name, its file synced with the others before
+// publish (deferredFiles.sync): no look for an existing blob, no
+// temporary name, no rename.
+func (b *blobWriter) putNew(hash string, content []byte) error {
+	d := &b.deferred
+	if d.dir == nil {
+		dir := b.dir + "/" + BlobDir
+		if err := b.fs.Mkdir(dir, dirPerm); err != nil {
+			return opErr("blobs", "", err)
+		}
+		b.dirMade = true
+		sub, err := vfs.Sub(b.fs, dir)
+		if err != nil {
+			return opErr("blobs", "", err)
+		}
+		d.dir = sub
+	}
+	data, compressed := b.compress(content)
+	name := blobName(hash, compressed)
+	f, err := d.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err == nil {
+		if err = writeAll(f, data); err == nil {
+			err = d.add(f) // synced and closed by sync
+		} else {
+			_ = f.Close() // the session is abandoned: the error is the write's
+		}
+	}
+	if err != nil {
+		return pathErr("write blob", "", b.dir+"/"+BlobDir+"/"+name, err)
 	}
 	b.known[hash] = true
 	b.pending = append(b.pending, hash)
@@ -184,14 +222,28 @@ func (b *blobWriter) compress(content []byte) ([]byte, bool) {
 }
 
 // sync makes the blobs written since the last sync durable under their
-// names (each file was synced when written): it syncs blobs/ and, when it
-// was just created, the session directory.
+// names (each file was synced when written, or is synced here, deferred):
+// it syncs blobs/ and, when it was just created, the session directory —
+// except the temporary directory of a session being created, which
+// publish syncs.
 func (b *blobWriter) sync() error {
 	if b == nil || len(b.pending) == 0 && !b.dirMade {
 		return nil
 	}
 	if err := b.deferred.sync(); err != nil {
 		return opErr("sync blobs", "", err)
+	}
+	if d := b.deferred.dir; d != nil {
+		err := d.SyncDir(".")
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		b.deferred.dir = nil
+		if err != nil {
+			return opErr("sync blobs", "", err)
+		}
+		b.pending, b.dirMade = b.pending[:0], false
+		return nil
 	}
 	if err := b.fs.SyncDir(b.dir + "/" + BlobDir); err != nil {
 		return opErr("sync blobs", "", err)

@@ -196,10 +196,36 @@ func TestBlobDamageIsCorruption(t *testing.T) {
 }
 
 // blobAck is what the blob workload has been told is done: the last
-// acknowledged revision.
-type blobAck struct{ acked uint64 }
+// acknowledged revision, and whether the imported session's creation
+// returned.
+type blobAck struct {
+	acked    uint64
+	imported bool
+}
 
-const blPowerID = session.SessionID("pl-blobs")
+const (
+	blPowerID = session.SessionID("pl-blobs")
+	// blImportID is created with its whole history at once, released
+	// (CreateHistoryReleased, as an import creates sessions): its blobs
+	// are written in its temporary directory and synced together before
+	// it is published.
+	blImportID = session.SessionID("pl-import")
+	blImportN  = 6
+)
+
+// blobImportHistory is blImportID's history: each revision adds a
+// message whose text goes out of line (the same content twice in it).
+func blobImportHistory(t testing.TB) []sessnap.Snapshot {
+	s := sessiontest.New(string(blImportID))
+	var out []sessnap.Snapshot
+	for rev := uint64(1); rev <= blImportN; rev++ {
+		if rev > 1 {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, blobPowerText(rev+100), sessiontest.Epoch)))
+		}
+		out = append(out, sessiontest.Snap(t, s))
+	}
+	return out
+}
 
 // blobPowerText is the text revision rev appends: out of line (above the
 // threshold), every third revision the same content again.
@@ -229,6 +255,10 @@ func blobPowerWorkload(t testing.TB, mutate int) *crashtest.Recorder[blobAck] {
 		rec.Ack.acked = rev + 1
 	}
 	require.NoError(t, w.Release(ctx))
+	created, err := st.CreateHistoryReleased(ctx, snapsOf(blobImportHistory(t)), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.True(t, created)
+	rec.Ack.imported = true
 	rec.Mark("end of workload")
 	return rec
 }
@@ -241,6 +271,20 @@ func blobPowerCheck(crashed *vfs.Sim, p crashtest.Point[blobAck], _ crashtest.Cr
 	defer st.Close()
 	if got, err := recordedCap(crashed, sessionDir(blPowerID)); p.Ack.acked > 0 && (err != nil || got < sessionstore.DefaultMaxRecordBytes) {
 		return crashtest.Violate("record-cap", "settings.json records cap %d (%v)", got, err)
+	}
+	if p.Ack.imported {
+		if got, err := recordedCap(crashed, sessionDir(blImportID)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
+			return crashtest.Violate("record-cap", "%s: settings.json records cap %d (%v)", blImportID, got, err)
+		}
+		for rev := uint64(1); rev <= blImportN; rev++ {
+			rec, err := st.LoadRevision(ctx, blImportID, rev)
+			if err != nil {
+				return crashtest.Violate("created-revision", "%s revision %d: %w", blImportID, rev, err)
+			}
+			if n := len(rec.Snapshot.Messages); n != int(rev)-1 || n > 0 && rec.Snapshot.Messages[n-1].Parts[0].Text != blobPowerText(rev+100) {
+				return crashtest.Violate("content", "%s revision %d: not the content created", blImportID, rev)
+			}
+		}
 	}
 	for rev := uint64(1); rev <= p.Ack.acked; rev++ {
 		rec, err := st.LoadRevision(ctx, blPowerID, rev)

@@ -229,6 +229,47 @@ func TestCatalogMarks(t *testing.T) {
 	require.False(t, has("a", 2), "Delete removes its own")
 }
 
+// TestCatalogMarksAreLinks: a mark is a name of marks/.mark (the same
+// file), which is made again when it is missing; where no link can be
+// made, a mark is an empty file of its own; a listing counts them alike.
+func TestCatalogMarksAreLinks(t *testing.T) {
+	ctx := context.Background()
+	e := newCatEnv(t)
+	ident := func(name string) vfs.Identity {
+		fi, err := e.sim.Lstat(name)
+		require.NoError(t, err, name)
+		require.True(t, fi.Mode().IsRegular(), name)
+		require.Zero(t, fi.Size(), name)
+		return vfs.IdentityOf(fi)
+	}
+	mark := func(id session.SessionID) string { return marksDir + "/" + catalog.MarkName(id, 1) }
+	create := func(st *Store, id session.SessionID) {
+		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		require.NoError(t, w.Release(ctx))
+	}
+	create(e.st, "a")
+	create(e.st, "b")
+	require.Equal(t, ident(markSource), ident(mark("a")))
+	require.Equal(t, ident(markSource), ident(mark("b")))
+
+	require.NoError(t, e.sim.Remove(markSource))
+	create(e.st, "c")
+	require.Equal(t, ident(markSource), ident(mark("c")), "made again")
+	require.NotEqual(t, ident(mark("a")), ident(mark("c")))
+
+	f := vfs.NewFaulty(e.sim)
+	f.Inject(vfs.Fault{Op: vfs.OpLink, Times: -1, Err: syscall.EMLINK})
+	st := newStore(catRoot, nil, f, e.leases, Options{Now: e.clock.Now})
+	defer st.Close()
+	create(st, "d")
+	require.NotEqual(t, ident(markSource), ident(mark("d")), "a file of its own")
+	marks, err := e.st.readMarks()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.1", "b.1", "c.1", "d.1"}, marks.names, ".mark is no mark")
+	requireListsAsScan(t, e.st, summary.Query{}, "marks of both kinds")
+}
+
 // TestCatalogMarkFailureNeverFailsAnAppend: when a mark cannot be made (a
 // full disk), the holder goes on: the catalog is removed instead, every
 // append succeeds, and listings list every session; with the catalog's
@@ -243,6 +284,8 @@ func TestCatalogMarkFailureNeverFailsAnAppend(t *testing.T) {
 			require.NoError(t, err)
 			f := vfs.NewFaulty(e.sim)
 			isMark := func(n string) bool { return strings.HasPrefix(n, marksDir+"/") }
+			// A full disk refuses a mark's link as it refuses its file.
+			f.Inject(vfs.Fault{Op: vfs.OpLink, Times: -1, Err: syscall.ENOSPC, Match: isMark})
 			f.Inject(vfs.Fault{Op: vfs.OpOpen, Times: -1, Err: syscall.ENOSPC, Match: isMark})
 			if removeFails {
 				f.Inject(vfs.Fault{Op: vfs.OpRemove, Times: -1, Err: syscall.EIO, Match: func(n string) bool { return n == catalogFile }})

@@ -182,16 +182,18 @@ func ctWorkload(t testing.TB, mutate int) *ctRun {
 		})
 	}
 	// lookWhenMarking arranges for a rewrite to look when id's next mark is
-	// opened: after its holder made the catalog's directories, before the
-	// mark is in them.
+	// made (linked, or opened where no link can be made): after its holder
+	// made the catalog's directories, before the mark is in them.
 	lookWhenMarking := func(id session.SessionID) {
 		var once atomic.Bool
-		rec.FS.Inject(vfs.Fault{Op: vfs.OpOpen, Times: -1, Match: func(n string) bool {
+		when := func(n string) bool {
 			if strings.HasPrefix(n, marksDir+"/"+string(id)+".") && once.CompareAndSwap(false, true) {
 				look(rec.Sim)
 			}
 			return false
-		}})
+		}
+		rec.FS.Inject(vfs.Fault{Op: vfs.OpLink, Times: -1, Match: when})
+		rec.FS.Inject(vfs.Fault{Op: vfs.OpOpen, Times: -1, Match: when})
 	}
 	// byHand deletes dir as rm -rf does: nothing synced. Until the next
 	// holder makes the directory again and syncs its parent — which makes
@@ -304,9 +306,9 @@ func ctWorkload(t testing.TB, mutate int) *ctRun {
 	// A mark that cannot be made: the catalog goes instead, durably,
 	// before C's append.
 	var failing atomic.Bool
-	rec.FS.Inject(vfs.Fault{Op: vfs.OpOpen, Times: -1, Err: syscall.ENOSPC, Match: func(n string) bool {
-		return failing.Load() && strings.HasPrefix(n, marksDir+"/"+string(c)+".")
-	}})
+	cMark := func(n string) bool { return failing.Load() && strings.HasPrefix(n, marksDir+"/"+string(c)+".") }
+	rec.FS.Inject(vfs.Fault{Op: vfs.OpLink, Times: -1, Err: syscall.ENOSPC, Match: cMark})
+	rec.FS.Inject(vfs.Fault{Op: vfs.OpOpen, Times: -1, Err: syscall.ENOSPC, Match: cMark})
 	failing.Store(true)
 	acquire(c)
 	appendTo(c)

@@ -23,8 +23,9 @@ import (
 // by hand, or a marks directory deleted with the catalog, is made again
 // before the log changes.
 //
-// Durability: a mark is an empty file; what must survive a power loss is
-// its name, so the marks directory is synced after it is made. One sync per
+// Durability: a mark is an empty file (a name of markSource); what must
+// survive a power loss is its name, so the marks directory is synced
+// after it is made. One sync per
 // lease, none per append. The directories are made durable when a holder
 // makes them, because a catalog directory deleted by hand (rm does not
 // sync) could otherwise come back after a power loss, with a catalog that
@@ -92,11 +93,8 @@ func (s *Store) makeMark(id session.SessionID, gen uint64, sync dirSync) error {
 	if err := s.ensureCatalogDirs(sync); err != nil {
 		return err
 	}
-	name := marksDir + "/" + catalog.MarkName(id, gen)
-	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
-	switch {
+	switch err := s.newMark(marksDir + "/" + catalog.MarkName(id, gen)); {
 	case err == nil:
-		_ = f.Close() // empty: its name is all it says
 	case errors.Is(err, fs.ErrExist):
 		// Made already (by an earlier try of this holder, or by a
 		// rebuild on its behalf); synced below like a new one.
@@ -104,6 +102,36 @@ func (s *Store) makeMark(id session.SessionID, gen uint64, sync dirSync) error {
 		return err
 	}
 	return s.fs.SyncDir(marksDir)
+}
+
+// markSource is the empty file every mark is a name of: a hard link
+// costs a directory entry, where a file of its own costs an inode made at
+// the mark and freed at its removal (file systems scan past recently
+// freed inodes to make new ones: marks made and removed by the thousand
+// made every file the store creates dearer). Its name is no mark's.
+const markSource = marksDir + "/.mark"
+
+// newMark makes the mark name (fs.ErrExist if it is there): a link to
+// markSource, made first if it is missing, or, where no link can be made
+// (a file system without hard links, one with too many, a markSource
+// that is not a regular file), an empty file of its own. Its name is all
+// it says either way.
+func (s *Store) newMark(name string) error {
+	err := s.fs.Link(markSource, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if f, cerr := s.fs.OpenFile(markSource, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm); cerr == nil {
+			_ = f.Close() // empty: nothing to flush
+		}
+		err = s.fs.Link(markSource, name)
+	}
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err == nil {
+		_ = f.Close() // empty: its name is all it says
+	}
+	return err
 }
 
 // ensureCatalogDirs makes the catalog directory and its marks directory

@@ -31,7 +31,39 @@ var _ sessionstore.HistoryCreator = (*Store)(nil)
 // Create's, ErrInvalidSnapshot for an empty sequence or a snapshot of
 // another session, and the sequence's own; on any of them nothing is
 // created.
-func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (_ sessionstore.Writer, err error) {
+func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
+	w, err := s.createHistory(ctx, snaps, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// CreateHistoryReleased is CreateHistory followed at once by the
+// writer's Release (an import: sessions import), for less. The session's
+// lease is recorded released in its temporary directory, before it is
+// published (fslease.Lease.MarkReleased), so that the publishing syncs
+// make that record durable with the rest and the release rewrites and
+// syncs nothing: its lock is held until the session is published and its
+// summary written, then let go of. Every reader sees what it sees of
+// CreateHistory and Release (the lease held, then free with the
+// creator's released record, which the next holder's RecoveryReport
+// reports); a crash after the publishing rename leaves the session as a
+// crash after Release would.
+//
+// created reports whether the session was created: if it was, err is
+// Release's; if not, err is one of CreateHistory's and nothing is created.
+func (s *Store) CreateHistoryReleased(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (created bool, err error) {
+	w, err := s.createHistory(ctx, snaps, opts, true)
+	if err != nil {
+		return false, err
+	}
+	return true, w.Release(context.WithoutCancel(ctx))
+}
+
+// createHistory is CreateHistory; with release, the lease is recorded
+// released before the session is published (CreateHistoryReleased).
+func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions, release bool) (_ *writer, err error) {
 	next, stop := iter.Pull2(snaps)
 	defer stop()
 	first, err, ok := next()
@@ -123,6 +155,15 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	if err != nil {
 		return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
 	}
+	if release {
+		// Nothing more is written under the lease that a reader could not
+		// do without (the summary and the search index are caches): the
+		// record is released before publish syncs the directory, so that
+		// the session is published released.
+		if err = b.lease.MarkReleased(ctx); err != nil {
+			return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
+		}
+	}
 	if err = b.publish(ctx); err != nil {
 		return nil, err
 	}
@@ -163,6 +204,7 @@ func (w vfsWriter) Write(p []byte) (int, error) {
 type deferredFiles struct {
 	on    bool
 	files []vfs.File
+	dir   vfs.SubFS // blobs/, once made (blobWriter.putNew)
 }
 
 // deferredMax bounds the blob files held open: the next is synced with
@@ -207,4 +249,8 @@ func (d *deferredFiles) discard() {
 		_ = f.Close() // its directory is being removed
 	}
 	d.files = nil
+	if d.dir != nil {
+		_ = d.dir.Close() // a directory handle: nothing to flush
+		d.dir = nil
+	}
 }

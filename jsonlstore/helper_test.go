@@ -79,6 +79,9 @@ const (
 	procModeGrow         = "grow"
 	procModeBenchCompact = "bench-compact"
 	procModeBenchRaw     = "bench-raw"
+	// procModeCreateKilled: create session ID and die of SIGKILL right
+	// after publishing it (create_kill_test.go: createKilledChild).
+	procModeCreateKilled = "create-killed"
 )
 
 // --- the deterministic generator ---------------------------------------------
@@ -313,6 +316,8 @@ func procHelper(mode string) error {
 		return compactChild(ctx, mode)
 	case procModeCatalogWriter, procModeCatalogRebuilder, procModeCatalogLister:
 		return catalogChild(ctx, mode)
+	case procModeCreateKilled:
+		return createKilledChild(ctx)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)

@@ -41,6 +41,13 @@ type leaseHandle interface {
 	// nothing synced.
 	Touch(at time.Time) error
 	Release(ctx context.Context) error
+	// MarkReleased records the lease released while its lock is held
+	// (fslease.Lease.MarkReleased): Release then only unlocks.
+	MarkReleased(ctx context.Context) error
+	// SyncRecord makes the record written in a temporary directory
+	// durable in its file (fslease.Lease.SyncRecord), before the creator
+	// syncs the directory and publishes it.
+	SyncRecord() error
 	// Moved tells the lease its directory was renamed to dir while held.
 	Moved(dir string) error
 }

@@ -73,6 +73,7 @@ type simLease struct {
 	ident    vfs.Identity // of the directory when acquired (fsys set)
 	rec      fslease.Record
 	released bool  // Release was called
+	marked   bool  // MarkReleased wrote the released record
 	lost     error // set by crash or death: every later Check fails with it
 }
 
@@ -306,7 +307,7 @@ func (h *simLease) Check() error {
 // still the holder of the directory at its path.
 func (h *simLease) checkLocked() error {
 	switch {
-	case h.released:
+	case h.released, h.marked:
 		return h.lostErr("released", fslease.ErrReleased)
 	case h.lost != nil:
 		return h.lost
@@ -371,10 +372,13 @@ func (h *simLease) Release(ctx context.Context) error {
 	if h.released {
 		return nil
 	}
-	err := h.checkLocked()
+	var err error
+	if !h.marked {
+		err = h.checkLocked()
+	}
 	h.released = true
 	d := h.l.dirs[h.dir]
-	if err == nil {
+	if err == nil && !h.marked {
 		if cerr := ctx.Err(); cerr != nil {
 			err = fmt.Errorf("simlease: release %s: %w", h.dir, cerr)
 		} else {
@@ -388,6 +392,28 @@ func (h *simLease) Release(ctx context.Context) error {
 		close(d.wake)
 	}
 	return err
+}
+
+// SyncRecord does nothing: the records of a simLeaser are in memory
+// until a crash, which loses them all (crash).
+func (h *simLease) SyncRecord() error { return nil }
+
+// MarkReleased writes the released record and keeps the lock, as
+// fslease does: Release then only lets go of the lock.
+func (h *simLease) MarkReleased(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simlease: release %s: %w", h.dir, err)
+	}
+	h.l.mu.Lock()
+	defer h.l.mu.Unlock()
+	if err := h.checkLocked(); err != nil {
+		return err
+	}
+	h.rec.Released = true
+	h.rec.HeartbeatAt = h.l.now().Round(0).UTC()
+	h.l.dirs[h.dir].rec = h.rec
+	h.marked = true
+	return nil
 }
 
 // Moved follows a rename of the held lease's directory: the lock and the

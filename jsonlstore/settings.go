@@ -83,6 +83,38 @@ func (s *Store) recordCap(dir string, synced bool) error {
 		return nil
 	}
 	data, _ := json.Marshal(sessionSettings{MaxRecordBytes: own}) // an int: cannot fail
+	return s.writeSettings(dir, data, synced)
+}
+
+// recordNewCap is recordCap in the temporary directory of a session being
+// created, which holds no settings.json: the file is created there and
+// fsynced (its entry made durable by the sync of the directory before
+// publish), not written to a temporary name and renamed, since nobody
+// reads the directory before it is published and a crash before leaves
+// only a temporary directory, which is never published.
+func (s *Store) recordNewCap(dir string) error {
+	data, _ := json.Marshal(sessionSettings{MaxRecordBytes: s.opts.MaxRecordBytes}) // an int: cannot fail
+	name := dir + "/" + SettingsFile
+	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return pathErr("record the cap", "", name, err)
+	}
+	err = writeAll(f, append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return pathErr("record the cap", "", name, err)
+	}
+	return nil
+}
+
+// writeSettings replaces dir's settings.json with data (temporary file,
+// fsync, rename, and with synced a directory sync).
+func (s *Store) writeSettings(dir string, data []byte, synced bool) error {
 	tmp := dir + "/." + SettingsFile + "-" + randomSuffix() + tmpSuffix
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {

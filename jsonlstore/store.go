@@ -286,14 +286,18 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 		}
 	}()
 	// The lease is taken in the temporary directory, before anyone can see
-	// the session, so the creator is its first holder (generation 1).
-	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, 0)); err != nil {
+	// the session, so the creator is its first holder (generation 1). Its
+	// record need not be durable before publish syncs it and the directory
+	// (DirSynced): a crash before leaves only the temporary directory.
+	lopts := s.leaseOptions(opts, 0)
+	lopts.DirSynced = true
+	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, lopts); err != nil {
 		return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
 	}
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
 		return nil, opErr("create", id, err)
 	}
-	if err := s.recordCap(b.tmp, false); err != nil { // synced with the directory, before publish
+	if err := s.recordNewCap(b.tmp); err != nil { // synced with the directory, before publish
 		return nil, opErr("create", id, err)
 	}
 	return b, nil
@@ -324,8 +328,13 @@ func (b *newSession) abort(ctx context.Context) {
 // the lease, closes the log and reports the error.
 func (b *newSession) publish(ctx context.Context) error {
 	s, id := b.s, b.id
-	// The directory's entries (log, lease files) must be durable before the
-	// rename publishes it, or a crash could publish an empty session.
+	// The lease record was written in place, unsynced (DirSynced): it
+	// must be durable before the rename publishes it, as must the
+	// directory's entries (log, lease files, settings), or a crash could
+	// publish an empty session.
+	if err := b.lease.SyncRecord(); err != nil {
+		return opErr("create", id, fmt.Errorf("lease: %w", err))
+	}
 	if err := s.fs.SyncDir(b.tmp); err != nil {
 		return opErr("create", id, err)
 	}

@@ -49,7 +49,7 @@ var mutQuick = []struct {
 		return op == vfs.OpSyncDir && strings.HasPrefix(name, tmpDirPrefix)
 	}},
 	{"create: settings", 0, func(op vfs.Op, name string) bool {
-		return op == vfs.OpSync && strings.Contains(name, "/."+SettingsFile+"-")
+		return op == vfs.OpSync && strings.HasPrefix(name, tmpDirPrefix) && strings.HasSuffix(name, "/"+SettingsFile)
 	}},
 	{"create: publish", 0, func(op vfs.Op, name string) bool { return op == vfs.OpSyncDir && name == "." }},
 	// B's writer appends through the descriptor its creation opened.

@@ -29,20 +29,22 @@ const MaxSafeInteger = 1<<53 - 1
 // replace the bad bytes), a non-UTC time, or raw JSON (tool inputs) that is
 // not valid UTF-8 JSON.
 func Marshal(snap Snapshot) ([]byte, error) {
-	if err := checkEncodable(reflect.ValueOf(snap), "$"); err != nil {
+	v := reflect.ValueOf(snap)
+	if err := checkEncodable(v, "$", false); err != nil {
 		return nil, err
 	}
-	return encode(snap)
+	return encode(v, "$")
 }
 
 // encode is the JSON of v as the snapshot's encoding writes it: no HTML
-// escaping, no trailing newline; an error is ErrUnencodable.
-func encode(v any) ([]byte, error) {
+// escaping, no trailing newline. v passed checkEncodable without raw; an
+// error is ErrUnencodable, naming the value under root (encodeError).
+func encode(v reflect.Value, root string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnencodable, err)
+	if err := enc.Encode(v.Interface()); err != nil {
+		return nil, encodeError(v, root, err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
@@ -93,9 +95,12 @@ var (
 // checkEncodable walks v (a Snapshot or part of one) and reports the first
 // value that cannot be encoded exactly, naming it by its JSON path (root
 // names v). The path is built only for a failure: the walk of a value
-// that encodes allocates nothing.
-func checkEncodable(v reflect.Value, root string) error {
-	e := walkEncodable(v)
+// that encodes allocates nothing. With raw, it also checks that raw JSON
+// parses; without, it checks only its UTF-8, and leaves the rest to the
+// encoder that follows the walk, which checks raw JSON as it compacts it
+// (encodeError then names the value).
+func checkEncodable(v reflect.Value, root string, raw bool) error {
+	e := walkEncodable(v, raw)
 	if e == nil {
 		return nil
 	}
@@ -105,6 +110,16 @@ func checkEncodable(v reflect.Value, root string) error {
 		b.WriteString(e.path[i])
 	}
 	return fmt.Errorf("%w: %s: %s", ErrUnencodable, b.String(), e.what)
+}
+
+// encodeError is the error of the encoding of v (root names it) that
+// failed with err after checkEncodable without raw passed: the value the
+// walk finds when it checks raw JSON too, or err.
+func encodeError(v reflect.Value, root string, err error) error {
+	if werr := checkEncodable(v, root, true); werr != nil {
+		return werr
+	}
+	return fmt.Errorf("%w: %w", ErrUnencodable, err)
 }
 
 // unencodable is walkEncodable's failure: what is wrong, and the path to
@@ -147,7 +162,7 @@ func fieldNames(t reflect.Type) []string {
 	return names
 }
 
-func walkEncodable(v reflect.Value) *unencodable {
+func walkEncodable(v reflect.Value, raw bool) *unencodable {
 	switch v.Type() {
 	case timeType:
 		t := v.Interface().(time.Time)
@@ -159,15 +174,15 @@ func walkEncodable(v reflect.Value) *unencodable {
 		}
 		return nil
 	case rawType:
-		raw := v.Bytes()
-		if len(raw) > 0 && (!utf8.Valid(raw) || !json.Valid(raw)) {
+		b := v.Bytes()
+		if len(b) > 0 && (!utf8.Valid(b) || raw && !json.Valid(b)) {
 			return fail("raw JSON is not valid UTF-8 JSON")
 		}
 		return nil
 	case messagesType:
 		// Each message as it is encoded, so that paths use its JSON keys.
 		for i, m := range v.Interface().(Messages) {
-			if e := walkEncodable(reflect.ValueOf(dtoOf(m))); e != nil {
+			if e := walkEncodable(reflect.ValueOf(dtoOf(m)), raw); e != nil {
 				return e.at("[" + strconv.Itoa(i) + "]")
 			}
 		}
@@ -188,14 +203,14 @@ func walkEncodable(v reflect.Value) *unencodable {
 		}
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			return walkEncodable(v.Elem())
+			return walkEncodable(v.Elem(), raw)
 		}
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			return nil // []byte: base64, any bytes are fine
 		}
 		for i := range v.Len() {
-			if e := walkEncodable(v.Index(i)); e != nil {
+			if e := walkEncodable(v.Index(i), raw); e != nil {
 				return e.at("[" + strconv.Itoa(i) + "]")
 			}
 		}
@@ -205,7 +220,7 @@ func walkEncodable(v reflect.Value) *unencodable {
 			if k.Kind() == reflect.String && !utf8.ValidString(k.String()) {
 				return fail("map key is not valid UTF-8")
 			}
-			if e := walkEncodable(it.Value()); e != nil {
+			if e := walkEncodable(it.Value(), raw); e != nil {
 				return e.at("." + k.String())
 			}
 		}
@@ -214,7 +229,7 @@ func walkEncodable(v reflect.Value) *unencodable {
 			if name == "" {
 				continue
 			}
-			if e := walkEncodable(v.Field(i)); e != nil {
+			if e := walkEncodable(v.Field(i), raw); e != nil {
 				return e.at("." + name)
 			}
 		}

@@ -65,7 +65,7 @@ type Externalizer interface {
 // ErrUnencodable, what Marshal refuses (checked for m alone).
 func AppendMessage(b []byte, m session.Message, ext Externalizer) ([]byte, error) {
 	d := dtoOf(m)
-	if err := checkEncodable(reflect.ValueOf(d), "$.message"); err != nil {
+	if err := checkEncodable(reflect.ValueOf(d), "$.message", false); err != nil {
 		return nil, err
 	}
 	if ext != nil {
@@ -73,7 +73,7 @@ func AppendMessage(b []byte, m session.Message, ext Externalizer) ([]byte, error
 			return nil, err
 		}
 	}
-	j, err := encode(d)
+	j, err := encode(reflect.ValueOf(d), "$.message")
 	if err != nil {
 		return nil, err
 	}

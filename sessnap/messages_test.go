@@ -71,6 +71,29 @@ func (e *memExt) Externalize(field string, content []byte) (session.ContentRef, 
 // TestExternalizeResolve: content kept out of line is written as a
 // reference, decodes as a part without its content (which restores: a
 // light load), and resolves to the message it was.
+// TestAppendMessageRefusesInvalidRawJSON: raw JSON that does not parse,
+// which the walk before the encoding leaves to the encoder, is refused as
+// Marshal refuses it, the value named by its path.
+func TestAppendMessageRefusesInvalidRawJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		part     session.Part
+		wantPath string
+	}{
+		{"tool input", session.Part{Type: session.PartToolCall, ToolCallID: "c", Name: "n", Input: []byte(`{"x":`)}, "$.message.parts[0].input"},
+		{"tool result", session.Part{Type: session.PartToolResult, ToolCallID: "c", Result: []byte(`[1,`)}, "$.message.parts[0].result"},
+		{"input of a text part", session.Part{Type: session.PartText, Text: "t", Input: []byte(`nope`)}, "$.message.parts[0].input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := session.Message{Role: session.RoleAssistant, Parts: []session.Part{tc.part}, CreatedAt: sessiontest.Epoch}
+			_, err := sessnap.AppendMessage(nil, m, nil)
+			require.ErrorIs(t, err, sessnap.ErrUnencodable)
+			require.Contains(t, err.Error(), tc.wantPath)
+			require.Contains(t, err.Error(), "raw JSON is not valid UTF-8 JSON")
+		})
+	}
+}
+
 func TestExternalizeResolve(t *testing.T) {
 	s := fullSessionV2()
 	big := strings.Repeat("output line\n", 400)

@@ -24,7 +24,10 @@
 // Each conversation becomes the session importer.Transcript.SessionID
 // names, so importing a source again finds the session it made. A new
 // session is created with its whole history at once
-// (sessionstore.CreateHistory: one sync for all its revisions); an
+// (sessionstore.CreateHistory: one sync for all its revisions) and
+// released; on a store that can do both in one step
+// (jsonlstore.Store.CreateHistoryReleased), it is published with its
+// lease already released, so that releasing it writes nothing; an
 // existing one is continued with the steps it lacks (Transcript.Apply),
 // under its lease, which the import takes without waiting (a session held
 // by someone else is reported and left alone). A source whose

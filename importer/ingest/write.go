@@ -279,12 +279,27 @@ func (r *run) create(t *importer.Transcript, rep *SessionReport, parent, root se
 			}
 		}
 	}
-	w, err := sessionstore.CreateHistory(r.ctx, r.st, sessionstore.Snapshots(counted), sessionstore.AcquireOptions{Label: r.opts.Label})
+	opts := sessionstore.AcquireOptions{Label: r.opts.Label}
+	if rc, ok := r.st.(releasedCreator); ok {
+		created, err := rc.CreateHistoryReleased(r.ctx, sessionstore.Snapshots(counted), opts)
+		if !created {
+			rep.Revisions = 0
+		}
+		return err
+	}
+	w, err := sessionstore.CreateHistory(r.ctx, r.st, sessionstore.Snapshots(counted), opts)
 	if err != nil {
 		rep.Revisions = 0
 		return err
 	}
 	return w.Release(context.WithoutCancel(r.ctx))
+}
+
+// releasedCreator is a store that creates a session from its history and
+// releases its lease in one call, for less than CreateHistory and the
+// writer's Release (jsonlstore.Store.CreateHistoryReleased).
+type releasedCreator interface {
+	CreateHistoryReleased(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (created bool, err error)
 }
 
 // revisions are the revisions of a fresh import of t: one per step, or

@@ -44,13 +44,20 @@ func CRCCombine(crcA, crcB uint32, lenB int64) uint32 {
 	if lenB <= 0 {
 		return crcA
 	}
-	// x^(8·lenB): the bits of lenB, shifted by 3 (8 = 2^3).
+	return mulMod(crcShift(lenB), crcA) ^ crcB
+}
+
+// crcShift returns x^(8·n) modulo the polynomial, the factor by which
+// CRCCombine multiplies crcA for a B of n > 0 bytes: one product per set
+// bit of n. A part whose length does not change keeps it (member).
+func crcShift(n int64) uint32 {
+	// The bits of n, shifted by 3 (8 = 2^3).
 	p := uint32(1) << 31 // x^0
-	for k := 3; lenB != 0; k++ {
-		if lenB&1 != 0 {
+	for k := 3; n != 0; k++ {
+		if n&1 != 0 {
 			p = mulMod(x2k[k&63], p)
 		}
-		lenB >>= 1
+		n >>= 1
 	}
-	return mulMod(p, crcA) ^ crcB
+	return p
 }

@@ -54,6 +54,11 @@ type member struct {
 	open   uint32
 	folded int
 	openOK bool
+	// shift is crcShift(size) when shiftOf is size+1: a document's
+	// checksum combines its members' with it, and most members keep
+	// their size from revision to revision.
+	shift   uint32
+	shiftOf int
 }
 
 // checksum returns the CRC-32C of the serialized member. After an append
@@ -123,7 +128,12 @@ func (d *doc) checksum() uint32 {
 		if i > 0 {
 			c = crc32.Update(c, Castagnoli, comma)
 		}
-		c = CRCCombine(c, m.checksum(), int64(m.size))
+		if m.size > 0 {
+			if m.shiftOf != m.size+1 {
+				m.shift, m.shiftOf = crcShift(int64(m.size)), m.size+1
+			}
+			c = mulMod(m.shift, c) ^ m.checksum()
+		}
 	}
 	d.sum, d.sumOK = crc32.Update(c, Castagnoli, closeBrace), true
 	return d.sum

@@ -419,6 +419,16 @@ var behaviours = []behaviour{
 			r.do("noreplace missing", fsys.RenameNoReplace("zz", "yy"))
 			r.add("noreplace across dirs fails: %v", fsys.RenameNoReplace("b", "e/b") != nil)
 			r.dir(fsys, "full")
+			// A hard link is another name of the same file.
+			r.do("link to new", fsys.Link("b", "e/b2"))
+			r.content(fsys, "e/b2")
+			r.add("link shares identity: %v", id(t, fsys, "e/b2") == id(t, fsys, "b"))
+			r.do("link over file", fsys.Link("b", "e/b2"))
+			r.do("link missing", fsys.Link("zz", "e/zz"))
+			r.do("link a dir", fsys.Link("e", "e2"))
+			r.do("link into missing dir", fsys.Link("b", "nope/b"))
+			r.do("unlink one name", fsys.Remove("e/b2"))
+			r.content(fsys, "b")
 			// A new file is a new inode; truncation keeps the inode.
 			f = r.open(fsys, "n", wrExcl, 0o600)
 			r.do("close", f.Close())
@@ -457,6 +467,15 @@ var behaviours = []behaviour{
 			"noreplace missing: ENOENT",
 			"noreplace across dirs fails: true",
 			"readdir full: [x:true:drwx------ x3:true:drwx------] ok",
+			"link to new: ok",
+			`content e/b2: "a-data" ok`,
+			"link shares identity: true",
+			"link over file: EEXIST",
+			"link missing: ENOENT",
+			"link a dir: other",
+			"link into missing dir: ENOENT",
+			"unlink one name: ok",
+			`content b: "a-data" ok`,
 			"open n: ok", "close: ok",
 			"new identity: true",
 			"open n: ok", "close: ok",

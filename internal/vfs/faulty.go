@@ -25,6 +25,7 @@ const (
 	OpMkdir           Op = "mkdir"
 	OpRename          Op = "rename"
 	OpRenameNoReplace Op = "renamenoreplace"
+	OpLink            Op = "link"
 	OpRemove          Op = "remove"
 	OpRemoveAll       Op = "removeall"
 	OpLstat           Op = "lstat"
@@ -215,6 +216,13 @@ func (f *Faulty) RenameNoReplace(oldname, newname string) error {
 		return &os.LinkError{Op: string(OpRenameNoReplace), Old: oldname, New: newname, Err: ft.cause(OpRenameNoReplace)}
 	}
 	return f.inner.RenameNoReplace(oldname, newname)
+}
+
+func (f *Faulty) Link(oldname, newname string) error {
+	if ft := f.check(OpLink, newname); ft != nil {
+		return &os.LinkError{Op: string(OpLink), Old: oldname, New: newname, Err: ft.cause(OpLink)}
+	}
+	return f.inner.Link(oldname, newname)
 }
 
 func (f *Faulty) Remove(name string) error {

@@ -146,6 +146,20 @@ func (o *osFS) Rename(oldname, newname string) error {
 	return o.root.Rename(oldname, newname)
 }
 
+func (o *osFS) Link(oldname, newname string) error {
+	fi, err := o.checkPath(oldname)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &fs.PathError{Op: "link", Path: oldname, Err: ErrNotRegular}
+	}
+	if err := o.checkParent(newname); err != nil {
+		return err
+	}
+	return o.root.Link(oldname, newname)
+}
+
 func (o *osFS) Remove(name string) error {
 	if err := o.checkParent(name); err != nil {
 		return err

@@ -313,6 +313,31 @@ func (s *Sim) makeEntry(op, name string, mode fs.FileMode) (*inode, error) {
 	return n, nil
 }
 
+func (s *Sim) Link(oldname, newname string) error {
+	const op = "linkat"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ol, err := s.resolve(op, oldname, true)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ol.node == nil:
+		return pathErr(op, oldname, syscall.ENOENT)
+	case !ol.node.isFile():
+		return pathErr(op, oldname, ErrNotRegular)
+	}
+	nl, err := s.resolve(op, newname, false)
+	if err != nil {
+		return err
+	}
+	if nl.node != nil || nl.dir == nil {
+		return pathErr(op, newname, syscall.EEXIST)
+	}
+	s.link(nl.dir, nl.base, ol.node)
+	return nil
+}
+
 func (s *Sim) Rename(oldname, newname string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

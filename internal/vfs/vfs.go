@@ -43,6 +43,12 @@ type FS interface {
 	// that matches fs.ErrExist if newname exists (also an empty
 	// directory).
 	RenameNoReplace(oldname, newname string) error
+	// Link makes newname another name (a hard link) of the regular file
+	// oldname, failing with an error that matches fs.ErrExist if newname
+	// exists, and with ErrSymlink or ErrNotRegular for a symlink or
+	// anything but a regular file at oldname. Like a creation, the new
+	// name is durable once its directory is synced.
+	Link(oldname, newname string) error
 	// Remove removes a file or an empty directory.
 	Remove(name string) error
 	// RemoveAll removes name and everything under it.
@@ -97,7 +103,7 @@ func IdentityOf(fi fs.FileInfo) Identity {
 }
 
 // Links returns the number of hard links to the file fi describes, or 1
-// when its FileInfo does not say (the simulation has no hard links).
+// when its FileInfo does not say (the simulation does not count them).
 func Links(fi fs.FileInfo) uint64 {
 	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return statLinks(s)
@@ -281,6 +287,7 @@ func (p prefixFS) Rename(o, n string) error                  { return p.FS.Renam
 func (p prefixFS) RenameNoReplace(o, n string) error {
 	return p.FS.RenameNoReplace(p.name(o), p.name(n))
 }
+func (p prefixFS) Link(o, n string) error                     { return p.FS.Link(p.name(o), p.name(n)) }
 func (p prefixFS) Remove(name string) error                   { return p.FS.Remove(p.name(name)) }
 func (p prefixFS) RemoveAll(name string) error                { return p.FS.RemoveAll(p.name(name)) }
 func (p prefixFS) Lstat(name string) (fs.FileInfo, error)     { return p.FS.Lstat(p.name(name)) }
