@@ -95,7 +95,7 @@ fuzz_all() {
 # seeds_all runs each seed-taking process test once per seed, from one
 # race-enabled test binary; a failing seed is printed with the command that
 # replays it.
-SEED_TESTS="TestHistoryDuringCompaction TestCopyLiveStore TestCopyLiveStoreWithBlobs TestKillDuringAppend TestKillDuringAppendWithBlobs TestReadersRaceHolder TestCompactKilled TestSearchAcrossProcesses"
+SEED_TESTS="TestHistoryDuringCompaction TestCopyLiveStore TestCopyLiveStoreWithBlobs TestKillDuringAppend TestKillDuringAppendWithBlobs TestReadersRaceHolder TestCompactKilled TestSearchAcrossProcesses TestCreateKilledAfterPublish"
 seeds_all() {
 	local bin="$logs/jsonlstore.test" n=${SOAK_SEEDS:-500} t
 	"$GO" test -c -race -o "$bin" ./jsonlstore/ || { names+=("build jsonlstore.test") statuses+=(FAIL) times+=(0); return; }
