@@ -503,8 +503,8 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 			if endsStoreWide(err) {
 				return cu, err
 			}
-			// Read whole instead of extended.
-			s.opts.Logger.Warn("jsonlstore: search index unreadable: searching the logs", "err", err)
+			// The stale rows are then replaced whole, not extended.
+			s.opts.Logger.Warn("jsonlstore: search index rows unreadable: indexing the stale sessions anew", "err", err)
 			states = map[session.SessionID]searchdb.State{}
 		}
 	}
