@@ -15,18 +15,6 @@ import (
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
-var appendChecks = []check{
-	{"RevisionsStartAtOneStepByOne", checkRevisionsStepByOne},
-	{"StaleExpectedIsErrConflict", checkStaleExpected},
-	{"ConcurrentAppendsOneWinnerPerRevision", checkOneWinnerPerRevision},
-	{"ConcurrentAppendsLoseNoUpdate", checkNoLostUpdate},
-	{"RecordTimesNonDecreasing", checkRecordTimes},
-	{"RecordsRestoreToAppendedSessions", checkRecordsRestore},
-	{"EachStateRoundTrips", checkEachStateRoundTrips},
-	{"AppendedSnapshotIsCopied", checkAppendCopies},
-	{"AppendAfterReleaseIsErrClosed", checkAppendAfterRelease},
-}
-
 func checkRevisionsStepByOne(f *fixture) {
 	t := f.t
 	w := f.create("revs")

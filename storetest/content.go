@@ -22,16 +22,6 @@ import (
 // ContentLoader), and never stores a reference to content the session
 // does not hold (Writer.Append's contract).
 
-var contentChecks = []check{
-	{"LargeContentIsStoredOnce", checkContentStoredOnce},
-	{"SessionLargerThanRecordCapAppends", checkLargerThanCap},
-	{"ConversationLargerThanRecordCapAppends", checkConversationLargerThanCap},
-	{"LoadWithoutContentKeepsReferences", checkLoadWithoutContent},
-	{"ReferenceToContentNotHeldIsErrInvalidSnapshot", checkForeignReference},
-	{"ForkKeepsContent", checkForkContent},
-	{"LargeContentIsCopied", checkContentCopied},
-}
-
 // large returns n bytes of incompressible content, the same for a seed.
 func large(seed uint64, n int) []byte {
 	b := make([]byte, n)

@@ -12,13 +12,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var createChecks = []check{
-	{"CreateThenLoad", checkCreateThenLoad},
-	{"CreateExistingIsErrExists", checkCreateExisting},
-	{"CreateHoldsLease", checkCreateHoldsLease},
-	{"NewIDSortsByCreationAndIsValid", checkNewID},
-}
-
 func checkCreateThenLoad(f *fixture) {
 	t := f.t
 	snap := snapIn(t, "alpha", session.StateRunning)

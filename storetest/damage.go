@@ -10,10 +10,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var damageChecks = []check{
-	{"DamagedSessionIsReportedNeverSkipped", checkDamagedReported},
-}
-
 // checkDamagedReported damages one session of three (Harness.Damage): a
 // listing still lists the two others and reports the damaged one in
 // Page.Unreadable, on every page, whatever the filter; reading and

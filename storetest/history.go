@@ -17,11 +17,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var historyChecks = []check{
-	{"CreateHistoryStoresEveryRevision", checkCreateHistory},
-	{"CreateHistoryRefusedCreatesNothing", checkCreateHistoryRefused},
-}
-
 // growing returns the snapshots of a conversation of n messages, one
 // more per revision, as an import yields them: the session changed in
 // place and captured after each step. One message holds large content

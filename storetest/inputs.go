@@ -16,14 +16,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var inputChecks = []check{
-	{"InvalidIDsAreErrInvalidID", checkInvalidIDs},
-	{"OversizedSnapshotIsErrTooLarge", checkOversized},
-	{"MismatchedSnapshotIDIsErrInvalidSnapshot", checkMismatchedID},
-	{"InvalidSnapshotsAreErrInvalidSnapshot", checkInvalidSnapshots},
-	{"UnknownIDIsErrNotFound", checkUnknownID},
-}
-
 var invalidIDs = []struct {
 	name string
 	id   session.SessionID

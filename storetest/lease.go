@@ -15,20 +15,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var leaseChecks = []check{
-	{"TryAcquireHeldSaysWho", checkTryAcquireHeld},
-	{"GenerationsIncreaseAcrossAcquisitions", checkGenerationsIncrease},
-	{"SupersededWriterGetsErrLeaseLost", checkSuperseded},
-	{"AcquireAfterSupersedeReportsStale", checkAcquireAfterSupersede},
-	{"AcquireReturnsPromptlyWhenContextDone", checkAcquireContextDone},
-	{"AcquireWaitsForRelease", checkAcquireWaits},
-	{"ReleaseThenPreviousIsFree", checkReleaseThenFree},
-	{"LeaseStatusTransitions", checkLeaseStatus},
-	{"HeartbeatKeepsLease", checkHeartbeat},
-	{"OneHolderUnderContention", checkOneHolder},
-	{"AcquireSeesLatestRevision", checkAcquireSeesLatest},
-}
-
 func checkTryAcquireHeld(f *fixture) {
 	t := f.t
 	w := f.createLabel(snapIn(t, "busy", session.StateIdle), "holder-label")

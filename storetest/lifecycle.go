@@ -12,13 +12,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var lifecycleChecks = []check{
-	{"DeleteUnderLeaseThenCreateAgain", checkDelete},
-	{"DeleteWakesWaitingAcquire", checkDeleteWakesWaiter},
-	{"CancelledContextIsReturned", checkCancelledContext},
-	{"ClosedStoreIsErrClosed", checkClosedStore},
-}
-
 func checkDelete(f *fixture) {
 	t := f.t
 	w := f.create("doomed")

@@ -14,20 +14,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var listChecks = []check{
-	{"ListPagingWhileAppendingSeesEachUnmodifiedSessionOnce", checkListPagingUnderAppends},
-	{"ListFilterByState", checkListState},
-	{"ListFilterByKind", checkListKind},
-	{"ListFilterByParent", checkListParent},
-	{"ListFilterUpdatedSince", checkListUpdatedSince},
-	{"ListFilterByLabelsAndProject", checkListLabelsProject},
-	{"ListOrders", checkListOrders},
-	{"ListZeroQueryIsNewestFirst", checkListZeroQuery},
-	{"ListBadCursorIsErrBadCursor", checkListBadCursor},
-	{"ListInvalidQueryIsError", checkListInvalidQuery},
-	{"ListSummaryFields", checkListSummary},
-}
-
 var allOrders = []summary.Order{
 	summary.OrderUpdatedDesc, summary.OrderUpdatedAsc,
 	summary.OrderCreatedDesc, summary.OrderCreatedAsc, summary.OrderIDAsc,

@@ -9,22 +9,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var readChecks = []check{
-	{"HistoryInOrderAndComplete", checkHistory},
-	{"LoadRevisionOfEachRevision", checkLoadRevision},
-	{"LoadAfterRelease", checkLoadAfterRelease},
-	{"LoadedRecordIsCopy", checkLoadCopies},
-	{"HistoryRecordsAreCopies", checkHistoryCopies},
-}
-
-var forkChecks = []check{
-	{"ForkCopiesRevision", checkForkRevision},
-	{"ForkOfForkKeepsRoot", checkForkRoot},
-	{"ForkLatestWithRevisionZero", checkForkLatest},
-	{"ForkMintsIDWhenEmpty", checkForkMints},
-	{"ForkErrors", checkForkErrors},
-}
-
 func checkHistory(f *fixture) {
 	t := f.t
 	first := snapIn(t, "hist", session.StateIdle)

@@ -16,18 +16,6 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
-var searchChecks = []check{
-	{"SearchFindsTitlesPromptsRepliesAndToolOutput", checkSearchFields},
-	{"SearchPhrasesAndPrefixes", checkSearchPhrases},
-	{"SearchNoToolsLeavesToolsOut", checkSearchNoTools},
-	{"SearchDeleteRemovesHits", checkSearchDelete},
-	{"SearchSeesAnotherHandlesSessions", checkSearchOtherHandle},
-	{"SearchFiltersByLabelsAndProject", checkSearchFilters},
-	{"SearchRanksAndLimits", checkSearchRanking},
-	{"SearchBadQueryIsErrBadQuery", checkSearchBadQuery},
-	{"SearchAgreesWithHistoryOverSeeds", checkSearchSeeds},
-}
-
 // searcher is a session being built for the search checks: its writer
 // and the session, which grows by the messages the check appends.
 type searcher struct {

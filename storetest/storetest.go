@@ -60,41 +60,6 @@ type Harness struct {
 	InlineContent bool
 }
 
-// check is one contract check: a named subtest run on a fresh store.
-type check struct {
-	name string
-	run  func(f *fixture)
-}
-
-// checks lists every contract check, grouped by file.
-func checks() []check {
-	var all []check
-	all = append(all, createChecks...)
-	all = append(all, appendChecks...)
-	all = append(all, leaseChecks...)
-	all = append(all, readChecks...)
-	all = append(all, forkChecks...)
-	all = append(all, listChecks...)
-	all = append(all, watchChecks...)
-	all = append(all, inputChecks...)
-	all = append(all, lifecycleChecks...)
-	all = append(all, damageChecks...)
-	all = append(all, contentChecks...)
-	all = append(all, historyChecks...)
-	all = append(all, searchChecks...)
-	return all
-}
-
-// CheckNames returns the names of the suite's checks, as they appear as
-// subtests of the test that calls Run.
-func CheckNames() []string {
-	var names []string
-	for _, c := range checks() {
-		names = append(names, c.name)
-	}
-	return names
-}
-
 // Run runs the conformance suite against the adapter h describes: every
 // contract check as a parallel subtest on a fresh store.
 func Run(t *testing.T, h Harness) {
@@ -102,7 +67,7 @@ func Run(t *testing.T, h Harness) {
 	if h.New == nil || h.Supersede == nil || h.Crash == nil {
 		t.Fatal("storetest: Harness.New, Harness.Supersede and Harness.Crash are required")
 	}
-	for _, c := range checks() {
+	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.run(newFixture(t, h))

@@ -17,17 +17,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-var watchChecks = []check{
-	{"WatchStartsWithCurrentState", checkWatchInitial},
-	{"WatchConvergesAndSeesDeletions", checkWatchConverges},
-	{"WatchClosesOnContextCancel", checkWatchCancel},
-	{"WatchClosesOnStoreClose", checkWatchStoreClose},
-	{"WatchChangesCarryLeaseStatus", checkWatchLeaseInitial},
-	{"WatchSeesRelease", checkWatchRelease},
-	{"WatchSeesTakeover", checkWatchTakeover},
-	{"WatchSeesHolderDeath", checkWatchDeath},
-}
-
 // view is what a watcher knows: the latest revision of each session.
 type view map[session.SessionID]uint64
 
