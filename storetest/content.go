@@ -51,6 +51,18 @@ func refOf(field string, content []byte) session.ContentRef {
 // out of line.
 func (f *fixture) outOfLine() bool { return !f.h.InlineContent }
 
+// beyondCap starts a check of a session of size bytes, which must be
+// larger than the default record cap. A store that keeps all content in
+// its records (Harness.InlineContent) has its sessions bound by the cap:
+// there the check skips, saying why.
+func (f *fixture) beyondCap(size int, why string) {
+	f.t.Helper()
+	if !f.outOfLine() {
+		f.t.Skip(why)
+	}
+	require.Greater(f.t, size, sessionstore.DefaultMaxRecordBytes)
+}
+
 // appendMessage appends m to s and stores the session's snapshot as the
 // writer's next revision.
 func (f *fixture) appendMessage(w sessionstore.Writer, s *session.Session, m session.Message) sessnap.Snapshot {
@@ -102,11 +114,8 @@ func checkContentStoredOnce(f *fixture) {
 // latest and a middle one load back equal.
 func checkLargerThanCap(f *fixture) {
 	t := f.t
-	if !f.outOfLine() {
-		t.Skip("the store keeps all content in its records, within the record cap")
-	}
 	const messages, size = 80, 256 << 10
-	require.Greater(t, messages*size, sessionstore.DefaultMaxRecordBytes)
+	f.beyondCap(messages*size, "the store keeps all content in its records, within the record cap")
 	s := sessiontest.New("big")
 	w := f.createSnap(sessiontest.Snap(t, s))
 	var snaps []sessnap.Snapshot
@@ -134,11 +143,8 @@ func checkLargerThanCap(f *fixture) {
 // usage holds it about once.
 func checkConversationLargerThanCap(f *fixture) {
 	t := f.t
-	if !f.outOfLine() {
-		t.Skip("the store keeps every message in its full records, within the record cap")
-	}
 	const messages, size = 1100, 31 << 9
-	require.Greater(t, messages*size, sessionstore.DefaultMaxRecordBytes)
+	f.beyondCap(messages*size, "the store keeps every message in its full records, within the record cap")
 	require.Less(t, size, sessionstore.DefaultBlobThreshold)
 	s := sessiontest.New("long")
 	for i := range messages {
