@@ -139,10 +139,7 @@ type CorruptionError struct {
 }
 
 func (e *CorruptionError) Error() string {
-	msg := fmt.Sprintf("sessionstore: corrupt record: session %s: %s at offset %d", e.ID, e.Path, e.Offset)
-	if e.Revision > 0 {
-		msg += fmt.Sprintf(" (revision %d)", e.Revision)
-	}
+	msg := "sessionstore: corrupt record: " + recordPlace(e.ID, e.Path, e.Offset, e.Revision)
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
@@ -167,15 +164,22 @@ type NewerRecordError struct {
 }
 
 func (e *NewerRecordError) Error() string {
-	msg := fmt.Sprintf("sessionstore: session %s: %s at offset %d", e.ID, e.Path, e.Offset)
-	if e.Revision > 0 {
-		msg += fmt.Sprintf(" (revision %d)", e.Revision)
-	}
-	return msg + fmt.Sprintf(" was written by a newer version (record format %d, kind %q); this program reads the revisions before it and does not write to the session", e.Version, e.Kind)
+	return "sessionstore: " + recordPlace(e.ID, e.Path, e.Offset, e.Revision) + fmt.Sprintf(" was written by a newer version (record format %d, kind %q); this program reads the revisions before it and does not write to the session", e.Version, e.Kind)
 }
 
 // Unwrap returns ErrSchemaTooNew.
 func (e *NewerRecordError) Unwrap() error { return ErrSchemaTooNew }
+
+// recordPlace says where a record is, as CorruptionError and
+// NewerRecordError name it: "session ID: PATH at offset N (revision R)",
+// without the revision when it is unknown (0).
+func recordPlace(id session.SessionID, path string, offset int64, rev uint64) string {
+	place := fmt.Sprintf("session %s: %s at offset %d", id, path, offset)
+	if rev > 0 {
+		place += fmt.Sprintf(" (revision %d)", rev)
+	}
+	return place
+}
 
 // GapError reports revisions First to Last that a repair set aside
 // (FORMAT.md, "Repaired logs"): History yields it in their place and goes

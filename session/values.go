@@ -26,10 +26,7 @@ func (l Limits) MaxDuration() time.Duration {
 }
 
 func (l Limits) validate() error {
-	if l.MaxTurns < 0 || l.MaxToolCalls < 0 || l.MaxRunTokens < 0 || l.MaxDurationMS < 0 {
-		return invalidf("negative limit %+v", l)
-	}
-	return nil
+	return nonNegative("limit", l, l.MaxTurns, l.MaxToolCalls, l.MaxRunTokens, l.MaxDurationMS)
 }
 
 // Counters are the running totals of a session's activity.
@@ -40,10 +37,7 @@ type Counters struct {
 }
 
 func (c Counters) validate() error {
-	if c.Turns < 0 || c.ToolCalls < 0 || c.Approvals < 0 {
-		return invalidf("negative counter %+v", c)
-	}
-	return nil
+	return nonNegative("counter", c, c.Turns, c.ToolCalls, c.Approvals)
 }
 
 // Usage is cumulative token accounting. The run-token budget brake
@@ -73,8 +67,14 @@ func (u Usage) Add(v Usage) Usage {
 }
 
 func (u Usage) validate() error {
-	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
-		return invalidf("negative usage %+v", u)
+	return nonNegative("usage", u, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
+}
+
+// nonNegative is the rule of Limits, Counters and Usage: none of v's
+// figures is negative. It reports v as a whole, named what, when one is.
+func nonNegative(what string, v any, figures ...int64) error {
+	if slices.ContainsFunc(figures, func(n int64) bool { return n < 0 }) {
+		return invalidf("negative %s %+v", what, v)
 	}
 	return nil
 }
