@@ -511,11 +511,11 @@ func (l *Lease) Release(ctx context.Context) error {
 // It checks fencing first (see Check). Until Moved with
 // Options.DirSynced, nothing is synced (the caller calls SyncRecord and
 // syncs the directory before it publishes it); otherwise the record is
-// durable when MarkReleased returns. Afterwards Check, Heartbeat and Touch report the
-// lease released (ErrLost, ErrReleased), Moved still follows the
-// directory (its lock is still held), and Release writes nothing. The heartbeat goroutine is stopped in any case; if
-// MarkReleased fails, the lease is still held and Release releases it as
-// usual.
+// durable when MarkReleased returns. Afterwards Check, Heartbeat and Touch
+// report the lease released (ErrLost, ErrReleased), Moved still follows
+// the directory (its lock is still held), and Release writes nothing. The
+// heartbeat goroutine is stopped in any case; if MarkReleased fails, the
+// lease is still held and Release releases it as usual.
 func (l *Lease) MarkReleased(ctx context.Context) error {
 	l.stopHeartbeat()
 	l.mu.Lock()

@@ -88,7 +88,7 @@ const compactMarks = 32
 type loadedCatalog struct {
 	f     *catalog.File
 	file  vfs.File
-	state fileState
+	state vfs.State
 	refs  atomic.Int32
 }
 
@@ -96,18 +96,6 @@ func (c *loadedCatalog) release() {
 	if c.refs.Add(-1) == 0 {
 		_ = c.file.Close() // read-only
 	}
-}
-
-// fileState is what a stat tells of a file that is replaced whole or
-// appended to: identity, size and modification time.
-type fileState struct {
-	id    vfs.Identity
-	size  int64
-	mtime int64
-}
-
-func fileStateOf(fi fs.FileInfo) fileState {
-	return fileState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
 // logStateOf is the catalog's record of the log fi describes.
@@ -130,19 +118,13 @@ var errNoCatalog = errors.New("jsonlstore: no catalog")
 // file is the one read last; the caller releases it. Errors: errNoCatalog,
 // catalog.ErrDamaged, catalog.ErrNewer, I/O.
 func (s *Store) openCatalog() (*loadedCatalog, error) {
-	f, err := s.fs.OpenFile(catalogFile, osRDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errNoCatalog
-	}
+	f, st, err := s.openCatalogFile()
 	if err != nil {
+		if errors.Is(err, errNoCatalog) || errors.Is(err, catalog.ErrDamaged) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("jsonlstore: open catalog: %w", err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("jsonlstore: open catalog: %w", err)
-	}
-	st := fileStateOf(fi)
 	s.mu.Lock()
 	if c := s.cat; c != nil && c.state == st {
 		c.refs.Add(1)
@@ -151,32 +133,45 @@ func (s *Store) openCatalog() (*loadedCatalog, error) {
 		return c, nil
 	}
 	s.mu.Unlock()
-	if !fi.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, fmt.Errorf("%w: not a regular file", catalog.ErrDamaged)
-	}
-	cf, err := catalog.Decode(f, fi.Size())
+	cf, err := catalog.Decode(f, st.Size)
 	if err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	c := &loadedCatalog{f: cf, file: f, state: st}
 	c.refs.Store(2) // the caller's and the cache's
-	s.mu.Lock()
-	old := s.cat
-	s.cat = c
-	s.mu.Unlock()
-	if old != nil {
-		old.release()
-	}
+	s.cacheCatalog(c)
 	return c, nil
 }
 
-// dropCatalogCache forgets the cached catalog (Close).
-func (s *Store) dropCatalogCache() {
+// openCatalogFile opens the catalog file on disk, with the state of the
+// file it opened; the caller closes it. Errors: errNoCatalog,
+// catalog.ErrDamaged (not a regular file), I/O.
+func (s *Store) openCatalogFile() (vfs.File, vfs.State, error) {
+	f, err := s.fs.OpenFile(catalogFile, osRDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, vfs.State{}, errNoCatalog
+	}
+	if err != nil {
+		return nil, vfs.State{}, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w: not a regular file", catalog.ErrDamaged)
+	}
+	if err != nil {
+		_ = f.Close() // read-only
+		return nil, vfs.State{}, err
+	}
+	return f, vfs.StateOf(fi), nil
+}
+
+// cacheCatalog makes c (nil: none) the Store's cached catalog and releases
+// the cache's reference to the one it replaces.
+func (s *Store) cacheCatalog(c *loadedCatalog) {
 	s.mu.Lock()
 	old := s.cat
-	s.cat = nil
+	s.cat = c
 	s.mu.Unlock()
 	if old != nil {
 		old.release()

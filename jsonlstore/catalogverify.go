@@ -131,7 +131,7 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 	// an old catalog with newer logs.
 	stillThere := func() bool {
 		fi, err := s.fs.Lstat(catalogFile)
-		return err == nil && fileStateOf(fi) == state
+		return err == nil && vfs.StateOf(fi) == state
 	}
 	rep.Entries = f.Len()
 
@@ -276,28 +276,18 @@ func (s *Store) recheck(id session.SessionID, marks markSet, problem string) str
 
 // readCatalogFile decodes the catalog on disk afresh (not the Store's
 // cached one), with the state of the file it read.
-func (s *Store) readCatalogFile() (*catalog.File, fileState, error) {
-	f, err := s.fs.OpenFile(catalogFile, osRDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fileState{}, errNoCatalog
-	}
+func (s *Store) readCatalogFile() (*catalog.File, vfs.State, error) {
+	f, st, err := s.openCatalogFile()
 	if err != nil {
-		return nil, fileState{}, err
+		return nil, vfs.State{}, err
 	}
 	defer func() { _ = f.Close() }() // read-only
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fileState{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fileState{}, fmt.Errorf("%w: not a regular file", catalog.ErrDamaged)
-	}
-	b := make([]byte, fi.Size())
+	b := make([]byte, st.Size)
 	if _, err := f.ReadAt(b, 0); err != nil && len(b) > 0 {
-		return nil, fileState{}, err
+		return nil, vfs.State{}, err
 	}
 	cf, err := catalog.Decode(bytes.NewReader(b), int64(len(b)))
-	return cf, fileStateOf(fi), err
+	return cf, st, err
 }
 
 // entryDiff says where entry e and its summary esum differ from sum,

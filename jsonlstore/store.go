@@ -159,7 +159,7 @@ func (s *Store) Close() error {
 	if w != nil {
 		w.Close()
 	}
-	s.dropCatalogCache()
+	s.cacheCatalog(nil) // forget the cached catalog
 	s.closeSearch()
 	if s.root != nil {
 		return s.root.Close()

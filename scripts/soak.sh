@@ -67,6 +67,12 @@ step() {
 	echo "   -> $status in ${times[-1]}s"
 }
 
+# soak_test NAME ENV PKG TEST: a step that runs the one test TEST of PKG,
+# verbose, with ENV (its count of rounds or seeds).
+soak_test() {
+	step "$1" "$2" -- "$GO" test -count=1 -v -timeout "$TIMEOUT" -run "^$4\$" "$3"
+}
+
 # Every Fuzz function in the tree must be in FUZZ_TARGETS.
 check_fuzz_list() {
 	local missing=() f
@@ -127,18 +133,12 @@ fuzz)
 	fuzz_all
 	;;
 soak)
-	step "kill during append: ${SOAK_KILL_ROUNDS:=5000} rounds" JSONLSTORE_KILL_ROUNDS="$SOAK_KILL_ROUNDS" -- \
-		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestKillDuringAppend$' ./jsonlstore/
-	step "lease contention: ${SOAK_LEASE_ROUNDS:=10000} rounds" FSLEASE_SOAK_ROUNDS="$SOAK_LEASE_ROUNDS" -- \
-		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestContention$' ./fslease/
-	step "power loss: ${SOAK_POWERLOSS_SEEDS:=2000} seeds" JSONLSTORE_POWERLOSS_SEEDS="$SOAK_POWERLOSS_SEEDS" -- \
-		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestPowerLoss$' ./jsonlstore/
-	step "compaction crash at every sync point: ${SOAK_COMPACT_CRASH_SEEDS:=100} seeds" JSONLSTORE_COMPACT_CRASH_SEEDS="$SOAK_COMPACT_CRASH_SEEDS" -- \
-		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestCompactCrashAtEverySyncPoint$' ./jsonlstore/
-	step "compaction killed: ${SOAK_COMPACT_KILL_ROUNDS:=500} rounds" JSONLSTORE_COMPACT_KILL_ROUNDS="$SOAK_COMPACT_KILL_ROUNDS" -- \
-		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestCompactKilled$' ./jsonlstore/
-	step "readers race the holder: ${SOAK_RACE_ROUNDS:=2000} rounds" JSONLSTORE_RACE_ROUNDS="$SOAK_RACE_ROUNDS" -- \
-		"$GO" test -count=1 -v -timeout "$TIMEOUT" -run '^TestReadersRaceHolder$' ./jsonlstore/
+	soak_test "kill during append: ${SOAK_KILL_ROUNDS:=5000} rounds" JSONLSTORE_KILL_ROUNDS="$SOAK_KILL_ROUNDS" ./jsonlstore/ TestKillDuringAppend
+	soak_test "lease contention: ${SOAK_LEASE_ROUNDS:=10000} rounds" FSLEASE_SOAK_ROUNDS="$SOAK_LEASE_ROUNDS" ./fslease/ TestContention
+	soak_test "power loss: ${SOAK_POWERLOSS_SEEDS:=2000} seeds" JSONLSTORE_POWERLOSS_SEEDS="$SOAK_POWERLOSS_SEEDS" ./jsonlstore/ TestPowerLoss
+	soak_test "compaction crash at every sync point: ${SOAK_COMPACT_CRASH_SEEDS:=100} seeds" JSONLSTORE_COMPACT_CRASH_SEEDS="$SOAK_COMPACT_CRASH_SEEDS" ./jsonlstore/ TestCompactCrashAtEverySyncPoint
+	soak_test "compaction killed: ${SOAK_COMPACT_KILL_ROUNDS:=500} rounds" JSONLSTORE_COMPACT_KILL_ROUNDS="$SOAK_COMPACT_KILL_ROUNDS" ./jsonlstore/ TestCompactKilled
+	soak_test "readers race the holder: ${SOAK_RACE_ROUNDS:=2000} rounds" JSONLSTORE_RACE_ROUNDS="$SOAK_RACE_ROUNDS" ./jsonlstore/ TestReadersRaceHolder
 	fuzz_all
 	;;
 *)

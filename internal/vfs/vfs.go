@@ -88,6 +88,22 @@ type Identity struct {
 	Ino uint64 `json:"ino"`
 }
 
+// State is what a stat tells of a file that is appended to or replaced
+// whole: its identity, size and modification time. Two stats of one file
+// give different States when it was replaced, grew, was cut short or was
+// rewritten in place (which moves its modification time). The zero State
+// stands for no file.
+type State struct {
+	Identity
+	Size  int64
+	MTime int64 // nanoseconds since the Unix epoch
+}
+
+// StateOf returns the State of the file fi describes.
+func StateOf(fi fs.FileInfo) State {
+	return State{Identity: IdentityOf(fi), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+}
+
 // IdentityOf returns the identity of the file fi describes. Implementations
 // of FS return FileInfos whose Sys is a *syscall.Stat_t or an Identity.
 func IdentityOf(fi fs.FileInfo) Identity {

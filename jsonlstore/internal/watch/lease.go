@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -36,12 +37,12 @@ import (
 
 // leaseFileOf returns the state of session id's lease record, zero when
 // there is none.
-func (w *Watcher) leaseFileOf(id session.SessionID) fileState {
+func (w *Watcher) leaseFileOf(id session.SessionID) vfs.State {
 	fi, err := w.disk.StatLease(id)
 	if err != nil {
-		return fileState{}
+		return vfs.State{}
 	}
-	return fileStateOf(fi)
+	return vfs.StateOf(fi)
 }
 
 // lookLease inspects session id's lease now and records it as what the

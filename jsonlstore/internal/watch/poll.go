@@ -3,6 +3,7 @@ package watch
 import (
 	"time"
 
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -58,8 +59,8 @@ type scanResult struct {
 
 // scannedFiles is what a scan saw of one session's files.
 type scannedFiles struct {
-	log   fileState // zero: no readable log
-	lease fileState // zero: no lease record
+	log   vfs.State // zero: no readable log
+	lease vfs.State // zero: no lease record
 }
 
 // startScan starts a periodic scan: of every session (full), or of those
@@ -94,7 +95,7 @@ func (w *Watcher) startScan(full bool) {
 			}
 			var sf scannedFiles
 			if fi, err := w.disk.StatLog(id); err == nil {
-				sf.log = fileStateOf(fi)
+				sf.log = vfs.StateOf(fi)
 			}
 			sf.lease = w.leaseFileOf(id)
 			res.files[id] = sf
@@ -130,7 +131,7 @@ func (w *Watcher) applyScan(res scanResult) {
 		if t != nil && !t.watched {
 			w.watchSession(id, t)
 		}
-		if t != nil && sf.log != (fileState{}) && t.log == sf.log {
+		if t != nil && sf.log != (vfs.State{}) && t.log == sf.log {
 			if t.leaseFile == sf.lease {
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -181,10 +182,10 @@ func (w *Watcher) keepPage(key string, entries []int, next string) {
 
 // LeaseFile is the state of a session's lease record when the watcher
 // last looked at the session's lease.
-type LeaseFile struct{ s fileState }
+type LeaseFile struct{ s vfs.State }
 
 // Unchanged reports whether fi, the lease record as stated now, is the
 // record as it was then (false when the watcher does not know).
 func (l LeaseFile) Unchanged(fi fs.FileInfo) bool {
-	return l.s != (fileState{}) && fileStateOf(fi) == l.s
+	return l.s != (vfs.State{}) && vfs.StateOf(fi) == l.s
 }

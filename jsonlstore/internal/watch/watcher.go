@@ -142,7 +142,7 @@ type Watcher struct {
 	// leaseFiles[i] is the state of sums[i]'s lease record when its lease
 	// status was last looked at (zero: not known), so that a listing can
 	// tell with a stat whether the status may have changed since (Page).
-	leaseFiles []fileState
+	leaseFiles []vfs.State
 	// gen counts the changes of sums (under mu), so that a page selected
 	// once is reused until they change (lastPage).
 	gen      uint64
@@ -164,10 +164,13 @@ type Watcher struct {
 	once    sync.Once
 }
 
-// tracked is what the watcher knows of one session directory.
+// tracked is what the watcher knows of one session directory. A log's
+// State changes when anything is appended to it: the log of one identity
+// only grows, except when recovery or repair truncates it, which also moves
+// its modification time. The lease record is replaced at every write.
 type tracked struct {
 	dir      vfs.Identity // the directory watched (a recreated session is a new one)
-	log      fileState    // the log the current summary was computed from; zero: recompute
+	log      vfs.State    // the log the current summary was computed from; zero: recompute
 	watched  bool
 	due      bool      // a recomputation is scheduled
 	dueSeq   uint64    // the dueEntry that will run it
@@ -175,23 +178,8 @@ type tracked struct {
 
 	// The lease (lease.go).
 	lease     summary.LeaseStatus // the status published with the summary
-	leaseFile fileState           // the lease record when the lease was last looked at
+	leaseFile vfs.State           // the lease record when the lease was last looked at
 	leaseDue  bool                // an event or a poll says the lease may have changed
-}
-
-// fileState is what a stat tells of a file that is appended to or
-// replaced whole: a different value means that it changed. The log of one
-// identity only grows, except when recovery or repair truncates it, which
-// also changes its modification time; the lease record is replaced at
-// every write.
-type fileState struct {
-	id    vfs.Identity
-	size  int64
-	mtime int64
-}
-
-func fileStateOf(fi fs.FileInfo) fileState {
-	return fileState{id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
 type dueEntry struct {
@@ -462,10 +450,10 @@ func (w *Watcher) refresh(id session.SessionID) {
 		w.forget(id)
 		return
 	}
-	var st fileState // zero for a log that is not there: recomputed at every look
+	var st vfs.State // zero for a log that is not there: recomputed at every look
 	logSame := false
 	if ferr == nil {
-		st = fileStateOf(fi)
+		st = vfs.StateOf(fi)
 		if t != nil && t.log == st {
 			if lf := w.leaseFileOf(id); lf != t.leaseFile {
 				t.leaseDue = true
@@ -494,7 +482,7 @@ func (w *Watcher) refresh(id session.SessionID) {
 	// before it is in what Summary reads.
 	w.watchSession(id, t)
 	if ferr != nil {
-		t.log = fileState{}
+		t.log = vfs.State{}
 		w.unreadable(id, ferr)
 		return
 	}
@@ -515,15 +503,15 @@ func (w *Watcher) refresh(id session.SessionID) {
 		w.forget(id)
 	case errors.Is(err, sessionstore.ErrClosed):
 		// Closing: nothing to report.
-		t.log = fileState{}
+		t.log = vfs.State{}
 	default:
 		// Reported, as List does (corruption, a newer program's records,
 		// a permission error), and looked at again when the log changes —
 		// or, for a permission error, at every poll: a chmod changes
-		// nothing that fileState records.
+		// nothing that vfs.State records.
 		t.log = st
 		if errors.Is(err, fs.ErrPermission) {
-			t.log = fileState{}
+			t.log = vfs.State{}
 		}
 		w.unreadable(id, err)
 	}
@@ -542,7 +530,7 @@ func (w *Watcher) unreadable(id session.SessionID, err error) {
 // a new session under a deleted one's name, or a repaired log — so the old
 // summary is deleted first.
 func (w *Watcher) put(sum summary.Summary) {
-	var lf fileState
+	var lf vfs.State
 	if t := w.sessions[sum.ID]; t != nil && summary.SameLease(t.lease, sum.Lease) {
 		lf = t.leaseFile
 	}
