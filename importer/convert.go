@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,8 +10,9 @@ import (
 )
 
 // This file holds the steps every converter takes the same way: reading a
-// source line by line into a transcript, loading a source file of an
-// fs.FS, and choosing what a written file claims to be.
+// source line by line into a transcript, decoding a line or counting why
+// it cannot be, loading a source file of an fs.FS, and choosing what a
+// written file claims to be.
 
 // Convert reads r line by line (NewLineReader, lines of at most
 // maxLineBytes), hands each line to line, and returns the transcript
@@ -27,6 +29,28 @@ func Convert(r io.Reader, maxLineBytes int, line func(Line), finish func() *Tran
 	t := finish()
 	lr.Fill(&t.Report)
 	return t, nil
+}
+
+// Decode decodes l into each of vs (DecodeLine) and reports whether it
+// could. A line it could not decode is counted in r as skipped for its
+// reason: too long, empty (white space only), torn (the final line, not
+// complete JSON) or invalid JSON.
+func (l Line) Decode(r *Report, vs ...any) bool {
+	switch {
+	case l.TooLong:
+		r.Skip(SkipTooLong, "")
+	case len(bytes.TrimSpace(l.Data)) == 0:
+		r.Skip(SkipEmpty, "")
+	case DecodeLine(l.Data, vs...) != nil:
+		if l.Final {
+			r.Skip(SkipTorn, "")
+		} else {
+			r.Skip(SkipInvalidJSON, "")
+		}
+	default:
+		return true
+	}
+	return false
 }
 
 // ParseFile opens name of fsys, parses it with parse and records name as

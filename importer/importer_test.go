@@ -71,6 +71,37 @@ func TestLineReader(t *testing.T) {
 	})
 }
 
+func TestLineDecode(t *testing.T) {
+	tests := []struct {
+		name     string
+		line     importer.Line
+		wantOK   bool
+		wantSkip importer.Reason
+	}{
+		{name: "object", line: importer.Line{Data: []byte(`{"type":"user"}`)}, wantOK: true},
+		{name: "final object", line: importer.Line{Data: []byte(`{"type":"user"}`), Final: true}, wantOK: true},
+		{name: "too long", line: importer.Line{TooLong: true}, wantSkip: importer.SkipTooLong},
+		{name: "white space", line: importer.Line{Data: []byte(" \t")}, wantSkip: importer.SkipEmpty},
+		{name: "invalid", line: importer.Line{Data: []byte(`{"type":`)}, wantSkip: importer.SkipInvalidJSON},
+		{name: "torn", line: importer.Line{Data: []byte(`{"type":`), Final: true}, wantSkip: importer.SkipTorn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r importer.Report
+			var v struct {
+				Type string `json:"type"`
+			}
+			require.Equal(t, tt.wantOK, tt.line.Decode(&r, &v))
+			if tt.wantOK {
+				require.Equal(t, "user", v.Type)
+				require.Empty(t, r.Skipped)
+				return
+			}
+			require.Equal(t, map[importer.Reason]int64{tt.wantSkip: 1}, r.Skipped)
+		})
+	}
+}
+
 func TestReportAddsUp(t *testing.T) {
 	var r importer.Report
 	r.Lines = 6

@@ -167,22 +167,9 @@ var notConversation = setOf("progress", "attachment", "file-history-snapshot", "
 
 func (p *parser) line(l importer.Line) {
 	r := &p.report
-	switch {
-	case l.TooLong:
-		r.Skip(importer.SkipTooLong, "")
-		return
-	case len(bytes.TrimSpace(l.Data)) == 0:
-		r.Skip(importer.SkipEmpty, "")
-		return
-	}
 	var fields importer.Keys
 	var e envelope
-	if importer.DecodeLine(l.Data, &fields, &e) != nil {
-		if l.Final {
-			r.Skip(importer.SkipTorn, "")
-		} else {
-			r.Skip(importer.SkipInvalidJSON, "")
-		}
+	if !l.Decode(r, &fields, &e) {
 		return
 	}
 	typ := e.Type

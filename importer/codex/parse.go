@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -76,22 +75,9 @@ var itemTypes = map[string]bool{"message": true, "reasoning": true, "function_ca
 
 func (p *parser) line(l importer.Line) {
 	r := p.report()
-	switch {
-	case l.TooLong:
-		r.Skip(importer.SkipTooLong, "")
-		return
-	case len(bytes.TrimSpace(l.Data)) == 0:
-		r.Skip(importer.SkipEmpty, "")
-		return
-	}
 	var e envelope
 	var fields importer.Keys
-	if importer.DecodeLine(l.Data, &fields, &e) != nil {
-		if l.Final {
-			r.Skip(importer.SkipTorn, "")
-		} else {
-			r.Skip(importer.SkipInvalidJSON, "")
-		}
+	if !l.Decode(r, &fields, &e) {
 		return
 	}
 	// Codex writes no two lines alike (each has its time); a repeated
