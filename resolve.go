@@ -29,20 +29,15 @@ func IDs(ctx context.Context, s Store) ([]session.SessionID, error) {
 		return l.IDs(ctx)
 	}
 	var ids []session.SessionID
-	q := summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit}
-	for {
-		page, err := s.List(ctx, q)
+	for page, err := range Pages(ctx, s, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit}) {
 		if err != nil {
 			return nil, err
 		}
 		for _, it := range page.Items {
 			ids = append(ids, it.ID)
 		}
-		if page.Next == "" {
-			return ids, nil
-		}
-		q.Cursor = page.Next
 	}
+	return ids, nil
 }
 
 // idsOrAll validates ids, or returns every session of s when there are

@@ -157,14 +157,11 @@ func Search(ctx context.Context, s Store, q SearchQuery) (SearchResult, error) {
 	ix := fulltext.NewIndex()
 	lq := q.Filter()
 	lq.Limit = summary.MaxLimit
-	for {
-		page, err := s.List(ctx, lq)
+	for page, err := range Pages(ctx, s, lq) {
 		if err != nil {
 			return SearchResult{}, err
 		}
-		if lq.Cursor == "" {
-			res.Unreadable = page.Unreadable
-		}
+		res.Unreadable = page.Unreadable // every page lists them
 		for _, sum := range page.Items {
 			for rec, err := range s.History(ctx, sum.ID) {
 				if errors.Is(err, ErrRevisionsMissing) {
@@ -177,10 +174,6 @@ func Search(ctx context.Context, s Store, q SearchQuery) (SearchResult, error) {
 					Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Messages: rec.Snapshot.Messages})
 			}
 		}
-		if page.Next == "" {
-			break
-		}
-		lq.Cursor = page.Next
 	}
 	for _, h := range ix.Search(fq, fulltext.Filter{NoTools: q.NoTools}, q.Limit) {
 		res.Hits = append(res.Hits, SearchHitOf(h))

@@ -217,23 +217,22 @@ func listPage(ctx context.Context, st sessionstore.Store, q summary.Query, qf qu
 		return page, 0, err
 	}
 	var all summary.Page
-	for number := 1; ; number++ {
-		page, err := st.List(ctx, q)
+	number := 0
+	for page, err := range sessionstore.Pages(ctx, st, q) {
+		number++
 		if err != nil {
 			return page, number, err
 		}
 		switch {
 		case qf.all:
 			all.Items = append(all.Items, page.Items...)
-			if page.Next == "" {
-				return all, number, nil
-			}
+			all.Unreadable = page.Unreadable // every page lists them
 		case number >= max(qf.page, 1) || page.Next == "":
 			if number < qf.page {
 				page.Items, number = nil, qf.page // past the last page
 			}
 			return page, number, nil
 		}
-		q.Cursor = page.Next
 	}
+	return all, number, nil // --all
 }

@@ -210,3 +210,34 @@ func TestLsOnlyUnreadable(t *testing.T) {
 	require.Equal(t, "no readable sessions\n", r.Stdout)
 	require.Contains(t, r.Stderr, "lost-log")
 }
+
+// TestLsAllNamesUnreadable: --all, which joins every page into one, names
+// the sessions that cannot be read as a single page does, on stderr and
+// in --json.
+func TestLsAllNamesUnreadable(t *testing.T) {
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	for _, id := range []string{"kept-a", "kept-b", "kept-c", "lost-log"} {
+		s, err := session.New(sessiontest.Config(id))
+		require.NoError(t, err)
+		writeSession(t, st, s, 0)
+	}
+	require.NoError(t, st.Close())
+	require.NoError(t, os.Remove(filepath.Join(root, "lost-log", jsonlstore.LogFile)))
+
+	r := sessions(t, nil, "--dir", root, "ls", "--all", "--limit", "1")
+	require.Equal(t, exitOK, r.Code, r.String())
+	for _, id := range []string{"kept-a", "kept-b", "kept-c"} {
+		require.Contains(t, r.Stdout, id)
+	}
+	require.Contains(t, r.Stderr, "session lost-log cannot be read")
+
+	r = sessions(t, nil, "--dir", root, "ls", "--all", "--limit", "1", "--json")
+	require.Equal(t, exitOK, r.Code, r.String())
+	var page summary.Page
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &page), r.Stdout)
+	require.Len(t, page.Items, 3)
+	require.Len(t, page.Unreadable, 1)
+	require.Equal(t, session.SessionID("lost-log"), page.Unreadable[0].ID)
+}

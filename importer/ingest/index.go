@@ -37,8 +37,7 @@ type index struct {
 func loadIndex(ctx context.Context, st sessionstore.Store, tool string) (*index, error) {
 	ix := &index{byPath: map[string][]*stored{}, resumed: map[string]*stored{}}
 	q := summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit}
-	for {
-		page, err := st.List(ctx, q)
+	for page, err := range sessionstore.Pages(ctx, st, q) {
 		if err != nil {
 			return nil, fmt.Errorf("ingest: list the store: %w", err)
 		}
@@ -54,11 +53,8 @@ func loadIndex(ctx context.Context, st sessionstore.Store, tool string) (*index,
 				ix.resumed[v] = s
 			}
 		}
-		if page.Next == "" {
-			return ix, nil
-		}
-		q.Cursor = page.Next
 	}
+	return ix, nil
 }
 
 // unchanged reports whether every file of src is as an imported session

@@ -26,6 +26,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -144,9 +145,9 @@ type target struct {
 func targets(ctx context.Context, st *jsonlstore.Store, ids []session.SessionID) ([]target, error) {
 	sizes := map[session.SessionID]int64{}
 	var all []target
+	var unreadable []summary.Unreadable
 	q := summary.Query{Limit: summary.MaxLimit, Order: summary.OrderIDAsc}
-	for {
-		page, err := st.List(ctx, q)
+	for page, err := range sessionstore.Pages(ctx, st, q) {
 		if err != nil {
 			return nil, fmt.Errorf("list sessions: %w", err)
 		}
@@ -154,14 +155,10 @@ func targets(ctx context.Context, st *jsonlstore.Store, ids []session.SessionID)
 			sizes[s.ID] = s.Sizes.LogBytes
 			all = append(all, target{id: s.ID, logBytes: s.Sizes.LogBytes})
 		}
-		if page.Next == "" {
-			// Every page lists the unreadable sessions: take the last's.
-			for _, u := range page.Unreadable {
-				all = append(all, target{id: u.ID, unreadable: u.Reason})
-			}
-			break
-		}
-		q.Cursor = page.Next
+		unreadable = page.Unreadable // every page lists them: the last's are taken
+	}
+	for _, u := range unreadable {
+		all = append(all, target{id: u.ID, unreadable: u.Reason})
 	}
 	if len(ids) == 0 {
 		slices.SortFunc(all, func(a, b target) int { return cmp.Compare(a.id, b.id) })
