@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/history"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -64,13 +65,10 @@ func (s *Store) CreateHistoryReleased(ctx context.Context, snaps iter.Seq2[sessn
 // createHistory is CreateHistory; with release, the lease is recorded
 // released before the session is published (CreateHistoryReleased).
 func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions, release bool) (_ *writer, err error) {
-	next, stop := iter.Pull2(snaps)
-	defer stop()
-	first, err, ok := next()
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("%w: an empty history", sessionstore.ErrInvalidSnapshot)
-	case err != nil:
+	h := history.Pull(snaps)
+	defer h.Stop()
+	first, err := h.First()
+	if err != nil {
 		return nil, err
 	}
 	id := first.ID
@@ -130,15 +128,12 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		size += int64(len(line))
 
 		var more bool
-		snap, err, more = next()
-		if !more {
-			break
-		}
+		snap, more, err = h.Next()
 		if err != nil {
 			return nil, err
 		}
-		if snap.ID != id {
-			return nil, fmt.Errorf("%w: snapshot of session %q in the history of %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+		if !more {
+			break
 		}
 		// Later revisions may reference the blobs earlier ones wrote, as an
 		// append may.

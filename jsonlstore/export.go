@@ -7,7 +7,6 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // ExportLine is one line of Export's output, for programs that read it
@@ -93,26 +92,17 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 }
 
 // exportSnapshot checks that snap, the snapshot of record r, decodes, and
-// returns the snapshot to export: snap itself, byte for byte (a newer
-// schema's unknown keys included), or, when it keeps messages in pages or
-// content out of line, the snapshot with those read back in, encoded
-// again, so that an export stands on its own.
+// returns the snapshot to export (record.ExportSnapshot), its content read
+// from c.
 func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) ([]byte, error) {
 	rec, err := decodeRecord(id, r, snap, c.withoutContent())
 	if err != nil {
 		return nil, err
 	}
-	refs := 0
-	rec.Snapshot.Messages.Refs(func(session.ContentRef) { refs++ })
-	if refs == 0 && !record.MayHavePages(snap) {
-		return snap, nil
-	}
-	if err := rec.Snapshot.Messages.Resolve(c.fetch); err != nil {
-		return nil, blobAt(r, err)
-	}
-	out, err := sessnap.Marshal(rec.Snapshot)
-	if err != nil {
-		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
-	}
-	return out, nil
+	return record.ExportSnapshot(id, r, snap, &rec.Snapshot, func() error {
+		if err := rec.Snapshot.Messages.Resolve(c.fetch); err != nil {
+			return blobAt(r, err)
+		}
+		return nil
+	})
 }

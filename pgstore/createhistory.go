@@ -2,13 +2,13 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"maps"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/history"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -30,13 +30,10 @@ var _ sessionstore.HistoryCreator = (*Store)(nil)
 // ErrInvalidSnapshot for an empty sequence or a snapshot of another
 // session, and the sequence's own; on any of them nothing is created.
 func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	next, stop := iter.Pull2(snaps)
-	defer stop()
-	snap, err, ok := next()
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("%w: an empty history", sessionstore.ErrInvalidSnapshot)
-	case err != nil:
+	h := history.Pull(snaps)
+	defer h.Stop()
+	snap, err := h.First()
+	if err != nil {
 		return nil, err
 	}
 	id := snap.ID
@@ -77,17 +74,14 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 
 			last := snap
 			var more bool
-			if snap, err, more = next(); !more {
+			if snap, more, err = h.Next(); err != nil {
+				return err
+			}
+			if !more {
 				sum := summary.Project(&last, m.Rev, m.Gen, m.Time)
 				sum.Sizes.LogBytes = logBytes
 				w.known = held
 				return putSummary(ctx, tx, &sum, m.Schema)
-			}
-			if err != nil {
-				return err
-			}
-			if snap.ID != id {
-				return fmt.Errorf("%w: snapshot of session %q in the history of %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
 			}
 		}
 	})

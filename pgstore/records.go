@@ -14,7 +14,6 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -211,29 +210,14 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 }
 
 // exportSnapshot checks that payload, the stored snapshot of record r,
-// decodes, and returns the snapshot to export: payload itself, byte for
-// byte (a newer schema's unknown keys included), or, when it has pages or
-// its parts keep content out of line, the snapshot with those read back
-// in, encoded again, so that an export stands on its own, as the file
-// store exports it.
+// decodes, and returns the snapshot to export (record.ExportSnapshot, as
+// the file store exports it), its content read by blobs.
 func exportSnapshot(ctx context.Context, r *record.Rec, payload []byte, blobs *blobReader) ([]byte, error) {
 	rec, err := blobs.decode(ctx, r, payload, true)
 	if err != nil {
 		return nil, err
 	}
-	refs := 0
-	rec.Snapshot.Messages.Refs(func(session.ContentRef) { refs++ })
-	if refs == 0 && !record.MayHavePages(payload) {
-		return payload, nil
-	}
-	if err := blobs.resolve(ctx, r, &rec.Snapshot); err != nil {
-		return nil, err
-	}
-	out, err := sessnap.Marshal(rec.Snapshot)
-	if err != nil {
-		return nil, &sessionstore.CorruptionError{ID: rec.ID, Path: recordsPath, Offset: r.Offset, Revision: r.Rev, Err: err}
-	}
-	return out, nil
+	return record.ExportSnapshot(rec.ID, r, payload, &rec.Snapshot, func() error { return blobs.resolve(ctx, r, &rec.Snapshot) })
 }
 
 // Verify checks every record of the given sessions (all sessions, in ID

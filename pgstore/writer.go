@@ -284,6 +284,19 @@ func (w *writer) Heartbeat(ctx context.Context) error {
 	return nil
 }
 
+// endLocked marks w released and stops its heartbeat: what Release and
+// Delete both do to the writer. It is called with w.mu held and unlocks
+// it: the heartbeat is stopped outside w.mu, since a beat in flight takes
+// it, finds the writer released and returns.
+func (w *writer) endLocked() {
+	w.state = writerReleased
+	hb := w.hb
+	w.mu.Unlock()
+	if hb != nil {
+		hb.stop()
+	}
+}
+
 // Delete implements sessionstore.Writer: the session's records, summary
 // and lease go in one fenced transaction.
 func (w *writer) Delete(ctx context.Context) error {
@@ -306,14 +319,7 @@ func (w *writer) Delete(ctx context.Context) error {
 		w.mu.Unlock()
 		return err
 	}
-	w.state = writerReleased
-	hb := w.hb
-	w.mu.Unlock()
-	// Outside w.mu: a beat in flight takes it, finds the writer released
-	// and returns.
-	if hb != nil {
-		hb.stop()
-	}
+	w.endLocked()
 	w.s.wakeWaiters()
 	return nil
 }
@@ -329,12 +335,7 @@ func (w *writer) Release(ctx context.Context) error {
 		w.mu.Unlock()
 		return nil
 	}
-	w.state = writerReleased
-	hb := w.hb
-	w.mu.Unlock()
-	if hb != nil {
-		hb.stop()
-	}
+	w.endLocked()
 	if err := w.s.ready(context.Background()); err != nil {
 		return fmt.Errorf("%w: session %s: store closed", sessionstore.ErrClosed, w.id)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // AppendExportLine appends the export line of a revision whose envelope is
@@ -12,6 +14,32 @@ import (
 // every store shares).
 func AppendExportLine(b []byte, m Meta, snap []byte) []byte {
 	return sessionstore.AppendExportLine(b, m.Rev, m.Gen, m.Time, m.Schema, snap)
+}
+
+// ExportSnapshot returns the snapshot an export writes for record r of
+// session id, whose stored snapshot is payload and which decodes (its
+// pages expanded, its content left as references) to snap: payload
+// itself, byte for byte (a newer schema's unknown keys included), or, when
+// payload has pages or snap's parts keep content out of line, snap with
+// that content read back in by resolve, encoded again, so that an export
+// stands on its own and a session exports to the same bytes from every
+// store. A snapshot that does not encode again is a
+// *sessionstore.CorruptionError at r; resolve's errors are returned as
+// they are.
+func ExportSnapshot(id session.SessionID, r *Rec, payload []byte, snap *sessnap.Snapshot, resolve func() error) ([]byte, error) {
+	refs := 0
+	snap.Messages.Refs(func(session.ContentRef) { refs++ })
+	if refs == 0 && !MayHavePages(payload) {
+		return payload, nil
+	}
+	if err := resolve(); err != nil {
+		return nil, err
+	}
+	out, err := sessnap.Marshal(*snap)
+	if err != nil {
+		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
+	}
+	return out, nil
 }
 
 // ExportLen is the length of record m's export line (AppendExportLine),
