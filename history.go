@@ -40,38 +40,95 @@ func CreateHistory(ctx context.Context, s Store, snaps iter.Seq2[sessnap.Snapsho
 	if hc, ok := s.(HistoryCreator); ok {
 		return hc.CreateHistory(ctx, snaps, opts)
 	}
-	var w Writer
-	for snap, err := range snaps {
-		if err == nil && w != nil && snap.ID != w.ID() {
-			err = fmt.Errorf("%w: snapshot of session %q in the history of %s", ErrInvalidSnapshot, snap.ID, w.ID())
-		}
-		if err == nil && w == nil {
-			w, err = s.Create(ctx, snap, opts)
-			if err != nil {
-				return nil, err
-			}
-			continue
+	h := PullHistory(snaps)
+	defer h.Stop()
+	first, err := h.First()
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.Create(ctx, first, opts)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		snap, more, err := h.Next()
+		if err == nil && !more {
+			return w, nil
 		}
 		if err == nil {
 			_, err = w.Append(ctx, w.Revision(), snap)
 		}
 		if err != nil {
-			if w != nil {
-				// The writer still holds the lease: the partial session goes.
-				// Deleting may fail too (the failure that stopped the history
-				// may be the store's); the caller learns of both.
-				if derr := w.Delete(context.WithoutCancel(ctx)); derr != nil {
-					err = errors.Join(err, fmt.Errorf("sessionstore: remove the partial history of %s: %w", w.ID(), derr))
-				}
+			// The writer still holds the lease: the partial session goes.
+			// Deleting may fail too (the failure that stopped the history
+			// may be the store's); the caller learns of both.
+			if derr := w.Delete(context.WithoutCancel(ctx)); derr != nil {
+				err = errors.Join(err, fmt.Errorf("sessionstore: remove the partial history of %s: %w", w.ID(), derr))
 			}
 			return nil, err
 		}
 	}
-	if w == nil {
-		return nil, fmt.Errorf("%w: an empty history", ErrInvalidSnapshot)
-	}
-	return w, nil
 }
+
+// HistoryReader pulls the snapshots of a history one at a time, as
+// CreateHistory takes them, holding them to HistoryCreator's rules: a
+// history has a first snapshot, which names the session; every other
+// snapshot is of the same session; the sequence's own error ends it. It
+// is how adapters read the history their CreateHistory is given:
+//
+//	h := sessionstore.PullHistory(snaps)
+//	defer h.Stop()
+//	first, err := h.First()
+//	… create session first.ID at revision 1 …
+//	for {
+//		snap, more, err := h.Next()
+//		… on an error nothing is created; without more, publish …
+//	}
+type HistoryReader struct {
+	next func() (sessnap.Snapshot, error, bool)
+	stop func()
+	id   session.SessionID // the first snapshot's
+}
+
+// PullHistory returns a HistoryReader of the history snaps yields. Its
+// Stop must be called, as iter.Pull2's.
+func PullHistory(snaps iter.Seq2[sessnap.Snapshot, error]) *HistoryReader {
+	next, stop := iter.Pull2(snaps)
+	return &HistoryReader{next: next, stop: stop}
+}
+
+// First returns the first snapshot, which names the session. Errors:
+// ErrInvalidSnapshot for an empty history, and the sequence's own.
+func (r *HistoryReader) First() (sessnap.Snapshot, error) {
+	snap, err, ok := r.next()
+	switch {
+	case !ok:
+		return sessnap.Snapshot{}, fmt.Errorf("%w: an empty history", ErrInvalidSnapshot)
+	case err != nil:
+		return sessnap.Snapshot{}, err
+	}
+	r.id = snap.ID
+	return snap, nil
+}
+
+// Next returns the snapshot after the last one returned, and false at the
+// end of the history. Errors: ErrInvalidSnapshot for a snapshot of
+// another session than the first's, and the sequence's own.
+func (r *HistoryReader) Next() (snap sessnap.Snapshot, more bool, err error) {
+	snap, err, more = r.next()
+	switch {
+	case !more:
+		return sessnap.Snapshot{}, false, nil
+	case err != nil:
+		return sessnap.Snapshot{}, false, err
+	case snap.ID != r.id:
+		return sessnap.Snapshot{}, false, fmt.Errorf("%w: snapshot of session %q in the history of %s", ErrInvalidSnapshot, snap.ID, r.id)
+	}
+	return snap, true, nil
+}
+
+// Stop ends the pull: the sequence's iteration is stopped.
+func (r *HistoryReader) Stop() { r.stop() }
 
 // Snapshots returns the sequence of the snapshots of sessions as seq
 // yields them, for CreateHistory: each session captured with sessnap.Of

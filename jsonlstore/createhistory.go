@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/history"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -65,7 +64,7 @@ func (s *Store) CreateHistoryReleased(ctx context.Context, snaps iter.Seq2[sessn
 // createHistory is CreateHistory; with release, the lease is recorded
 // released before the session is published (CreateHistoryReleased).
 func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions, release bool) (_ *writer, err error) {
-	h := history.Pull(snaps)
+	h := sessionstore.PullHistory(snaps)
 	defer h.Stop()
 	first, err := h.First()
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/history"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -30,7 +29,7 @@ var _ sessionstore.HistoryCreator = (*Store)(nil)
 // ErrInvalidSnapshot for an empty sequence or a snapshot of another
 // session, and the sequence's own; on any of them nothing is created.
 func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	h := history.Pull(snaps)
+	h := sessionstore.PullHistory(snaps)
 	defer h.Stop()
 	snap, err := h.First()
 	if err != nil {

@@ -1,4 +1,4 @@
-package history
+package sessionstore_test
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ func seqOf(err error, ids ...session.SessionID) iter.Seq2[sessnap.Snapshot, erro
 	}
 }
 
-func TestReader(t *testing.T) {
+func TestHistoryReader(t *testing.T) {
 	errSeq := errors.New("the sequence's own")
 	tests := []struct {
 		name     string
@@ -46,7 +46,7 @@ func TestReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := Pull(tt.snaps)
+			h := sessionstore.PullHistory(tt.snaps)
 			defer h.Stop()
 			var read []session.SessionID
 			snap, err := h.First()
@@ -70,9 +70,9 @@ func TestReader(t *testing.T) {
 	}
 }
 
-func TestStopEndsTheSequence(t *testing.T) {
+func TestHistoryReaderStopEndsTheSequence(t *testing.T) {
 	stopped := false
-	h := Pull(func(yield func(sessnap.Snapshot, error) bool) {
+	h := sessionstore.PullHistory(func(yield func(sessnap.Snapshot, error) bool) {
 		defer func() { stopped = true }()
 		for yield(sessnap.Snapshot{ID: "a"}, nil) {
 		}
