@@ -40,6 +40,17 @@ func ValidateID(id session.SessionID) error {
 	return nil
 }
 
+// ValidateIDs is ValidateID of each of ids in turn: the first invalid ID's
+// error, or nil.
+func ValidateIDs(ids ...session.SessionID) error {
+	for _, id := range ids {
+		if err := ValidateID(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 var (
 	idMu      sync.Mutex
 	idEntropy = ulid.Monotonic(rand.Reader, 0)

@@ -46,10 +46,8 @@ func idsOrAll(ctx context.Context, s Store, ids []session.SessionID) ([]session.
 	if len(ids) == 0 {
 		return IDs(ctx, s)
 	}
-	for _, id := range ids {
-		if err := ValidateID(id); err != nil {
-			return nil, err
-		}
+	if err := ValidateIDs(ids...); err != nil {
+		return nil, err
 	}
 	return ids, nil
 }

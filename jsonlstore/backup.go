@@ -68,10 +68,8 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 	if err := s.checkBackupDest(dest); err != nil {
 		return rep, err
 	}
-	for _, id := range ids {
-		if err := sessionstore.ValidateID(id); err != nil {
-			return rep, err
-		}
+	if err := sessionstore.ValidateIDs(ids...); err != nil {
+		return rep, err
 	}
 	dst, err := Open(dest, Options{MaxRecordBytes: s.opts.MaxRecordBytes})
 	if err != nil {

@@ -23,10 +23,8 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessio
 	if err := s.ready(ctx); err != nil {
 		return rep, err
 	}
-	for _, id := range ids {
-		if err := sessionstore.ValidateID(id); err != nil {
-			return rep, err
-		}
+	if err := sessionstore.ValidateIDs(ids...); err != nil {
+		return rep, err
 	}
 	all := len(ids) == 0
 	names := make([]string, len(ids))
