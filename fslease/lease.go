@@ -395,16 +395,30 @@ func (l *Lease) verifyLocked() error {
 func (l *Lease) Heartbeat(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("fslease: heartbeat %s: %w", l.dir, err)
-	}
+	return l.rewriteLocked(ctx, "heartbeat", false, func(rec Record) error {
+		return writeRecordFile(l.dir, rec, false)
+	})
+}
+
+// rewriteLocked writes the holder's record anew, its HeartbeatAt now and,
+// with released, Released set, by write, after checking fencing (see
+// Check: the record is the holder's to write) and ctx; l.rec is then the
+// record written. op names the operation in its errors: the *LostError of
+// fencing, ctx's, write's.
+func (l *Lease) rewriteLocked(ctx context.Context, op string, released bool, write func(Record) error) error {
 	if err := l.checkLocked(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fslease: %s %s: %w", op, l.dir, err)
+	}
 	rec := l.rec
 	rec.HeartbeatAt = l.nowUTC()
-	if err := writeRecordFile(l.dir, rec, false); err != nil {
-		return fmt.Errorf("fslease: heartbeat %s: %w", l.dir, err)
+	if released {
+		rec.Released = true
+	}
+	if err := write(rec); err != nil {
+		return fmt.Errorf("fslease: %s %s: %w", op, l.dir, err)
 	}
 	l.rec = rec
 	return nil
@@ -473,23 +487,15 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	if l.marked {
-		// MarkReleased wrote the released record; it is durable (or the
-		// caller's sync of the directory made it so).
-	} else if err := l.checkLocked(); err != nil {
-		errs = append(errs, err)
-	} else if err := ctx.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("fslease: release %s: %w", l.dir, err))
-	} else {
-		rec := l.rec
-		rec.Released = true
-		rec.HeartbeatAt = l.nowUTC()
+	// After MarkReleased the released record is written; it is durable (or
+	// the caller's sync of the directory made it so).
+	if !l.marked {
 		// Durable before unlocking: the next holder must not see a stale
 		// owner for a clean release.
-		if err := writeRecordFile(l.dir, rec, true); err != nil {
-			errs = append(errs, fmt.Errorf("fslease: release %s: %w", l.dir, err))
-		} else {
-			l.rec = rec
+		if err := l.rewriteLocked(ctx, "release", true, func(rec Record) error {
+			return writeRecordFile(l.dir, rec, true)
+		}); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	l.closed = true
@@ -520,19 +526,10 @@ func (l *Lease) MarkReleased(ctx context.Context) error {
 	l.stopHeartbeat()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("fslease: release %s: %w", l.dir, err)
-	}
-	if err := l.checkLocked(); err != nil {
+	if err := l.rewriteLocked(ctx, "release", true, l.writeRecordLocked); err != nil {
 		return err
 	}
-	rec := l.rec
-	rec.Released = true
-	rec.HeartbeatAt = l.nowUTC()
-	if err := l.writeRecordLocked(rec); err != nil {
-		return fmt.Errorf("fslease: release %s: %w", l.dir, err)
-	}
-	l.rec, l.marked = rec, true
+	l.marked = true
 	l.checked = nil // written in place, perhaps: the next check reads it
 	return nil
 }
