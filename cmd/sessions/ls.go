@@ -151,26 +151,43 @@ func (t *timeFlags) timeFormat() (timeFormat, error) {
 	return tf, nil
 }
 
+// listFlags are the flags of a listing, ls's and watch's: its query and
+// how it prints times.
+type listFlags struct {
+	queryFlags
+	timeFlags
+}
+
+func (l *listFlags) register(c *sub, paging bool) {
+	l.queryFlags.register(c, paging)
+	l.timeFlags.register(c)
+}
+
+// parsed returns the query and the time format the flags give; the error
+// is a usage error's text.
+func (l *listFlags) parsed() (summary.Query, timeFormat, error) {
+	q, err := l.query()
+	if err != nil {
+		return q, timeFormat{}, err
+	}
+	tf, err := l.timeFormat()
+	return q, tf, err
+}
+
 func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("ls", lsDoc, stdout, stderr)
-	var qf queryFlags
-	var tfl timeFlags
-	qf.register(c, true)
-	tfl.register(c)
+	var lf listFlags
+	lf.register(c, true)
 	asJSON := c.fs.Bool("json", false, "print the page (summary.Page) as JSON")
 	if _, code, ok := c.parse(args, 0, 0); !ok {
 		return code
 	}
-	q, err := qf.query()
-	if err != nil {
-		return c.usageError("%v", err)
-	}
-	tf, err := tfl.timeFormat()
+	q, tf, err := lf.parsed()
 	if err != nil {
 		return c.usageError("%v", err)
 	}
 	return c.withStore(ctx, func(st sessionstore.Store) int {
-		page, number, err := listPage(ctx, st, q, qf)
+		page, number, err := listPage(ctx, st, q, lf.queryFlags)
 		if err != nil {
 			return c.fail(err)
 		}
@@ -183,9 +200,9 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if len(page.Items) == 0 {
 			switch {
-			case number > 1 || qf.cursor != "":
+			case number > 1 || lf.cursor != "":
 				fmt.Fprintln(stdout, "no more sessions")
-			case qf.filtered():
+			case lf.filtered():
 				fmt.Fprintln(stdout, "no sessions match")
 			case len(page.Unreadable) > 0:
 				fmt.Fprintln(stdout, "no readable sessions") // the others are named on stderr

@@ -34,18 +34,13 @@ const (
 
 func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("watch", watchDoc, stdout, stderr)
-	var qf queryFlags
-	var tfl timeFlags
-	qf.register(c, false)
-	tfl.register(c)
+	var lf listFlags
+	lf.register(c, false)
 	if _, code, ok := c.parse(args, 0, 0); !ok {
 		return code
 	}
-	q, err := qf.query()
+	q, _, err := lf.parsed()
 	if err != nil {
-		return c.usageError("%v", err)
-	}
-	if _, err := tfl.timeFormat(); err != nil {
 		return c.usageError("%v", err)
 	}
 	loc := c.location()
@@ -68,7 +63,7 @@ func cmdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if err != nil {
 				return err
 			}
-			tf, _ := tfl.timeFormat()
+			tf, _ := lf.timeFormat() // now, at each redraw
 			var buf bytes.Buffer
 			if tty {
 				buf.WriteString("\x1b[H\x1b[2J") // home, clear screen
