@@ -22,6 +22,11 @@ import (
 // nothing is written.
 const DefaultMaxRecordBytes = 16 << 20
 
+// MaxReadRecordBytes bounds the record cap a reader honours: whatever a
+// session records of the caps it was written with, a reader never takes
+// more than this for one record.
+const MaxReadRecordBytes = 1 << 30
+
 // Record is one revision of a session as stored.
 type Record struct {
 	ID session.SessionID

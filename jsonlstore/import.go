@@ -3,6 +3,7 @@ package jsonlstore
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,11 @@ func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
 // renamed into place without replacing anything and the root is synced;
 // a session whose records fail a check is never published. It is left
 // with a free lease whose generation is above every generation in the
-// records, and a summary.
+// records, and a summary. Lines are read up to MaxReadRecordBytes,
+// whatever the store's own cap, and the session's settings.json records
+// the larger of the store's cap and its largest record (payload or
+// snapshot), so that every reader reads it and its next holder can go on
+// from its records.
 //
 // The content the records reference (their blobs) comes from blobs, once
 // per content, checked against its reference's size and SHA-256, and is
@@ -85,7 +90,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	next, stop := iter.Pull2(lines)
 	defer stop()
 	var srcErr error // the source's own error, reported as it is
-	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+	rd := record.NewReader(id, MaxReadRecordBytes, record.Seq{})
 	rd.Read(record.Source{Path: logPath(id), NextLine: func() ([]byte, error) {
 		line, err, ok := next()
 		switch {
@@ -96,7 +101,8 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		}
 		return line, err
 	}})
-	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	snaps := record.NewSnapshots(id, MaxReadRecordBytes)
+	largest := s.opts.MaxRecordBytes // the session's cap: at least its largest record
 	var last *record.Rec
 	var latest sessionstore.Record
 	var size int64
@@ -112,8 +118,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		if err := snaps.Add(r); err != nil {
 			return 0, err
 		}
+		largest = max(largest, len(r.Payload))
 		if r.Kind != KindGap {
 			snap := snaps.Bytes()
+			largest = max(largest, len(snap))
 			pc, err := s.importPages(id, r, snap, blobs, copied, pages)
 			if err != nil {
 				return 0, err
@@ -152,6 +160,14 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	}
 	if err = copied.sync(); err != nil {
 		return 0, opErr("import", id, err)
+	}
+	if largest > s.opts.MaxRecordBytes {
+		// Replaces the store's own cap, recorded at the start; synced with
+		// the directory before publish.
+		data, _ := json.Marshal(sessionSettings{MaxRecordBytes: largest}) // an int: cannot fail
+		if err = s.writeSettings(b.tmp, data, false); err != nil {
+			return 0, err
+		}
 	}
 
 	// Retake the lease above the records' generations, so that the lease

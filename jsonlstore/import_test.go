@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -339,4 +340,51 @@ func TestOpenExisting(t *testing.T) {
 	st, err := OpenExisting(dir, Options{})
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
+}
+
+// TestImportAboveTheStoresCap: records written under a cap above the
+// importing store's are imported, and the session records a cap of its
+// largest record, so that this store reads, verifies and goes on from it.
+func TestImportAboveTheStoresCap(t *testing.T) {
+	ctx := context.Background()
+	src := openTestStoreWith(t, Options{MaxRecordBytes: 4 << 20})
+	dst := openTestStoreWith(t, Options{MaxRecordBytes: 256 << 10})
+	s := sessiontest.New("wide")
+	w, err := src.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	input := `"` + strings.Repeat("y", 2<<20) + `"` // a tool call input: kept inline
+	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+
+	n, err := dst.Import(ctx, "wide", src.RecordLines(ctx, "wide"), nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	got, err := recordedCap(dst.fs, sessionDir("wide"))
+	require.NoError(t, err)
+	require.Greater(t, got, len(input), "the session's cap is at least its largest record")
+	require.Less(t, got, 4<<20, "and no more than that")
+	rec, err := dst.Load(ctx, "wide")
+	require.NoError(t, err)
+	require.Len(t, string(rec.Snapshot.Messages[0].Parts[0].Input), len(input))
+
+	w, err = dst.Acquire(ctx, "wide", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "thanks", sessiontest.Epoch)))
+	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+
+	// Under the store's own cap, the store's cap is recorded.
+	small := sessiontest.New("narrow")
+	w, err = src.Create(ctx, sessiontest.Snap(t, small), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	_, err = dst.Import(ctx, "narrow", src.RecordLines(ctx, "narrow"), nil)
+	require.NoError(t, err)
+	got, err = recordedCap(dst.fs, sessionDir("narrow"))
+	require.NoError(t, err)
+	require.Equal(t, 256<<10, got)
 }

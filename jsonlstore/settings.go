@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -31,8 +32,8 @@ import (
 const SettingsFile = "settings.json"
 
 // MaxReadRecordBytes bounds the record cap a reader honours, whatever a
-// settings.json says.
-const MaxReadRecordBytes = 1 << 30
+// settings.json says (sessionstore.MaxReadRecordBytes).
+const MaxReadRecordBytes = sessionstore.MaxReadRecordBytes
 
 type sessionSettings struct {
 	MaxRecordBytes int `json:"max_record_bytes"`

@@ -40,7 +40,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		return nil, err
 	}
 	w := s.newWriter(id, 1)
-	w.app = s.newAppender()
+	w.app = s.newAppender(s.opts.MaxRecordBytes)
 	var m record.Meta
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := s.insertSessionTx(ctx, tx, w, opts.Label)

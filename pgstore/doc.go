@@ -22,8 +22,9 @@
 // ErrSchemaNewer (a newer program migrated it; this one neither reads nor
 // writes it).
 //
-//	pgstore_sessions   one row per session: its existence and its lease
+//	pgstore_sessions   one row per session: its existence, its lease
 //	                   (generation, state, expires_at, holder identity)
+//	                   and its record cap (schema version 4)
 //	pgstore_records    (session_id, rev) → the record line, verbatim,
 //	                   plus gen, time, kind, schema as indexed columns
 //	pgstore_summaries  one row per session: the projection of its latest
@@ -51,6 +52,16 @@
 // pass: its cost stays bounded by about one and a half snapshots, however
 // long the history. A record of a kind this program does not know stops
 // the read (a *sessionstore.NewerRecordError naming its revision).
+//
+// The record cap is the session's, as in the file store: a session
+// records the largest Options.MaxRecordBytes of the writers that created
+// or acquired it (max_record_bytes; an import, at least its largest
+// record), and a holder writes under the larger of its own cap and that
+// one, so that it can go on from the records written under it. Every read
+// takes any record the table holds up to sessionstore.MaxReadRecordBytes,
+// whatever the reader's own cap: the database frames each record, so a
+// reader's cap would protect nothing, and a valid record written under a
+// larger cap is never reported as damage.
 //
 // # Content kept out of line
 //

@@ -187,10 +187,14 @@ func (s *Store) tryTake(ctx context.Context, id session.SessionID, opts sessions
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE pgstore_sessions SET generation = $2, lease_state = 'held',
+		// The session's cap becomes at least this holder's, which writes
+		// under the larger of the two.
+		var recorded int64
+		if err := tx.QueryRow(ctx, `UPDATE pgstore_sessions SET generation = $2, lease_state = 'held',
 			expires_at = clock_timestamp() + $3 * interval '1 microsecond', nonce = $4, host = $5, pid = $6, label = $7,
-			acquired_at = clock_timestamp(), heartbeat_at = clock_timestamp() WHERE id = $1`,
-			string(id), gen, s.opts.LeaseTTL.Microseconds(), nw.nonce, s.host, s.pid, opts.Label); err != nil {
+			acquired_at = clock_timestamp(), heartbeat_at = clock_timestamp(),
+			max_record_bytes = GREATEST(max_record_bytes, $8) WHERE id = $1 RETURNING max_record_bytes`,
+			string(id), gen, s.opts.LeaseTTL.Microseconds(), nw.nonce, s.host, s.pid, opts.Label, s.opts.MaxRecordBytes).Scan(&recorded); err != nil {
 			return err
 		}
 		// A new holder is a change for watchers, at commit.
@@ -206,7 +210,7 @@ func (s *Store) tryTake(ctx context.Context, id session.SessionID, opts sessions
 			return err
 		}
 		nw.rev.Store(r)
-		if nw.app, err = s.resume(ctx, tx, id, r); err != nil {
+		if nw.app, err = s.resume(ctx, tx, id, r, s.writeCap(recorded)); err != nil {
 			return err
 		}
 		w = nw
@@ -261,9 +265,9 @@ func (s *Store) ExpireLease(ctx context.Context, id session.SessionID) error {
 // rows chainSQL selects, read as Load reads them), so that the holder's
 // first record can be a delta. A chain that does not read or resume (a
 // newer program's record, damage: Load reports it) leaves the first
-// record full.
-func (s *Store) resume(ctx context.Context, tx pgx.Tx, id session.SessionID, rev uint64) (*appender.Appender, error) {
-	app := s.newAppender()
+// record full. max is the record cap the holder writes under.
+func (s *Store) resume(ctx context.Context, tx pgx.Tx, id session.SessionID, rev uint64, max int) (*appender.Appender, error) {
+	app := s.newAppender(max)
 	target, err := toBigint("revision", rev)
 	if err != nil {
 		return nil, err
@@ -273,7 +277,7 @@ func (s *Store) resume(ctx context.Context, tx pgx.Tx, id session.SessionID, rev
 		return nil, err
 	}
 	defer rows.Close()
-	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Resumed())
+	rd := record.NewReader(id, readCap, record.Resumed())
 	rd.Read(rowLines(id, pullRows(rows)))
 	var full *record.Rec
 	var deltas []*record.Rec

@@ -75,8 +75,9 @@ func TestMigrate(t *testing.T) {
 }
 
 // TestMigrateFromVersion1: a database of schema version 1 with a session
-// in it takes migration 2 (the blob table); the session reads and appends
-// as before, its content now kept out of line.
+// in it takes the migrations after it (the blob table, search, the record
+// cap); the session reads and appends as before, its content now kept out
+// of line, and its first holder since records its cap.
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
@@ -110,7 +111,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 	require.ErrorIs(t, err, ErrSchemaOutdated)
 	rep, err := Migrate(ctx, dsn)
 	require.NoError(t, err)
-	require.Equal(t, MigrateReport{From: 1, To: 3, Applied: []string{"0002_blobs.sql", "0003_search.sql"}}, rep)
+	require.Equal(t, MigrateReport{From: 1, To: 4, Applied: []string{"0002_blobs.sql", "0003_search.sql", "0004_record_cap.sql"}}, rep)
+	var recorded int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT max_record_bytes FROM pgstore_sessions WHERE id = 'old'`).Scan(&recorded))
+	require.Zero(t, recorded, "a session from before version 4 records no cap")
 
 	s, err := Open(ctx, dsn, Options{})
 	require.NoError(t, err)
@@ -128,6 +132,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 	require.NoError(t, err)
 	_, err = w.Append(ctx, 1, next)
 	require.NoError(t, err)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT max_record_bytes FROM pgstore_sessions WHERE id = 'old'`).Scan(&recorded))
+	require.Equal(t, int64(sessionstore.DefaultMaxRecordBytes), recorded, "its first holder since records its own")
 	var blobs int
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pgstore_blobs WHERE session_id = 'old'`).Scan(&blobs))
 	require.Equal(t, 1, blobs)

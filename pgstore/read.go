@@ -149,9 +149,9 @@ func (s *Store) loadPayload(ctx context.Context, id session.SessionID, rev uint6
 		return nil, nil, wrapErr("load", id, err)
 	}
 	defer rows.Close()
-	rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Resumed())
+	rd := record.NewReader(id, readCap, record.Resumed())
 	rd.Read(rowLines(id, pullRows(rows)))
-	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	snaps := record.NewSnapshots(id, readCap)
 	var last *record.Rec
 	for rd.Next() {
 		if err := snaps.Add(rd.Record()); err != nil {
@@ -212,7 +212,7 @@ func (s *Store) records(ctx context.Context, id session.SessionID) iter.Seq2[*re
 	return func(yield func(*record.Rec, error) bool) {
 		next, stop := iter.Pull2(s.lines(ctx, id))
 		defer stop()
-		rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+		rd := record.NewReader(id, readCap, record.Seq{})
 		rd.Read(rowLines(id, func() (uint64, []byte, error) {
 			l, err, ok := next()
 			switch {
@@ -238,7 +238,7 @@ func (s *Store) records(ctx context.Context, id session.SessionID) iter.Seq2[*re
 // first to the Snapshots it returns, whose Bytes are then that record's
 // revision; an error adding one ends the sequence as a reading error does.
 func (s *Store) rebuilt(ctx context.Context, id session.SessionID) (*record.Snapshots, iter.Seq2[*record.Rec, error]) {
-	snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+	snaps := record.NewSnapshots(id, readCap)
 	return snaps, func(yield func(*record.Rec, error) bool) {
 		for r, err := range s.records(ctx, id) {
 			if err == nil {

@@ -62,8 +62,11 @@ func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2
 // reference comes from blobs, once per content, checked against its
 // reference's size and SHA-256, into pgstore_blobs in the same
 // transaction. The session's lease is left free, at the highest
-// generation in the records, so the next holder gets a higher one.
-// Errors: ErrExists, a *sessionstore.CorruptionError for a line that
+// generation in the records, so the next holder gets a higher one. Lines
+// are read up to sessionstore.MaxReadRecordBytes, whatever the store's own
+// cap; the session's recorded cap is the larger of the store's and its
+// largest record (payload or snapshot), so its next holder can go on from
+// its records. Errors: ErrExists, a *sessionstore.CorruptionError for a line that
 // fails its checks or a reference blobs cannot satisfy (nil blobs, content
 // it lacks or gives wrong: corruption at the first record that holds it;
 // nothing is imported), and lines' and blobs' own.
@@ -83,7 +86,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		}
 		next, stop := iter.Pull2(lines)
 		defer stop()
-		rd := record.NewReader(id, s.opts.MaxRecordBytes, record.Seq{})
+		rd := record.NewReader(id, readCap, record.Seq{})
 		rd.Read(record.Source{Path: recordsPath, NextLine: func() ([]byte, error) {
 			line, err, ok := next()
 			if !ok {
@@ -91,10 +94,11 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			}
 			return line, err
 		}})
-		snaps := record.NewSnapshots(id, s.opts.MaxRecordBytes)
+		snaps := record.NewSnapshots(id, readCap)
 		var last sessionstore.Record
 		var lastRec *record.Rec
 		var logBytes int64
+		largest := s.opts.MaxRecordBytes // the session's cap: at least its largest record
 		copied := map[string]int64{}
 		// The pages a record references are copied first: decoding it
 		// reads them back, from this transaction.
@@ -104,8 +108,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			if err := snaps.Add(r); err != nil {
 				return err
 			}
+			largest = max(largest, len(r.Payload))
 			if r.Kind != record.KindGap {
 				payload := snaps.Bytes()
+				largest = max(largest, len(payload))
 				var pages []session.ContentRef
 				if err := record.Pages(payload, func(p record.PageRef) {
 					pages = append(pages, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
@@ -148,7 +154,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE pgstore_sessions SET generation = $2 WHERE id = $1`, string(id), gen)
+		_, err = tx.Exec(ctx, `UPDATE pgstore_sessions SET generation = $2, max_record_bytes = $3 WHERE id = $1`, string(id), gen, largest)
 		return err
 	})
 	if err != nil {

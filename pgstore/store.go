@@ -37,7 +37,10 @@ const (
 // Options tune a Store. The zero value works.
 type Options struct {
 	// MaxRecordBytes caps one encoded snapshot (its large content kept
-	// out of line); 0 means sessionstore.DefaultMaxRecordBytes.
+	// out of line) this store writes; 0 means
+	// sessionstore.DefaultMaxRecordBytes. A session records the largest cap
+	// of its writers, and a holder writes under the larger of its own and
+	// that one; reads take any record up to sessionstore.MaxReadRecordBytes.
 	MaxRecordBytes int
 	// BlobThreshold is the size from which part content (a text, a tool
 	// output, an image's data) is kept out of line, once per session in
@@ -237,7 +240,7 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts sessionstore.AcquireOptions, from session.SessionID) (sessionstore.Writer, error) {
 	id := snap.ID
 	w := s.newWriter(id, 1)
-	w.app = s.newAppender()
+	w.app = s.newAppender(s.opts.MaxRecordBytes)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := s.insertSessionTx(ctx, tx, w, opts.Label)
 		if err != nil {
@@ -277,10 +280,10 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 // in tx: ErrExists when the session exists.
 func (s *Store) insertSessionTx(ctx context.Context, tx pgx.Tx, w *writer, label string) error {
 	tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
-		(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at)
-		VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp())
+		(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at, max_record_bytes)
+		VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp(), $7)
 		ON CONFLICT (id) DO NOTHING`,
-		string(w.id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, label)
+		string(w.id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, label, s.opts.MaxRecordBytes)
 	if err != nil {
 		return err
 	}
@@ -290,10 +293,23 @@ func (s *Store) insertSessionTx(ctx context.Context, tx pgx.Tx, w *writer, label
 	return nil
 }
 
+// readCap is the record cap every read of the records table reads with:
+// the database frames each record, so a record any writer stored is read,
+// however small the reader's own cap, up to the ceiling every reader
+// keeps.
+const readCap = sessionstore.MaxReadRecordBytes
+
 // newAppender returns the append state of a writer that knows no stored
-// revision: its next record is full.
-func (s *Store) newAppender() *appender.Appender {
-	return appender.New(nil, s.opts.MaxRecordBytes, false)
+// revision, writing under record cap max: its next record is full.
+func (s *Store) newAppender(max int) *appender.Appender {
+	return appender.New(nil, max, false)
+}
+
+// writeCap is the record cap a holder writes under in a session whose
+// recorded cap is recorded (0: none): the larger of the store's own and
+// that one, at most readCap.
+func (s *Store) writeCap(recorded int64) int {
+	return max(s.opts.MaxRecordBytes, int(min(recorded, readCap)))
 }
 
 // encode builds the line of record m for snap with app (a delta on the
@@ -309,7 +325,7 @@ func (s *Store) encode(app *appender.Appender, id session.SessionID, m record.Me
 	if err != nil {
 		return m, nil, err
 	}
-	meta, _, err := record.Parse(line[:len(line)-1], s.opts.MaxRecordBytes)
+	meta, _, err := record.Parse(line[:len(line)-1], app.Max)
 	if err != nil {
 		return m, nil, fmt.Errorf("the record of revision %d does not read back: %w", m.Rev, err)
 	}

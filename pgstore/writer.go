@@ -203,7 +203,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		if built {
 			// The record is not stored (or may not be): the appender's
 			// memory is not the store's, and the next record is full.
-			w.app = w.s.newAppender()
+			w.app = w.s.newAppender(w.app.Max)
 		}
 		return 0, w.failLocked("append to", err)
 	}

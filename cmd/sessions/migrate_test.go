@@ -304,3 +304,43 @@ func TestDuBlobsColumn(t *testing.T) {
 	require.Positive(t, u.BlobBytes)
 	require.Equal(t, []string{"blobs", fmt.Sprint(u.LogBytes), "0", "0", fmt.Sprint(u.BlobBytes), fmt.Sprint(u.OtherBytes), fmt.Sprint(u.TotalBytes)}, row)
 }
+
+// A session whose records are larger than the default cap (its writer's
+// cap was larger) goes to PostgreSQL and back with the default cap on
+// every side: each Import takes its records and records a cap that reads
+// them, and every store reads it.
+func TestMigrateAboveTheDefaultCap(t *testing.T) {
+	ctx := context.Background()
+	orig := t.TempDir()
+	st, err := jsonlstore.Open(orig, jsonlstore.Options{MaxRecordBytes: 32 << 20})
+	require.NoError(t, err)
+	s := sessiontest.New("wide")
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	input := `"` + strings.Repeat("y", sessionstore.DefaultMaxRecordBytes+(1<<20)) + `"` // a tool call input: kept inline
+	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	require.NoError(t, st.Close())
+	dsn := pgtest.NewDatabase(t)
+
+	r := sessions(t, nil, "migrate", "--from", orig, "--to", dsn)
+	require.Equal(t, exitOK, r.Code, r.String())
+	back := filepath.Join(t.TempDir(), "back")
+	r = sessions(t, nil, "migrate", "--from", dsn, "--to", back)
+	require.Equal(t, exitOK, r.Code, r.String())
+	want, err := os.ReadFile(filepath.Join(orig, "wide", "log.jsonl"))
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(back, "wide", "log.jsonl"))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	for _, dir := range []string{orig, dsn, back} {
+		r = sessions(t, nil, "--dir", dir, "verify", "wide")
+		require.Equal(t, exitOK, r.Code, "%s: %s", dir, r.String())
+		r = sessions(t, nil, "--dir", dir, "export", "wide", "--latest")
+		require.Equal(t, exitOK, r.Code, "%s: %s", dir, r.String())
+		require.Contains(t, r.Stdout, `"tool_call_id": "c1"`)
+	}
+}
