@@ -352,9 +352,8 @@ func TestImportAboveTheStoresCap(t *testing.T) {
 	s := sessiontest.New("wide")
 	w, err := src.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
-	input := `"` + strings.Repeat("y", 2<<20) + `"` // a tool call input: kept inline
-	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
-		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
+	msg, input := sessiontest.WideToolCall(2 << 20)
+	require.NoError(t, s.AppendMessage(msg))
 	_, err = w.Append(ctx, 1, sessiontest.Snap(t, s))
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))

@@ -40,9 +40,8 @@ func TestRecordCapIsTheSessions(t *testing.T) {
 	w, err := big.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.Equal(t, int64(bigCap), recordedCap(t, dsn, "wide"))
-	input := `"` + strings.Repeat("y", 2<<20) + `"` // a tool call input: kept inline
-	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleAssistant, Parts: []session.Part{
-		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}))
+	msg, input := sessiontest.WideToolCall(2 << 20)
+	require.NoError(t, s.AppendMessage(msg))
 	_, err = w.Append(ctx, 1, sessiontest.Snap(t, s))
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))

@@ -1,6 +1,7 @@
 package sessiontest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/sessionstore/sessionstore/session"
@@ -27,4 +28,14 @@ func Titled(id, title string) *session.Session {
 	s := InState(id, session.StateIdle)
 	must(s.SetTitle(title, session.TitleGenerated))
 	return s
+}
+
+// WideToolCall returns an assistant message whose one tool call's input is
+// a JSON string of n bytes, and that input. No store keeps a tool call's
+// input out of line, so a revision holding it has a record larger than n:
+// the way tests write records above a small record cap.
+func WideToolCall(n int) (session.Message, string) {
+	input := `"` + strings.Repeat("y", n) + `"`
+	return session.Message{Role: session.RoleAssistant, Parts: []session.Part{
+		{Type: session.PartToolCall, ToolCallID: "c1", Name: "write", Input: []byte(input)}}}, input
 }
