@@ -184,6 +184,23 @@ func TestDamagedPageIsCorruption(t *testing.T) {
 	}
 }
 
+// writeWide creates session id in st with two revisions, the second
+// holding a message of 2 MiB inline (sessiontest.WideToolCall), released,
+// and returns the session and the message's input.
+func writeWide(t *testing.T, st *Store, id string) (*session.Session, string) {
+	t.Helper()
+	ctx := context.Background()
+	s := sessiontest.New(id)
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	msg, input := sessiontest.WideToolCall(2 << 20)
+	require.NoError(t, s.AppendMessage(msg))
+	_, err = w.Append(ctx, 1, sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	return s, input
+}
+
 // TestRecordCapIsTheStores: records written under a cap above the reader's
 // are read, verified and kept by a reader opened with a smaller cap (the
 // writer's cap is recorded in settings.json): never corruption, never cut
@@ -192,14 +209,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 	ctx := context.Background()
 	const bigCap = 4 << 20
 	big := openTestStoreWith(t, Options{MaxRecordBytes: bigCap})
-	s := sessiontest.New("wide")
-	w, err := big.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	msg, input := sessiontest.WideToolCall(2 << 20)
-	require.NoError(t, s.AppendMessage(msg))
-	_, err = w.Append(ctx, 1, sessiontest.Snap(t, s))
-	require.NoError(t, err)
-	require.NoError(t, w.Release(ctx))
+	s, input := writeWide(t, big, "wide")
 	got, err := recordedCap(big.fs, sessionDir("wide"))
 	require.NoError(t, err)
 	require.Equal(t, bigCap, got)
