@@ -32,7 +32,7 @@ var _ sessionstore.HistoryCreator = (*Store)(nil)
 // another session, and the sequence's own; on any of them nothing is
 // created.
 func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	w, err := s.createHistory(ctx, snaps, opts, false)
+	w, err := s.createHistory(ctx, snaps, opts, false, s.opts.MaxRecordBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 // created reports whether the session was created: if it was, err is
 // Release's; if not, err is one of CreateHistory's and nothing is created.
 func (s *Store) CreateHistoryReleased(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions) (created bool, err error) {
-	w, err := s.createHistory(ctx, snaps, opts, true)
+	w, err := s.createHistory(ctx, snaps, opts, true, s.opts.MaxRecordBytes)
 	if err != nil {
 		return false, err
 	}
@@ -62,8 +62,10 @@ func (s *Store) CreateHistoryReleased(ctx context.Context, snaps iter.Seq2[sessn
 }
 
 // createHistory is CreateHistory; with release, the lease is recorded
-// released before the session is published (CreateHistoryReleased).
-func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions, release bool) (_ *writer, err error) {
+// released before the session is published (CreateHistoryReleased). The
+// session is written under record cap maxRecord, which its settings.json
+// records (the store's own, or a fork's source's when that is larger).
+func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions, release bool, maxRecord int) (_ *writer, err error) {
 	h := sessionstore.PullHistory(snaps)
 	defer h.Stop()
 	first, err := h.First()
@@ -80,7 +82,8 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		return nil, err
 	}
 	app, blobs := s.newAppender("")
-	b, err := s.startSession(ctx, id, opts)
+	app.Max = maxRecord
+	b, err := s.startSession(ctx, id, opts, maxRecord)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		return 0, err
 	}
 	opts := sessionstore.AcquireOptions{Label: "import"}
-	b, err := s.startSession(ctx, id, opts)
+	b, err := s.startSession(ctx, id, opts, s.opts.MaxRecordBytes)
 	if err != nil {
 		return 0, err
 	}

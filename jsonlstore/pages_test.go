@@ -204,7 +204,8 @@ func writeWide(t *testing.T, st *Store, id string) (*session.Session, string) {
 // TestRecordCapIsTheStores: records written under a cap above the reader's
 // are read, verified and kept by a reader opened with a smaller cap (the
 // writer's cap is recorded in settings.json): never corruption, never cut
-// by repair; a holder with the smaller cap goes on under the session's.
+// by repair; a holder with the smaller cap goes on under the session's,
+// and a fork by it is written under the session's.
 func TestRecordCapIsTheStores(t *testing.T) {
 	ctx := context.Background()
 	const bigCap = 4 << 20
@@ -239,6 +240,15 @@ func TestRecordCapIsTheStores(t *testing.T) {
 		got, err := recordedCap(small.fs, sessionDir("wide"))
 		require.NoError(t, err)
 		require.Equal(t, bigCap, got)
+
+		// A fork by the smaller cap is written under the session's.
+		forkID := session.SessionID(fmt.Sprintf("fork-%d", own))
+		fw, err := small.Fork(ctx, "wide", 0, forkID, sessionstore.AcquireOptions{})
+		require.NoError(t, err, "cap %d", own)
+		require.NoError(t, fw.Release(ctx))
+		got, err = recordedCap(small.fs, sessionDir(forkID))
+		require.NoError(t, err)
+		require.Equal(t, bigCap, got, "the fork records its source's cap")
 		require.NoError(t, small.Close())
 	}
 }

@@ -87,14 +87,14 @@ func (s *Store) recordCap(dir string, synced bool) error {
 	return s.writeSettings(dir, data, synced)
 }
 
-// recordNewCap is recordCap in the temporary directory of a session being
-// created, which holds no settings.json: the file is created there and
+// recordNewCap records maxRecord in the temporary directory of a session
+// being created, which holds no settings.json: the file is created there and
 // fsynced (its entry made durable by the sync of the directory before
 // publish), not written to a temporary name and renamed, since nobody
 // reads the directory before it is published and a crash before leaves
 // only a temporary directory, which is never published.
-func (s *Store) recordNewCap(dir string) error {
-	data, _ := json.Marshal(sessionSettings{MaxRecordBytes: s.opts.MaxRecordBytes}) // an int: cannot fail
+func (s *Store) recordNewCap(dir string, maxRecord int) error {
+	data, _ := json.Marshal(sessionSettings{MaxRecordBytes: maxRecord}) // an int: cannot fail
 	name := dir + "/" + SettingsFile
 	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {

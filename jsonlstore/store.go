@@ -272,7 +272,7 @@ type newSession struct {
 // startSession makes the temporary directory of a new session id, takes
 // its lease (the creator is its first holder, generation 1) and creates
 // its empty log.
-func (s *Store) startSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (_ *newSession, err error) {
+func (s *Store) startSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, maxRecord int) (_ *newSession, err error) {
 	if _, err := s.fs.Lstat(sessionDir(id)); err == nil {
 		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 	}
@@ -297,7 +297,7 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
 		return nil, opErr("create", id, err)
 	}
-	if err := s.recordNewCap(b.tmp); err != nil { // synced with the directory, before publish
+	if err := s.recordNewCap(b.tmp, maxRecord); err != nil { // synced with the directory, before publish
 		return nil, opErr("create", id, err)
 	}
 	return b, nil
@@ -358,7 +358,8 @@ func (b *newSession) publish(ctx context.Context) error {
 	return nil
 }
 
-// Fork creates newID whose revision 1 copies revision rev of from.
+// Fork creates newID whose revision 1 copies revision rev of from, under
+// the larger of the store's record cap and from's (settings.json).
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	if newID == "" {
 		newID = sessionstore.NewID()
@@ -370,7 +371,14 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err != nil {
 		return nil, err
 	}
-	return s.Create(ctx, sessionstore.ForkSnapshot(src.Snapshot, newID), opts)
+	// The fork is written under its source's cap when that is larger, so
+	// that a revision the source holds forks whatever this store's cap.
+	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	w, err := s.createHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts, false, readCap(s.fs, from, s.opts.MaxRecordBytes))
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func (s *Store) leaseOptions(opts sessionstore.AcquireOptions, minGen uint64) fslease.Options {

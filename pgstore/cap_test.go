@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,7 +31,8 @@ func recordedCap(t *testing.T, dsn string, id session.SessionID) int64 {
 // reader's are read, verified and exported by a store opened with a
 // smaller cap, never taken for corruption; a holder with the smaller cap
 // writes under the session's (a full record as large as the ones before
-// it), and leaves the recorded cap as it was.
+// it), and leaves the recorded cap as it was; a fork by it is written
+// under the session's.
 func TestRecordCapIsTheSessions(t *testing.T) {
 	ctx := context.Background()
 	const bigCap = 4 << 20
@@ -73,6 +75,13 @@ func TestRecordCapIsTheSessions(t *testing.T) {
 		require.NoError(t, err, "cap %d", own)
 		require.NoError(t, w.Release(ctx))
 		require.Equal(t, int64(bigCap), recordedCap(t, dsn, "wide"), "a smaller cap leaves the session's")
+
+		// A fork by the smaller cap is written under the session's.
+		forkID := session.SessionID(fmt.Sprintf("fork-%d", own))
+		fw, err := small.Fork(ctx, "wide", 0, forkID, sessionstore.AcquireOptions{})
+		require.NoError(t, err, "cap %d", own)
+		require.NoError(t, fw.Release(ctx))
+		require.Equal(t, int64(bigCap), recordedCap(t, dsn, forkID), "the fork records its source's cap")
 	}
 
 	// A holder with a larger cap raises it.

@@ -56,8 +56,9 @@
 // The record cap is the session's, as in the file store: a session
 // records the largest Options.MaxRecordBytes of the writers that created
 // or acquired it (max_record_bytes; an import, at least its largest
-// record), and a holder writes under the larger of its own cap and that
-// one, so that it can go on from the records written under it. Every read
+// record; a fork, at least its source's), and a holder writes under the
+// larger of its own cap and that one, so that it can go on from the
+// records written under it. Every read
 // takes any record the table holds up to sessionstore.MaxReadRecordBytes,
 // whatever the reader's own cap: the database frames each record, so a
 // reader's cap would protect nothing, and a valid record written under a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -237,11 +238,20 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 // create stores revision 1 of a new session, its content kept out of line
 // (for a fork, the content of session from its references name), its
 // summary and its lease, held by the returned writer, in one transaction.
+// A fork is written under the larger of the store's cap and from's.
 func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts sessionstore.AcquireOptions, from session.SessionID) (sessionstore.Writer, error) {
 	id := snap.ID
 	w := s.newWriter(id, 1)
 	w.app = s.newAppender(s.opts.MaxRecordBytes)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if from != "" {
+			var recorded int64
+			err := tx.QueryRow(ctx, `SELECT max_record_bytes FROM pgstore_sessions WHERE id = $1`, string(from)).Scan(&recorded)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			w.app.Max = s.writeCap(recorded)
+		}
 		err := s.insertSessionTx(ctx, tx, w, opts.Label)
 		if err != nil {
 			return err
@@ -276,14 +286,14 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 	return w, nil
 }
 
-// insertSessionTx inserts w's session, its lease held by w (generation 1),
-// in tx: ErrExists when the session exists.
+// insertSessionTx inserts w's session, its lease held by w (generation 1)
+// and its record cap w's, in tx: ErrExists when the session exists.
 func (s *Store) insertSessionTx(ctx context.Context, tx pgx.Tx, w *writer, label string) error {
 	tag, err := tx.Exec(ctx, `INSERT INTO pgstore_sessions
 		(id, generation, lease_state, expires_at, nonce, host, pid, label, acquired_at, heartbeat_at, max_record_bytes)
 		VALUES ($1, 1, 'held', clock_timestamp() + $2 * interval '1 microsecond', $3, $4, $5, $6, clock_timestamp(), clock_timestamp(), $7)
 		ON CONFLICT (id) DO NOTHING`,
-		string(w.id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, label, s.opts.MaxRecordBytes)
+		string(w.id), s.opts.LeaseTTL.Microseconds(), w.nonce, s.host, s.pid, label, w.app.Max)
 	if err != nil {
 		return err
 	}
