@@ -58,11 +58,11 @@
 // or acquired it (max_record_bytes; an import, at least its largest
 // record; a fork, at least its source's), and a holder writes under the
 // larger of its own cap and that one, so that it can go on from the
-// records written under it. Every read
-// takes any record the table holds up to sessionstore.MaxReadRecordBytes,
-// whatever the reader's own cap: the database frames each record, so a
-// reader's cap would protect nothing, and a valid record written under a
-// larger cap is never reported as damage.
+// records written under it. Every read takes any record the table holds
+// up to sessionstore.MaxReadRecordBytes, whatever the reader's own cap:
+// the database frames each record, so a reader's cap would protect
+// nothing, and a valid record written under a larger cap is never
+// reported as damage.
 //
 // # Content kept out of line
 //

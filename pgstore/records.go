@@ -66,10 +66,10 @@ func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2
 // are read up to sessionstore.MaxReadRecordBytes, whatever the store's own
 // cap; the session's recorded cap is the larger of the store's and its
 // largest record (payload or snapshot), so its next holder can go on from
-// its records. Errors: ErrExists, a *sessionstore.CorruptionError for a line that
-// fails its checks or a reference blobs cannot satisfy (nil blobs, content
-// it lacks or gives wrong: corruption at the first record that holds it;
-// nothing is imported), and lines' and blobs' own.
+// its records. Errors: ErrExists, a *sessionstore.CorruptionError for a
+// line that fails its checks or a reference blobs cannot satisfy (nil
+// blobs, content it lacks or gives wrong: corruption at the first record
+// that holds it; nothing is imported), and lines' and blobs' own.
 func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq2[[]byte, error], blobs sessionstore.BlobSource) (int, error) {
 	if err := s.readyID(ctx, id); err != nil {
 		return 0, err

@@ -26,7 +26,10 @@ func (l Limits) MaxDuration() time.Duration {
 }
 
 func (l Limits) validate() error {
-	return nonNegative("limit", l, l.MaxTurns, l.MaxToolCalls, l.MaxRunTokens, l.MaxDurationMS)
+	if anyNegative(l.MaxTurns, l.MaxToolCalls, l.MaxRunTokens, l.MaxDurationMS) {
+		return invalidf("negative limit %+v", l)
+	}
+	return nil
 }
 
 // Counters are the running totals of a session's activity.
@@ -37,7 +40,10 @@ type Counters struct {
 }
 
 func (c Counters) validate() error {
-	return nonNegative("counter", c, c.Turns, c.ToolCalls, c.Approvals)
+	if anyNegative(c.Turns, c.ToolCalls, c.Approvals) {
+		return invalidf("negative counter %+v", c)
+	}
+	return nil
 }
 
 // Usage is cumulative token accounting. The run-token budget brake
@@ -67,16 +73,17 @@ func (u Usage) Add(v Usage) Usage {
 }
 
 func (u Usage) validate() error {
-	return nonNegative("usage", u, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
-}
-
-// nonNegative is the rule of Limits, Counters and Usage: none of v's
-// figures is negative. It reports v as a whole, named what, when one is.
-func nonNegative(what string, v any, figures ...int64) error {
-	if slices.ContainsFunc(figures, func(n int64) bool { return n < 0 }) {
-		return invalidf("negative %s %+v", what, v)
+	if anyNegative(u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens) {
+		return invalidf("negative usage %+v", u)
 	}
 	return nil
+}
+
+// anyNegative is the rule of Limits, Counters and Usage: none of their
+// figures is negative. The callers box the value for the message only when
+// one is (a validation on the append path allocates nothing).
+func anyNegative(figures ...int64) bool {
+	return slices.ContainsFunc(figures, func(n int64) bool { return n < 0 })
 }
 
 // PendingAsk is a tool call parked on the user's approval. It exists only
