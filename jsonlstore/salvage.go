@@ -175,6 +175,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				snaps.Lose(err)
 			}
 		}
+		if err != nil && !isCorruption(err) {
+			// A blob or page the store may not read (a permission or
+			// I/O error) is no evidence of damage: setting aside the
+			// revisions that reference it would lose acknowledged
+			// revisions. Salvage refuses, and changes nothing.
+			return nil, opErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
+		}
 		if err != nil {
 			span := setAside(r.Offset, r.LineLen, "")
 			miss(r.Rev, r.Rev, err.Error(), span)
