@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -360,6 +362,73 @@ func TestCompactSalvagedLog(t *testing.T) {
 			rep, err := st.Repair(ctx, "sv", RepairOptions{Salvage: true})
 			require.NoError(t, err)
 			require.Nil(t, rep.Salvaged, "nothing to set aside")
+		})
+	}
+}
+
+// TestRepairAfterSalvagingADamagedPage: a page blob truncated or flipped
+// costs the revisions whose full records keep messages in it; salvage
+// sets them aside and reports the damage it found (not "no corruption").
+// The forensic copy of those records still references the page, so it
+// stays; repair afterwards succeeds (it failed forever, reading the
+// damaged page to collect blobs), and so does salvage, which finds
+// nothing more. A blob nothing references is kept while a page the
+// forensic copies reference cannot be read (its references are unknown),
+// and the collection says why.
+func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
+	ctx := context.Background()
+	for _, damage := range []string{"truncated", "flipped"} {
+		t.Run(damage, func(t *testing.T) {
+			st := openTestStoreWith(t, Options{MaxRecordBytes: pagedCap}) // sound again once salvaged
+			r := rand.New(rand.NewPCG(3, 3))
+			s := sessiontest.New("pg")
+			w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+			require.NoError(t, err)
+			for i := range 60 {
+				require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
+				_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
+				require.NoError(t, err)
+			}
+			require.NoError(t, w.Release(ctx))
+			names, err := st.blobNames("pg")
+			require.NoError(t, err)
+			require.NotEmpty(t, names, "pages")
+			page := filepath.Join(st.Dir(), "pg", BlobDir, names[0])
+			data, err := os.ReadFile(page)
+			require.NoError(t, err)
+			switch damage {
+			case "truncated":
+				data = data[:len(data)/2]
+			case "flipped":
+				data[len(data)/2] ^= 1
+			}
+			require.NoError(t, os.WriteFile(page, data, 0o600))
+			orphan := randomImage(9, 32<<10)
+			require.NoError(t, os.WriteFile(filepath.Join(st.Dir(), "pg", BlobDir, hashOf(orphan)), orphan, 0o600))
+
+			rep, err := st.Repair(ctx, "pg", RepairOptions{Salvage: true})
+			require.NoError(t, err)
+			require.NotNil(t, rep.Salvaged)
+			require.NotEmpty(t, rep.Salvaged.Gaps)
+			require.NotNil(t, rep.Found, "salvage reports the damage it found")
+			require.Equal(t, "pg/"+LogFile, rep.Found.File)
+			require.Equal(t, rep.Salvaged.Gaps[0].First, rep.Found.Revision, "the first revision set aside")
+			require.Contains(t, rep.Found.Message, "pg/"+BlobDir+"/"+names[0])
+			require.NotEmpty(t, rep.Blobs.Kept, "nothing collected while a page is unreadable")
+			require.True(t, blobExists(t, st, "pg", orphan))
+			_, err = os.Stat(page)
+			require.NoError(t, err, "the forensic copy references the page")
+
+			rep, err = st.Repair(ctx, "pg", RepairOptions{})
+			require.NoError(t, err, "a sound log repairs")
+			require.Nil(t, rep.Found)
+			require.Contains(t, rep.Blobs.Kept, names[0])
+			rep, err = st.Repair(ctx, "pg", RepairOptions{Salvage: true})
+			require.NoError(t, err)
+			require.Nil(t, rep.Salvaged, "nothing more to set aside")
+			require.Nil(t, rep.Found)
+			_, err = st.Load(ctx, "pg")
+			require.NoError(t, err)
 		})
 	}
 }
