@@ -128,10 +128,10 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 // blobRefs returns every hash session id's records, forensic copies and
 // their pages reference. A page that only forensic copies reference may
 // be damaged (a salvage sets aside the records whose page is damaged, and
-// their copies keep referencing it): it is read as far as it goes, and
-// unread says why one could not be read whole (then the references it
-// holds are unknown, and nothing may be removed). A page the records
-// reference must be read: an error reading one is returned.
+// their copies keep referencing it): unread says why one could not be
+// read (then the references it holds are unknown, and nothing may be
+// removed), and the scan goes on. A page the records reference must be
+// read: an error reading one is returned.
 func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[string]bool, unread string, err error) {
 	refs = map[string]bool{}
 	var pages []string
