@@ -315,6 +315,9 @@ func (s *Store) readBlobVia(d *blobDirReader, id session.SessionID, ref session.
 		if errors.As(err, &ce) {
 			return nil, err
 		}
+		if accessErr(err) { // no evidence of damage: the blob may be sound
+			return nil, pathErr("read", id, blobDir(id)+"/"+name, err)
+		}
 		return nil, corrupt(name, err)
 	}
 	if ref.Size >= 0 && int64(len(content)) != ref.Size {

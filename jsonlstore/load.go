@@ -58,11 +58,16 @@ func decodeSnapshot(id session.SessionID, r *record.Rec, snap []byte) (sessnap.S
 }
 
 // pageAt locates a failure to expand a record's pages at r: a damaged or
-// missing page blob (blobAt), or a page or reference that is malformed.
+// missing page blob (blobAt), or a page or reference that is malformed. A
+// page the store may not read (accessErr) is no damage: its error is
+// returned as it is.
 func pageAt(id session.SessionID, r *record.Rec, err error) error {
 	var ce *sessionstore.CorruptionError
 	if errors.As(err, &ce) {
 		return blobAt(r, err)
+	}
+	if accessErr(err) {
+		return err
 	}
 	return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
 }

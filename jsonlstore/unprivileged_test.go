@@ -31,7 +31,8 @@ func TestPermissionTestsUnprivileged(t *testing.T) {
 		"TestPermissions", "TestSymlinksRefused", "TestBadInputWritesNothing",
 		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError", "TestUnreadableSessionNeverBlocksTheStore",
 		"TestSummaryNeverWrittenThroughLink", "TestHardLinkedLogRefused", "TestRepairSweepsOnlyOurLeftovers",
-		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing", "TestAcquireSweepsOnlyOurTemps")
+		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing", "TestAcquireSweepsOnlyOurTemps",
+		"TestUnreadableBlobIsNotCorruption")
 }
 
 // TestUmaskDoesNotLoosenModes: every directory the store creates is 0700
