@@ -144,7 +144,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (map[string]
 	for len(pages) > 0 {
 		hash := pages[len(pages)-1]
 		pages = pages[:len(pages)-1]
-		content, _, err := s.readBlobFile(id, hash, -1)
+		content, _, err := s.readBlobFile(id, hash, sizeAny)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a missing page: verify reports it
 		}

@@ -80,6 +80,19 @@ func openBlob(fsys vfs.FS, prefix, hash string, hint blobHint) (vfs.File, string
 	return f, name, true, err
 }
 
+// The sizes a reader may ask for besides a reference's: sizeAny reads a
+// blob of any size (up to maxBlobBytes), decoding it twice where its file
+// does not justify its size; sizeJustified (a prefetch, which may skip a
+// blob: the read that needs it reads it again, knowing its size) reads a
+// blob only where its file justifies its size, in one pass, and refuses
+// others (errNotJustified). The caller checks the size.
+const (
+	sizeAny       = -1
+	sizeJustified = -2
+)
+
+var errNotJustified = errors.New("a compressed blob whose file does not justify its size, left to the read that knows it")
+
 // errBlobSize reports a blob whose content is not of the size its
 // reference says.
 func errBlobSize(got, want int64) error {
@@ -96,9 +109,8 @@ var errBlobHash = errors.New("content does not match its SHA-256")
 
 // readBlobIn reads the blob of hash under prefix in fsys (openBlob),
 // returning its content and the name of the file it read. The content is
-// want bytes or the read fails, except for want -1 (a prefetch, whose
-// user checks the size), which reads any size up to maxBlobBytes. The
-// caller checks the SHA-256. See the top of this file for what it
+// want bytes or the read fails, except for want sizeAny or sizeJustified,
+// whose caller checks the size. The caller checks the SHA-256. See the top of this file for what it
 // allocates.
 func readBlobIn(fsys vfs.FS, prefix, hash string, want int64, hint blobHint) ([]byte, string, error) {
 	f, name, compressed, err := openBlob(fsys, prefix, hash, hint)
@@ -119,7 +131,8 @@ func readBlobIn(fsys vfs.FS, prefix, hash string, want int64, hint blobHint) ([]
 }
 
 // readRawBlob reads r, a raw blob's file of size bytes, whose content
-// must be want bytes (any, for -1).
+// must be want bytes (any, for sizeAny or sizeJustified: a raw file
+// justifies its size).
 func readRawBlob(r io.Reader, size, want int64) ([]byte, error) {
 	if want >= 0 && size != want {
 		return nil, errBlobSize(size, want)
@@ -131,7 +144,8 @@ func readRawBlob(r io.Reader, size, want int64) ([]byte, error) {
 }
 
 // readZstBlob reads f, a compressed blob's file of size bytes, whose
-// content must be want bytes (any, for -1) with SHA-256 hash.
+// content must be want bytes (any, for sizeAny or sizeJustified) with
+// SHA-256 hash.
 func readZstBlob(f io.ReaderAt, size int64, hash string, want int64) ([]byte, error) {
 	limit := want
 	if limit < 0 {
@@ -146,13 +160,17 @@ func readZstBlob(f io.ReaderAt, size int64, hash string, want int64) ([]byte, er
 			expect = fcs
 		}
 	}
+	justified := expect >= 0 && expect <= size*blobPresizeRatio+64<<10
+	if !justified && want == sizeJustified {
+		return nil, errNotJustified
+	}
 	dec := blobDecoders.Get().(*zstd.Decoder)
 	defer blobDecoders.Put(dec)
 	defer func() { _ = dec.Reset(nil) }() // drop the file
 	if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
 		return nil, err
 	}
-	if expect >= 0 && expect <= size*blobPresizeRatio+64<<10 {
+	if justified {
 		return readExact(dec, expect, limit)
 	}
 	// Not justified by the file: count and hash the content before

@@ -304,11 +304,11 @@ func (s *Store) readBlob(id session.SessionID, ref session.ContentRef) ([]byte, 
 }
 
 // readBlobVia is readBlob through d, an open blobs/ directory (nil: by
-// path from the root). A reference of size -1 reads a blob of any size
-// (a prefetch, whose user checks the size). What it allocates follows
-// the blob's file, not ref's size (readBlobIn).
+// path from the root). A reference of size sizeAny or sizeJustified
+// reads a blob of any size, as readBlobIn does (its user checks the
+// size). What it allocates follows the blob's file, not ref's size.
 func (s *Store) readBlobVia(d *blobDirReader, id session.SessionID, ref session.ContentRef) ([]byte, error) {
-	if !validBlobHash(ref.SHA256) || ref.Size < -1 || ref.Size > maxBlobBytes {
+	if !validBlobHash(ref.SHA256) || ref.Size < sizeJustified || ref.Size > maxBlobBytes {
 		return nil, s.blobErr(id, ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
 	}
 	var content []byte
@@ -360,7 +360,7 @@ func (s *Store) blobErr(id session.SessionID, name string, err error) error {
 }
 
 // readBlobFile reads the blob of hash (raw or compressed, openBlob),
-// whose content must be size bytes (any, for -1).
+// whose content must be size bytes (any, for sizeAny).
 func (s *Store) readBlobFile(id session.SessionID, hash string, size int64) ([]byte, string, error) {
 	return readBlobIn(s.fs, blobDir(id)+"/", hash, size, hintNone)
 }
