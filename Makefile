@@ -65,7 +65,7 @@ bench-go:
 FUZZ_TARGETS = \
 	./sessnap:FuzzUnmarshal ./sessnap:FuzzRoundTrip \
 	./session:FuzzNormalizeLastError \
-	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive \
+	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive ./jsonlstore:FuzzBlobRead \
 	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile \
 	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply ./internal/record:FuzzExpandPages \
 	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse ./importer:FuzzDecode

@@ -146,7 +146,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 		for len(pages) > 0 {
 			hash := pages[len(pages)-1]
 			pages = pages[:len(pages)-1]
-			content, name, err := s.readBlobFile(id, hash, maxBlobBytes)
+			content, name, err := s.readBlobFile(id, hash, sizeAny)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				continue // a missing page: verify reports it

@@ -210,7 +210,7 @@ func (c *blobCache) prefetch(snap []byte) func() {
 		go func() {
 			defer c.inflight.Done()
 			for h := range next {
-				b, err := c.s.readBlobVia(c.dir, c.id, session.ContentRef{SHA256: h, Size: -1})
+				b, err := c.s.readBlobVia(c.dir, c.id, session.ContentRef{SHA256: h, Size: sizeJustified})
 				if err == nil && budget.Add(-int64(len(b))) >= 0 {
 					c.mu.Lock()
 					if _, ok := c.m[h]; !ok {
