@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -182,4 +183,18 @@ func TestWriteRunEventOwnCall(t *testing.T) {
 	require.Equal(t, []map[string]any{{"type": "exec_command_end", "call_id": "call_2", "exit_code": float64(0)}}, events)
 	again := parse(t, b.Bytes())
 	require.JSONEq(t, `{"type":"exec_command_end","exit_code":0}`, string(again.Messages[2].Parts[0].Result))
+}
+
+// TestWriteOneLinePerValue: every line written is a JSON value of its own
+// for a reader that ends lines at any line separator: NEL (U+0085), which
+// encoding/json leaves raw in strings, is escaped like the others.
+func TestWriteOneLinePerValue(t *testing.T) {
+	s := importtest.HostileSession(t, importtest.HostileMessages())
+	var b bytes.Buffer
+	require.NoError(t, codex.Write(&b, s, codex.WriteOptions{}))
+	lines := regexp.MustCompile("\r\n|[\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029]").Split(strings.TrimSuffix(b.String(), "\n"), -1)
+	require.Len(t, lines, bytes.Count(b.Bytes(), []byte("\n")), "as many lines as values")
+	for i, line := range lines {
+		require.True(t, json.Valid([]byte(line)), "line %d: %q", i+1, line)
+	}
 }
