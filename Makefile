@@ -68,7 +68,8 @@ FUZZ_TARGETS = \
 	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive ./jsonlstore:FuzzBlobRead \
 	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile \
 	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply ./internal/record:FuzzExpandPages \
-	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse ./importer:FuzzDecode
+	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse ./importer:FuzzDecode \
+	./importer/transcript:FuzzMarkdownKeepsStructure
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/soak.sh fuzz
