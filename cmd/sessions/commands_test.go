@@ -346,7 +346,7 @@ func TestShowExportDu(t *testing.T) {
 // change feed alone), and stops it with SIGINT: exit status 0.
 func TestWatch(t *testing.T) {
 	root := statesStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := clitest.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "sessions"), "--dir", root, "watch", "--time-format", "rfc3339")
 	cmd.Env = clitest.CleanEnv(t)

@@ -23,6 +23,12 @@ import (
 // binary's deadline).
 const LineWithin = 30 * time.Second
 
+// ChildWait bounds a wait a child makes on its own (for a lease another
+// process holds, say): long, because the test's waits on that child,
+// which follow the work, catch a child that waits for nothing, and the
+// test kills its children when it ends.
+const ChildWait = time.Hour
+
 // Helper runs helper mode os.Getenv(modeEnv) with run and exits, when
 // modeEnv is set: with status 0 when run returns nil, else with status 1
 // after writing the error to standard error. When modeEnv is not set it
@@ -220,6 +226,26 @@ func (c *Child) await(tb testing.TB, within time.Duration, done func() bool) str
 		case <-exited:
 			exited = nil
 		case <-timer.C:
+		}
+	}
+}
+
+// Watch returns a check for a wait the test makes on its own (a loop
+// polling a file the child writes, say), bounded as the waits of Next and
+// Wait are: each call fails tb, naming what, once no child of the test has
+// made progress for the child's Within or the test binary's deadline is
+// near, or when the child has exited. It is cheap enough to call in a
+// tight loop.
+func (c *Child) Watch(tb testing.TB, what string) func() {
+	p := newPatience(tb, c.within)
+	return func() {
+		tb.Helper()
+		if c.Exited() {
+			c.await(tb, c.within, c.isExited)
+			tb.Fatalf("proctest: %s exited while the test waited for %s: %v\nstderr:\n%s", c, what, c.waitErr, c.stderr)
+		}
+		if why := p.check(); why != "" {
+			tb.Fatalf("proctest: waiting for %s from %s: %s\nstderr:\n%s", what, c, why, c.stderr)
 		}
 	}
 }
