@@ -345,3 +345,119 @@ func TestSearchIndexDamagedPages(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchIndexJunkReplaced: whatever stands where the index's files
+// belong — a directory, a FIFO, a symlink (to a database or directory
+// outside the store), a hard link, a file where .search belongs — a
+// search and a reindex replace it and answer as the histories do,
+// nothing blocks, and nothing outside the store is read into or changed.
+func TestSearchIndexJunkReplaced(t *testing.T) {
+	cases := []struct {
+		name  string
+		plant func(t *testing.T, root, outside string)
+	}{
+		{"index.db a directory", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, searchFile)
+			require.NoError(t, os.RemoveAll(p))
+			require.NoError(t, os.MkdirAll(filepath.Join(p, "sub"), 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(p, "sub", "x"), []byte("x"), 0o600))
+		}},
+		{"index.db a FIFO", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, searchFile)
+			require.NoError(t, os.Remove(p))
+			require.NoError(t, syscall.Mkfifo(p, 0o600))
+		}},
+		{"index.db a symlink to a database outside", func(t *testing.T, root, outside string) {
+			p := filepath.Join(root, searchFile)
+			require.NoError(t, os.Rename(p, filepath.Join(outside, "index.db")))
+			require.NoError(t, os.Symlink(filepath.Join(outside, "index.db"), p))
+		}},
+		{"index.db hard-linked from outside", func(t *testing.T, root, outside string) {
+			require.NoError(t, os.Link(filepath.Join(root, searchFile), filepath.Join(outside, "index.db")))
+		}},
+		{"-wal a symlink to outside", func(t *testing.T, root, outside string) {
+			p := filepath.Join(root, searchFile) + "-wal"
+			require.NoError(t, os.RemoveAll(p))
+			require.NoError(t, os.WriteFile(filepath.Join(outside, "wal"), nil, 0o600))
+			require.NoError(t, os.Symlink(filepath.Join(outside, "wal"), p))
+		}},
+		{"-wal a directory", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, searchFile) + "-wal"
+			require.NoError(t, os.RemoveAll(p))
+			require.NoError(t, os.Mkdir(p, 0o700))
+		}},
+		{"lock a directory", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, searchLock)
+			require.NoError(t, os.RemoveAll(p))
+			require.NoError(t, os.Mkdir(p, 0o700))
+		}},
+		{"lock a FIFO", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, searchLock)
+			require.NoError(t, os.RemoveAll(p))
+			require.NoError(t, syscall.Mkfifo(p, 0o600))
+		}},
+		{"lock a symlink to outside", func(t *testing.T, root, outside string) {
+			p := filepath.Join(root, searchLock)
+			require.NoError(t, os.RemoveAll(p))
+			require.NoError(t, os.Symlink(filepath.Join(outside, "lock"), p))
+		}},
+		{".search a file", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, SearchDir)
+			require.NoError(t, os.RemoveAll(p))
+			require.NoError(t, os.WriteFile(p, []byte("junk"), 0o600))
+		}},
+		{".search a symlink to a directory outside", func(t *testing.T, root, outside string) {
+			p := filepath.Join(root, SearchDir)
+			require.NoError(t, os.Rename(p, filepath.Join(outside, "search")))
+			require.NoError(t, os.Symlink(filepath.Join(outside, "search"), p))
+		}},
+	}
+	snapshot := func(t *testing.T, dir string) map[string]string {
+		out := map[string]string{}
+		for p, mode := range tree(t, dir) {
+			s := mode.String()
+			if mode.IsRegular() {
+				b, err := os.ReadFile(filepath.Join(dir, p))
+				require.NoError(t, err)
+				s += string(b)
+			}
+			out[p] = s
+		}
+		return out
+	}
+	for i, c := range cases {
+		for _, how := range []string{"search", "reindex"} {
+			t.Run(c.name+"/"+how, func(t *testing.T) {
+				ctx := context.Background()
+				st := openTestStore(t)
+				qs := searchWorkload(t, st, uint64(300+i), 5)
+				requireSameAsHistory(t, st, qs, "before")
+				require.NoError(t, st.Close())
+				outside := t.TempDir()
+				c.plant(t, st.Dir(), outside)
+				before := snapshot(t, outside)
+
+				st, err := Open(st.Dir(), Options{})
+				require.NoError(t, err)
+				defer st.Close()
+				if how == "reindex" {
+					within(t, hostileWait, "reindex", func() {
+						rep, err := st.ReindexSearch(ctx)
+						require.NoError(t, err)
+						require.Equal(t, 5, rep.Sessions)
+					})
+				}
+				within(t, hostileWait, "search", func() { requireSameAsHistory(t, st, qs, "after") })
+				require.Equal(t, before, snapshot(t, outside), "nothing outside the store changed")
+				rep, err := st.VerifySearch(ctx)
+				require.NoError(t, err)
+				require.Equal(t, SearchIndexSound, rep.State, "%+v", rep)
+				for _, name := range []string{SearchDir, searchLock, searchFile} {
+					fi, err := os.Lstat(filepath.Join(st.Dir(), name))
+					require.NoError(t, err)
+					require.True(t, fi.IsDir() == (name == SearchDir) && fi.Mode().Type()&^fs.ModeDir == 0, "%s: %s", name, fi.Mode())
+				}
+			})
+		}
+	}
+}
