@@ -51,7 +51,10 @@ func plant(t testing.TB, p string, stmts string) error {
 	require.NoError(t, err)
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	_, err = db.Exec("PRAGMA writable_schema = ON; " + stmts)
+	// Bounded: the statements may be a query that never ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "PRAGMA writable_schema = ON; "+stmts)
 	return err
 }
 
