@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -147,6 +148,9 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 			hash := pages[len(pages)-1]
 			pages = pages[:len(pages)-1]
 			content, name, err := s.readBlobFile(id, hash, sizeAny)
+			if err == nil && blob.Hash(content) != hash {
+				err = errBlobHash // a page cut short or overwritten
+			}
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				continue // a missing page: verify reports it
