@@ -215,3 +215,28 @@ func FuzzSchemaCheck(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSchemaCheck: what the check adds to every transaction (a read
+// of sqlite_schema and of the FTS5 configuration), beside an empty read
+// transaction.
+func BenchmarkSchemaCheck(b *testing.B) {
+	ctx := context.Background()
+	p := newIndex(b, b.TempDir())
+	db, err := Open(ctx, p, OpenOptions{})
+	require.NoError(b, err)
+	defer db.Close()
+	b.Run("check=on", func(b *testing.B) {
+		for b.Loop() {
+			require.NoError(b, db.read(ctx, func(*sql.Tx) error { return nil }))
+		}
+	})
+	b.Run("check=off", func(b *testing.B) {
+		for b.Loop() {
+			tx, err := db.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			require.NoError(b, err)
+			var v int
+			require.NoError(b, tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v))
+			require.NoError(b, tx.Rollback())
+		}
+	})
+}
