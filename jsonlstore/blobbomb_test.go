@@ -222,7 +222,9 @@ func testBlobBomb(t *testing.T, bomb string) {
 		base, _ := allocs(fn, control)
 		alloc, err := allocs(fn, st)
 		t.Logf("%-17s allocated %6.1f MiB, control %6.1f MiB (bound %.1f MiB more): %.160v", what, float64(alloc)/(1<<20), float64(base)/(1<<20), float64(bound)/(1<<20), err)
-		require.LessOrEqual(t, alloc, base+bound, "%s allocated beyond twice the record cap and a decoder's window", what)
+		if !raceEnabled { // whose sync.Pool drops decoders at random: each read may build new ones
+			require.LessOrEqual(t, alloc, base+bound, "%s allocated beyond twice the record cap and a decoder's window", what)
+		}
 		return err
 	}
 	isBlobErr := func(err error) {
