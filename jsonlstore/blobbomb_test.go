@@ -143,7 +143,7 @@ func bombSession(t *testing.T, st *Store, id session.SessionID) (image, text str
 // TestBlobBombsBoundedMemory: references that claim far more content than
 // their blobs hold — 16 GiB behind a 64 KiB raw image, 64 MiB behind a
 // zstd frame of a few KiB that really does decode to 64 MiB (of other
-// content), 1 TiB behind each compressed page — make no reader allocate
+// content), 32 GiB behind each compressed page — make no reader allocate
 // more than twice the record cap plus the decoder's window (capped,
 // whatever a frame asks) beyond what it allocates reading the same session
 // with the same references claiming one byte more than their content
@@ -195,7 +195,7 @@ func testBlobBomb(t *testing.T, bomb string) {
 		case h == text:
 			claims[h] = 64 << 20
 		default:
-			claims[h] = maxBlobBytes
+			claims[h] = 32 << 30
 		}
 		return claims[h]
 	})
@@ -222,7 +222,9 @@ func testBlobBomb(t *testing.T, bomb string) {
 		base, _ := allocs(fn, control)
 		alloc, err := allocs(fn, st)
 		t.Logf("%-17s allocated %6.1f MiB, control %6.1f MiB (bound %.1f MiB more): %.160v", what, float64(alloc)/(1<<20), float64(base)/(1<<20), float64(bound)/(1<<20), err)
-		require.LessOrEqual(t, alloc, base+bound, "%s allocated beyond twice the record cap and a decoder's window", what)
+		if !raceEnabled { // whose sync.Pool drops decoders at random: each read may build new ones
+			require.LessOrEqual(t, alloc, base+bound, "%s allocated beyond twice the record cap and a decoder's window", what)
+		}
 		return err
 	}
 	isBlobErr := func(err error) {

@@ -22,6 +22,7 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 	}{{"blob=raw", healImage()}, {"blob=zst", text}} {
 		st := openUncheckedStore(b)
 		dir := st.fs
+		require.NoError(b, dir.Mkdir("s", dirPerm))
 		w := newBlobWriter(dir, "s", 1)
 		hash := blob.Hash(tc.content)
 		require.NoError(b, w.put(hash, tc.content))
@@ -45,6 +46,7 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 		b.Run(tc.name+"/op=write", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
+				require.NoError(b, dir.Mkdir("w", dirPerm))
 				w := newBlobWriter(dir, "w", 1)
 				require.NoError(b, w.put(hash, tc.content))
 				require.NoError(b, w.sync())
