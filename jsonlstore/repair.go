@@ -70,6 +70,10 @@ type RepairReport struct {
 	// Blobs is what the repair's blob collection removed: blobs no record
 	// references, once the log is sound.
 	Blobs BlobCollection `json:"blobs,omitzero"`
+	// Archives lists the archive segments whose manifest entries an older
+	// release's compaction ended too early, and that the repair corrected
+	// (archivegap.go).
+	Archives []ArchiveFix `json:"archives,omitempty"`
 }
 
 // Repair is the explicit, reported way out of corruption for session id.
@@ -118,6 +122,14 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 		return rep, err
 	}
 	w := sw.(*writer)
+	if !opts.TruncateAtCorruption && !opts.Salvage {
+		// acquireForRepair corrects the archives before cutting or
+		// salvaging; here, under the lease, before the log is checked.
+		if rep.Archives, err = s.fixArchiveGaps(id); err != nil {
+			_ = w.Release(context.WithoutCancel(ctx)) // the error above is the one to report
+			return rep, opErr("repair", id, err)
+		}
+	}
 	rep.Generation = w.Generation()
 	rep.Recovery = w.Recovery()
 	if r := rep.Recovery; r.TailBytes > 0 {
@@ -198,6 +210,10 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 	if err := s.checkWritable(id); err != nil {
 		release()
 		return nil, err
+	}
+	if rep.Archives, err = s.fixArchiveGaps(id); err != nil {
+		release()
+		return nil, opErr("repair", id, err)
 	}
 	fix := s.cutAtCorruption
 	if salvage {

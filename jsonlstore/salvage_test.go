@@ -432,3 +432,86 @@ func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairCorrectsOldGapManifest: an archive written by a release whose
+// compaction took a segment's last revision as its first plus its record
+// count less one — wrong for a segment holding a gap record, whose
+// revisions the archives then seem to miss ("archives end at revision 9
+// but the log starts at 17") — is corrected by repair, plain or
+// salvaging: the segment is listed, and named, by the revisions it holds,
+// and every revision readable before the compaction reads back the same.
+func TestRepairCorrectsOldGapManifest(t *testing.T) {
+	ctx := context.Background()
+	const n = 24
+	src := openUncheckedStore(t)
+	g := salvagedSession(t, src, "sv", n)
+	want, err := salvageHistory(t, src, "sv")
+	require.NoError(t, err)
+
+	aged := 0
+	for keep := 1; keep <= n; keep++ {
+		for _, salvage := range []bool{false, true} {
+			t.Run(fmt.Sprintf("keep=%d/salvage=%v", keep, salvage), func(t *testing.T) {
+				st := openUncheckedStore(t)
+				require.NoError(t, os.CopyFS(filepath.Join(st.Dir(), "sv"), os.DirFS(filepath.Join(src.Dir(), "sv"))))
+				_, err := st.Compact(ctx, "sv", CompactPolicy{KeepLast: keep}, 0)
+				require.NoError(t, err)
+				old := ageGapManifest(t, st, "sv", g)
+				if old == nil {
+					t.Skip("no archived segment holds the gap")
+				}
+				aged++
+				vr, err := st.Verify(ctx, "sv")
+				require.NoError(t, err)
+				require.False(t, vr.OK(), "the old manifest hides archived revisions")
+
+				rep, err := st.Repair(ctx, "sv", RepairOptions{Salvage: salvage})
+				require.NoError(t, err)
+				require.Len(t, rep.Archives, 1, "%+v", rep)
+				fix := rep.Archives[0]
+				require.Equal(t, old.File, fix.Old)
+				require.Equal(t, old.Last, fix.Listed)
+				require.GreaterOrEqual(t, fix.Last, g.Last)
+				require.Nil(t, rep.Salvaged, "nothing set aside")
+				require.NoFileExists(t, filepath.Join(st.Dir(), "sv", ArchiveDir, fix.Old))
+				require.FileExists(t, filepath.Join(st.Dir(), "sv", ArchiveDir, fix.New))
+
+				vr, err = st.Verify(ctx, "sv")
+				require.NoError(t, err)
+				require.True(t, vr.OK(), "%+v", vr.Sessions)
+				revs, err := salvageHistory(t, st, "sv")
+				require.NoError(t, err)
+				require.Equal(t, want, revs)
+				rep, err = st.Repair(ctx, "sv", RepairOptions{})
+				require.NoError(t, err)
+				require.Empty(t, rep.Archives, "corrected once")
+			})
+		}
+	}
+	require.Positive(t, aged, "some compaction archived the gap")
+}
+
+// ageGapManifest rewrites session id's archive as a release before the
+// fix wrote it: the segment holding gap g listed, and named, as ending at
+// its first revision plus its records less one. It returns the segment as
+// now listed, nil when no archived segment holds the gap.
+func ageGapManifest(t *testing.T, st *Store, id session.SessionID, g SalvagedGap) *archiveSegment {
+	t.Helper()
+	m, err := readManifest(st.fs, id)
+	require.NoError(t, err)
+	for i, seg := range m.Segments {
+		if seg.First > g.First || g.First > seg.Last {
+			continue
+		}
+		aged := seg
+		aged.Last = seg.First + uint64(seg.Records) - 1 //nolint:gosec // G115: a test's small count
+		require.Less(t, aged.Last, seg.Last)
+		aged.File = segmentName(aged.First, aged.Last)
+		dir := filepath.Join(st.Dir(), string(id), ArchiveDir)
+		require.NoError(t, os.Rename(filepath.Join(dir, seg.File), filepath.Join(dir, aged.File)))
+		m.Segments[i] = aged
+		require.NoError(t, st.writeManifest(id, m))
+		return &aged
+	}
+	return nil
+}
