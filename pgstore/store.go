@@ -275,7 +275,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 		}
 		s.indexTx(ctx, tx, &w.search, id, 1, snap)
 		maps.Copy(held, added)
-		w.known = held
+		w.known, w.sound = held, maps.Clone(held)
 		return nil
 	})
 	if err != nil {
