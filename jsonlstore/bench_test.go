@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -54,7 +55,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer w.Release(ctx)
-			payload, err := sessionstore.EncodeSnapshot("bench", snap, 0)
+			payload, err := adapter.EncodeSnapshot("bench", snap, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func BenchmarkLoadLatest(b *testing.B) {
 			root := b.TempDir()
 			id := fmt.Sprintf("load-%d", revs)
 			snap.ID = session.SessionID(id)
-			payload, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+			payload, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -198,7 +199,7 @@ func (s *compactKillStats) check(t *testing.T, st *Store, id session.SessionID, 
 		}
 		rec, err := st.LoadRevision(ctx, id, rev)
 		require.NoError(t, err, "revision %d", rev)
-		got, err := sessionstore.EncodeSnapshot(id, rec.Snapshot, 0)
+		got, err := adapter.EncodeSnapshot(id, rec.Snapshot, 0)
 		require.NoError(t, err)
 		require.Equal(t, plPayload(id, rev, 0), got, "revision %d", rev)
 	}

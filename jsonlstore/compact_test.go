@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -39,7 +40,7 @@ func appendN(t *testing.T, st *Store, id string, n int) (sessionstore.Writer, ma
 
 func mustEncode(t *testing.T, snap sessnap.Snapshot) string {
 	t.Helper()
-	b, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	b, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	require.NoError(t, err)
 	return string(b)
 }
@@ -68,7 +69,7 @@ func checkAllRevisions(t *testing.T, st *Store, id string, want map[uint64]strin
 }
 
 func encodeRec(t *testing.T, rec sessionstore.Record) string {
-	b, err := sessionstore.EncodeSnapshot(rec.ID, rec.Snapshot, 0)
+	b, err := adapter.EncodeSnapshot(rec.ID, rec.Snapshot, 0)
 	require.NoError(t, err)
 	return string(b)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
@@ -210,7 +211,7 @@ func TestDeltaChainBeyondCap(t *testing.T) {
 func BenchmarkGrowingConversation(b *testing.B) {
 	ctx := context.Background()
 	snaps := growingConversation(b, "grow", 1000, 2<<10)
-	final, err := sessionstore.EncodeSnapshot("grow", snaps[len(snaps)-1], 0)
+	final, err := adapter.EncodeSnapshot("grow", snaps[len(snaps)-1], 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -77,7 +78,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if snap, err = exportSnapshot(id, last, snap, c); err != nil {
 			return err
 		}
-		if out, err = sessionstore.IndentSnapshot(snap); err != nil {
+		if out, err = export.Indent(snap); err != nil {
 			return opErr("export", id, err)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -55,7 +56,7 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 	for i := range n {
 		id := session.SessionID(fmt.Sprintf("bench-%05d", i))
 		snap.ID = id
-		payload, err := sessionstore.EncodeSnapshot(id, snap, 0)
+		payload, err := adapter.EncodeSnapshot(id, snap, 0)
 		if err != nil {
 			tb.Fatal(err)
 		}

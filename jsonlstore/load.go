@@ -249,9 +249,7 @@ func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Re
 	return s.LoadWith(ctx, id, sessionstore.LoadOptions{})
 }
 
-var _ sessionstore.ContentLoader = (*Store)(nil)
-
-// LoadWith implements sessionstore.ContentLoader: revision opts.Revision
+// LoadWith implements sessionstore.Store: revision opts.Revision
 // (the latest for 0), read as Load or LoadRevision read it, with the
 // content kept out of line (blobs) or, with WithoutContent, without it:
 // then no blob is read.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
@@ -133,7 +134,7 @@ func plPayload(id session.SessionID, rev uint64, variant int) []byte {
 	if b, ok := plPayloads.Load(k); ok {
 		return b.([]byte)
 	}
-	b, err := sessionstore.EncodeSnapshot(id, plSnapshot(id, rev, variant), 0)
+	b, err := adapter.EncodeSnapshot(id, plSnapshot(id, rev, variant), 0)
 	if err != nil {
 		panic(err)
 	}

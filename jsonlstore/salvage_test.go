@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
@@ -176,7 +177,7 @@ func TestSalvageDuplicatedTail(t *testing.T) {
 			require.NoError(t, err)
 			rec, err := st.Load(ctx, "dup")
 			require.NoError(t, err)
-			payload, err := sessionstore.EncodeSnapshot("dup", rec.Snapshot, 0)
+			payload, err := adapter.EncodeSnapshot("dup", rec.Snapshot, 0)
 			require.NoError(t, err)
 			m := r16.Meta
 			m.Rev, m.Kind, m.Version, m.Gen = 17, KindFull, record.VersionOf(KindFull), r16.Gen+1

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -367,13 +368,13 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err := s.check(ctx, newID); err != nil {
 		return nil, err
 	}
-	src, err := sessionstore.LoadAt(ctx, s, from, rev)
+	src, err := s.LoadWith(ctx, from, sessionstore.LoadOptions{Revision: rev})
 	if err != nil {
 		return nil, err
 	}
 	// The fork is written under its source's cap when that is larger, so
 	// that a revision the source holds forks whatever this store's cap.
-	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	snap := adapter.ForkSnapshot(src.Snapshot, newID)
 	w, err := s.createHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts, false, readCap(s.fs, from, s.opts.MaxRecordBytes))
 	if err != nil {
 		return nil, err

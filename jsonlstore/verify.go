@@ -72,8 +72,6 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyRep
 // value is Verify.
 type VerifyOptions = sessionstore.VerifyOptions
 
-var _ sessionstore.DeepVerifier = (*Store)(nil)
-
 // VerifyWith is Verify with options: with Deep, every revision's snapshot
 // is decoded and restored and its blobs checked.
 func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error) {

@@ -1,11 +1,11 @@
-package sessionstore_test
+package adapter_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -25,7 +25,7 @@ func TestForkSnapshot(t *testing.T) {
 	src, err := sessnap.Of(s)
 	require.NoError(t, err)
 
-	fork := sessionstore.ForkSnapshot(src, "child")
+	fork := adapter.ForkSnapshot(src, "child")
 	require.Equal(t, session.SessionID("child"), fork.ID)
 	require.Equal(t, session.SessionRelationship{ParentID: "parent", RootID: "root", Role: "reviewer"}, fork.Relationship)
 	require.Nil(t, fork.Origin)
