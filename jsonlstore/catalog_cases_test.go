@@ -185,7 +185,7 @@ func unmarkedAppend(t testing.TB, e *catEnv, id session.SessionID) {
 	snap.Title = "changed behind the catalog"
 	payload, err := adapter.EncodeSnapshot(id, snap, 0)
 	require.NoError(t, err)
-	m := record.Meta{Version: 1, Schema: sessnap.SchemaVersion, Rev: rec.Revision + 1, Gen: rec.Generation, Time: e.clock.Now().UTC(), Kind: KindFull}
+	m := record.Meta{Version: 1, Schema: sessnap.SchemaVersion, Rev: rec.Revision + 1, Gen: rec.Generation, Time: e.clock.Now().UTC(), Kind: record.KindFull}
 	f, err := e.sim.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.Write(record.Encode(m, payload))

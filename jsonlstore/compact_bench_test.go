@@ -170,7 +170,7 @@ func compactBenchWriteLog(b *testing.B, name string, payloads [][][]byte, size i
 		rev++
 		i := int(rev-1) % compactBenchEpoch
 		s := int(rev-1) / compactBenchEpoch % compactBenchSets
-		line := record.Encode(record.Meta{Version: RecordVersion, Schema: 1, Rev: rev, Gen: 1, Time: at.Add(time.Duration(rev) * time.Millisecond), Kind: KindFull}, payloads[s][i])
+		line := record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: rev, Gen: 1, Time: at.Add(time.Duration(rev) * time.Millisecond), Kind: record.KindFull}, payloads[s][i])
 		if _, err := bw.Write(line); err != nil {
 			b.Fatal(err)
 		}

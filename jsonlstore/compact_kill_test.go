@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -103,7 +104,7 @@ func TestCompactKilled(t *testing.T) {
 		require.NoError(t, err)
 		newFirst := chainStart(log, latest-uint64(keep)+1)
 		if kinds := kindsOf(log); round == 0 {
-			require.Positive(t, kinds[KindDelta], "the workload writes deltas: %v", kinds)
+			require.Positive(t, kinds[record.KindDelta], "the workload writes deltas: %v", kinds)
 		}
 
 		c := startProc(t, procModeCompact, append(procEnv(dir, id, seed), compactKeepEnv+"="+strconv.Itoa(keep))...)

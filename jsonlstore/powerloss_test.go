@@ -242,8 +242,8 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	logA, err := sim.ReadFile(logPath(plIDs[plA]))
 	require.NoError(t, err)
 	kinds := kindsOf(logA)
-	require.Positive(t, kinds[KindDelta], "%v", kinds)
-	require.Greater(t, kinds[KindFull], 1, "%v", kinds)
+	require.Positive(t, kinds[record.KindDelta], "%v", kinds)
+	require.Greater(t, kinds[record.KindFull], 1, "%v", kinds)
 
 	// A torn append: the write stops after plTornBytes bytes. The writer
 	// fails, now and on a retry with the right expected revision, and

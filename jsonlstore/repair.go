@@ -45,7 +45,7 @@ type RepairReport struct {
 	// in the session directory.
 	Recovery sessionstore.RecoveryReport `json:"recovery"`
 	// Found is the first corruption in the log, nil when there was none.
-	Found *Finding `json:"found,omitempty"`
+	Found *sessionstore.Finding `json:"found,omitempty"`
 	// Cut is true when the log was cut at CutOffset (TruncateAtCorruption;
 	// a lying summary.json alone is moved aside, and nothing is cut).
 	Cut       bool  `json:"cut"`
@@ -111,7 +111,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 		}
 		var ce *sessionstore.CorruptionError
 		if rep.Found == nil && errors.As(err, &ce) {
-			f := findingOf(ce)
+			f := sessionstore.FindingOf(ce)
 			rep.Found = &f
 		}
 		return rep, err
@@ -140,7 +140,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	switch {
 	case errors.As(cerr, &ce):
 		if rep.Found == nil {
-			f := findingOf(ce)
+			f := sessionstore.FindingOf(ce)
 			rep.Found = &f
 		}
 		return rep, cerr
@@ -221,7 +221,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	if !errors.As(err, &ce) {
 		return err // nil: nothing to cut
 	}
-	f := findingOf(ce)
+	f := sessionstore.FindingOf(ce)
 	rep.Found = &f
 	var cut int64
 	switch ce.Path {

@@ -51,7 +51,7 @@ type Options struct {
 	// BlobThreshold is the size from which part content (a text, a tool
 	// output, an image's data) is kept out of line, stored once per session
 	// under its SHA-256 in the session's blobs/ directory (0:
-	// DefaultBlobThreshold; negative: never).
+	// sessionstore.DefaultBlobThreshold; negative: never).
 	BlobThreshold int
 	// FullRecordsOnly makes writers write every revision as a full
 	// record. By default a revision that changes part of the snapshot is
@@ -71,7 +71,7 @@ func (o Options) withDefaults() Options {
 		o.PollInterval = time.Second
 	}
 	if o.BlobThreshold == 0 {
-		o.BlobThreshold = DefaultBlobThreshold
+		o.BlobThreshold = sessionstore.DefaultBlobThreshold
 	}
 	if o.LeftoverAge <= 0 {
 		o.LeftoverAge = time.Minute
