@@ -58,14 +58,14 @@ func TestFallbacks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []session.SessionID{"a", "b", "c"}, ids)
 
-	rep, err := sessionstore.Verify(ctx, st, sessionstore.VerifyOptions{})
+	rep, err := sessionstore.Verify(ctx, st)
 	require.NoError(t, err)
 	require.True(t, rep.OK())
 	require.Len(t, rep.Sessions, 3)
 	require.Equal(t, sessionstore.SessionVerifyReport{ID: "c", Records: 3, Revision: 3}, rep.Sessions[2])
-	_, err = sessionstore.Verify(ctx, st, sessionstore.VerifyOptions{}, "nosuch")
+	_, err = sessionstore.Verify(ctx, st, "nosuch")
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
-	_, err = sessionstore.Verify(ctx, st, sessionstore.VerifyOptions{}, "../x")
+	_, err = sessionstore.Verify(ctx, st, "../x")
 	require.ErrorIs(t, err, sessionstore.ErrInvalidID)
 
 	var revs []uint64
@@ -105,7 +105,7 @@ func (verifying) VerifyWith(context.Context, sessionstore.VerifyOptions, ...sess
 }
 
 func TestVerifyUsesTheAdapters(t *testing.T) {
-	rep, err := sessionstore.Verify(context.Background(), verifying{memWith(t, "a")}, sessionstore.VerifyOptions{Deep: true})
+	rep, err := sessionstore.VerifyWith(context.Background(), verifying{memWith(t, "a")}, sessionstore.VerifyOptions{Deep: true})
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	require.Equal(t, 1, rep.ProblemCount())
@@ -189,4 +189,27 @@ func TestSessionUsageAdd(t *testing.T) {
 	u.Add(sessionstore.SessionUsage{ID: "a", LogBytes: 1, ArchiveBytes: 2, ForensicBytes: 3, BlobBytes: 4, OtherBytes: 5, TotalBytes: 15})
 	u.Add(sessionstore.SessionUsage{ID: "b", BlobBytes: 10, TotalBytes: 10})
 	require.Equal(t, sessionstore.SessionUsage{LogBytes: 1, ArchiveBytes: 2, ForensicBytes: 3, BlobBytes: 14, OtherBytes: 5, TotalBytes: 25}, u)
+}
+
+// TestSearchAndDiskUsage: the functions kept from when searching and
+// reporting usage were optional answer as the store's own methods do.
+func TestSearchAndDiskUsage(t *testing.T) {
+	ctx := context.Background()
+	st := memWith(t, "a", "b")
+	q := sessionstore.SearchQuery{Text: "more"}
+	want, err := st.Search(ctx, q)
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Hits)
+	got, err := sessionstore.Search(ctx, st, q)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	_, err = sessionstore.Search(ctx, st, sessionstore.SearchQuery{})
+	require.ErrorIs(t, err, sessionstore.ErrBadQuery)
+
+	wantDU, err := st.DiskUsage(ctx)
+	require.NoError(t, err)
+	gotDU, err := sessionstore.DiskUsage(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, wantDU, gotDU)
+	require.Len(t, gotDU.Sessions, 2)
 }

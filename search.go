@@ -136,3 +136,9 @@ type SearchReindexer interface {
 	// the rebuild stay correct. Errors: ErrClosed, a done context's, I/O.
 	ReindexSearch(ctx context.Context) (SearchIndexReport, error)
 }
+
+// Search is s.Search(ctx, q), for callers written when search was an
+// optional capability of a store.
+func Search(ctx context.Context, s Store, q SearchQuery) (SearchResult, error) {
+	return s.Search(ctx, q)
+}

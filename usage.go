@@ -1,6 +1,8 @@
 package sessionstore
 
 import (
+	"context"
+
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -49,4 +51,10 @@ func (u *SessionUsage) Add(v SessionUsage) {
 	u.BlobBytes += v.BlobBytes
 	u.OtherBytes += v.OtherBytes
 	u.TotalBytes += v.TotalBytes
+}
+
+// DiskUsage is s.DiskUsage(ctx, ids...), for callers written when
+// reporting usage was an optional capability of a store.
+func DiskUsage(ctx context.Context, s Store, ids ...session.SessionID) (UsageReport, error) {
+	return s.DiskUsage(ctx, ids...)
 }

@@ -11,7 +11,7 @@ import (
 
 // Verifier is a Store that checks its own records more thoroughly than
 // reading them back does (file framing, archives, summaries, the content
-// records reference). Verify uses it when the store has it.
+// records reference). Verify and VerifyWith use it when the store has it.
 type Verifier interface {
 	Store
 	// VerifyWith checks every record of the given sessions (all sessions,
@@ -125,13 +125,13 @@ type VerifyOptions struct {
 	Deep bool
 }
 
-// Verify checks the given sessions of s (all of them when none is given):
-// with s's own VerifyWith when s is a Verifier, else by reading each
-// session's History, every record of which must read back and restore to
-// a Session (revisions a repair set aside are skipped; a newer program's
-// records end the check, as Newer), whatever opts say. Errors as
-// Verifier's.
-func Verify(ctx context.Context, s Store, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error) {
+// VerifyWith checks the given sessions of s (all of them when none is
+// given) as opts say: with s's own VerifyWith when s is a Verifier, else
+// by reading each session's History, every record of which must read back
+// and restore to a Session (revisions a repair set aside are skipped; a
+// newer program's records end the check, as Newer), whatever opts say.
+// Errors as Verifier's.
+func VerifyWith(ctx context.Context, s Store, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error) {
 	if v, ok := s.(Verifier); ok {
 		return v.VerifyWith(ctx, opts, ids...)
 	}
@@ -169,4 +169,10 @@ func Verify(ctx context.Context, s Store, opts VerifyOptions, ids ...session.Ses
 		rep.Sessions = append(rep.Sessions, sr)
 	}
 	return rep, nil
+}
+
+// Verify is VerifyWith with the zero VerifyOptions: what an adapter checks
+// by default.
+func Verify(ctx context.Context, s Store, ids ...session.SessionID) (VerifyReport, error) {
+	return VerifyWith(ctx, s, VerifyOptions{}, ids...)
 }

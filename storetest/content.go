@@ -18,10 +18,10 @@ import (
 )
 
 // Large part content: every adapter keeps the session whole however large
-// its content, stores content attached many times once (when it says what
-// it holds, as a UsageReporter), loads without it when asked (as a
-// ContentLoader), and never stores a reference to content the session
-// does not hold (Writer.Append's contract).
+// its content, stores content attached many times once (as DiskUsage
+// says), loads without it when asked (LoadWith), and never stores a
+// reference to content the session does not hold (Writer.Append's
+// contract).
 
 // large returns n bytes of incompressible content, the same for a seed.
 func large(seed uint64, n int) []byte {

@@ -71,7 +71,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if *deep && cli.IsTerminal(stderr) {
 			deepEstimate(ctx, st, ids, stderr)
 		}
-		rep, err := sessionstore.Verify(ctx, st, sessionstore.VerifyOptions{Deep: *deep}, ids...)
+		rep, err := sessionstore.VerifyWith(ctx, st, sessionstore.VerifyOptions{Deep: *deep}, ids...)
 		if err != nil {
 			return c.fail(err)
 		}

@@ -33,7 +33,7 @@ func newStore(t *testing.T) *jsonlstore.Store {
 	st, err := jsonlstore.Open(t.TempDir(), jsonlstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		rep, err := sessionstore.Verify(context.Background(), st, sessionstore.VerifyOptions{})
+		rep, err := sessionstore.Verify(context.Background(), st)
 		require.NoError(t, err)
 		for _, s := range rep.Sessions {
 			require.True(t, s.OK(), "session %s verifies: %+v", s.ID, s)
