@@ -11,7 +11,6 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/summary"
 )
 
 // RepairOptions tune Repair. The zero value takes the lease without
@@ -46,7 +45,7 @@ type RepairReport struct {
 	// in the session directory.
 	Recovery sessionstore.RecoveryReport `json:"recovery"`
 	// Found is the first corruption in the log, nil when there was none.
-	Found *Finding `json:"found,omitempty"`
+	Found *sessionstore.Finding `json:"found,omitempty"`
 	// Cut is true when the log was cut at CutOffset (TruncateAtCorruption;
 	// a lying summary.json alone is moved aside, and nothing is cut).
 	Cut       bool  `json:"cut"`
@@ -116,7 +115,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 		}
 		var ce *sessionstore.CorruptionError
 		if rep.Found == nil && errors.As(err, &ce) {
-			f := findingOf(ce)
+			f := sessionstore.FindingOf(ce)
 			rep.Found = &f
 		}
 		return rep, err
@@ -153,7 +152,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	switch {
 	case errors.As(cerr, &ce):
 		if rep.Found == nil {
-			f := findingOf(ce)
+			f := sessionstore.FindingOf(ce)
 			rep.Found = &f
 		}
 		return rep, cerr
@@ -163,11 +162,12 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	return rep, rerr
 }
 
-// repairLeases takes the lease for Repair (sessionstore.AcquireWithin
-// waits with it): as Acquire does, or, when the log is to be cut or
-// salvaged, through acquireForRepair.
+// repairLeases is the store as Repair takes the lease through it
+// (sessionstore.AcquireWithin waits with it): Acquire and TryAcquire as
+// the store's, or, when the log is to be cut or salvaged, through
+// acquireForRepair; every other method is the store's.
 type repairLeases struct {
-	s        *Store
+	*Store
 	rep      *RepairReport
 	truncate bool
 	salvage  bool
@@ -175,13 +175,13 @@ type repairLeases struct {
 
 func (r repairLeases) take(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (sessionstore.Writer, error) {
 	if r.truncate || r.salvage {
-		w, err := r.s.acquireForRepair(ctx, id, opts, try, r.salvage, r.rep)
+		w, err := r.acquireForRepair(ctx, id, opts, try, r.salvage, r.rep)
 		if err != nil {
 			return nil, err
 		}
 		return w, nil
 	}
-	return r.s.acquire(ctx, id, opts, try)
+	return r.acquire(ctx, id, opts, try)
 }
 
 func (r repairLeases) Acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
@@ -190,10 +190,6 @@ func (r repairLeases) Acquire(ctx context.Context, id session.SessionID, opts se
 
 func (r repairLeases) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	return r.take(ctx, id, opts, true)
-}
-
-func (r repairLeases) Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error) {
-	return r.s.Lease(ctx, id)
 }
 
 // acquireForRepair takes session id's lease without the automatic
@@ -241,7 +237,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	if !errors.As(err, &ce) {
 		return err // nil: nothing to cut
 	}
-	f := findingOf(ce)
+	f := sessionstore.FindingOf(ce)
 	rep.Found = &f
 	var cut int64
 	switch ce.Path {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
@@ -71,9 +72,9 @@ func TestSalvageKeepsReadableRevisions(t *testing.T) {
 		r, err := parseLine(lines[i][:len(lines[i])-1], 1<<20)
 		require.NoError(t, err)
 		switch {
-		case k == 0 && r.Kind == KindDelta:
+		case k == 0 && r.Kind == record.KindDelta:
 			k = i
-		case k > 0 && r.Kind == KindFull:
+		case k > 0 && r.Kind == record.KindFull:
 			nextFull = i
 		}
 	}
@@ -108,7 +109,7 @@ func TestSalvageKeepsReadableRevisions(t *testing.T) {
 	gapLine := after[offs[k] : len(after)-len(damaged[offs[nextFull]:])]
 	m, payload, err := record.Parse(gapLine[:len(gapLine)-1], 1<<20)
 	require.NoError(t, err)
-	require.Equal(t, KindGap, m.Kind)
+	require.Equal(t, record.KindGap, m.Kind)
 	require.Equal(t, [2]uint64{first, last}, [2]uint64{m.Rev, m.Through()})
 	g, err := record.ParseGap(payload)
 	require.NoError(t, err)
@@ -176,10 +177,10 @@ func TestSalvageDuplicatedTail(t *testing.T) {
 			require.NoError(t, err)
 			rec, err := st.Load(ctx, "dup")
 			require.NoError(t, err)
-			payload, err := sessionstore.EncodeSnapshot("dup", rec.Snapshot, 0)
+			payload, err := adapter.EncodeSnapshot("dup", rec.Snapshot, 0)
 			require.NoError(t, err)
 			m := r16.Meta
-			m.Rev, m.Kind, m.Version, m.Gen = 17, KindFull, record.VersionOf(KindFull), r16.Gen+1
+			m.Rev, m.Kind, m.Version, m.Gen = 17, record.KindFull, record.VersionOf(record.KindFull), r16.Gen+1
 			l17 := record.Encode(m, payload)
 			dup = append(dup, l17...)
 			want = append(want, l17...)
@@ -285,7 +286,7 @@ func salvagedSession(t *testing.T, st *Store, id session.SessionID, n int) Salva
 	for i := 1; i < len(lines) && nextFull == 0; i++ {
 		r, err := parseLine(lines[i][:len(lines[i])-1], 1<<20)
 		require.NoError(t, err)
-		if r.Kind == KindFull {
+		if r.Kind == record.KindFull {
 			if k == 0 {
 				k = i
 			} else {

@@ -285,9 +285,7 @@ func (s *Store) gone(ctx context.Context, id session.SessionID) bool {
 	return err == nil && !exists
 }
 
-var _ sessionstore.BlobReader = (*Store)(nil)
-
-// ReadBlob implements sessionstore.BlobReader: the content session id
+// ReadBlob implements sessionstore.Store: the content session id
 // holds for ref, checked against its size and SHA-256.
 func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error) {
 	if err := s.readyID(ctx, id); err != nil {

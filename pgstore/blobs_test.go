@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -424,7 +425,7 @@ func TestForkCopiesItsContent(t *testing.T) {
 	require.Len(t, blobRows(t, conn, "src"), 2)
 	rec, err := s.Load(ctx, "fork")
 	require.NoError(t, err)
-	require.Equal(t, sessionstore.ForkSnapshot(snaps[0], "fork"), rec.Snapshot)
+	require.Equal(t, adapter.ForkSnapshot(snaps[0], "fork"), rec.Snapshot)
 }
 
 // TestPages: a conversation of short messages many times the record cap

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -231,7 +232,7 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err != nil {
 		return nil, err
 	}
-	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	snap := adapter.ForkSnapshot(src.Snapshot, newID)
 	return s.create(ctx, &snap, opts, from)
 }
 
