@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -334,6 +335,39 @@ func TestAppendRewritesDamagedBlob(t *testing.T) {
 			rep, err := s.Verify(ctx)
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "%+v", rep)
+		})
+	}
+}
+
+// TestCreateOutlastingLeaseTTL: a Create or CreateHistory whose
+// transaction takes longer than the lease's time to live (here the
+// server sleeps in a trigger on the records) hands back a live lease: its
+// time counts from the transaction's end (it expired at the insert's, and
+// the first append failed with ErrLeaseLost).
+func TestCreateOutlastingLeaseTTL(t *testing.T) {
+	ctx := t.Context()
+	db := newDSN(t)
+	const ttl = 2 * time.Second
+	s := openDSN(t, db, pgstore.Options{LeaseTTL: ttl})
+	_, err := rawConn(t, db).Exec(ctx, `CREATE FUNCTION slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(2.5); RETURN NEW; END $$ LANGUAGE plpgsql;
+		CREATE TRIGGER slow BEFORE INSERT ON pgstore_records FOR EACH ROW WHEN (NEW.rev = 1) EXECUTE FUNCTION slow()`)
+	require.NoError(t, err)
+	for _, how := range []string{"Create", "CreateHistory"} {
+		t.Run(how, func(t *testing.T) {
+			sess := sessiontest.New("slow-" + strings.ToLower(how))
+			var w sessionstore.Writer
+			var err error
+			if how == "Create" {
+				w, err = s.Create(ctx, sessiontest.Snap(t, sess), sessionstore.AcquireOptions{})
+			} else {
+				snap := sessiontest.Snap(t, sess)
+				w, err = s.CreateHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, sessionstore.AcquireOptions{})
+			}
+			require.NoError(t, err)
+			require.NoError(t, sess.AppendMessage(session.TextMessage(session.RoleUser, "after a slow create", sessiontest.Epoch)))
+			_, err = w.Append(ctx, 1, sessiontest.Snap(t, sess))
+			require.NoError(t, err, "the lease is live when Create returns")
+			require.NoError(t, w.Release(ctx))
 		})
 	}
 }

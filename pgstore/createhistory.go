@@ -80,7 +80,13 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 				sum := summary.Project(&last, m.Rev, m.Gen, m.Time)
 				sum.Sizes.LogBytes = logBytes
 				w.known, w.sound = held, maps.Clone(held)
-				return putSummary(ctx, tx, &sum, m.Schema)
+				if err := putSummary(ctx, tx, &sum, m.Schema); err != nil {
+					return err
+				}
+				// The lease lives its time from the end of the history,
+				// not from the insert (store.go's create says why).
+				_, err = tx.Exec(ctx, extendSQL, string(id), s.opts.LeaseTTL.Microseconds())
+				return err
 			}
 		}
 	})

@@ -277,7 +277,11 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 		s.indexTx(ctx, tx, &w.search, id, 1, snap)
 		maps.Copy(held, added)
 		w.known, w.sound = held, maps.Clone(held)
-		return nil
+		// The lease's time to live counts from here, not from the insert:
+		// a transaction that outlasts it (a large snapshot on a busy
+		// server) would hand back a lease already expired.
+		_, err = tx.Exec(ctx, extendSQL, string(id), s.opts.LeaseTTL.Microseconds())
+		return err
 	})
 	if err != nil {
 		return nil, wrapErr("create", id, err)
