@@ -121,6 +121,11 @@ type State struct {
 	Messages int
 	Digest   fulltext.Digest
 	Proof    Proof
+	// Updated is revision Rev's record time; Project and Labels are the
+	// session's at Rev (the project as filters compare it).
+	Updated time.Time
+	Project string
+	Labels  map[string]string
 }
 
 // Message is one message to index.
@@ -376,7 +381,7 @@ func (d *DB) StatesOf(ctx context.Context, ids []session.SessionID) (map[session
 	return d.states(ctx, stateSQL+" WHERE id IN (SELECT value FROM json_each(?))", string(b))
 }
 
-const stateSQL = "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions"
+const stateSQL = "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime, updated, project, labels FROM sessions"
 
 func (d *DB) states(ctx context.Context, query string, args ...any) (map[session.SessionID]State, error) {
 	rows, err := d.db.QueryContext(ctx, query, args...)
@@ -388,9 +393,16 @@ func (d *DB) states(ctx context.Context, query string, args ...any) (map[session
 	for rows.Next() {
 		var s State
 		var dig []byte
-		var dev, ino int64
-		if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime); err != nil {
+		var dev, ino, updated int64
+		var labels string
+		if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime, &updated, &s.Project, &labels); err != nil {
 			return nil, d.classify("read sessions", err)
+		}
+		s.Updated = time.Unix(0, updated).UTC()
+		if labels != "{}" && labels != "" {
+			if err := json.Unmarshal([]byte(labels), &s.Labels); err != nil {
+				return nil, fmt.Errorf("%w: %s: labels of %s: %w", ErrDamaged, d.path, s.ID, err)
+			}
 		}
 		s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
 		copy(s.Digest[:], dig)
