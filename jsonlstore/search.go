@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -79,11 +80,13 @@ type searchIndex struct {
 	feed   searchFeed
 }
 
-// openSearch returns the open index, opening it when it is not open or
-// its file was replaced. Without create, a missing index is
+// openSearchLocked returns the open index, opening it when it is not
+// open or its file was replaced. Without create, a missing index is
 // searchdb.ErrMissing. With create, a missing, damaged or outdated
-// index is made anew. si.mu must be held.
-func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB, error) {
+// index is made anew. An index that another process keeps from being
+// opened for a moment (SQLite recovering its WAL, a checkpoint) is
+// tried again for up to wait. si.mu must be held.
+func (s *Store) openSearchLocked(ctx context.Context, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
 	si := &s.search
 	if si.closed {
 		return nil, sessionstore.ErrClosed
@@ -106,11 +109,11 @@ func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB
 			return nil, err
 		}
 	}
-	db, err := searchdb.Open(ctx, s.abs(searchFile), searchdb.OpenOptions{Create: create})
+	db, err := openIndex(ctx, s.abs(searchFile), create, wait)
 	if errors.Is(err, searchdb.ErrDamaged) && create {
 		s.opts.Logger.Warn("jsonlstore: search index damaged or of another version: building it anew", "err", err)
 		if err = s.replaceSearchFile(); err == nil {
-			db, err = searchdb.Open(ctx, s.abs(searchFile), searchdb.OpenOptions{Create: true})
+			db, err = openIndex(ctx, s.abs(searchFile), true, wait)
 		}
 	}
 	if err != nil {
@@ -122,6 +125,29 @@ func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB
 	}
 	si.db, si.dbID = db, vfs.IdentityOf(fi)
 	return db, nil
+}
+
+// openIndex opens the index file at path, trying again, backing off,
+// while it is busy (searchdb.ErrBusy: another process holds a lock that
+// keeps a connection from reading its schema) for up to wait. Many
+// processes opening and closing the index at once make this common:
+// the first connection after the last one closed recovers the WAL, and
+// the last to close checkpoints it, each holding the file meanwhile.
+func openIndex(ctx context.Context, path string, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
+	deadline := time.Now().Add(time.Duration(wait))
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		db, err := searchdb.Open(ctx, path, searchdb.OpenOptions{Create: create})
+		if !errors.Is(err, searchdb.ErrBusy) || !time.Now().Add(pause).Before(deadline) {
+			return db, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Store) closeSearchLocked() {
@@ -213,7 +239,7 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 // searchLocked is Search with s.search.mu held. It also says what the
 // catalog needs.
 func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
-	db, err := s.openSearchLocked(ctx, true)
+	db, err := s.openSearchLocked(ctx, true, searchWait)
 	if err != nil {
 		if endsStoreWide(err) {
 			return sessionstore.SearchResult{}, catalogList{}, err
@@ -535,16 +561,11 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	if err != nil {
 		return cu, err
 	}
-	var ups []searchdb.Update
-	var upIdx []int
+	var reads []*indexed // the sessions read, to apply
 	for i, id := range stale {
 		switch {
-		case errs[i] == nil && read[i].update.Reset:
-			ups = append(ups, incremental(read[i], states[id]))
-			upIdx = append(upIdx, i)
 		case errs[i] == nil:
-			ups = append(ups, read[i].update) // only what the row lacks
-			upIdx = append(upIdx, i)
+			reads = append(reads, read[i])
 		case endsStoreWide(errs[i]):
 			return cu, errs[i]
 		case errors.Is(errs[i], sessionstore.ErrNotFound):
@@ -554,35 +575,30 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 			cu.unreadable = append(cu.unreadable, summary.UnreadableOf(id, errs[i]))
 		}
 	}
-	applied := make([]bool, len(ups))
+	applied := make([]bool, len(reads))
 	if db != nil {
-		for from := 0; from < len(ups); from += searchBatch {
-			to := min(from+searchBatch, len(ups))
-			ok, err := db.Apply(ctx, ups[from:to], searchWait)
-			if err != nil {
-				if endsStoreWide(err) {
-					return cu, err
-				}
-				s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
-				break
+		if err := s.applyLocked(ctx, db, reads, states, applied, searchWait); err != nil {
+			if endsStoreWide(err) {
+				return cu, err
 			}
-			copy(applied[from:], ok)
+			s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
 		}
 	}
-	for k, i := range upIdx {
+	for k, ix := range reads {
 		cu.indexed++
 		if applied[k] {
 			continue
 		}
-		// The index did not take it (unwritable, or changed meanwhile):
-		// the session is searched in memory, from what was read (all of
-		// it: the whole history).
-		ix := read[i]
-		if !ix.update.Reset {
-			whole, err := s.readIndexed(ctx, ix.update.ID, nil)
+		// The index did not take it (unwritable, or changed meanwhile
+		// beyond what was read): the session is searched in memory, from
+		// what was read (all of it: the whole history).
+		s.searches.inMemory.Add(1)
+		id := ix.head.ID
+		if !ix.whole() {
+			whole, err := s.readIndexed(ctx, id, nil)
 			if err != nil {
-				cu.unreadable = append(cu.unreadable, summary.UnreadableOf(ix.update.ID, err))
-				cu.skip[ix.update.ID] = true
+				cu.unreadable = append(cu.unreadable, summary.UnreadableOf(id, err))
+				cu.skip[id] = true
 				continue
 			}
 			ix = whole
@@ -590,34 +606,75 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		if cu.mem == nil {
 			cu.mem = fulltext.NewIndex()
 		}
-		u := &ix.update
-		docs, revs := make([]fulltext.Doc, len(u.Add)), make([]uint64, len(u.Add))
-		for j := range u.Add {
-			docs[j], revs[j] = u.Add[j].Doc, u.Add[j].Rev
+		h := &ix.head
+		docs, revs := make([]fulltext.Doc, len(ix.docs)), make([]uint64, len(ix.docs))
+		for j := range ix.docs {
+			docs[j], revs[j] = ix.docs[j].Doc, ix.docs[j].Rev
 		}
-		cu.mem.PutDocs(fulltext.Revision{ID: u.ID, Revision: u.Rev, Updated: u.Updated, Title: u.Title, Project: u.Project, Labels: u.Labels},
-			u.TitleRev, docs, revs)
-		cu.skip[u.ID] = true
+		cu.mem.PutDocs(fulltext.Revision{ID: id, Revision: h.Rev, Updated: h.Updated, Title: h.Title, Project: h.Project, Labels: h.Labels},
+			h.TitleRev, docs, revs)
+		cu.skip[id] = true
 	}
 	return cu, nil
 }
 
-// incremental is the update that brings a row in state st to what ix
-// read: only the messages after the row's when the row holds the
-// conversation's first messages (its digest says so), else a reset.
-func incremental(ix *indexed, st searchdb.State) searchdb.Update {
-	u := ix.update
-	if st.ID == "" || st.Messages > u.Messages || ix.digest[st.Messages] != st.Digest || st.Rev > u.Rev {
-		return u // a reset
-	}
-	for _, m := range u.Add[:st.Messages] {
-		if m.Rev > st.Rev {
-			return u // the log says an indexed message appeared later: start again
+// searchRebases is how often a catch-up builds again, on the rows as they
+// are now, the updates that found their rows changed by another process
+// (a writer's queue, another search) between the read of the rows and
+// the update.
+const searchRebases = 3
+
+// applyLocked writes what reads read to db, each read's update built on
+// its row's state in states, searchBatch sessions a transaction, waiting
+// for another process's write as wait says, and sets applied for those
+// the index took or needs no more. An update that finds its row changed
+// meanwhile is built again on the row as it is now: a row that now
+// holds the revision read or a later one, read from the same log file,
+// needs nothing (another process brought it there); one that holds a
+// revision the read went through is extended from it; a read of the
+// whole log replaces any other. The error is what kept it from writing
+// the rest.
+func (s *Store) applyLocked(ctx context.Context, db *searchdb.DB, reads []*indexed, states map[session.SessionID]searchdb.State, applied []bool, wait searchdb.Wait) error {
+	for round := 0; ; round++ {
+		var ups []searchdb.Update
+		var upK []int
+		for k, ix := range reads {
+			if applied[k] {
+				continue
+			}
+			st, has := states[ix.head.ID]
+			if round > 0 && has && st.Rev >= ix.head.Rev && st.Proof.Dev == ix.head.Proof.Dev && st.Proof.Ino == ix.head.Proof.Ino {
+				applied[k] = true // another process read the same log as far or further meanwhile
+				continue
+			}
+			if u, ok := ix.updateFor(st, has); ok {
+				ups, upK = append(ups, u), append(upK, k)
+			}
+		}
+		for from := 0; from < len(ups); from += searchBatch {
+			to := min(from+searchBatch, len(ups))
+			ok, err := db.Apply(ctx, ups[from:to], wait)
+			if err != nil {
+				return err
+			}
+			for j, k := range upK[from:to] {
+				applied[k] = ok[j]
+			}
+		}
+		var ids []session.SessionID
+		for k, ix := range reads {
+			if !applied[k] {
+				ids = append(ids, ix.head.ID)
+			}
+		}
+		if len(ids) == 0 || round == searchRebases {
+			return nil
+		}
+		var err error
+		if states, err = db.StatesOf(ctx, ids); err != nil {
+			return err
 		}
 	}
-	u.Reset, u.FromRev, u.FromMessages = false, st.Rev, st.Messages
-	u.Add = u.Add[st.Messages:]
-	return u
 }
 
 // searchBatch is how many sessions one transaction of a catch-up takes.
@@ -633,7 +690,7 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	s.flushSearch(ctx, searchWait)
 	s.search.mu.Lock()
 	defer s.search.mu.Unlock()
-	db, err := s.openSearchLocked(ctx, true)
+	db, err := s.openSearchLocked(ctx, true, searchWait)
 	if err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
