@@ -65,10 +65,12 @@ bench-go:
 FUZZ_TARGETS = \
 	./sessnap:FuzzUnmarshal ./sessnap:FuzzRoundTrip \
 	./session:FuzzNormalizeLastError \
-	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive \
+	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive ./jsonlstore:FuzzBlobRead \
+	./jsonlstore/internal/searchdb:FuzzSchemaCheck \
 	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile \
 	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply ./internal/record:FuzzExpandPages \
-	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse ./importer:FuzzDecode
+	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse ./importer:FuzzDecode \
+	./importer/transcript:FuzzMarkdownKeepsStructure
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/soak.sh fuzz

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -73,10 +72,10 @@ func TestContention(t *testing.T) {
 		helpers[i] = startHelper(t, modeContend,
 			dirEnv+"="+dir, logEnv+"="+logPath, roundsEnv+"="+strconv.Itoa(perProc))
 	}
-	// Generous: on 2 loaded cores with -race a round takes a few ms.
-	wait := max(45*time.Second, time.Duration(rounds)*50*time.Millisecond)
+	// Each wait lasts while the helpers work (proctest), however many
+	// rounds a soak asks for.
 	for _, h := range helpers {
-		f := strings.Fields(h.NextWithin(t, wait))
+		f := strings.Fields(h.Next(t))
 		require.Equal(t, []string{"done", strconv.Itoa(perProc)}, f[:2])
 		require.NoError(t, h.Wait(t))
 	}

@@ -55,13 +55,23 @@ func (l Line) Decode(r *Report, vs ...any) bool {
 
 // ParseFile opens name of fsys, parses it with parse and records name as
 // the transcript's Path. An error opening name is returned as it is, one
-// from parse as "name: …".
+// from parse as "name: …". Only a regular file is read: anything else (a
+// device such as /dev/zero, which never ends) fails with ErrNotRegular.
+// An fs.FS whose Open blocks on a named pipe (os.DirFS) blocks here too:
+// a Tree's FS opens one without blocking, and refuses it.
 func ParseFile(fsys fs.FS, name string, parse func(io.Reader) (*Transcript, error)) (*Transcript, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: NotRegularError(fi.Mode())}
+	}
 	t, err := parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -9,7 +9,9 @@
 //
 // Nothing here does I/O beyond the io.Reader a converter is given (and,
 // in the converters' fs.FS helpers, reading a tool's directory layout);
-// sources are never modified.
+// sources are never modified. A Tree is the fs.FS to read a directory of
+// sources through: opened without blocking, regular files only, nothing
+// outside it, every read under a context.
 //
 // # Usage
 //

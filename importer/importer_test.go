@@ -387,3 +387,30 @@ func Example() {
 	// claude-code-s1 revision 2 report 2 lines, 2 messages
 	// revision 3 messages 3 turns 2
 }
+
+// TestRevisionsHoldTheConversationOnce: replaying a transcript leaves each
+// message in memory once. The session keeps its own copy of what it is
+// given (raw JSON, image bytes); the transcript then shares that copy
+// instead of holding its own beside it, which doubled an import's
+// memory.
+func TestRevisionsHoldTheConversationOnce(t *testing.T) {
+	_, data := importtest.GenerateClaudeCode(3, 2<<20)
+	tr, err := claudecode.Parse(bytes.NewReader(data), claudecode.Options{})
+	require.NoError(t, err)
+	s, _ := importtest.Build(t, tr)
+	conv := s.Conversation()
+	require.Len(t, conv, len(tr.Messages))
+	shared := 0
+	for i, m := range tr.Messages {
+		for j, p := range m.Parts {
+			q := conv[i].Parts[j]
+			for _, pair := range [][2][]byte{{p.Input, q.Input}, {p.Data, q.Data}, {p.Result, q.Result}} {
+				if len(pair[0]) > 0 {
+					require.Same(t, &pair[0][0], &pair[1][0], "message %d part %d is held twice", i, j)
+					shared++
+				}
+			}
+		}
+	}
+	require.Positive(t, shared, "the transcript holds raw JSON or bytes to share")
+}

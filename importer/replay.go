@@ -46,6 +46,9 @@ func (t *Transcript) Revisions(cfg session.Config) iter.Seq2[*session.Session, e
 // The title and workspace follow the source; the first revision records
 // the origin of this read (SetOrigin).
 //
+// Each message appended is then held once: t's message shares the copy
+// s keeps (read-only, as a session's conversation is).
+//
 // It yields ErrDiverged, and nothing else, when s's conversation is not
 // the start of t's or s was imported from another source.
 func (t *Transcript) Apply(s *session.Session) iter.Seq2[*session.Session, error] {
@@ -159,6 +162,11 @@ func (t *Transcript) appendMessage(s *session.Session, i int) error {
 	if err := s.AppendMessage(m); err != nil {
 		return err
 	}
+	// The session keeps a copy of m; the transcript takes that copy in
+	// place of its own, so that a conversation being imported is held in
+	// memory once, not twice.
+	conv := s.Conversation()
+	t.Messages[i] = conv[len(conv)-1]
 	if running && m.Role == session.RoleAssistant {
 		if m.Usage != nil {
 			if err := s.AddUsage(*m.Usage); err != nil {

@@ -41,27 +41,44 @@ func Text(parts []session.Part) string {
 }
 
 // LineWriter writes JSONL for the converters' writers: one JSON value a
-// line, without HTML escaping (text keeps its bytes). The first error
-// sticks: later Puts do nothing and Flush returns it.
+// line, without HTML escaping (text keeps its bytes). Each value is one
+// line to every reader: encoding/json escapes the line breaks of strings
+// but NEL (U+0085), which some readers end a line at (Python's
+// splitlines), and LineWriter escapes that too. The first error sticks:
+// later Puts do nothing and Flush returns it.
 type LineWriter struct {
 	bw  *bufio.Writer
+	buf bytes.Buffer
 	enc *json.Encoder
 	err error
 }
 
 // NewLineWriter returns a LineWriter writing to w.
 func NewLineWriter(w io.Writer) *LineWriter {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	return &LineWriter{bw: bw, enc: enc}
+	lw := &LineWriter{bw: bufio.NewWriter(w)}
+	lw.enc = json.NewEncoder(&lw.buf)
+	lw.enc.SetEscapeHTML(false)
+	return lw
 }
+
+// nel is U+0085 in UTF-8. Outside strings JSON holds no such bytes, so
+// its escape means the same document.
+var nel = []byte("\u0085")
 
 // Put writes v as a line.
 func (lw *LineWriter) Put(v any) {
-	if lw.err == nil {
-		lw.err = lw.enc.Encode(v)
+	if lw.err != nil {
+		return
 	}
+	lw.buf.Reset()
+	if lw.err = lw.enc.Encode(v); lw.err != nil {
+		return
+	}
+	line := lw.buf.Bytes()
+	if bytes.Contains(line, nel) {
+		line = bytes.ReplaceAll(line, nel, []byte(`\u0085`))
+	}
+	_, lw.err = lw.bw.Write(line)
 }
 
 // Flush writes what is buffered and returns the first error.

@@ -141,8 +141,12 @@ func (s *Store) openSegment(name string) (*zstd.Decoder, func(), error) {
 }
 
 // archiveCorruption wraps a problem with an archive as corruption of the
-// session, located at the segment.
+// session, located at the segment — unless it is a failure to open or read
+// the file (accessErr), which says nothing about what it holds.
 func archiveCorruption(id session.SessionID, file string, rev uint64, err error) error {
+	if accessErr(err) {
+		return pathErr("read", id, archiveDir(id)+"/"+file, err)
+	}
 	return &sessionstore.CorruptionError{ID: id, Path: archiveDir(id) + "/" + file, Revision: rev, Err: err}
 }
 

@@ -145,7 +145,7 @@ func readSessionFiles(st *Store, id session.SessionID) error {
 		return err
 	}
 	for _, n := range names {
-		if _, _, err := readBlobIn(st.fs, blobDir(id)+"/", strings.TrimSuffix(n, zstSuffix), maxBlobBytes, 2); err != nil {
+		if _, _, err := readBlobIn(st.fs, blobDir(id)+"/", strings.TrimSuffix(n, zstSuffix), sizeAny, hintNone); err != nil {
 			return err
 		}
 	}

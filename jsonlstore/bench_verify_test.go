@@ -109,7 +109,7 @@ func parseSessionFiles(st *Store, id string) error {
 		return err
 	}
 	for _, n := range names {
-		b, _, err := readBlobIn(st.fs, blobDir(session.SessionID(id))+"/", strings.TrimSuffix(n, zstSuffix), maxBlobBytes, 2)
+		b, _, err := readBlobIn(st.fs, blobDir(session.SessionID(id))+"/", strings.TrimSuffix(n, zstSuffix), sizeAny, hintNone)
 		if err != nil {
 			return err
 		}

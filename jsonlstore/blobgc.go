@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -21,7 +22,9 @@ import (
 // any forensic copy (the revisions a repair set aside keep their
 // content), and in any page those reference. A blob named by a string
 // that merely looks like a reference is kept too; that costs its bytes,
-// never a revision.
+// never a revision. A page that only forensic copies reference may be
+// the damage a salvage set aside: when one cannot be read, the blobs it
+// references are unknown, and the collection removes none.
 
 // BlobCollection is what a blob collection removed.
 type BlobCollection struct {
@@ -30,6 +33,11 @@ type BlobCollection struct {
 	Blobs     int   `json:"blobs,omitempty"`
 	Bytes     int64 `json:"bytes,omitempty"`
 	Temporary int   `json:"temporary,omitempty"`
+	// Kept says why no blob was removed although some may be
+	// unreferenced ("" when the collection ran): a page that only
+	// forensic copies reference cannot be read, so the references it
+	// holds are unknown.
+	Kept string `json:"kept,omitempty"`
 }
 
 // refPrefix and pageRefPrefix precede a blob's and a page's hash in a
@@ -59,7 +67,8 @@ func scanRefs(b []byte, fn func(hash string, page bool)) {
 // collectBlobs removes session id's unreferenced blobs and temporary blob
 // files; the caller holds the lease (w is its writer, whose memory of the
 // blobs present it corrects). It removes nothing when it cannot read every
-// reference (a damaged log or archive: the error says why).
+// reference: a damaged log or archive (the error says why), or a page
+// only forensic copies reference that cannot be read (Kept says which).
 func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, error) {
 	id := w.id
 	var c BlobCollection
@@ -86,9 +95,15 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 	if len(present) == 0 {
 		return c, nil
 	}
-	refs, err := s.blobRefs(ctx, id)
+	refs, unread, err := s.blobRefs(ctx, id)
 	if err != nil {
 		return c, opErr("collect blobs of", id, err)
+	}
+	if unread != "" {
+		// Any blob may be one the unread page references: keep them all.
+		c.Kept = unread
+		s.opts.Logger.Warn("jsonlstore: blob collection removed no blob", "session", id, "why", unread)
+		return c, nil
 	}
 	for hash, name := range present {
 		if refs[hash] {
@@ -112,9 +127,14 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 }
 
 // blobRefs returns every hash session id's records, forensic copies and
-// their pages reference.
-func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (map[string]bool, error) {
-	refs := map[string]bool{}
+// their pages reference. A page that only forensic copies reference may
+// be damaged (a salvage sets aside the records whose page is damaged, and
+// their copies keep referencing it): unread says why one could not be
+// read (then the references it holds are unknown, and nothing may be
+// removed), and the scan goes on. A page the records reference must be
+// read: an error reading one is returned.
+func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[string]bool, unread string, err error) {
+	refs = map[string]bool{}
 	var pages []string
 	add := func(hash string, page bool) {
 		if !refs[hash] && page {
@@ -122,7 +142,31 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (map[string]
 		}
 		refs[hash] = true
 	}
-	err := s.read(ctx, id, func(v *view) error {
+	// expand scans the pages queued, and those they reference in turn.
+	expand := func(forensic bool) error {
+		for len(pages) > 0 {
+			hash := pages[len(pages)-1]
+			pages = pages[:len(pages)-1]
+			content, name, err := s.readBlobFile(id, hash, sizeAny)
+			if err == nil && blob.Hash(content) != hash {
+				err = errBlobHash // a page cut short or overwritten
+			}
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				continue // a missing page: verify reports it
+			case err != nil && forensic:
+				if unread == "" {
+					unread = fmt.Sprintf("page %s/%s, which only forensic copies reference, cannot be read (%v): the blobs it references are unknown", blobDir(id), name, err)
+				}
+				continue
+			case err != nil:
+				return fmt.Errorf("page %s: %w", hash, err)
+			}
+			scanRefs(content, add)
+		}
+		return nil
+	}
+	err = s.read(ctx, id, func(v *view) error {
 		clear(refs)
 		pages = pages[:0]
 		h := s.scanHistory(id, v)
@@ -135,25 +179,21 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (map[string]
 		}
 		return h.Err()
 	})
+	if err == nil {
+		err = expand(false)
+	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	// The pages queued from here on are referenced by forensic copies
+	// alone.
 	if err := s.forensicRefs(id, add); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	for len(pages) > 0 {
-		hash := pages[len(pages)-1]
-		pages = pages[:len(pages)-1]
-		content, _, err := s.readBlobFile(id, hash, maxBlobBytes)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // a missing page: verify reports it
-		}
-		if err != nil {
-			return nil, fmt.Errorf("page %s: %w", hash, err)
-		}
-		scanRefs(content, add)
+	if err := expand(true); err != nil {
+		return nil, "", err
 	}
-	return refs, nil
+	return refs, unread, nil
 }
 
 // forensicRefs scans session id's forensic copies for references,

@@ -70,16 +70,13 @@ func notHeld(id session.SessionID, ref session.ContentRef) error {
 		sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
 }
 
-// blobSize returns the content size of the blob of hash in dir, and
-// whether there is one: a raw blob's file size, or the content size a
-// compressed blob's zstd frame header records (its content counted when
-// the header does not say).
+// blobSize returns the content size of the blob of hash in dir (openBlob:
+// its raw file, else <hash>.zst), and whether there is one: a raw blob's
+// file size, or the content size a compressed blob's zstd frame header
+// records (its content counted, keeping none of it, when the header does
+// not say).
 func blobSize(fsys vfs.FS, dir, hash string) (int64, bool, error) {
-	fi, err := fsys.Lstat(dir + "/" + blobName(hash, false))
-	if err == nil && fi.Mode().IsRegular() {
-		return fi.Size(), true, nil
-	}
-	f, err := fsys.OpenFile(dir+"/"+blobName(hash, true), osRDONLY, 0)
+	f, _, compressed, err := openBlob(fsys, dir+"/", hash, hintNone)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -87,18 +84,15 @@ func blobSize(fsys vfs.FS, dir, hash string) (int64, bool, error) {
 		return 0, false, err
 	}
 	defer func() { _ = f.Close() }() // read-only
-	head := make([]byte, zstd.HeaderMaxSize)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return 0, false, err
-	}
-	var h zstd.Header
-	if err := h.Decode(head[:n]); err == nil && h.HasFCS {
-		return int64(min(h.FrameContentSize, maxBlobBytes)), true, nil
-	}
-	fi, err = f.Stat()
+	fi, err := f.Stat()
 	if err != nil {
 		return 0, false, err
+	}
+	if !compressed {
+		return fi.Size(), true, nil
+	}
+	if size, ok := zstContentSize(f, fi.Size()); ok {
+		return size, true, nil
 	}
 	dec := blobDecoders.Get().(*zstd.Decoder)
 	defer blobDecoders.Put(dec)

@@ -1,12 +1,10 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -127,7 +125,16 @@ func (b *blobWriter) PutPage(content []byte) (string, error) {
 	return hash, b.put(hash, content)
 }
 
-// put writes content under hash, unless a blob of that hash is there.
+// put writes content under hash, unless the blob of that hash holds it
+// already. A file under the blob's name is not taken on trust: a blob
+// damaged after it was written (cut short, emptied, overwritten) would
+// otherwise be referenced again by a record acknowledged as durable. So
+// the first time a writer puts a hash it finds there (blobHolds: the size,
+// then the bytes compared), a file that does not hold content is replaced
+// by one that does: written under a temporary name, synced, renamed over
+// it, and the directory synced before the record (sync). That costs one
+// read of each blob a writer references again and did not write itself,
+// once per writer (known), against the write it saves.
 func (b *blobWriter) put(hash string, content []byte) error {
 	if b.known[hash] {
 		return nil
@@ -136,18 +143,26 @@ func (b *blobWriter) put(hash string, content []byte) error {
 		return b.putNew(hash, content)
 	}
 	dir := b.dir + "/" + BlobDir
-	for _, name := range []string{blobName(hash, false), blobName(hash, true)} {
-		if fi, err := b.fs.Lstat(dir + "/" + name); err == nil && fi.Mode().IsRegular() {
-			b.known[hash] = true
-			return nil
+	name, holds := blobHolds(b.fs, dir+"/", hash, content)
+	if holds {
+		b.known[hash] = true
+		return nil
+	}
+	var data []byte
+	if name == "" { // a new blob
+		if err := b.fs.Mkdir(dir, dirPerm); err == nil {
+			b.dirMade = true
+		} else if !errors.Is(err, fs.ErrExist) {
+			return opErr("blobs", "", err)
 		}
+		var compressed bool
+		data, compressed = b.compress(content)
+		name = blobName(hash, compressed)
+	} else if name == blobName(hash, false) { // a damaged blob, replaced under its name
+		data = content
+	} else {
+		data = blobEncoder().EncodeAll(content, make([]byte, 0, len(content)/2))
 	}
-	if err := b.fs.Mkdir(dir, dirPerm); err == nil {
-		b.dirMade = true
-	} else if !errors.Is(err, fs.ErrExist) {
-		return opErr("blobs", "", err)
-	}
-	data, compressed := b.compress(content)
 	tmp := dir + "/" + blobTmpPrefix + randomSuffix() + tmpSuffix
 	f, err := b.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
@@ -161,13 +176,16 @@ func (b *blobWriter) put(hash string, content []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = b.fs.Rename(tmp, dir+"/"+blobName(hash, compressed))
+		err = b.fs.Rename(tmp, dir+"/"+name)
 	}
 	if err != nil {
 		_ = b.fs.Remove(tmp)
 		return pathErr("write blob", "", dir+"/"+hash, err)
 	}
 	b.known[hash] = true
+	if _, ok := b.sizes[hash]; ok {
+		b.sizes[hash] = int64(len(content))
+	}
 	b.pending = append(b.pending, hash)
 	return nil
 }
@@ -286,58 +304,76 @@ func (s *Store) readBlob(id session.SessionID, ref session.ContentRef) ([]byte, 
 }
 
 // readBlobVia is readBlob through d, an open blobs/ directory (nil: by
-// path from the root). A reference of size -1 reads a blob of any size
-// (a prefetch, whose user checks the size).
+// path from the root). A reference of size sizeAny or sizeJustified
+// reads a blob of any size, as readBlobIn does (its user checks the
+// size). What it allocates follows the blob's file, not ref's size.
 func (s *Store) readBlobVia(d *blobDirReader, id session.SessionID, ref session.ContentRef) ([]byte, error) {
-	corrupt := func(name string, err error) error {
-		return &sessionstore.CorruptionError{ID: id, Path: blobDir(id) + "/" + name, Err: fmt.Errorf("%w: %w", ErrBlob, err)}
-	}
-	if !validBlobHash(ref.SHA256) || ref.Size < -1 || ref.Size > maxBlobBytes {
-		return nil, corrupt(ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
-	}
-	limit := ref.Size
-	if limit < 0 { // a prefetch: the size is checked when the content is used
-		limit = maxBlobBytes
+	if !validBlobHash(ref.SHA256) || ref.Size < sizeJustified || ref.Size > maxBlobBytes {
+		return nil, s.blobErr(id, ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
 	}
 	var content []byte
 	var name string
 	var err error
 	if d != nil {
-		content, name, err = d.read(ref.SHA256, limit)
+		content, name, err = d.read(ref.SHA256, ref.Size)
 	} else {
-		content, name, err = s.readBlobFile(id, ref.SHA256, limit)
+		content, name, err = s.readBlobFile(id, ref.SHA256, ref.Size)
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, corrupt(ref.SHA256, errors.New("no such blob"))
-		}
-		var ce *sessionstore.CorruptionError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, corrupt(name, err)
+		return nil, s.blobErr(id, name, err)
 	}
 	if ref.Size >= 0 && int64(len(content)) != ref.Size {
-		return nil, corrupt(name, fmt.Errorf("holds %d bytes, the reference says %d", len(content), ref.Size))
+		return nil, s.blobErr(id, name, errBlobSize(int64(len(content)), ref.Size))
 	}
 	if sum := sha256.Sum256(content); hex.EncodeToString(sum[:]) != ref.SHA256 {
-		return nil, corrupt(name, errors.New("content does not match its SHA-256"))
+		return nil, s.blobErr(id, name, errBlobHash)
 	}
 	return content, nil
 }
 
-// readBlobFile reads the blob of hash (raw or compressed), reading at most
-// size bytes of content (one more to notice a longer one).
+// checkBlob checks, streaming, that session id's blob of ref holds what
+// ref says: what readBlob would find, the same errors, without holding
+// the content (checkBlobIn).
+func (s *Store) checkBlob(id session.SessionID, ref session.ContentRef) error {
+	if !validBlobHash(ref.SHA256) || ref.Size < 0 || ref.Size > maxBlobBytes {
+		return s.blobErr(id, ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
+	}
+	name, err := checkBlobIn(s.fs, blobDir(id)+"/", ref.SHA256, ref.Size)
+	if err != nil {
+		return s.blobErr(id, name, err)
+	}
+	return nil
+}
+
+// blobErr is the error of reading session id's blob file name: a
+// *sessionstore.CorruptionError naming it, wrapping ErrBlob (a missing
+// blob, "no such blob").
+func (s *Store) blobErr(id session.SessionID, name string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		name, err = strings.TrimSuffix(name, zstSuffix), errors.New("no such blob")
+	}
+	var ce *sessionstore.CorruptionError
+	if errors.As(err, &ce) {
+		return err
+	}
+	if accessErr(err) { // no evidence of damage: the blob may be sound
+		return pathErr("read", id, blobDir(id)+"/"+name, err)
+	}
+	return &sessionstore.CorruptionError{ID: id, Path: blobDir(id) + "/" + name, Err: fmt.Errorf("%w: %w", ErrBlob, err)}
+}
+
+// readBlobFile reads the blob of hash (raw or compressed, openBlob),
+// whose content must be size bytes (any, for sizeAny).
 func (s *Store) readBlobFile(id session.SessionID, hash string, size int64) ([]byte, string, error) {
-	return readBlobIn(s.fs, blobDir(id)+"/", hash, size, 0)
+	return readBlobIn(s.fs, blobDir(id)+"/", hash, size, hintNone)
 }
 
 // blobDirReader reads the blobs of one directory through a descriptor of
 // it, knowing which are compressed from one listing: a blob costs one
 // open, not one per path component and name tried.
 type blobDirReader struct {
-	fs         vfs.SubFS
-	compressed map[string]bool // hash -> stored compressed, as listed
+	fs     vfs.SubFS
+	listed map[string]blobHint // hash -> which of its files are listed
 }
 
 // openBlobDir opens session id's blobs/ for reading, nil when it cannot
@@ -352,10 +388,15 @@ func (s *Store) openBlobDir(id session.SessionID) *blobDirReader {
 		_ = sub.Close()
 		return nil
 	}
-	d := &blobDirReader{fs: sub, compressed: make(map[string]bool, len(entries))}
+	d := &blobDirReader{fs: sub, listed: make(map[string]blobHint, len(entries))}
 	for _, e := range entries {
-		if h, z := strings.CutSuffix(e.Name(), zstSuffix); validBlobHash(h) {
-			d.compressed[h] = z
+		h, z := strings.CutSuffix(e.Name(), zstSuffix)
+		switch {
+		case !validBlobHash(h):
+		case !z:
+			d.listed[h] = hintRaw // the blob, whatever else is listed (openBlob)
+		case d.listed[h] == hintNone:
+			d.listed[h] = hintZst
 		}
 	}
 	return d
@@ -364,53 +405,7 @@ func (s *Store) openBlobDir(id session.SessionID) *blobDirReader {
 func (d *blobDirReader) close() { _ = d.fs.Close() } // read-only
 
 func (d *blobDirReader) read(hash string, size int64) ([]byte, string, error) {
-	hint := 0 // not listed (written since): try both names
-	if z, ok := d.compressed[hash]; ok {
-		hint = 1
-		if z {
-			hint = 2
-		}
-	}
-	return readBlobIn(d.fs, "", hash, size, hint)
-}
-
-// readBlobIn reads the blob of hash from fsys under prefix: as is or
-// compressed, whichever is there, trying first what hint says (2:
-// compressed; else as is).
-func readBlobIn(fsys vfs.FS, prefix, hash string, size int64, hint int) ([]byte, string, error) {
-	name, compressed := blobName(hash, hint == 2), hint == 2
-	f, err := fsys.OpenFile(prefix+name, osRDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) { // not listed, or listed under the other name
-		name, compressed = blobName(hash, !compressed), !compressed
-		f, err = fsys.OpenFile(prefix+name, osRDONLY, 0)
-	}
-	if err != nil {
-		return nil, name, err
-	}
-	defer func() { _ = f.Close() }() // read-only
-	var r io.Reader = f
-	if compressed {
-		dec := blobDecoders.Get().(*zstd.Decoder)
-		defer blobDecoders.Put(dec)
-		if err := dec.Reset(f); err != nil {
-			return nil, name, err
-		}
-		defer func() { _ = dec.Reset(nil) }() // drop the file
-		r = dec
-	}
-	var buf bytes.Buffer
-	want := size
-	if fi, err := f.Stat(); err == nil && size == maxBlobBytes { // a size not known: about what the file holds
-		want = fi.Size()
-		if compressed {
-			want *= 4
-		}
-	}
-	buf.Grow(int(min(want, 1<<30)))
-	if _, err := io.Copy(&buf, io.LimitReader(r, size+1)); err != nil {
-		return nil, name, err
-	}
-	return buf.Bytes(), name, nil
+	return readBlobIn(d.fs, "", hash, size, d.listed[hash])
 }
 
 // blobNames lists the blob files of session id (temporary files left

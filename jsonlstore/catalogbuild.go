@@ -66,6 +66,11 @@ type CatalogReport struct {
 	// changed for catalog.SettleTime).
 	RootFile bool          `json:"root_file"`
 	Duration time.Duration `json:"duration_ns"`
+	// SetAside names (relative to the root) what Reindex moved out of
+	// the way before it rebuilt the catalog: entries where the catalog
+	// keeps its directory, lock, marks, file or root file that were not of
+	// the kind it keeps there (setAsideCatalogDamage).
+	SetAside []string `json:"set_aside,omitempty"`
 }
 
 // lockCatalog takes the catalog's lock: at once, or (wait) retrying until
@@ -421,5 +426,88 @@ func (s *Store) Reindex(ctx context.Context) (CatalogReport, error) {
 	if s.closed.Load() {
 		return CatalogReport{}, sessionstore.ErrClosed
 	}
-	return s.writeCatalog(ctx, true, true)
+	aside, err := s.setAsideCatalogDamage()
+	if err != nil {
+		return CatalogReport{SetAside: aside}, fmt.Errorf("jsonlstore: catalog: %w", err)
+	}
+	rep, err := s.writeCatalog(ctx, true, true)
+	rep.SetAside = aside
+	return rep, err
+}
+
+// catalogKinds are the entries the catalog keeps in its directory, and
+// whether each is a directory (else a regular file).
+var catalogKinds = []struct {
+	name string
+	dir  bool
+}{{"lock", false}, {"marks", true}, {"catalog", false}, {"root", false}}
+
+// catalogAside is the prefix of the name an entry set aside is given.
+const catalogAside = "aside-"
+
+// wrongKind says what fi, which stands where the catalog keeps a directory
+// (dir) or a regular file, is instead, or "" when it is what belongs there.
+// A symlink is never what belongs: the store follows none.
+func wrongKind(fi fs.FileInfo, dir bool) string {
+	switch m := fi.Mode(); {
+	case dir && m.IsDir(), !dir && m.IsRegular():
+		return ""
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "not a regular file or directory"
+}
+
+// setAsideCatalogDamage moves out of the way what stands where the catalog
+// keeps its directory (.catalog), lock, marks directory, file or root file
+// but is not of the kind the store keeps there — a FIFO, a symlink, a file
+// for a directory, a directory for a file — which no listing can use or
+// replace, and on which a rebuild would fail. Nothing is deleted and no
+// link is followed: each is renamed within its directory, .catalog to
+// .catalog-aside-<random>, the others to .catalog/aside-<name>-<random>.
+// It returns the new names. Anything else in .catalog is left alone (the
+// catalog reads only its own names).
+func (s *Store) setAsideCatalogDamage() ([]string, error) {
+	var aside []string
+	move := func(name, to string) error {
+		if err := s.fs.Rename(name, to); err != nil {
+			return fmt.Errorf("set aside %s: %w", name, err)
+		}
+		aside = append(aside, to)
+		return nil
+	}
+	fi, err := s.fs.Lstat(CatalogDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case wrongKind(fi, true) != "":
+		return aside, move(CatalogDir, CatalogDir+"-"+catalogAside+randomSuffix())
+	}
+	for _, k := range catalogKinds {
+		name := CatalogDir + "/" + k.name
+		fi, err := s.fs.Lstat(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return aside, err
+		case wrongKind(fi, k.dir) != "":
+			if err := move(name, CatalogDir+"/"+catalogAside+k.name+"-"+randomSuffix()); err != nil {
+				return aside, err
+			}
+		}
+	}
+	return aside, nil
 }

@@ -105,6 +105,9 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		return rep, false, fmt.Errorf("jsonlstore: verify catalog: %w", err)
 	}
 	root := dirStateOf(rootFi)
+	if s.catalogKindProblems(&rep) {
+		return rep, false, nil
+	}
 	marks, err := s.readMarks()
 	if err != nil {
 		return rep, false, fmt.Errorf("jsonlstore: verify catalog: %w", err)
@@ -194,15 +197,17 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 	}
 	if len(unknown) > 0 || gone > 0 {
 		r, rok := s.readCatalogRoot()
+		hidden := false
 		if rootTrusted(r, rok, f.ID, root) && len(unknown) > 0 {
 			// Listings believe that the catalog holds every session: those
 			// it lacks are hidden, unless the root changed since it was
 			// looked at (a creation during the check).
 			if fi, err := s.fs.Lstat("."); err == nil && dirStateOf(fi) == root && stillThere() {
-				rep.problemf("%s vouches that the catalog holds every session, but it lacks %s: listings that believe it do not show them", catalogRootFile, idList(unknown))
+				hidden = true
+				rep.problemf("%s vouches that the catalog holds every session, but it lacks %s: listings that believe it do not show them until the root changes; `sessions reindex` rebuilds the catalog and the root file", catalogRootFile, idList(unknown))
 			}
 		}
-		if len(unknown) > 0 {
+		if len(unknown) > 0 && !hidden {
 			rep.notef("%d sessions not in the catalog yet (%s): listings read them until the next rewrite", len(unknown), idList(unknown))
 		}
 		if gone > 0 {
@@ -263,6 +268,32 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		}
 	}
 	return rep, false, nil
+}
+
+// catalogKindProblems reports as problems what stands where the catalog
+// keeps its directory, lock, marks, file or root file but is not of the
+// kind the store keeps there (a FIFO, a symlink, a file for a directory):
+// listings cannot use it, and `sessions reindex` sets it aside
+// (setAsideCatalogDamage). It reports whether it found any.
+func (s *Store) catalogKindProblems(rep *CatalogVerifyReport) bool {
+	const after = "listings answer without it meanwhile, and `sessions reindex` sets it aside and rebuilds the catalog"
+	fi, err := s.fs.Lstat(CatalogDir)
+	if err != nil {
+		return false // missing (a listing writes it), or unreadable: the checks that follow say
+	}
+	if what := wrongKind(fi, true); what != "" {
+		rep.problemf("%s is %s, not the catalog's directory: %s", CatalogDir, what, after)
+		return true
+	}
+	for _, k := range catalogKinds {
+		name := CatalogDir + "/" + k.name
+		if fi, err := s.fs.Lstat(name); err == nil {
+			if what := wrongKind(fi, k.dir); what != "" {
+				rep.problemf("%s is %s: %s", name, what, after)
+			}
+		}
+	}
+	return len(rep.Problems) > 0
 }
 
 // recheck returns problem for session id, unless a mark of it came since

@@ -82,8 +82,11 @@ type CompactReport struct {
 	ID session.SessionID `json:"id"`
 	// Skipped is why the session was not compacted ("" if it was, or
 	// would be).
-	Skipped          string `json:"skipped,omitempty"`
-	DryRun           bool   `json:"dry_run,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+	// RevisionsTrimmed counts the revisions moved into the archive, from
+	// its first to FirstKept-1: those a gap record stands for included
+	// (it is archived as they are missing: one record).
 	RevisionsTrimmed int64  `json:"revisions_trimmed"`
 	FirstKept        uint64 `json:"first_kept"`
 	Latest           uint64 `json:"latest"`
@@ -261,7 +264,7 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 	rep.Skipped, rep.FirstKept, rep.Latest = pl.skipped, pl.firstKept, pl.latest
 	rep.LogBytesBefore, rep.LogBytesAfter = size, size
 	if pl.skipped == "" {
-		rep.RevisionsTrimmed = pl.seg.Records
+		rep.RevisionsTrimmed = int64(pl.seg.Last - pl.seg.First + 1)
 		rep.LogBytesAfter = size - pl.cut
 		rep.Segment = archiveDir(rep.ID) + "/" + pl.seg.File
 	}
@@ -293,14 +296,18 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		pl.skipped = "no policy"
 		return pl, nil
 	}
+	// A record stands for revisions Rev to Through(): a gap record for
+	// all those a repair set aside. It is kept when any of them is, and
+	// a segment ends at the last revision its last record stands for
+	// (the manifest's ranges are revisions, not records).
 	keep := func(r *record.Rec) bool {
-		return r.Rev >= latest || (cutByCount > 0 && r.Rev >= cutByCount) || (!since.IsZero() && !r.Time.Before(since))
+		return r.Through() >= latest || (cutByCount > 0 && r.Through() >= cutByCount) || (!since.IsZero() && !r.Time.Before(since))
 	}
 	seg := &pl.seg
-	// The first kept record must be a full record: a delta needs its base
-	// in the log. Records since the last full one wait in pending until
-	// the next full record shows that nothing kept needs them; when the
-	// cut lands on a delta, they are kept with it.
+	// The first kept record must be a full record (or a gap): a delta
+	// needs its base in the log. Records since the last full one wait in
+	// pending until the next full record (or gap) shows that nothing kept
+	// needs them; when the cut lands on a delta, they are kept with it.
 	var pending []record.Rec
 	trimPending := func() error {
 		for i := range pending {
@@ -308,7 +315,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 			if seg.First == 0 {
 				seg.First = r.Rev
 			}
-			seg.Last = r.Rev
+			seg.Last = r.Through()
 			seg.Records++
 			seg.Bytes += r.LineLen
 			if err := trim(r); err != nil {
@@ -324,7 +331,9 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 			return pl, err
 		}
 		r := rd.Record()
-		if r.Kind == KindFull {
+		if r.Kind == KindFull || r.Kind == KindGap {
+			// Nothing from here on builds on the records before: a gap
+			// is followed by a full record.
 			if err := trimPending(); err != nil {
 				return pl, err
 			}

@@ -246,7 +246,7 @@ func compactKillChild(ctx context.Context, dir string, id session.SessionID) err
 	defer st.Close()
 	fmt.Println("ready")
 	start := time.Now()
-	rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: keep}, proctest.LineWithin)
+	rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: keep}, proctest.ChildWait)
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,7 @@ func fixtureFiles(t testing.TB, dir string) map[string]string {
 			return err
 		}
 		if strings.HasPrefix(rel, BlobDir+"/") && strings.HasSuffix(rel, zstSuffix) {
-			content, _, err := readBlobIn(osDirFS(t, filepath.Dir(path)), "", strings.TrimSuffix(d.Name(), zstSuffix), maxBlobBytes, 2)
+			content, _, err := readBlobIn(osDirFS(t, filepath.Dir(path)), "", strings.TrimSuffix(d.Name(), zstSuffix), sizeAny, hintZst)
 			if err != nil {
 				return err
 			}

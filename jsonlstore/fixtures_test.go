@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,8 +195,14 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	r3.Gen, r3.Time = 3, sessiontest.Epoch.Add(2*time.Minute)
 	out["unknown-kind-built-on"] = cat(b[0], record.Encode(patch, []byte(`{"ops":[]}`)), record.Encode(r3.Meta, r3.Payload))
 
+	// A history of full records and deltas that a newer program went on
+	// with: the revisions before its record read, one by one too.
+	d := fixtureDeltaRecords(t, "newer-after-deltas", "fddfdd")
+	newer = record.Meta{Version: 5, Schema: fixtureSchema, Rev: 7, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	out["newer-after-deltas"] = cat(cat(d...), record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
+
 	// The last lines copied again at the end (a bad `cat log >> log`).
-	d := fixtureDeltaRecords(t, "duplicated-tail-deltas", "f"+strings.Repeat("d", 15))
+	d = fixtureDeltaRecords(t, "duplicated-tail-deltas", "f"+strings.Repeat("d", 15))
 	out["duplicated-tail-deltas"] = cat(cat(d...), d[14], d[15])
 	b = fixtureRecords(t, "duplicated-tail-full", 16, gen1)
 	out["duplicated-tail-full"] = cat(cat(b...), b[13], b[14], b[15])
@@ -214,7 +221,7 @@ func fixtureCases(t testing.TB) map[string][]byte {
 }
 
 // format3Fixtures are the fixtures TestFormat3Fixtures checks.
-var format3Fixtures = map[string]bool{"newer-format": true, "newer-format-v5": true, "unknown-kind": true, "unknown-kind-built-on": true,
+var format3Fixtures = map[string]bool{"newer-format": true, "newer-format-v5": true, "unknown-kind": true, "unknown-kind-built-on": true, "newer-after-deltas": true,
 	"duplicated-tail-deltas": true, "duplicated-tail-full": true, "repaired-gap": true}
 
 // format3Want is what the fixtures of newer-record handling, duplicated
@@ -228,6 +235,10 @@ type format3Want struct {
 	acquireErr  error    // nil: Acquire works and an Append follows
 	verify      string   // "ok", "corrupt", "newer"
 	errContains string   // in Acquire's error
+	// revisions LoadRevision reads, and newerAt the first revision it
+	// refuses as a newer program's (0: none is)
+	loads   []uint64
+	newerAt uint64
 }
 
 // TestFormat3Fixtures: a newer program's records are read up to, never
@@ -239,11 +250,13 @@ func TestFormat3Fixtures(t *testing.T) {
 		"newer-format": {loadErr: sessionstore.ErrCorrupt, history: []uint64{1}, historyErr: sessionstore.ErrCorrupt,
 			acquireErr: sessionstore.ErrCorrupt, verify: "corrupt", errContains: "payload belongs to session"},
 		"newer-format-v5": {loadErr: sessionstore.ErrSchemaTooNew, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
-			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: "written by a newer version"},
+			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: "written by a newer version", loads: []uint64{1}, newerAt: 2},
 		"unknown-kind": {loadErr: sessionstore.ErrSchemaTooNew, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
-			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: `kind "patch"`},
+			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: `kind "patch"`, loads: []uint64{1}, newerAt: 2},
 		"unknown-kind-built-on": {latest: 3, history: []uint64{1}, historyErr: sessionstore.ErrSchemaTooNew,
-			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: `kind "patch"`},
+			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: `kind "patch"`, loads: []uint64{1, 3}, newerAt: 2},
+		"newer-after-deltas": {loadErr: sessionstore.ErrSchemaTooNew, history: seq(1, 6), historyErr: sessionstore.ErrSchemaTooNew,
+			acquireErr: sessionstore.ErrSchemaTooNew, verify: "newer", errContains: "record format 5", loads: seq(1, 6), newerAt: 7},
 		"duplicated-tail-deltas": {loadErr: sessionstore.ErrCorrupt, history: seq(1, 16), historyErr: sessionstore.ErrCorrupt,
 			acquireErr: sessionstore.ErrCorrupt, verify: "corrupt", errContains: "revision 15 follows revision 16 (a repeated revision)"},
 		"duplicated-tail-full": {latest: 16, history: seq(1, 16), historyErr: sessionstore.ErrCorrupt,
@@ -297,6 +310,31 @@ func TestFormat3Fixtures(t *testing.T) {
 			}
 			if errors.Is(want.historyErr, sessionstore.ErrSchemaTooNew) {
 				require.NotErrorIs(t, herr, sessionstore.ErrCorrupt, "a newer program's record is not corruption")
+			}
+
+			// The revisions before a newer program's record read one by
+			// one (as History reads them); from it on, LoadRevision says
+			// a newer program wrote it.
+			for _, rev := range want.loads {
+				rec, err := st.LoadRevision(ctx, id, rev)
+				require.NoError(t, err, "revision %d", rev)
+				require.Equal(t, rev, rec.Revision)
+				require.Equal(t, id, rec.Snapshot.ID)
+				light, err := st.LoadWith(ctx, id, sessionstore.LoadOptions{Revision: rev, WithoutContent: true})
+				require.NoError(t, err, "revision %d without content", rev)
+				require.Equal(t, rev, light.Revision)
+			}
+			if want.newerAt > 0 {
+				for _, rev := range []uint64{want.newerAt, want.newerAt + 1} {
+					if slices.Contains(want.loads, rev) {
+						continue // a record an older program wrote after it (and Load reads)
+					}
+					_, err := st.LoadRevision(ctx, id, rev)
+					var ne *sessionstore.NewerRecordError
+					require.ErrorAs(t, err, &ne, "revision %d", rev)
+					require.Equal(t, want.newerAt, ne.Revision)
+					require.NotErrorIs(t, err, sessionstore.ErrCorrupt)
+				}
 			}
 
 			vr, err := st.Verify(ctx, id)
@@ -499,5 +537,48 @@ func TestFixtures(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, want.latest+1, rev)
 		})
+	}
+}
+
+// TestLoadRevisionBeforeNewerRecord: a compacted session that a newer
+// program went on with (its log ends with a record of format 5) reads
+// every revision before that record one by one, the archived ones and the
+// log's, as History reads them; that record's revision, and any after it,
+// is the newer program's.
+func TestLoadRevisionBeforeNewerRecord(t *testing.T) {
+	ctx := context.Background()
+	st := openUncheckedStore(t) // a newer program's record is not sound to verify
+	toolCompacted(t, st)
+	latest, err := st.Load(ctx, "arch")
+	require.NoError(t, err)
+	newer := record.Meta{Version: 5, Schema: fixtureSchema, Rev: 9, Gen: latest.Generation + 1, Time: latest.Time.Add(time.Second), Kind: KindFull}
+	f, err := os.OpenFile(filepath.Join(st.Dir(), "arch", LogFile), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write(record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+
+	var history []uint64
+	for rec, err := range st.History(ctx, "arch") {
+		if err != nil {
+			require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
+			break
+		}
+		history = append(history, rec.Revision)
+	}
+	require.Equal(t, seq(1, 8), history)
+	for _, rev := range history {
+		rec, err := st.LoadRevision(ctx, "arch", rev)
+		require.NoError(t, err, "revision %d", rev)
+		require.Equal(t, rev, rec.Revision)
+		require.Len(t, rec.Snapshot.Messages, int(rev)-1, "revision %d", rev)
+	}
+	_, err = st.Load(ctx, "arch")
+	require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
+	for _, rev := range []uint64{9, 10} {
+		_, err = st.LoadRevision(ctx, "arch", rev)
+		var ne *sessionstore.NewerRecordError
+		require.ErrorAs(t, err, &ne, "revision %d", rev)
+		require.Equal(t, uint64(9), ne.Revision)
 	}
 }

@@ -444,7 +444,7 @@ func procAcquireOrCreate(ctx context.Context, st *Store, id session.SessionID, s
 			return w, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, proctest.LineWithin)
+	ctx, cancel := context.WithTimeout(ctx, proctest.ChildWait)
 	defer cancel()
 	return st.Acquire(ctx, id, opts)
 }

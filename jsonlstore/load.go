@@ -58,11 +58,16 @@ func decodeSnapshot(id session.SessionID, r *record.Rec, snap []byte) (sessnap.S
 }
 
 // pageAt locates a failure to expand a record's pages at r: a damaged or
-// missing page blob (blobAt), or a page or reference that is malformed.
+// missing page blob (blobAt), or a page or reference that is malformed. A
+// page the store may not read (accessErr) is no damage: its error is
+// returned as it is.
 func pageAt(id session.SessionID, r *record.Rec, err error) error {
 	var ce *sessionstore.CorruptionError
 	if errors.As(err, &ce) {
 		return blobAt(r, err)
+	}
+	if accessErr(err) {
+		return err
 	}
 	return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
 }
@@ -205,7 +210,7 @@ func (c *blobCache) prefetch(snap []byte) func() {
 		go func() {
 			defer c.inflight.Done()
 			for h := range next {
-				b, err := c.s.readBlobVia(c.dir, c.id, session.ContentRef{SHA256: h, Size: -1})
+				b, err := c.s.readBlobVia(c.dir, c.id, session.ContentRef{SHA256: h, Size: sizeJustified})
 				if err == nil && budget.Add(-int64(len(b))) >= 0 {
 					c.mu.Lock()
 					if _, ok := c.m[h]; !ok {
@@ -268,7 +273,10 @@ func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts session
 // the log's start (or the archives', for an archived one), keeping the
 // snapshot as pieces on the way (record.Snapshots), so the cost is
 // reading the records before it, not rebuilding each. A revision a repair
-// set aside is a *sessionstore.GapError.
+// set aside is a *sessionstore.GapError. When a newer program's record
+// ends the log, the revisions before it read as History reads them, and
+// that record's revision and any after it are its
+// *sessionstore.NewerRecordError.
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
 	if rev == 0 {
 		if err := s.check(ctx, id); err != nil {
@@ -285,13 +293,20 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 	var rec sessionstore.Record
 	err := s.read(ctx, id, func(v *view) error {
 		last, _, err := s.latest(id, v)
-		if err != nil {
+		var ne *sessionstore.NewerRecordError
+		switch {
+		case errors.As(err, &ne) && last != nil:
+			// The log ends with a newer program's record: the revisions
+			// before it are read forwards, as History reads them (the
+			// reader stops at that record, with ne, for any after it).
+			if last.Rev > 0 && rev >= last.Rev {
+				return err
+			}
+		case err != nil:
 			return err
-		}
-		if rev == 0 || rev > last.Through() {
+		case rev > last.Through():
 			return fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
-		}
-		if rev >= last.Rev {
+		case rev >= last.Rev:
 			_, rec, err = s.loadLatest(id, v, light)
 			return err
 		}

@@ -52,6 +52,7 @@ func TestRepairFixtures(t *testing.T) {
 		"delta-first-record":           {found: 0, plainFail: true, cutFail: true},
 		"newer-format":                 {found: 1, plainFail: true, kept: 1},
 		"newer-format-v5":              {newer: true},
+		"newer-after-deltas":           {newer: true},
 		"unknown-kind":                 {newer: true},
 		"unknown-kind-built-on":        {newer: true},
 		"duplicated-tail-deltas":       {found: 16, plainFail: true, kept: 16},

@@ -69,6 +69,7 @@ type salvagePlan struct {
 	keptN  int
 	dups   int
 	gaps   []SalvagedGap
+	found  *Finding // the first damage met (RepairReport.Found)
 }
 
 // SalvagedGap is a run of revisions a salvage set aside.
@@ -106,6 +107,18 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 		pl.spans = append(pl.spans, salvageSpan{off: off, n: n, why: why})
 		return len(pl.spans) - 1
 	}
+	// note keeps the first damage met, as Verify reports corruption (err,
+	// when it is a *sessionstore.CorruptionError), or else as f says.
+	note := func(err error, f Finding) {
+		if pl.found != nil {
+			return
+		}
+		var ce *sessionstore.CorruptionError
+		if errors.As(err, &ce) {
+			f = findingOf(ce)
+		}
+		pl.found = &f
+	}
 	miss := func(first, last uint64, why string, span int) {
 		if open == nil {
 			open = &salvageGap{Meta: pl.last, span: -1}
@@ -124,11 +137,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 		damaged := -1
 		if r.Offset > pos {
 			damaged = setAside(pos, r.Offset-pos, "damaged lines")
+			note(rd.Damage(), Finding{File: v.name, Offset: pos, Message: fmt.Sprintf("%d bytes of damaged lines", r.Offset-pos)})
 		}
 		pos = r.End()
 		if !rd.Accepted() {
 			// A repeated or misplaced record: a copy when its bytes are
 			// those of the kept line of its revision.
+			note(rd.Damage(), Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf("revision %d out of sequence", r.Rev)})
 			if k, ok := kept[r.Rev]; ok && k[1] == r.LineLen && s.sameBytes(v, k[0], r.Offset, r.LineLen) {
 				pl.dups++
 				setAside(r.Offset, r.LineLen, fmt.Sprintf("a copy of revision %d", r.Rev))
@@ -150,6 +165,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				why = rd.Damage().Error()
 			}
 			miss(next, r.Rev-1, why, damaged)
+			note(rd.Damage(), Finding{File: v.name, Offset: r.Offset, Revision: next, Message: fmt.Sprintf("revisions %d to %d are %s", next, r.Rev-1, why)})
 			snaps.Lose(errors.New(why))
 		}
 		err := snaps.Add(r)
@@ -175,7 +191,15 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				snaps.Lose(err)
 			}
 		}
+		if err != nil && !isCorruption(err) {
+			// A blob or page the store may not read (a permission or
+			// I/O error) is no evidence of damage: setting aside the
+			// revisions that reference it would lose acknowledged
+			// revisions. Salvage refuses, and changes nothing.
+			return nil, opErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
+		}
 		if err != nil {
+			note(err, Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
 			span := setAside(r.Offset, r.LineLen, "")
 			miss(r.Rev, r.Rev, err.Error(), span)
 			continue
@@ -207,10 +231,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	}
 	if pos < v.size {
 		setAside(pos, v.size-pos, "bytes after the last record")
+		note(nil, Finding{File: v.name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.size-pos)})
 	}
 	// Revisions other evidence proves committed, past the last kept one.
 	if ev := s.evidence(id, v); ev.Revision > pl.last.Through() {
-		miss(pl.last.Through()+1, ev.Revision, fmt.Sprintf("committed (%s) but no longer in the log", ev.Source), -1)
+		why := fmt.Sprintf("committed (%s) but no longer in the log", ev.Source)
+		miss(pl.last.Through()+1, ev.Revision, why, -1)
+		note(nil, Finding{File: v.name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
 	}
 	if open != nil {
 		pl.closeGap(open)
@@ -319,6 +346,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		return opErr("repair", id, err)
 	}
 	rep.Salvaged = &SalvageReport{Kept: pl.keptN, DuplicatesRemoved: pl.dups, Gaps: pl.gaps, Restored: restored}
+	rep.Found = pl.found
 	s.opts.Logger.Info("jsonlstore: repair salvaged the log", "session", id, "kept", pl.keptN,
 		"duplicates", pl.dups, "gaps", len(pl.gaps), "forensic", rep.ForensicFiles)
 	return nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -266,6 +269,166 @@ func TestSalvageFixtures(t *testing.T) {
 				_, err := os.Stat(filepath.Join(root, f))
 				require.NoError(t, err)
 			}
+		})
+	}
+}
+
+// salvagedSession writes session id with n revisions into st, flips a bit
+// in the first full record after revision 1 that another full record
+// follows, and salvages it: the damaged record and the deltas on it
+// become one gap record. It returns the gap.
+func salvagedSession(t *testing.T, st *Store, id session.SessionID, n int) SalvagedGap {
+	t.Helper()
+	path := toolSession(t, st, id, n)
+	lines, offs := salvageLines(t, path)
+	var k, nextFull int
+	for i := 1; i < len(lines) && nextFull == 0; i++ {
+		r, err := parseLine(lines[i][:len(lines[i])-1], 1<<20)
+		require.NoError(t, err)
+		if r.Kind == KindFull {
+			if k == 0 {
+				k = i
+			} else {
+				nextFull = i
+			}
+		}
+	}
+	require.NotZero(t, nextFull, "the chain policy writes two full records after the first within %d revisions", n)
+	toolFlip(t, path, offs[k]+int64(len(lines[k])/2))
+	rep, err := st.Repair(context.Background(), id, RepairOptions{Salvage: true})
+	require.NoError(t, err)
+	require.Len(t, rep.Salvaged.Gaps, 1)
+	g := rep.Salvaged.Gaps[0]
+	require.Equal(t, [2]uint64{uint64(k + 1), uint64(nextFull)}, [2]uint64{g.First, g.Last})
+	return g
+}
+
+// TestCompactSalvagedLog: compacting a salvaged log, wherever the cut
+// falls — before the gap, inside it, just after it (the gap the last
+// record trimmed), past it — archives the gap as the revisions it stands
+// for: the manifest names them, and every revision readable before is
+// readable after; verify calls the session sound, and repair (plain or
+// salvaging) finds nothing to do.
+func TestCompactSalvagedLog(t *testing.T) {
+	ctx := context.Background()
+	const n = 24
+	src := openUncheckedStore(t)
+	g := salvagedSession(t, src, "sv", n)
+	want, err := salvageHistory(t, src, "sv")
+	require.NoError(t, err)
+	readable := map[uint64]sessionstore.Record{}
+	for rev := uint64(1); rev <= n; rev++ {
+		if rec, err := src.LoadRevision(ctx, "sv", rev); err == nil {
+			readable[rev] = rec
+		} else {
+			require.ErrorIs(t, err, sessionstore.ErrRevisionsMissing)
+		}
+	}
+	require.Len(t, readable, n-int(g.Last-g.First+1))
+
+	for keep := 1; keep <= n; keep++ {
+		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+			st := openTestStore(t)
+			require.NoError(t, os.CopyFS(filepath.Join(st.Dir(), "sv"), os.DirFS(filepath.Join(src.Dir(), "sv"))))
+			crep, err := st.Compact(ctx, "sv", CompactPolicy{KeepLast: keep}, 0)
+			require.NoError(t, err)
+			m, err := readManifest(st.fs, "sv")
+			require.NoError(t, err)
+			for _, seg := range m.Segments {
+				if seg.First <= g.First && g.First <= seg.Last {
+					require.GreaterOrEqual(t, seg.Last, g.Last, "the segment holding the gap names all its revisions: %+v", seg)
+				}
+			}
+			if crep.Skipped == "" {
+				require.Equal(t, int64(crep.FirstKept-1), crep.RevisionsTrimmed, "%+v", crep)
+			}
+
+			vr, err := st.Verify(ctx, "sv")
+			require.NoError(t, err)
+			require.True(t, vr.OK(), "%+v", vr.Sessions)
+			revs, err := salvageHistory(t, st, "sv")
+			require.NoError(t, err)
+			require.Equal(t, want, revs)
+			for rev, before := range readable {
+				rec, err := st.LoadRevision(ctx, "sv", rev)
+				require.NoError(t, err, "revision %d", rev)
+				require.Equal(t, before.Snapshot, rec.Snapshot, "revision %d", rev)
+			}
+			_, err = st.LoadRevision(ctx, "sv", g.Last)
+			require.ErrorIs(t, err, sessionstore.ErrRevisionsMissing)
+
+			_, err = st.Repair(ctx, "sv", RepairOptions{})
+			require.NoError(t, err)
+			rep, err := st.Repair(ctx, "sv", RepairOptions{Salvage: true})
+			require.NoError(t, err)
+			require.Nil(t, rep.Salvaged, "nothing to set aside")
+		})
+	}
+}
+
+// TestRepairAfterSalvagingADamagedPage: a page blob truncated or flipped
+// costs the revisions whose full records keep messages in it; salvage
+// sets them aside and reports the damage it found (not "no corruption").
+// The forensic copy of those records still references the page, so it
+// stays; repair afterwards succeeds (it failed forever, reading the
+// damaged page to collect blobs), and so does salvage, which finds
+// nothing more. A blob nothing references is kept while a page the
+// forensic copies reference cannot be read (its references are unknown),
+// and the collection says why.
+func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
+	ctx := context.Background()
+	for _, damage := range []string{"truncated", "flipped"} {
+		t.Run(damage, func(t *testing.T) {
+			st := openTestStoreWith(t, Options{MaxRecordBytes: pagedCap}) // sound again once salvaged
+			r := rand.New(rand.NewPCG(3, 3))
+			s := sessiontest.New("pg")
+			w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+			require.NoError(t, err)
+			for i := range 60 {
+				require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
+				_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
+				require.NoError(t, err)
+			}
+			require.NoError(t, w.Release(ctx))
+			names, err := st.blobNames("pg")
+			require.NoError(t, err)
+			require.NotEmpty(t, names, "pages")
+			page := filepath.Join(st.Dir(), "pg", BlobDir, names[0])
+			data, err := os.ReadFile(page)
+			require.NoError(t, err)
+			switch damage {
+			case "truncated":
+				data = data[:len(data)/2]
+			case "flipped":
+				data[len(data)/2] ^= 1
+			}
+			require.NoError(t, os.WriteFile(page, data, 0o600))
+			orphan := randomImage(9, 32<<10)
+			require.NoError(t, os.WriteFile(filepath.Join(st.Dir(), "pg", BlobDir, hashOf(orphan)), orphan, 0o600))
+
+			rep, err := st.Repair(ctx, "pg", RepairOptions{Salvage: true})
+			require.NoError(t, err)
+			require.NotNil(t, rep.Salvaged)
+			require.NotEmpty(t, rep.Salvaged.Gaps)
+			require.NotNil(t, rep.Found, "salvage reports the damage it found")
+			require.Equal(t, "pg/"+LogFile, rep.Found.File)
+			require.Equal(t, rep.Salvaged.Gaps[0].First, rep.Found.Revision, "the first revision set aside")
+			require.Contains(t, rep.Found.Message, "pg/"+BlobDir+"/"+names[0])
+			require.NotEmpty(t, rep.Blobs.Kept, "nothing collected while a page is unreadable")
+			require.True(t, blobExists(t, st, "pg", orphan))
+			_, err = os.Stat(page)
+			require.NoError(t, err, "the forensic copy references the page")
+
+			rep, err = st.Repair(ctx, "pg", RepairOptions{})
+			require.NoError(t, err, "a sound log repairs")
+			require.Nil(t, rep.Found)
+			require.Contains(t, rep.Blobs.Kept, names[0])
+			rep, err = st.Repair(ctx, "pg", RepairOptions{Salvage: true})
+			require.NoError(t, err)
+			require.Nil(t, rep.Salvaged, "nothing more to set aside")
+			require.Nil(t, rep.Found)
+			_, err = st.Load(ctx, "pg")
+			require.NoError(t, err)
 		})
 	}
 }

@@ -3,12 +3,9 @@ package jsonlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
-	"os"
 	"sync"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
@@ -80,137 +77,6 @@ type searchIndex struct {
 	feed   searchFeed
 }
 
-// openSearchLocked returns the open index, opening it when it is not
-// open or its file was replaced. Without create, a missing index is
-// searchdb.ErrMissing. With create, a missing, damaged or outdated
-// index is made anew. An index that another process keeps from being
-// opened for a moment (SQLite recovering its WAL, a checkpoint) is
-// tried again for up to wait. si.mu must be held.
-func (s *Store) openSearchLocked(ctx context.Context, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
-	si := &s.search
-	if si.closed {
-		return nil, sessionstore.ErrClosed
-	}
-	fi, err := s.fs.Lstat(searchFile)
-	switch {
-	case err == nil && si.db != nil && vfs.IdentityOf(fi) == si.dbID:
-		return si.db, nil
-	case errors.Is(err, fs.ErrNotExist) && !create:
-		s.closeSearchLocked()
-		return nil, searchdb.ErrMissing
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, opErr("search index", "", err)
-	case err == nil && !fi.Mode().IsRegular():
-		return nil, pathErr("search index", "", searchFile, errors.New("not a regular file"))
-	}
-	s.closeSearchLocked()
-	if err != nil { // missing, and create
-		if err := s.makeSearchFile(); err != nil {
-			return nil, err
-		}
-	}
-	db, err := openIndex(ctx, s.abs(searchFile), create, wait)
-	if errors.Is(err, searchdb.ErrDamaged) && create {
-		s.opts.Logger.Warn("jsonlstore: search index damaged or of another version: building it anew", "err", err)
-		if err = s.replaceSearchFile(); err == nil {
-			db, err = openIndex(ctx, s.abs(searchFile), true, wait)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if fi, err = s.fs.Lstat(searchFile); err != nil {
-		_ = db.Close() // opened for nothing
-		return nil, opErr("search index", "", err)
-	}
-	si.db, si.dbID = db, vfs.IdentityOf(fi)
-	return db, nil
-}
-
-// openIndex opens the index file at path, trying again, backing off,
-// while it is busy (searchdb.ErrBusy: another process holds a lock that
-// keeps a connection from reading its schema) for up to wait. Many
-// processes opening and closing the index at once make this common:
-// the first connection after the last one closed recovers the WAL, and
-// the last to close checkpoints it, each holding the file meanwhile.
-func openIndex(ctx context.Context, path string, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
-	deadline := time.Now().Add(time.Duration(wait))
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		db, err := searchdb.Open(ctx, path, searchdb.OpenOptions{Create: create})
-		if !errors.Is(err, searchdb.ErrBusy) || !time.Now().Add(pause).Before(deadline) {
-			return db, err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-func (s *Store) closeSearchLocked() {
-	if s.search.db != nil {
-		_ = s.search.db.Close() // a cache: what it did not write, a later search redoes
-		s.search.db = nil
-	}
-}
-
-// makeSearchFile makes the search index's directory and, under its lock,
-// clears what a deleted index left (its -wal and -shm would otherwise be
-// taken for the new file's).
-func (s *Store) makeSearchFile() error {
-	if err := s.fs.Mkdir(SearchDir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-		return opErr("search index", "", err)
-	}
-	return s.withSearchLock(func() error {
-		if _, err := s.fs.Lstat(searchFile); err == nil {
-			return nil // another process made it meanwhile
-		}
-		for _, ext := range []string{"-wal", "-shm", "-journal"} {
-			if err := s.fs.Remove(searchFile + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return opErr("search index", "", err)
-			}
-		}
-		// Made here, so that it has the store's permissions (SQLite gives
-		// its -wal and -shm the database file's).
-		f, err := s.fs.OpenFile(searchFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
-		if err != nil {
-			return opErr("search index", "", err)
-		}
-		return f.Close()
-	})
-}
-
-// replaceSearchFile removes a damaged index and makes a new one.
-func (s *Store) replaceSearchFile() error {
-	err := s.withSearchLock(func() error {
-		if err := s.fs.Remove(searchFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return opErr("search index", "", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return s.makeSearchFile()
-}
-
-// withSearchLock runs fn holding the search directory's lock, which
-// orders the processes that create or remove the index file.
-func (s *Store) withSearchLock(fn func() error) error {
-	f, err := os.OpenFile(s.abs(searchLock), os.O_RDWR|os.O_CREATE, filePerm) //nolint:gosec // G304: a fixed name under the store's root
-	if err != nil {
-		return opErr("search index lock", "", err)
-	}
-	defer func() { _ = f.Close() }() // closing releases the lock
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return opErr("search index lock", "", err)
-	}
-	return fn()
-}
-
 // Search implements sessionstore.Searcher: it brings the index up to
 // date with every session on disk (see above), then queries it.
 func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
@@ -247,6 +113,32 @@ func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq
 		s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
 		db = nil
 	}
+	res, cl, err := s.searchWith(ctx, db, q, fq)
+	if db != nil && searchIndexBad(err) {
+		// Found damaged in use (pages SQLite finds corrupt, a schema
+		// another process changed): replaced by a new index, and the
+		// search done again.
+		s.opts.Logger.Warn("jsonlstore: search index damaged: building it anew", "err", err)
+		id := s.search.dbID
+		if db, err = s.replaceSearchLocked(ctx, &id, searchWait); err != nil {
+			if endsStoreWide(err) {
+				return sessionstore.SearchResult{}, catalogList{}, err
+			}
+			s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
+			db = nil
+		}
+		res, cl, err = s.searchWith(ctx, db, q, fq)
+	}
+	if db != nil && (searchIndexBad(err) || errors.Is(err, searchdb.ErrSlow)) {
+		s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
+		res, cl, err = s.searchWith(ctx, nil, q, fq)
+	}
+	return res, cl, err
+}
+
+// searchWith runs a search with the index db (nil: none, every session
+// is searched in memory).
+func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
 	rebuild := false // the catalog was caught out by a log changed behind its back
 	for probeAll := false; ; probeAll = true {
 		cu, err := s.catchUpLocked(ctx, db, probeAll)
@@ -485,7 +377,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	var err error
 	if db != nil {
 		if proofs, err = db.Proofs(ctx); err != nil {
-			if endsStoreWide(err) {
+			if endsStoreWide(err) || searchIndexBad(err) {
 				<-probed
 				return cu, err
 			}
@@ -526,7 +418,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	states := map[session.SessionID]searchdb.State{}
 	if db != nil && len(staleRows) > 0 {
 		if states, err = db.StatesOf(ctx, staleRows); err != nil {
-			if endsStoreWide(err) {
+			if endsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
 			// The stale rows are then replaced whole, not extended.
@@ -540,6 +432,9 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 			ups[i] = searchdb.Update{ID: id, Delete: true}
 		}
 		if _, err := db.Apply(ctx, ups, searchWait); err != nil {
+			if endsStoreWide(err) || searchIndexBad(err) {
+				return cu, err
+			}
 			for _, id := range gone {
 				cu.skip[id] = true
 			}
@@ -578,7 +473,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	applied := make([]bool, len(reads))
 	if db != nil {
 		if err := s.applyLocked(ctx, db, reads, states, applied, searchWait); err != nil {
-			if endsStoreWide(err) {
+			if endsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
 			s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
@@ -680,9 +575,14 @@ func (s *Store) applyLocked(ctx context.Context, db *searchdb.DB, reads []*index
 // searchBatch is how many sessions one transaction of a catch-up takes.
 const searchBatch = 32
 
-// ReindexSearch rebuilds the search index from the logs: it empties the
-// index, then indexes every session. Searches meanwhile stay correct
-// (they index what they find missing). It reports what it indexed.
+// ReindexSearch rebuilds the search index from the logs, as a new file:
+// every session is indexed into a new index beside the old one, which
+// then replaces it (so nothing of the old file survives: rows, triggers,
+// damage). Searches meanwhile stay correct (they use the old index, and
+// index what they find missing). Whatever is at the index's paths that
+// the store never puts there (a directory, a symlink, a FIFO) is
+// replaced; an index this user may not read or write is a permission
+// error, and is left alone. It reports what it indexed.
 func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexReport, error) {
 	if s.closed.Load() {
 		return sessionstore.SearchIndexReport{}, sessionstore.ErrClosed
@@ -690,20 +590,37 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	s.flushSearch(ctx, searchWait)
 	s.search.mu.Lock()
 	defer s.search.mu.Unlock()
-	db, err := s.openSearchLocked(ctx, true, searchWait)
-	if err != nil {
+	if s.search.closed {
+		return sessionstore.SearchIndexReport{}, sessionstore.ErrClosed
+	}
+	if err := s.fixSearchDir(); err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
-	if err := db.Clear(ctx, searchWait); err != nil {
+	if fi, err := s.fs.Lstat(searchFile); err == nil && fi.Mode().IsRegular() {
+		// Another user's index is theirs to remove, not ours to replace.
+		if err := searchdb.Accessible(s.abs(searchFile)); errors.Is(err, fs.ErrPermission) {
+			return sessionstore.SearchIndexReport{}, opErr("search index", "", fmt.Errorf("%w (remove %s to rebuild it)", err, s.abs(SearchDir)))
+		}
+	}
+	db, name, err := s.newSearchIndex(ctx)
+	if err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
 	cu, err := s.catchUpLocked(ctx, db, true)
+	if err == nil && cu.mem != nil {
+		err = opErr("search index", "", errors.New("some sessions could not be written to the new index"))
+	}
 	if err != nil {
+		s.dropSearchIndex(db, name)
 		return sessionstore.SearchIndexReport{}, err
 	}
-	rep := sessionstore.SearchIndexReport{Sessions: cu.indexed, Unreadable: cu.unreadable}
-	if cu.mem != nil {
-		return rep, opErr("search index", "", errors.New("some sessions could not be written to it (another process held it)"))
+	if err := s.finishSearchIndex(ctx, db, name); err != nil {
+		s.dropSearchIndex(nil, name)
+		return sessionstore.SearchIndexReport{}, err
 	}
-	return rep, nil
+	s.closeSearchLocked()
+	if _, err := s.putSearchIndex(ctx, name, func(fs.FileInfo, error) bool { return true }); err != nil {
+		return sessionstore.SearchIndexReport{}, err
+	}
+	return sessionstore.SearchIndexReport{Sessions: cu.indexed, Unreadable: cu.unreadable}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -31,7 +32,8 @@ func TestPermissionTestsUnprivileged(t *testing.T) {
 		"TestPermissions", "TestSymlinksRefused", "TestBadInputWritesNothing",
 		"TestUmaskDoesNotLoosenModes", "TestUnreadableSessionIsAClearError", "TestUnreadableSessionNeverBlocksTheStore",
 		"TestSummaryNeverWrittenThroughLink", "TestHardLinkedLogRefused", "TestRepairSweepsOnlyOurLeftovers",
-		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing", "TestAcquireSweepsOnlyOurTemps")
+		"TestBackupInsideStoreRefused", "TestNoLogCreatesNothing", "TestAcquireSweepsOnlyOurTemps",
+		"TestUnreadableBlobIsNotCorruption", "TestSearchIndexUnreadable")
 }
 
 // TestUmaskDoesNotLoosenModes: every directory the store creates is 0700
@@ -322,4 +324,46 @@ func TestUnreadableSessionNeverBlocksTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []session.SessionID{"a", "c"}, idsOf(page.Items))
 	isLocked(page.Unreadable)
+}
+
+// TestSearchIndexUnreadable: an index this user may not read or write (a
+// file of another user's; here its mode 000) is a permission error,
+// never "no index" nor damage: a search answers from the logs, reindex
+// fails with an error matching fs.ErrPermission, VerifySearch reports
+// it unreadable, and the file is left as it is. Meaningful only
+// unprivileged: root reads it anyway.
+func TestSearchIndexUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file; TestPermissionTestsUnprivileged runs this as nobody")
+	}
+	ctx := context.Background()
+	st := openTestStore(t)
+	qs := searchWorkload(t, st, 400, 4)
+	requireSameAsHistory(t, st, qs, "before")
+	require.NoError(t, st.Close())
+	p := filepath.Join(st.Dir(), searchFile)
+	require.NoError(t, os.Chmod(p, 0))
+	t.Cleanup(func() { _ = os.Chmod(p, 0o600) })
+	before := tree(t, filepath.Join(st.Dir(), SearchDir))
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+
+	st, err = Open(st.Dir(), Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	requireSameAsHistory(t, st, qs, "unreadable index")
+	_, err = st.ReindexSearch(ctx)
+	require.ErrorIs(t, err, fs.ErrPermission)
+	require.NotErrorIs(t, err, searchdb.ErrMissing)
+	require.NotErrorIs(t, err, searchdb.ErrDamaged)
+	rep, err := st.VerifySearch(ctx)
+	require.NoError(t, err)
+	require.Equal(t, SearchIndexUnreadable, rep.State, "%+v", rep)
+	require.False(t, rep.OK())
+
+	require.Equal(t, before, tree(t, filepath.Join(st.Dir(), SearchDir)), "nothing changed")
+	after, err := os.Stat(p)
+	require.NoError(t, err)
+	require.True(t, os.SameFile(fi, after) && fi.ModTime().Equal(after.ModTime()), "the index is left as it is")
+	require.NoError(t, os.Chmod(p, 0o600))
 }

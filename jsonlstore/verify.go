@@ -372,7 +372,7 @@ func (b *blobChecker) check(r *record.Rec, msgs sessnap.Messages) error {
 		if err != nil || b.seen[ref.SHA256] {
 			return
 		}
-		if _, err = b.s.readBlob(b.id, ref); err != nil {
+		if err = b.s.checkBlob(b.id, ref); err != nil {
 			err = blobAt(r, err)
 			return
 		}

@@ -54,6 +54,7 @@ func TestVerifyFixtures(t *testing.T) {
 		"delta-first-record":           {problemLine: 0, records: 0},
 		"newer-format":                 {problemLine: 1, records: 1},
 		"newer-format-v5":              {problemLine: -1, records: 1},
+		"newer-after-deltas":           {problemLine: -1, records: 6},
 		"unknown-kind":                 {problemLine: -1, records: 1},
 		"unknown-kind-built-on":        {problemLine: -1, records: 1},
 		"duplicated-tail-deltas":       {problemLine: 16, records: 16},

@@ -70,7 +70,7 @@ func procHelper(mode string) error {
 	switch mode {
 	case procModeHolder:
 		for n := range procHolderRounds {
-			actx, cancel := context.WithTimeout(ctx, proctest.LineWithin)
+			actx, cancel := context.WithTimeout(ctx, proctest.ChildWait)
 			w, err := s.Acquire(actx, id, opts)
 			cancel()
 			if err != nil {
@@ -96,7 +96,7 @@ func procHelper(mode string) error {
 		fmt.Println("done")
 		return nil
 	case procModeAppend:
-		actx, cancel := context.WithTimeout(ctx, proctest.LineWithin)
+		actx, cancel := context.WithTimeout(ctx, proctest.ChildWait)
 		w, err := s.Acquire(actx, id, opts)
 		cancel()
 		if err != nil {

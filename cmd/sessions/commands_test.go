@@ -346,7 +346,7 @@ func TestShowExportDu(t *testing.T) {
 // change feed alone), and stops it with SIGINT: exit status 0.
 func TestWatch(t *testing.T) {
 	root := statesStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := clitest.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "sessions"), "--dir", root, "watch", "--time-format", "rfc3339")
 	cmd.Env = clitest.CleanEnv(t)
@@ -466,4 +466,23 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// TestShowRevBeforeNewerRecord: `show --rev` reads a revision written
+// before a newer version's record, as History does; the newer record's
+// revision is refused as that version's.
+func TestShowRevBeforeNewerRecord(t *testing.T) {
+	root := fixtureStore(t, "newer-after-deltas")
+	for rev := 1; rev <= 6; rev++ {
+		r := inProcess(t, "--dir", root, "show", "--rev", fmt.Sprint(rev), "newer-after-deltas")
+		require.Equal(t, exitOK, r.Code, "revision %d: %s", rev, r.String())
+		if rev > 1 {
+			require.Contains(t, r.Stdout, fmt.Sprintf("message %d", rev))
+		}
+		require.NotContains(t, r.Stdout, fmt.Sprintf("message %d", rev+1))
+	}
+	r := inProcess(t, "--dir", root, "show", "--rev", "7", "newer-after-deltas")
+	require.NotEqual(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stderr, "written by a newer version")
+	require.NotContains(t, r.Stderr, "corrupt")
 }

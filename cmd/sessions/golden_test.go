@@ -15,6 +15,10 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/importer"
+	"github.com/sessionstore/sessionstore/importer/claudecode"
+	"github.com/sessionstore/sessionstore/importer/codex"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -171,4 +175,43 @@ func TestGoldenDu(t *testing.T) {
 	golden(t, "du_bytes.golden", r.String())
 	r = sessions(t, nil, "--dir", root, "du", "nul-tail")
 	golden(t, "du_human.golden", r.String())
+}
+
+// TestGoldenHostileExports: show and export of the hostile session
+// (importtest), whose content imitates each form's structure: the
+// Markdown and the text keep one header per message and the session's
+// facts on their own lines, and the exports import again to the same
+// messages with the same roles. The golden files are the forms as
+// written, for a reader to see what is kept and how.
+func TestGoldenHostileExports(t *testing.T) {
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	s := importtest.HostileSession(t, importtest.HostileMessages())
+	writeSession(t, st, s, 0)
+	require.NoError(t, st.Close())
+
+	for _, format := range []string{"markdown", "text"} {
+		r := sessions(t, nil, "--dir", root, "show", "hostile", "--format", format)
+		require.Equal(t, exitOK, r.Code, r.String())
+		golden(t, "show_hostile_"+format+".golden", r.Stdout)
+	}
+	for _, format := range []string{"claude-code", "codex"} {
+		r := sessions(t, nil, "--dir", root, "export", "hostile", "--format", format)
+		require.Equal(t, exitOK, r.Code, r.String())
+		golden(t, "export_hostile_"+format+".golden", r.Stdout)
+		var tr *importer.Transcript
+		if format == "codex" {
+			tr, err = codex.Parse(strings.NewReader(r.Stdout), codex.Options{})
+		} else {
+			tr, err = claudecode.Parse(strings.NewReader(r.Stdout), claudecode.Options{})
+		}
+		require.NoError(t, err)
+		require.Len(t, tr.Messages, s.MessageCount(), format)
+		for i, m := range s.Conversation() {
+			require.Equal(t, m.Role, tr.Messages[i].Role, "%s: message %d", format, i)
+			require.Equal(t, importer.Text(m.Parts), importer.Text(tr.Messages[i].Parts), "%s: message %d", format, i)
+		}
+		require.Equal(t, importtest.HostileTitle, tr.Title, format)
+	}
 }

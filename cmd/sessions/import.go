@@ -23,7 +23,7 @@ import (
 
 const importUsage = "claude-code|codex [PATH...] [--dry-run] [--json]"
 
-const importDoc = `
+var importDoc = fmt.Sprintf(`
 Imports another agent's sessions: Claude Code's transcripts (PATH defaults to
 ~/.claude/projects: a transcript, a project directory or the projects
 directory) or Codex's rollouts (PATH defaults to $CODEX_HOME/sessions, else
@@ -39,6 +39,16 @@ it gained to its session; one that was rewritten (its session is no longer
 the start of it) is reported as diverged and left alone, as is a session
 another process holds.
 
+Only regular files are read: a path named is followed wherever it leads,
+but in the directories it names nothing leads out of them. A walk follows
+no symbolic link, passes over named pipes, devices and sockets, and goes
+on past a directory it cannot read; the report lists each path it passed
+over ("ignored"). A Codex walk descends at most %d directories; a walk
+that meets more than %d directory entries in all stops, importing
+nothing (name the directory that holds the sessions). Ctrl-C or SIGTERM
+stops an import at once, with exit status 1: the sessions imported before
+are kept, and importing again finishes the work.
+
 What a converter cannot use — a torn last line, a line of an unknown type,
 an invalid line — is counted in the report, never fatal. The report lists
 each source read (its lines, size, the sessions created or updated, what
@@ -47,7 +57,7 @@ included. On a terminal a progress bar shows on stderr.
 
 A missing directory store is created (unless --dry-run). Exit status 1
 when a source could not be imported (failed, diverged, or its session
-held), after the others were.`
+held), after the others were.`, ingest.DefaultMaxDepth, ingest.DefaultMaxEntries)
 
 func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("import", importDoc, stdout, stderr)
@@ -77,6 +87,10 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	bar := newImportBar(stderr)
 	rep, err := ingest.Run(ctx, st, tool, paths, ingest.Options{DryRun: *dryRun, Progress: bar.update})
 	bar.finish()
+	if ctx.Err() != nil {
+		// A signal: Run stopped within a read of each file it was reading.
+		return c.fail(fmt.Errorf("stopped (%v): the sessions imported before it are kept; import again to finish", context.Cause(ctx)))
+	}
 	if err != nil {
 		return c.fail(err)
 	}
@@ -160,6 +174,13 @@ func writeImportReport(w io.Writer, rep *ingest.Report) error {
 			b.WriteByte('\n')
 		}
 	}
+	for i, ig := range rep.Ignored {
+		if i == maxIgnoredShown {
+			fmt.Fprintf(&b, "ignored %d more (--json lists them)\n", len(rep.Ignored)-i)
+			break
+		}
+		fmt.Fprintf(&b, "ignored %s: %s\n", cli.Escape(ig.Path), cli.Escape(ig.Reason))
+	}
 	t := rep.Totals
 	fmt.Fprintf(&b, "%s: %s; %d read, %d unchanged", rep.Tool, cli.Plural(t.Sources, "source"), t.Read, t.Unchanged)
 	if t.Failed > 0 {
@@ -191,6 +212,10 @@ func writeImportReport(w io.Writer, rep *ingest.Report) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// maxIgnoredShown bounds the paths passed over that the report prints (a
+// walk of a large tree may pass over many links).
+const maxIgnoredShown = 20
 
 // skippedText names the lines skipped, by reason, in a fixed order.
 func skippedText(m map[importer.Reason]int64) string {

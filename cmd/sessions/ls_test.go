@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -143,7 +141,7 @@ func TestLsLabelsProject(t *testing.T) {
 // those created while it runs included, and no others.
 func TestWatchHere(t *testing.T) {
 	root, repo := projectsStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := clitest.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "sessions"), "--dir", root, "watch", "--here", "--label", "team=infra")
 	cmd.Dir = filepath.Join(repo, "cmd")

@@ -47,6 +47,9 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) in
 				return c.fail(err)
 			}
 			out["catalog"] = rep
+			for _, name := range rep.SetAside {
+				lines = append(lines, fmt.Sprintf("catalog: set aside %s (not what the catalog keeps there)", name))
+			}
 			line := fmt.Sprintf("catalog: %d sessions", rep.Sessions)
 			if rep.Unreadable > 0 {
 				line += fmt.Sprintf(" (%d could not be read: 'sessions verify' says why)", rep.Unreadable)

@@ -142,6 +142,9 @@ func printRepair(w io.Writer, rep *jsonlstore.RepairReport, fixing bool) {
 			fmt.Fprintln(w, "  log: no sound record")
 		}
 	}
+	if rep.Blobs.Kept != "" {
+		fmt.Fprintf(w, "  blobs: none removed: %s\n", cli.Escape(rep.Blobs.Kept))
+	}
 	for _, s := range rep.Swept {
 		fmt.Fprintf(w, "  swept: %s\n", s)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -106,5 +107,50 @@ func TestSearchIndexDeletedByHand(t *testing.T) {
 	r = sessions(t, nil, "--dir", dir, "reindex")
 	require.Equal(t, exitOK, r.Code, r.Stderr)
 	require.Equal(t, "catalog: 3 sessions\nsearch index: 3 sessions indexed\n", r.Stdout, "reindex rebuilds both indexes")
+	require.Equal(t, before.Stdout, sessions(t, nil, "--dir", dir, "search", "flaky").Stdout)
+}
+
+// TestSearchIndexDamagedCLI: with twenty pages of the index overwritten,
+// verify reports the index damaged (exit 3, the sessions sound), search
+// answers as before (replacing the index), after which verify is clean;
+// damaged again, reindex rebuilds it.
+func TestSearchIndexDamagedCLI(t *testing.T) {
+	dir := searchStore(t)
+	before := sessions(t, nil, "--dir", dir, "search", "flaky")
+	require.Equal(t, exitOK, before.Code, before.Stderr)
+	r := sessions(t, nil, "--dir", dir, "verify")
+	require.Equal(t, exitOK, r.Code, r.Stdout+r.Stderr)
+	require.Contains(t, r.Stdout, "search index: sound (3 sessions)")
+
+	damage := func() {
+		p := filepath.Join(dir, jsonlstore.SearchDir, "index.db")
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		require.NoError(t, err)
+		junk := bytes.Repeat([]byte{0xA5}, 4096)
+		for page := int64(1); page < fi.Size()/4096; page++ { // all but the first
+			_, err := f.WriteAt(junk, page*4096)
+			require.NoError(t, err)
+		}
+		require.NoError(t, f.Close())
+	}
+	damage()
+	r = sessions(t, nil, "--dir", dir, "verify")
+	require.Equal(t, exitCorrupt, r.Code, r.Stdout+r.Stderr)
+	require.Contains(t, r.Stdout, "search index: DAMAGED")
+	require.Contains(t, r.Stdout, "3 sessions verified: all sound")
+	r = sessions(t, nil, "--dir", dir, "search", "flaky")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	require.Equal(t, before.Stdout, r.Stdout)
+	r = sessions(t, nil, "--dir", dir, "verify")
+	require.Equal(t, exitOK, r.Code, r.Stdout+r.Stderr)
+
+	damage()
+	r = sessions(t, nil, "--dir", dir, "reindex")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	require.Equal(t, "catalog: 3 sessions\nsearch index: 3 sessions indexed\n", r.Stdout)
+	r = sessions(t, nil, "--dir", dir, "verify")
+	require.Equal(t, exitOK, r.Code, r.Stdout+r.Stderr)
 	require.Equal(t, before.Stdout, sessions(t, nil, "--dir", dir, "search", "flaky").Stdout)
 }

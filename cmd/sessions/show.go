@@ -26,8 +26,13 @@ With --format markdown or text it prints the conversation for a person to
 read instead: the session's facts, then each message with its role, time,
 model and usage; text in full; reasoning, tool calls and tool results
 folded to a line each with their sizes; images and files named with their
-type and size. On a terminal, characters it could act on are escaped
-(\x1b); piped, the text is as the session holds it.`
+type and size. Nothing the session holds makes structure of its own: a
+line break in a title, model, tool name or ID is shown as \n (and CR, NEL,
+U+2028 and the like as their escapes); in Markdown a message's text is a
+fenced code block no line of it can close, and other values have their
+markup escaped, so neither makes a header or HTML; in text a message's
+lines are indented beneath its header. On a terminal, characters it could
+act on are escaped (\x1b); piped, the text is as the session holds it.`
 
 func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("show", showDoc, stdout, stderr)

@@ -47,8 +47,14 @@ believed by listings is a note; a damaged one, or one that claims what a
 log contradicts, is a problem (of the catalog alone: listings read the
 sessions instead, and 'sessions reindex' rebuilds it).
 
+It also checks the search index (ROOT/.search/): SQLite's check of every
+page, and that its schema is exactly the index's (no trigger or view).
+A missing index is no problem (nothing is printed); a damaged one, or one this user may not read,
+is a problem (of the index alone: the next search replaces a damaged one,
+and searches read the logs meanwhile).
+
 Exit status: 0 when every record checks out, 3 when anything is corrupt (the
-catalog included) or a session cannot be read, 4 when nothing is corrupt but some records were
+catalog and search index included) or a session or the search index cannot be read, 4 when nothing is corrupt but some records were
 written by a newer version, 1 when an error kept verify from checking (no
 store, an unknown session), 2 on a usage error.`
 
@@ -77,6 +83,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 			crep = &r
 		}
+		var srep *jsonlstore.SearchVerifyReport
+		if sv, ok := st.(searchVerifier); ok && len(names) == 0 {
+			r, err := sv.VerifySearch(ctx)
+			if err != nil {
+				return c.fail(err)
+			}
+			srep = &r
+		}
 		if *asJSON {
 			if rep.Sessions == nil {
 				rep.Sessions = []sessionstore.SessionVerifyReport{}
@@ -84,7 +98,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			out := struct {
 				sessionstore.VerifyReport
 				Catalog *jsonlstore.CatalogVerifyReport `json:"catalog,omitempty"`
-			}{rep, crep}
+				Search  *jsonlstore.SearchVerifyReport  `json:"search_index,omitempty"`
+			}{rep, crep, srep}
 			if err := writeJSON(stdout, out); err != nil {
 				return c.fail(err)
 			}
@@ -94,9 +109,12 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			if crep != nil {
 				printCatalogVerify(stdout, crep, *quiet, p)
 			}
+			if srep != nil {
+				printSearchVerify(stdout, srep, *quiet, p)
+			}
 		}
 		switch {
-		case !rep.OK() || (crep != nil && !crep.OK()):
+		case !rep.OK() || (crep != nil && !crep.OK()) || (srep != nil && !srep.OK()):
 			return exitCorrupt
 		case rep.NewerCount() > 0:
 			return exitNewer
@@ -182,6 +200,42 @@ func printCatalogVerify(w io.Writer, rep *jsonlstore.CatalogVerifyReport, quiet 
 	}
 	if !rep.OK() {
 		fmt.Fprintln(w, "catalog damaged: no session is harmed (listings read the sessions instead); 'sessions reindex' rebuilds it")
+	}
+}
+
+// searchVerifier is a store that keeps a search index file to check
+// (jsonlstore).
+type searchVerifier interface {
+	VerifySearch(ctx context.Context) (jsonlstore.SearchVerifyReport, error)
+}
+
+// printSearchVerify prints what VerifySearch found: a line of the index's
+// state, its problems and (unless quiet) its notes; nothing when there is
+// no index.
+func printSearchVerify(w io.Writer, rep *jsonlstore.SearchVerifyReport, quiet bool, p cli.Palette) {
+	if quiet && rep.OK() || rep.State == jsonlstore.SearchIndexMissing {
+		return // a store never searched has none: nothing to say (--json says it)
+	}
+	switch rep.State {
+	case jsonlstore.SearchIndexSound:
+		fmt.Fprintf(w, "search index: %s (%s)\n", p.Good("sound"), cli.Plural(rep.Sessions, "session"))
+	case jsonlstore.SearchIndexDamaged:
+		fmt.Fprintf(w, "search index: %s\n", p.Bad("DAMAGED"))
+	case jsonlstore.SearchIndexUnreadable:
+		fmt.Fprintf(w, "search index: %s\n", p.Bad("UNREADABLE"))
+	default:
+		fmt.Fprintf(w, "search index: %s\n", p.Wait(string(rep.State)))
+	}
+	for _, s := range rep.Problems {
+		fmt.Fprintf(w, "  problem: %s\n", cli.Escape(s))
+	}
+	if !quiet {
+		for _, s := range rep.Notes {
+			fmt.Fprintf(w, "  note: %s\n", cli.Escape(s))
+		}
+	}
+	if rep.State == jsonlstore.SearchIndexDamaged && !rep.OK() {
+		fmt.Fprintln(w, "search index damaged: no session is harmed; the next search, or 'sessions reindex', replaces it")
 	}
 }
 

@@ -27,21 +27,32 @@ import (
 // projects directory; they never write.
 
 // Discover returns the session transcripts of fsys, a Claude Code projects
-// directory: every "<project>/<name>.jsonl" that is not a sub-agent's, in
-// lexical order.
+// directory: every "<project>/<name>.jsonl" that is a regular file and not
+// a sub-agent's, in lexical order. Links are not followed, and a project
+// directory that cannot be read is left out (as fs.Glob leaves it).
 func Discover(fsys fs.FS) ([]string, error) {
-	matches, err := fs.Glob(fsys, "*/*.jsonl")
+	projects, err := importer.Dirs(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: discover: %w", err)
 	}
 	var out []string
-	for _, m := range matches {
-		if !strings.HasPrefix(path.Base(m), "agent-") {
-			out = append(out, m)
+	for _, p := range projects {
+		names, err := importer.RegularFiles(fsys, p, IsTranscript)
+		if err == nil {
+			out = append(out, names...)
 		}
 	}
-	slices.Sort(out)
 	return out, nil
+}
+
+// IsTranscript reports whether a file's name is a session transcript's:
+// "<name>.jsonl", not a sub-agent's "agent-<id>.jsonl".
+func IsTranscript(name string) bool {
+	return strings.HasSuffix(name, ".jsonl") && !strings.HasPrefix(name, "agent-")
+}
+
+func isAgentFile(name string) bool {
+	return strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl")
 }
 
 // Load reads the session transcript name of fsys and its sub-agents'
@@ -78,17 +89,17 @@ func Load(fsys fs.FS, name string, opts Options) (*importer.Transcript, error) {
 // SubagentFiles returns the files of fsys that may hold sub-agents of the
 // session transcript name, whose session ID is sessionID, in lexical
 // order: the files of its subagents directory (2.1) and the sibling
-// agent-*.jsonl files whose first lines carry sessionID (2.0). Load reads
-// them with the session; an import that skips unchanged sources checks
-// them too.
+// agent-*.jsonl files whose first lines carry sessionID (2.0), regular
+// files only (links are not followed). Load reads them with the session;
+// an import that skips unchanged sources checks them too.
 func SubagentFiles(fsys fs.FS, name, sessionID string) ([]string, error) {
 	dir := path.Dir(name)
 	sessionDir := strings.TrimSuffix(name, ".jsonl")
-	agents, err := fs.Glob(fsys, path.Join(globEscape(sessionDir), "subagents", "agent-*.jsonl"))
-	if err != nil {
+	agents, err := importer.RegularFiles(fsys, path.Join(sessionDir, "subagents"), isAgentFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
 	}
-	siblings, err := fs.Glob(fsys, path.Join(globEscape(dir), "agent-*.jsonl"))
+	siblings, err := importer.RegularFiles(fsys, dir, isAgentFile)
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: load %s: %w", name, err)
 	}
@@ -131,16 +142,12 @@ const peekLines = 64
 // (message for message) is left out, and the one that contains it records
 // the earlier session's ID in its label ResumesLabel.
 func LoadProject(fsys fs.FS, dir string, opts Options) ([]*importer.Transcript, error) {
-	names, err := fs.Glob(fsys, path.Join(globEscape(dir), "*.jsonl"))
+	names, err := importer.RegularFiles(fsys, dir, IsTranscript)
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: load project %s: %w", dir, err)
 	}
-	slices.Sort(names)
 	var ts []*importer.Transcript
 	for _, n := range names {
-		if strings.HasPrefix(path.Base(n), "agent-") {
-			continue
-		}
 		t, err := Load(fsys, n, opts)
 		if err != nil {
 			return nil, err
@@ -261,10 +268,4 @@ func metaRole(fsys fs.FS, name string) (string, bool) {
 		return "", false
 	}
 	return meta.AgentType, true
-}
-
-// globEscape quotes the glob metacharacters of a literal path.
-func globEscape(p string) string {
-	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
-	return r.Replace(p)
 }

@@ -33,16 +33,26 @@ type WriteOptions struct {
 // block of an assistant message, the way Claude Code writes a response),
 // which Parse reads back to the same conversation for a session imported
 // from Claude Code. Lines chain through uuid and parentUuid; a message's
-// ID is its first line's uuid, and the other lines get IDs derived from it.
+// ID is its first line's uuid, and the other lines get IDs derived from it
+// that neither another line nor a message of the session has; the lines
+// of an assistant message share its response ID as message.id, one no
+// other message's lines carry (else one derived from its ID). Whatever IDs
+// a session holds, each message comes back as a message of its own.
 // A compaction message is written as a compact_boundary followed by its
 // summary. A title that is not the first prompt's is written as a summary
 // (generated) or custom-title (explicit) line.
 func Write(w io.Writer, s *session.Session, opts WriteOptions) error {
-	wr := &writer{lw: importer.NewLineWriter(w), s: s, opts: opts}
+	wr := &writer{lw: importer.NewLineWriter(w), s: s, opts: opts, taken: map[string]bool{}, responses: map[string]bool{}}
 	wr.opts.SessionID, wr.opts.Version = importer.Claims(s, Tool, wr.opts.SessionID, wr.opts.Version)
 	_, model := s.Provider()
 	wr.model = model
-	for i, m := range s.Conversation() {
+	conv := s.Conversation()
+	for _, m := range conv {
+		if m.ID != "" {
+			wr.taken[m.ID] = true
+		}
+	}
+	for i, m := range conv {
 		wr.message(i, m)
 	}
 	switch title, prov := s.Title(); prov {
@@ -64,6 +74,42 @@ type writer struct {
 	model string
 	prev  any // the previous line's uuid (nil before the first)
 	lines int // conversational lines written
+
+	// A reader takes a line whose uuid it has seen for a copy, and the
+	// lines that share a message.id for one response (Parse joins them
+	// after a prompt). The IDs a session holds are whatever its writer
+	// chose, so the uuids and response IDs derived here are kept apart
+	// from them and from each other: taken holds every message ID of the
+	// session and every uuid written, responses every message.id written.
+	taken, responses map[string]bool
+}
+
+// uuid returns an ID derived from parts (derivedUUID) that no line of the
+// file has and no message of the session has as its own.
+func (wr *writer) uuid(parts ...string) string {
+	id := derivedUUID(parts...)
+	for n := 1; wr.taken[id]; n++ {
+		id = derivedUUID(append(parts, fmt.Sprint("again ", n))...)
+	}
+	wr.taken[id] = true
+	return id
+}
+
+// response returns the message.id of the lines of an assistant message
+// whose ID is id: its response ID, unless no response ID is recorded or
+// an earlier message's lines carry it (they would join this message's);
+// then one derived from id.
+func (wr *writer) response(id string, m session.Message) string {
+	resp := m.ResponseID
+	for n := 0; resp == "" || wr.responses[resp]; n++ {
+		parts := []string{id, "response"}
+		if n > 0 {
+			parts = append(parts, fmt.Sprint("again ", n))
+		}
+		resp = "msg_" + derivedUUID(parts...)
+	}
+	wr.responses[resp] = true
+	return resp
 }
 
 func (wr *writer) put(v map[string]any) { wr.lw.Put(v) }
@@ -103,7 +149,7 @@ func stamp(at, fallback time.Time) string {
 func (wr *writer) message(i int, m session.Message) {
 	id := m.ID
 	if id == "" {
-		id = derivedUUID(wr.opts.SessionID, fmt.Sprint("message ", i))
+		id = wr.uuid(wr.opts.SessionID, fmt.Sprint("message ", i))
 	}
 	switch m.Role {
 	case session.RoleAssistant:
@@ -117,7 +163,7 @@ func (wr *writer) message(i int, m session.Message) {
 		wr.put(v)
 	default: // user and tool messages are user lines
 		if m.Compaction != nil {
-			b := wr.envelope("system", derivedUUID(id, "compact_boundary"), m.CreatedAt)
+			b := wr.envelope("system", wr.uuid(id, "compact_boundary"), m.CreatedAt)
 			b["subtype"], b["content"], b["isMeta"], b["level"] = "compact_boundary", "Conversation compacted", false, "info"
 			b["logicalParentUuid"], b["parentUuid"] = b["parentUuid"], nil
 			md := map[string]any{}
@@ -154,10 +200,7 @@ func (wr *writer) message(i int, m session.Message) {
 
 // assistant writes one line per part: Claude Code's shape of a response.
 func (wr *writer) assistant(id string, m session.Message) {
-	resp := m.ResponseID
-	if resp == "" {
-		resp = "msg_" + derivedUUID(id, "response")
-	}
+	resp := wr.response(id, m)
 	model := m.Model
 	if model == "" {
 		model = wr.model
@@ -174,7 +217,7 @@ func (wr *writer) assistant(id string, m session.Message) {
 		}
 		uuid := id
 		if j > 0 {
-			uuid = derivedUUID(id, fmt.Sprint("block ", j))
+			uuid = wr.uuid(id, fmt.Sprint("block ", j))
 		}
 		v := wr.envelope("assistant", uuid, m.CreatedAt)
 		msg := map[string]any{"id": resp, "type": "message", "role": "assistant", "model": model,

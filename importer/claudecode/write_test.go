@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore/importer"
 	"github.com/sessionstore/sessionstore/importer/claudecode"
 	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 	"github.com/sessionstore/sessionstore/session"
@@ -124,4 +125,92 @@ func TestWriteTitles(t *testing.T) {
 			require.Equal(t, prov, again.TitleProvenance)
 		})
 	}
+}
+
+// TestWriteKeepsStructure writes the hostile session (importtest) as a
+// Claude Code transcript and reads it back, independently and with Parse:
+// the same conversation, message for message, structured results and
+// all; its content makes no line of its own.
+func TestWriteKeepsStructure(t *testing.T) {
+	msgs := importtest.HostileMessages()
+	s := importtest.HostileSession(t, msgs)
+	var b bytes.Buffer
+	require.NoError(t, claudecode.Write(&b, s, claudecode.WriteOptions{}))
+	checkShape(t, b.Bytes())
+	again := parse(t, b.Bytes())
+	require.Empty(t, again.Report.Skipped, "every line written is used")
+	require.Empty(t, again.Report.Dropped)
+	importtest.SameConversation(t, msgs, again.Messages, "after a round trip")
+	require.Equal(t, importtest.HostileTitle, again.Title)
+	s2, _ := importtest.Build(t, again)
+	importtest.CheckClaudeCode(t, importtest.ReadClaudeCode(t, b.Bytes()), s2)
+}
+
+// TestWriteKeepsMessagesApart: IDs a session holds never make two of its
+// messages one. Parse takes a line whose uuid it has seen for a copy, and
+// joins the assistant lines that share message.id after a prompt into one
+// response; so a message whose ID is the uuid the writer derived for
+// another message's line (read from a first export), and two responses
+// under one response ID, must still come back as messages of their own.
+func TestWriteKeepsMessagesApart(t *testing.T) {
+	at := importtest.HostileAt
+	text := func(s string) []session.Part { return []session.Part{{Type: session.PartText, Text: s}} }
+	write := func(msgs []session.Message) []byte {
+		var b bytes.Buffer
+		require.NoError(t, claudecode.Write(&b, importtest.HostileSession(t, msgs), claudecode.WriteOptions{}))
+		return b.Bytes()
+	}
+	uuids := func(data []byte) []string {
+		var out []string
+		for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+			var o struct {
+				UUID string `json:"uuid"`
+			}
+			require.NoError(t, json.Unmarshal(line, &o))
+			out = append(out, o.UUID)
+		}
+		return out
+	}
+	// A response of two blocks (two lines), a compaction (a boundary line
+	// and its summary) and a message without an ID.
+	base := []session.Message{
+		{ID: "p1", Role: session.RoleUser, CreatedAt: at, Parts: text("go")},
+		{ID: "a1", ResponseID: "msg_1", Role: session.RoleAssistant, CreatedAt: at, Parts: []session.Part{
+			{Type: session.PartText, Text: "one"}, {Type: session.PartText, Text: "two"}}},
+		{ID: "c1", Role: session.RoleUser, Injected: true, Compaction: &session.Compaction{}, CreatedAt: at, Parts: text("summary")},
+		{Role: session.RoleSystem, CreatedAt: at, Parts: text("note")},
+	}
+	derived := uuids(write(base))
+	require.Len(t, derived, 7) // and the title line, which has none
+	same := func(t *testing.T, want []session.Message, got *importer.Transcript) {
+		t.Helper()
+		require.Len(t, got.Messages, len(want))
+		for i, m := range got.Messages {
+			require.Equal(t, want[i].Role, m.Role, "message %d", i)
+			require.Equal(t, want[i].Parts, m.Parts, "message %d", i)
+			if want[i].ID != "" {
+				require.Equal(t, want[i].ID, m.ID, "message %d", i)
+			}
+		}
+	}
+	for _, taken := range []string{derived[2], derived[3], derived[5]} { // the second block, the boundary, the ID-less message
+		t.Run("id "+taken, func(t *testing.T) {
+			msgs := append(append([]session.Message(nil), base...),
+				session.Message{ID: taken, Role: session.RoleUser, CreatedAt: at, Parts: text("mine")})
+			same(t, msgs, parse(t, write(msgs)))
+		})
+	}
+	t.Run("one response ID", func(t *testing.T) {
+		msgs := []session.Message{
+			{ID: "p1", Role: session.RoleUser, CreatedAt: at, Parts: text("go")},
+			{ID: "a1", ResponseID: "msg_1", Role: session.RoleAssistant, CreatedAt: at, Parts: []session.Part{
+				{Type: session.PartToolCall, ToolCallID: "t1", Name: "Bash", Input: json.RawMessage(`{}`)}}},
+			{ID: "r1", Role: session.RoleTool, CreatedAt: at, Parts: []session.Part{{Type: session.PartToolResult, ToolCallID: "t1", Output: "x"}}},
+			{ID: "a2", ResponseID: "msg_1", Role: session.RoleAssistant, CreatedAt: at, Parts: text("done")},
+			{ID: "a3", ResponseID: "msg_1", Role: session.RoleAssistant, CreatedAt: at, Parts: text("again")},
+		}
+		again := parse(t, write(msgs))
+		same(t, msgs, again)
+		require.Equal(t, "msg_1", again.Messages[1].ResponseID, "the first keeps its response ID")
+	})
 }

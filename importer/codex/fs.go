@@ -19,11 +19,32 @@ import (
 // sessions directory; they never write.
 
 // Discover returns the rollouts of fsys, a Codex sessions directory, in
-// lexical (and so time) order.
+// lexical (and so time) order: the regular files
+// "YYYY/MM/DD/rollout-*.jsonl". Links are not followed, and a directory
+// that cannot be read is left out (as fs.Glob leaves it).
 func Discover(fsys fs.FS) ([]string, error) {
-	out, err := fs.Glob(fsys, "*/*/*/rollout-*.jsonl")
+	dirs, err := importer.Dirs(fsys, ".") // YYYY
 	if err != nil {
 		return nil, fmt.Errorf("codex: discover: %w", err)
+	}
+	for range 2 { // MM, DD
+		var next []string
+		for _, d := range dirs {
+			sub, err := importer.Dirs(fsys, d)
+			if err == nil {
+				next = append(next, sub...)
+			}
+		}
+		dirs = next
+	}
+	var out []string
+	for _, d := range dirs {
+		names, err := importer.RegularFiles(fsys, d, func(n string) bool {
+			return strings.HasPrefix(n, "rollout-") && strings.HasSuffix(n, ".jsonl")
+		})
+		if err == nil {
+			out = append(out, names...)
+		}
 	}
 	slices.Sort(out)
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/sessionstore/sessionstore/importer"
@@ -29,9 +30,12 @@ type WriteOptions struct {
 // at each turn (and wherever the model changes), the history as
 // response_item lines, and the event_msg lines that carry what the history
 // does not: a user_message for each prompt a person typed, a token_count
-// after each model response, each tool run's structured result, errors
-// and the thread's name. Parse reads it back to the same conversation for
-// a session imported from Codex.
+// after each model response, each tool run's structured result (see
+// runEvent: only a result that is a Codex tool run's event is written,
+// as its call's), errors and the thread's name. Parse reads it back to the
+// same conversation for a session imported from Codex. Nothing a session
+// holds makes a line of its own: text, tool output and structured results
+// are written inside the lines that carry them.
 func Write(w io.Writer, s *session.Session, opts WriteOptions) error {
 	wr := &writer{lw: importer.NewLineWriter(w), s: s, custom: map[string]bool{}}
 	opts.ThreadID, opts.CLIVersion = importer.Claims(s, Tool, opts.ThreadID, opts.CLIVersion)
@@ -69,10 +73,18 @@ type writer struct {
 	model  string
 	total  tokenUsage
 	custom map[string]bool // call IDs of custom tool calls
+	lines  int             // lines written
 }
 
+// put writes a line. Each carries its ordinal, its place in the file (a
+// field of the envelope newer Codex builds write, which older ones
+// ignore): a reader takes a line equal to an earlier one for a copy (Parse
+// does), and equal messages at one instant (a prompt said twice, a zero
+// time) would otherwise write equal lines.
 func (wr *writer) put(at time.Time, typ string, payload any) {
-	wr.lw.Put(map[string]any{"timestamp": at.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), "type": typ, "payload": payload})
+	wr.lines++
+	wr.lw.Put(map[string]any{"timestamp": at.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), "type": typ,
+		"ordinal": wr.lines, "payload": payload})
 }
 
 func (wr *writer) meta() {
@@ -243,12 +255,39 @@ func (wr *writer) tool(at time.Time, m session.Message) {
 			v["id"] = m.ID
 		}
 		wr.put(at, "response_item", v)
-		var ev map[string]json.RawMessage
-		if json.Unmarshal(p.Result, &ev) == nil && ev["type"] != nil {
-			ev["call_id"], _ = json.Marshal(p.ToolCallID)
+		if ev := runEvent(p.Result, p.ToolCallID); ev != nil {
 			wr.put(at, "event_msg", ev)
 		}
 	}
+}
+
+// runEvent returns the event that carries result, a tool result's
+// structured result, as Codex writes a tool run's outcome: an event of one
+// of the kinds Parse takes a result from (exec_command_end and the like),
+// tied to its own call. Any other result gives nil and is not written:
+// the result came from the session, from whoever wrote it, and written as
+// an event of another kind it would be that event to whoever reads the
+// rollout (a user_message is a prompt the user typed, an error an error
+// reply, thread_name_updated the thread's name). Codex has no other place
+// for a structured result; the output text is written either way.
+//
+// Keys that differ from "type" or "call_id" only in case are left out:
+// Codex matches keys exactly and encoding/json (so Parse) regardless of
+// case, and the two must read the same call.
+func runEvent(result json.RawMessage, callID string) map[string]json.RawMessage {
+	var ev map[string]json.RawMessage
+	var typ string
+	if json.Unmarshal(result, &ev) != nil || json.Unmarshal(ev["type"], &typ) != nil || !resultEvents[typ] {
+		return nil
+	}
+	for k := range ev {
+		if strings.EqualFold(k, "type") || strings.EqualFold(k, "call_id") {
+			delete(ev, k)
+		}
+	}
+	ev["type"], _ = json.Marshal(typ)
+	ev["call_id"], _ = json.Marshal(callID)
+	return ev
 }
 
 // compaction writes a compaction: its summary as the message, its

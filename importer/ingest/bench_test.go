@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -243,4 +245,61 @@ func BenchmarkShowMarkdown(b *testing.B) {
 		require.NoError(b, err)
 		require.NoError(b, transcript.WriteMarkdown(io.Discard, s, transcript.Options{}))
 	}
+}
+
+// BenchmarkImportPeakHeap imports one generated Claude Code transcript of
+// INGEST_PEAK_MIB MiB (default 64) into an empty file store and reports
+// the largest heap the import held, sampled every millisecond with the
+// collector run at GOGC=10 so that the heap tracks what is live (at the
+// default GOGC the process holds up to twice that): peak-heap-MiB, and
+// peak/source, its ratio to the transcript's size.
+//
+//	INGEST_PEAK_MIB=93 go test -run - -bench ImportPeakHeap -benchtime 1x ./importer/ingest
+func BenchmarkImportPeakHeap(b *testing.B) {
+	mib := 64
+	if v := os.Getenv("INGEST_PEAK_MIB"); v != "" {
+		var err error
+		mib, err = strconv.Atoi(v)
+		require.NoError(b, err)
+	}
+	id, data := importtest.GenerateClaudeCode(7, mib<<20)
+	p := filepath.Join(b.TempDir(), id+".jsonl")
+	require.NoError(b, os.WriteFile(p, data, 0o600))
+	size := float64(len(data))
+	data = nil
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	var peak float64
+	for b.Loop() {
+		st, err := jsonlstore.Open(b.TempDir(), jsonlstore.Options{})
+		require.NoError(b, err)
+		runtime.GC()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(sample)
+		base := sample[0].Value.Uint64()
+		stop, sampled := make(chan struct{}), make(chan uint64)
+		go func() {
+			var most uint64
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for {
+				metrics.Read(sample)
+				most = max(most, sample[0].Value.Uint64())
+				select {
+				case <-stop:
+					sampled <- most
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		_, err = ingest.Run(context.Background(), st, ingest.ClaudeCode, []string{p}, ingest.Options{})
+		close(stop)
+		most := <-sampled
+		require.NoError(b, err)
+		require.NoError(b, st.Close())
+		peak = max(peak, float64(most-min(most, base)))
+	}
+	b.ReportMetric(size/(1<<20), "source-MiB")
+	b.ReportMetric(peak/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(peak/size, "peak/source")
 }

@@ -15,9 +15,20 @@
 // session's transcript and its sub-agents' files (the layout claudecode
 // documents); a path is a transcript, a project directory (holding
 // transcripts) or a projects directory (holding project directories). For
-// Codex it is one rollout; a path is a rollout or a directory searched,
-// to any depth, for *.jsonl files. Sources are only ever opened for
-// reading.
+// Codex it is one rollout; a path is a rollout or a directory searched
+// for *.jsonl files, at most Options.MaxDepth directories deep. Sources
+// are only ever opened for reading.
+//
+// Each path is read as an importer.Tree: a path is followed wherever it
+// leads (the caller named it), but nothing under it leads out of it. Only
+// regular files are read, and never a named pipe, a device or a socket
+// (a pipe is opened without blocking, and refused); a walk follows no
+// symbolic link, goes on past a directory it cannot read, and stops with
+// ErrTooManyEntries after Options.MaxEntries directory entries; each path
+// it passes over is in Report.Ignored, with why. Every read checks the
+// context: a cancelled Run stops within one read of each file it was
+// reading, and returns the context's error, the sessions written before
+// kept.
 //
 // # Idempotence
 //

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/importer/claudecode"
@@ -72,7 +72,7 @@ func (ix *index) unchanged(src *source, buf []byte) (bool, error) {
 		if len(want) == 0 {
 			return false, nil
 		}
-		sum, err := hashFile(f.path, buf)
+		sum, err := hashFile(src.fsys, f.name, buf)
 		if err != nil {
 			return false, err
 		}
@@ -101,16 +101,17 @@ func (ix *index) recorded(src *source) (lines, bytes int64) {
 	return lines, bytes
 }
 
-// hashFile returns the hex SHA-256 of the file at path, read through buf.
-func hashFile(path string, buf []byte) (string, error) {
-	f, err := os.Open(path) //nolint:gosec // G304: the sources the user named
+// hashFile returns the hex SHA-256 of the file name of fsys, read
+// through buf.
+func hashFile(fsys fs.FS, name string, buf []byte) (string, error) {
+	f, err := fsys.Open(name)
 	if err != nil {
 		return "", fmt.Errorf("ingest: %w", err)
 	}
 	defer f.Close() //nolint:errcheck // read-only: closing cannot lose data
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, f, buf); err != nil {
-		return "", fmt.Errorf("ingest: read %s: %w", path, err)
+		return "", fmt.Errorf("ingest: read %s: %w", name, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

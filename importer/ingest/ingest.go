@@ -20,8 +20,24 @@ const (
 	Codex      = codex.Tool
 )
 
-// ErrUnknownTool reports a tool Run does not import from.
-var ErrUnknownTool = errors.New("ingest: unknown tool")
+var (
+	// ErrUnknownTool reports a tool Run does not import from.
+	ErrUnknownTool = errors.New("ingest: unknown tool")
+	// ErrTooManyEntries reports a walk of the paths given that met more
+	// directory entries than Options.MaxEntries: nothing is imported.
+	ErrTooManyEntries = errors.New("ingest: too many directory entries")
+)
+
+// The bounds of a walk of the paths given, by default (Options).
+const (
+	// DefaultMaxDepth is how many directories below a path a Codex walk
+	// descends: its sessions directory is three deep (YYYY/MM/DD).
+	DefaultMaxDepth = 16
+	// DefaultMaxEntries is how many directory entries a walk reads in
+	// all before it gives up (ErrTooManyEntries): far more than years of
+	// sessions, far fewer than a walk of / meets.
+	DefaultMaxEntries = 1 << 20
+)
 
 // Options tune Run. The zero value works.
 type Options struct {
@@ -36,6 +52,15 @@ type Options struct {
 	Label string
 	// MaxLineBytes bounds a source line (0: importer.DefaultMaxLineBytes).
 	MaxLineBytes int
+	// MaxDepth bounds how many directories below a path given a walk
+	// for Codex rollouts descends (0: DefaultMaxDepth); a deeper
+	// directory is not searched, and is reported in Report.Ignored.
+	// (Claude Code's layout is two deep, and walked no deeper.)
+	MaxDepth int
+	// MaxEntries bounds the directory entries the walks of the paths
+	// given read in all (0: DefaultMaxEntries); beyond it Run fails with
+	// ErrTooManyEntries and imports nothing.
+	MaxEntries int
 	// Progress, when set, is called once the sources are planned (nothing
 	// done yet) and after each source.
 	Progress func(Progress)
@@ -95,7 +120,11 @@ type Report struct {
 	Tool    string         `json:"tool"`
 	DryRun  bool           `json:"dry_run,omitempty"`
 	Sources []SourceReport `json:"sources"`
-	Totals  Totals         `json:"totals"`
+	// Ignored are the paths passed over in finding the sources (never
+	// read): unreadable directories, files that are not regular files,
+	// symbolic links, directories beyond MaxDepth.
+	Ignored []Ignored `json:"ignored,omitempty"`
+	Totals  Totals    `json:"totals"`
 	// Elapsed is the time Run took.
 	Elapsed time.Duration `json:"elapsed_ns"`
 }
@@ -167,29 +196,40 @@ func (o Options) withDefaults(tool string) Options {
 	if o.Label == "" {
 		o.Label = "sessions-import"
 	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxDepth
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
 	return o
 }
 
 // Run imports the sources of tool (ClaudeCode or Codex) found under paths
 // into st, as the package documentation describes, and reports on each.
-// Errors: ErrUnknownTool, a path that cannot be read, st's List errors,
-// ctx's; a source that fails does not fail the run (see its report).
+// Errors: ErrUnknownTool, a path that cannot be read or is not a regular
+// file or a directory (importer.ErrNotRegular), ErrTooManyEntries, st's
+// List errors, ctx's (the run stops within a read of each file it is
+// reading; the sessions written before stay); a source that fails does
+// not fail the run (see its report).
 func Run(ctx context.Context, st sessionstore.Store, tool string, paths []string, opts Options) (*Report, error) {
 	start := time.Now()
 	if tool != ClaudeCode && tool != Codex {
 		return nil, fmt.Errorf("%w %q (%s or %s)", ErrUnknownTool, tool, ClaudeCode, Codex)
 	}
 	opts = opts.withDefaults(tool)
-	batches, err := discover(tool, paths)
+	d, err := discover(ctx, tool, paths, opts)
 	if err != nil {
 		return nil, err
 	}
+	defer d.close()
+	batches := d.batches
 	ix, err := loadIndex(ctx, st, tool)
 	if err != nil {
 		return nil, err
 	}
 	r := &run{ctx: ctx, st: st, tool: tool, opts: opts, ix: ix, done: map[session.SessionID]string{},
-		rep: &Report{Tool: tool, DryRun: opts.DryRun}}
+		rep: &Report{Tool: tool, DryRun: opts.DryRun, Ignored: d.ignored}}
 	if err := r.plan(batches); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"os"
 	"runtime"
 	"sync"
 
@@ -38,7 +37,7 @@ func (r *run) read(ctx context.Context, batches []*batch, out chan<- []item) {
 	var todo []*source
 	for _, b := range batches {
 		for _, src := range b.sources {
-			if !src.unchanged {
+			if !src.unchanged && src.err == nil {
 				todo = append(todo, src)
 			}
 		}
@@ -77,9 +76,9 @@ func (r *run) load(src *source) (*importer.Transcript, error) {
 	var t *importer.Transcript
 	var err error
 	if r.tool == ClaudeCode {
-		t, err = claudecode.Load(os.DirFS(src.dir), src.name, claudecode.Options{MaxLineBytes: r.opts.MaxLineBytes})
+		t, err = claudecode.Load(src.fsys, src.name, claudecode.Options{MaxLineBytes: r.opts.MaxLineBytes})
 	} else {
-		t, err = codex.Load(os.DirFS(src.dir), src.name, codex.Options{MaxLineBytes: r.opts.MaxLineBytes})
+		t, err = codex.Load(src.fsys, src.name, codex.Options{MaxLineBytes: r.opts.MaxLineBytes})
 	}
 	if err != nil {
 		return nil, err
@@ -192,8 +191,8 @@ func (rd *reader) claude(ctx context.Context, b *batch) []item {
 	items := make([]item, 0, len(b.sources))
 	var ts []*importer.Transcript
 	for _, src := range b.sources {
-		it := item{src: src}
-		if !src.unchanged {
+		it := item{src: src, err: src.err}
+		if !src.unchanged && src.err == nil {
 			it.t, it.err = rd.l.take(src)
 			if it.t != nil {
 				ts = append(ts, it.t)
@@ -242,8 +241,8 @@ func (rd *reader) codex(ctx context.Context, src *source) []item {
 		return nil
 	}
 	rd.read[src] = true // before the parent's: a loop of parents ends here
-	it := item{src: src}
-	if src.unchanged {
+	it := item{src: src, err: src.err}
+	if src.unchanged || src.err != nil {
 		return []item{it}
 	}
 	var out []item

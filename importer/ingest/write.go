@@ -32,6 +32,9 @@ func (r *run) plan(batches []*batch) error {
 		wg.Go(func() {
 			buf := make([]byte, 256<<10)
 			for i := next.Add(1) - 1; i < int64(len(srcs)) && r.ctx.Err() == nil; i = next.Add(1) - 1 {
+				if srcs[i].err != nil {
+					continue // reported failed
+				}
 				ok, err := r.ix.unchanged(srcs[i], buf)
 				srcs[i].unchanged = ok && err == nil
 			}

@@ -53,23 +53,104 @@ func WriteText(w io.Writer, s *session.Session, opts Options) error {
 	return render(w, s, opts, plain{})
 }
 
-// style is the markup of one output format.
+// style is the markup of one output format. Everything a session holds
+// reaches the output through inline (a value on a line of the writer's:
+// title, facts, headers, folded lines) or text (a message's text, the one
+// thing shown over many lines), each of which keeps it from making
+// structure of its own: a line break, a header or a fact, or markup.
 type style interface {
 	title(string) string
 	fact(name, value string) string
 	header(role, meta string) string
 	text(string) string
 	folded(kind, body string) string
+	inline(string) string
 }
 
+// markdown writes CommonMark. A message's text is a fenced code block
+// whose fence is longer than any run of backticks in it, so no line of
+// the text can close it: inside, nothing is a header, HTML, a link
+// reference or any other markup. A value on one line has its line breaks
+// escaped (oneLine) and each character that could make markup there
+// backslash-escaped (see markup), which CommonMark shows as the character
+// itself.
 type markdown struct{}
 
 func (markdown) title(t string) string        { return "# " + t + "\n\n" }
 func (markdown) fact(n, v string) string      { return "- **" + n + ":** " + v + "\n" }
 func (markdown) header(r, meta string) string { return "\n## " + r + meta + "\n\n" }
-func (markdown) text(t string) string         { return t + "\n" }
 func (markdown) folded(k, b string) string    { return "- *" + k + "* " + b + "\n" }
 
+func (markdown) text(t string) string {
+	longest, run := 0, 0
+	for i := range len(t) {
+		if t[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	if !strings.HasSuffix(t, "\n") {
+		t += "\n"
+	}
+	return fence + "\n" + t + fence + "\n"
+}
+
+func (markdown) inline(s string) string {
+	// oneLine's escapes are a backslash and a letter, which CommonMark
+	// shows as they are; a backslash of s's own before one is shown too.
+	s = oneLine(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := range len(s) {
+		if markup(s, i) {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// markup reports whether s[i] could start or end inline markup where a
+// value from a session sits, mid-line in a paragraph or heading, and so
+// is backslash-escaped: backticks (code spans), '*' and '~' (emphasis,
+// strikethrough), '[' and ']' (links and images), '<' (raw HTML and
+// autolinks), '#' (a heading's closing sequence), '&' before what could
+// be an entity, a backslash before what it would escape, and '_' except in
+// a run between letters or digits (snake_case), which CommonMark never
+// takes for emphasis. Escaping less than every punctuation character
+// keeps names, paths and IDs readable in the Markdown as written.
+func markup(s string, i int) bool {
+	switch s[i] {
+	case '`', '*', '~', '[', ']', '<', '#':
+		return true
+	case '&':
+		return i+1 < len(s) && (alnum(s[i+1]) || s[i+1] == '#')
+	case '\\':
+		return i+1 < len(s) && punct(s[i+1])
+	case '_':
+		j, k := i, i
+		for j > 0 && s[j-1] == '_' {
+			j--
+		}
+		for k < len(s) && s[k] == '_' {
+			k++
+		}
+		return j == 0 || k == len(s) || !alnum(s[j-1]) || !alnum(s[k])
+	}
+	return false
+}
+
+func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+
+// punct reports ASCII punctuation: what a backslash escapes in CommonMark.
+func punct(c byte) bool { return c > ' ' && c < 0x7f && !alnum(c) }
+
+// plain writes text for people: headers and facts start their lines, and
+// everything a message says is indented beneath its header, line by line,
+// so that nothing it says starts a line.
 type plain struct{}
 
 func (plain) title(t string) string {
@@ -79,52 +160,103 @@ func (plain) fact(n, v string) string      { return n + ": " + v + "\n" }
 func (plain) header(r, meta string) string { return "\n" + strings.ToUpper(r) + meta + "\n" }
 func (plain) text(t string) string         { return indent(t) + "\n" }
 func (plain) folded(k, b string) string    { return "  [" + k + "] " + b + "\n" }
+func (plain) inline(s string) string       { return oneLine(s) }
 
+// indent indents each line of t by two spaces. A line ends at "\n" (or
+// "\r\n"); any other character a reader may take for the end of a line
+// is escaped, so that it starts no line of its own.
 func indent(t string) string {
-	return "  " + strings.ReplaceAll(t, "\n", "\n  ")
+	t = strings.ReplaceAll(t, "\r\n", "\n")
+	lines := strings.Split(t, "\n")
+	for i, l := range lines {
+		lines[i] = escapeBreaks(l)
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// oneLine is s for a place on one line: every character a reader may
+// take for the end of a line escaped (escapeBreaks), "\n" too.
+func oneLine(s string) string {
+	if strings.Contains(s, "\n") {
+		s = strings.ReplaceAll(s, "\n", `\n`)
+	}
+	return escapeBreaks(s)
+}
+
+// escapeBreaks writes as a visible escape every character but "\n" that
+// a reader may take for the end of a line: CR, vertical tab and form feed
+// (\r, \v, \f), the information separators that Python's splitlines and
+// its kin split at (\x1c to \x1e), NEL (U+0085) and the Unicode line and
+// paragraph separators (U+2028, U+2029). Other bytes, invalid UTF-8
+// included, are kept.
+func escapeBreaks(s string) string {
+	if !strings.ContainsAny(s, "\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch r {
+		case '\r':
+			b.WriteString(`\r`)
+		case '\v':
+			b.WriteString(`\v`)
+		case '\f':
+			b.WriteString(`\f`)
+		case 0x1c, 0x1d, 0x1e:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case 0x85, 0x2028, 0x2029:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 func render(w io.Writer, s *session.Session, opts Options, st style) error {
 	bw := bufio.NewWriter(w)
 	r := renderer{bw: bw, st: st, opts: opts}
+	v := st.inline // every value the session holds
 	title, _ := s.Title()
 	if title == "" {
 		title = "Session " + string(s.ID())
 	}
-	r.put(st.title(title))
-	r.put(st.fact("Session", fmt.Sprintf("%s, %s, created %s", s.ID(), s.State(), r.time(s.CreatedAt()))))
+	r.put(st.title(v(title)))
+	r.put(st.fact("Session", fmt.Sprintf("%s, %s, created %s", v(string(s.ID())), v(string(s.State())), r.time(s.CreatedAt()))))
 	if ws := s.Workspace(); !ws.IsZero() {
-		v := ws.Project
+		f := v(ws.Project)
 		if ws.Dir != "" && ws.Dir != ws.Project {
-			v += " (working in " + ws.Dir + ")"
+			f += " (working in " + v(ws.Dir) + ")"
 		}
 		if ws.Branch != "" {
-			v += ", branch " + ws.Branch
+			f += ", branch " + v(ws.Branch)
 		}
-		r.put(st.fact("Workspace", strings.TrimPrefix(v, " ")))
+		r.put(st.fact("Workspace", strings.TrimPrefix(f, " ")))
 	}
 	if provider, model := s.Provider(); provider != "" || model != "" {
-		r.put(st.fact("Model", strings.Trim(provider+" "+model, " ")))
+		r.put(st.fact("Model", strings.Trim(v(provider)+" "+v(model), " ")))
 	}
 	if o := s.Origin(); o != nil {
-		v := o.Tool + " session " + o.SessionID
+		f := v(o.Tool) + " session " + v(o.SessionID)
 		if o.AgentID != "" {
-			v += ", agent " + o.AgentID
+			f += ", agent " + v(o.AgentID)
 		}
 		if o.Path != "" {
-			v += ", " + o.Path
+			f += ", " + v(o.Path)
 		}
-		r.put(st.fact("Imported from", v))
+		r.put(st.fact("Imported from", f))
 	}
 	if rel := s.Relationship(); rel.ParentID != "" {
-		v := "sub-agent of " + string(rel.ParentID)
+		f := "sub-agent of " + v(string(rel.ParentID))
 		if rel.Role != "" {
-			v += " as " + rel.Role
+			f += " as " + v(rel.Role)
 		}
 		if rel.ToolCallID != "" {
-			v += ", spawned by " + rel.ToolCallID
+			f += ", spawned by " + v(rel.ToolCallID)
 		}
-		r.put(st.fact("Relationship", v))
+		r.put(st.fact("Relationship", f))
 	}
 	if u := s.Usage(); !u.IsZero() {
 		r.put(st.fact("Usage", usage(u)))
@@ -136,7 +268,7 @@ func render(w io.Writer, s *session.Session, opts Options, st style) error {
 		}
 		slices.Sort(keys)
 		for i, k := range keys {
-			keys[i] = k + "=" + labels[k]
+			keys[i] = v(k) + "=" + v(labels[k])
 		}
 		r.put(st.fact("Labels", strings.Join(keys, ", ")))
 	}
@@ -187,7 +319,7 @@ func (r *renderer) message(m session.Message) {
 		marks = append(marks, r.time(m.CreatedAt))
 	}
 	if m.Model != "" {
-		marks = append(marks, m.Model)
+		marks = append(marks, r.st.inline(m.Model))
 	}
 	if m.Usage != nil {
 		marks = append(marks, usage(*m.Usage))
@@ -198,7 +330,7 @@ func (r *renderer) message(m session.Message) {
 	}
 	r.put(r.st.header(role, meta))
 	if c := m.Compaction; c != nil && (c.Trigger != "" || c.PreTokens > 0) {
-		r.put(r.st.folded("compaction", strings.TrimSpace(fmt.Sprintf("%s, replaced %d tokens", c.Trigger, c.PreTokens))))
+		r.put(r.st.folded("compaction", strings.TrimSpace(fmt.Sprintf("%s, replaced %d tokens", r.st.inline(string(c.Trigger)), c.PreTokens))))
 	}
 	if m.Error != "" && importer.Text(m.Parts) != m.Error {
 		r.put(r.st.folded("error", r.line(m.Error)))
@@ -235,7 +367,7 @@ func (r *renderer) part(p session.Part) {
 		if p.ProviderExecuted {
 			kind = "provider tool call"
 		}
-		r.put(st.folded(kind, fmt.Sprintf("%s %s (%s, %s)", p.Name, r.line(compactJSON(p.Input)), size(len(p.Input)), p.ToolCallID)))
+		r.put(st.folded(kind, fmt.Sprintf("%s %s (%s, %s)", st.inline(p.Name), r.line(compactJSON(p.Input)), size(len(p.Input)), st.inline(p.ToolCallID))))
 	case session.PartToolResult:
 		r.put(st.folded("tool result", r.result(p)))
 		for _, c := range p.Content {
@@ -250,9 +382,9 @@ func (r *renderer) part(p session.Part) {
 		}
 		switch {
 		case p.URL != "":
-			r.put(st.folded(kind, strings.TrimSpace(p.MediaType+" "+p.URL)))
+			r.put(st.folded(kind, strings.TrimSpace(st.inline(p.MediaType)+" "+st.inline(p.URL))))
 		default:
-			r.put(st.folded(kind, p.MediaType+", "+size(len(p.Data))))
+			r.put(st.folded(kind, st.inline(p.MediaType)+", "+size(len(p.Data))))
 		}
 	}
 }
@@ -266,7 +398,7 @@ func (r *renderer) result(p session.Part) string {
 	if out == "" {
 		out = importer.Text(p.Content)
 	}
-	desc := fmt.Sprintf("%s for %s: %s, %s", status, p.ToolCallID, size(len(out)), count(lines(out), "line"))
+	desc := fmt.Sprintf("%s for %s: %s, %s", status, r.st.inline(p.ToolCallID), size(len(out)), count(lines(out), "line"))
 	if n := len(p.Content); n > 0 {
 		desc += ", " + count(n, "part")
 	}
@@ -279,18 +411,18 @@ func (r *renderer) result(p session.Part) string {
 	return desc
 }
 
-// line folds s to one line of at most FoldBytes bytes.
+// line folds s to one line of at most FoldBytes bytes of s, for a place
+// on one line (the style's inline).
 func (r *renderer) line(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	limit := r.opts.fold()
-	if len(s) <= limit {
-		return s
+	if limit := r.opts.fold(); len(s) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return r.st.inline(s)
 }
 
 func compactJSON(raw json.RawMessage) string {

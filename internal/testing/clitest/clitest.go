@@ -76,9 +76,32 @@ func (r Result) String() string {
 	return s + fmt.Sprintf("--- exit %d ---\n", r.Code)
 }
 
+// Context returns the context a command run by a test runs under: it
+// ends shortly before the test binary's deadline (go test -timeout), so
+// that a command that hangs fails its test with its output rather than
+// the binary with a panic, and one that a loaded machine slows down is
+// not cut short by a fixed limit. Without a deadline (-test.timeout 0) it
+// ends after noDeadline.
+func Context(t testing.TB) (context.Context, context.CancelFunc) {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			return context.WithDeadline(context.Background(), dl.Add(-deadlineMargin))
+		}
+	}
+	return context.WithTimeout(context.Background(), noDeadline)
+}
+
+const (
+	// deadlineMargin is how long before the test binary's deadline a
+	// command is killed, leaving its test that time to report.
+	deadlineMargin = 10 * time.Second
+	// noDeadline bounds a command when the test binary has no deadline.
+	noDeadline = 10 * time.Minute
+)
+
 // Run runs bin with args, a clean environment (CleanEnv) plus env, and
 // stdout and stderr captured; it fails the test if the command cannot be
-// started or runs longer than a minute.
+// started or runs until its Context ends.
 func Run(t testing.TB, bin string, env []string, args ...string) Result {
 	t.Helper()
 	return RunIn(t, "", bin, env, args...)
@@ -87,7 +110,7 @@ func Run(t testing.TB, bin string, env []string, args ...string) Result {
 // RunIn is Run in working directory dir ("" is this process's).
 func RunIn(t testing.TB, dir, bin string, env []string, args ...string) Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
@@ -102,6 +125,9 @@ func RunIn(t testing.TB, dir, bin string, env []string, args ...string) Result {
 		code = ee.ExitCode()
 	case err != nil:
 		t.Fatalf("run %s %v: %v", filepath.Base(bin), args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("run %s %v: killed as the test binary's deadline drew near (%v)\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), args, ctx.Err(), &stdout, &stderr)
 	}
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
 }

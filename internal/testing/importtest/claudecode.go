@@ -138,8 +138,14 @@ func ReadClaudeCode(t testing.TB, data []byte) ClaudeCodeFile {
 	return e
 }
 
+// countImage counts an image block: its bytes when it holds them, none
+// when its source is a URL.
 func (e *ClaudeCodeFile) countImage(t testing.TB, b map[string]any) {
 	src := b["source"].(map[string]any)
+	if src["type"] == "url" {
+		e.Images++
+		return
+	}
 	data, err := base64.StdEncoding.DecodeString(src["data"].(string))
 	require.NoError(t, err)
 	e.Images++

@@ -17,10 +17,17 @@ import (
 	"time"
 )
 
-// LineWithin is how long a wait for a child's line or exit lasts unless
-// Cmd.Within says otherwise: generous, because children are race-enabled
-// and the machine (2 cores) is loaded.
+// LineWithin is how long a wait for a child's line or exit lasts while
+// no child of the test makes progress, unless Cmd.Within says otherwise
+// (see patience.go: a wait lasts while the children work, up to the test
+// binary's deadline).
 const LineWithin = 30 * time.Second
+
+// ChildWait bounds a wait a child makes on its own (for a lease another
+// process holds, say): long, because the test's waits on that child,
+// which follow the work, catch a child that waits for nothing, and the
+// test kills its children when it ends.
+const ChildWait = time.Hour
 
 // Helper runs helper mode os.Getenv(modeEnv) with run and exits, when
 // modeEnv is set: with status 0 when run returns nil, else with status 1
@@ -52,8 +59,10 @@ type Cmd struct {
 	// counted (Acks, WaitAcks, WaitAck), not queued for Next. A child that
 	// acknowledges every write can then print thousands of them.
 	Acks bool
-	// Within bounds each wait for a line or an exit; zero means
-	// LineWithin.
+	// Within bounds each wait for a line or an exit while no child of
+	// the test makes progress (prints, runs, waits to run or for a disk);
+	// zero means LineWithin. A wait during which the children work lasts
+	// until the test binary's deadline draws near.
 	Within time.Duration
 }
 
@@ -111,6 +120,7 @@ func Start(tb testing.TB, c Cmd) *Child {
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("proctest: start helper %s: %v", c.Mode, err)
 	}
+	register(cmd.Process.Pid)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 1<<20)
@@ -123,6 +133,7 @@ func Start(tb testing.TB, c Cmd) *Child {
 		ch.poke()
 		// Wait only after stdout reached EOF, as os/exec requires.
 		ch.waitErr = cmd.Wait()
+		unregister(cmd.Process.Pid)
 		close(ch.exited)
 	}()
 	tb.Cleanup(func() {
@@ -132,10 +143,8 @@ func Start(tb testing.TB, c Cmd) *Child {
 		_ = ch.stdin.Close()
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
-		select {
-		case <-ch.exited:
-		case <-time.After(ch.within):
-			tb.Errorf("proctest: %s did not exit after SIGKILL", ch)
+		if why := ch.await(tb, ch.within, func() bool { return ch.isExited() }); why != "" {
+			tb.Errorf("proctest: %s did not exit after SIGKILL: %s", ch, why)
 			return
 		}
 		ch.reaped = true
@@ -173,27 +182,82 @@ func (c *Child) poke() {
 }
 
 // waitFor waits until cond (called with c.mu held) is true, failing tb if
-// the child's stdout ends first or within passes.
+// the child's stdout ends first or the wait runs out (await).
 func (c *Child) waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
+	ok, eof := false, false
+	why := c.await(tb, within, func() bool {
 		c.mu.Lock()
-		ok, eof := cond(), c.eof
-		c.mu.Unlock()
-		if ok {
-			return
+		defer c.mu.Unlock()
+		ok, eof = cond(), c.eof // cond is called until it holds, never after
+		return ok || eof
+	})
+	switch {
+	case ok:
+	case why != "":
+		tb.Fatalf("proctest: waiting for %s from %s: %s\nstderr:\n%s", what, c, why, c.stderr)
+	case eof:
+		if why := c.await(tb, within, c.isExited); why != "" {
+			tb.Fatalf("proctest: %s closed its stdout while the test waited for %s, and did not exit: %s\nstderr:\n%s", c, what, why, c.stderr)
 		}
-		if eof {
-			<-c.exited
-			tb.Fatalf("proctest: %s exited while the test waited for %s: %v\nstderr:\n%s", c, what, c.waitErr, c.stderr)
+		tb.Fatalf("proctest: %s exited while the test waited for %s: %v\nstderr:\n%s", c, what, c.waitErr, c.stderr)
+	}
+}
+
+// await waits until done returns true and returns "", or returns why it
+// gave up: no child of the test made progress for within, or the test
+// binary's deadline is near (patience). A line from c is progress.
+func (c *Child) await(tb testing.TB, within time.Duration, done func() bool) string {
+	p := newPatience(tb, within)
+	timer := time.NewTimer(p.tick())
+	defer timer.Stop()
+	exited := c.exited // nil once closed, so that the loop does not spin
+	for {
+		if done() {
+			return ""
 		}
+		if why := p.check(); why != "" {
+			return why
+		}
+		timer.Reset(p.tick())
 		select {
 		case <-c.notify:
-		case <-deadline.C:
-			tb.Fatalf("proctest: timed out after %v waiting for %s from %s\nstderr:\n%s", within, what, c, c.stderr)
+			p.progressed()
+		case <-exited:
+			exited = nil
+		case <-timer.C:
 		}
+	}
+}
+
+// Watch returns a check for a wait the test makes on its own (a loop
+// polling a file the child writes, say), bounded as the waits of Next and
+// Wait are: each call fails tb, naming what, once no child of the test has
+// made progress for the child's Within or the test binary's deadline is
+// near, or when the child has exited. It is cheap enough to call in a
+// tight loop.
+func (c *Child) Watch(tb testing.TB, what string) func() {
+	p := newPatience(tb, c.within)
+	return func() {
+		tb.Helper()
+		if c.Exited() {
+			c.await(tb, c.within, c.isExited)
+			tb.Fatalf("proctest: %s exited while the test waited for %s: %v\nstderr:\n%s", c, what, c.waitErr, c.stderr)
+		}
+		if why := p.check(); why != "" {
+			tb.Fatalf("proctest: waiting for %s from %s: %s\nstderr:\n%s", what, c, why, c.stderr)
+		}
+	}
+}
+
+// isExited reports whether the child has been waited for (its exit status
+// is known).
+func (c *Child) isExited() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -293,10 +357,8 @@ func (c *Child) Wait(tb testing.TB) error {
 	if c.reaped {
 		return c.waitErr
 	}
-	select {
-	case <-c.exited:
-	case <-time.After(c.within):
-		tb.Fatalf("proctest: timed out after %v waiting for %s to exit\nstderr:\n%s", c.within, c, c.stderr)
+	if why := c.await(tb, c.within, c.isExited); why != "" {
+		tb.Fatalf("proctest: waiting for %s to exit: %s\nstderr:\n%s", c, why, c.stderr)
 	}
 	c.reaped = true
 	c.checkStderr(tb)

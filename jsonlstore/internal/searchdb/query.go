@@ -2,6 +2,7 @@ package searchdb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -74,43 +75,51 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 	query := fmt.Sprintf(`SELECT s.id, s.title, s.updated, m.msg, m.role, m.rev, bm25(docs, %s) AS score, docs.title, docs.text, docs.tool
 		FROM docs JOIN msgs m ON m.rowid = docs.rowid JOIN sessions s ON s.sid = m.sid
 		WHERE %s ORDER BY score, s.updated DESC, s.id, m.msg DESC`, weights, strings.Join(where, " AND "))
-	rows, err := d.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, d.classify("search", err)
-	}
-	defer func() { _ = rows.Close() }() // read-only
 	var hits []fulltext.Hit
-	for rows.Next() && (limit <= 0 || len(hits) < limit) {
-		var h fulltext.Hit
-		var updated int64
-		var role string
-		var cols [3]string
-		if err := rows.Scan(&h.ID, &h.Title, &updated, &h.Message, &role, &h.Revision, &h.Score, &cols[0], &cols[1], &cols[2]); err != nil {
-			return nil, d.classify("search", err)
-		}
-		if f.Skip != nil && f.Skip(h.ID) {
-			continue
-		}
-		h.Role, h.Updated, h.Score = session.Role(role), time.Unix(0, updated).UTC(), -h.Score
-		fields, names := []string{cols[1], cols[2]}, []string{fulltext.FieldText, fulltext.FieldTool}
-		if h.Message < 0 {
-			fields, names = []string{cols[0]}, []string{fulltext.FieldTitle}
-		} else if f.NoTools {
-			fields = fields[:1]
-		}
-		spans := q.MatchFields(fields...)
-		for i := range fields {
-			if spans[i] != nil {
-				h.Field, h.Text, h.Spans = names[i], fields[i], spans[i]
-				break
+	err := d.run(ctx, 0, "search", func(ctx context.Context) error {
+		return d.read(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, query, args...)
+			if err != nil {
+				return err
 			}
-		}
-		if h.Spans == nil {
-			continue // FTS5's words differ from ours here: not a hit
-		}
-		hits = append(hits, h)
+			defer func() { _ = rows.Close() }() // read-only
+			for rows.Next() && (limit <= 0 || len(hits) < limit) {
+				var h fulltext.Hit
+				var updated int64
+				var role string
+				var cols [3]string
+				if err := rows.Scan(&h.ID, &h.Title, &updated, &h.Message, &role, &h.Revision, &h.Score, &cols[0], &cols[1], &cols[2]); err != nil {
+					return err
+				}
+				if f.Skip != nil && f.Skip(h.ID) {
+					continue
+				}
+				h.Role, h.Updated, h.Score = session.Role(role), time.Unix(0, updated).UTC(), -h.Score
+				fields, names := []string{cols[1], cols[2]}, []string{fulltext.FieldText, fulltext.FieldTool}
+				if h.Message < 0 {
+					fields, names = []string{cols[0]}, []string{fulltext.FieldTitle}
+				} else if f.NoTools {
+					fields = fields[:1]
+				}
+				spans := q.MatchFields(fields...)
+				for i := range fields {
+					if spans[i] != nil {
+						h.Field, h.Text, h.Spans = names[i], fields[i], spans[i]
+						break
+					}
+				}
+				if h.Spans == nil {
+					continue // FTS5's words differ from ours here: not a hit
+				}
+				hits = append(hits, h)
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
-	return hits, d.classify("search", rows.Err())
+	return hits, nil
 }
 
 // likeEscape escapes LIKE's wildcards with a backslash.

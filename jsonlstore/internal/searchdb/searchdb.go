@@ -27,13 +27,18 @@ package searchdb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -54,7 +59,24 @@ var (
 	// ErrDamaged reports an index that is not a database of this version
 	// (damaged, torn, another program's): rebuild it.
 	ErrDamaged = errors.New("searchdb: index damaged or of another version")
+	// ErrOtherVersion reports an index of another version (PRAGMA
+	// user_version); it also matches ErrDamaged.
+	ErrOtherVersion = fmt.Errorf("%w: another version", ErrDamaged)
+	// ErrSlow reports an operation that ran past its time limit
+	// (OpenOptions.Limit, with what its work justifies beyond it): it was
+	// interrupted and did nothing. An index that holds what it should
+	// never takes that long.
+	ErrSlow = errors.New("searchdb: index operation took too long")
 )
+
+// DefaultLimit is how long one operation on the index (a search's read,
+// one Apply, opening and checking it) may take beyond what its work
+// justifies (an Apply: perMiB for each MiB of text it adds).
+const DefaultLimit = 30 * time.Second
+
+// perMiB is the time an Apply may take per MiB of text it adds, beyond
+// the limit: FTS5 indexes several MiB a second on a slow machine.
+const perMiB = time.Second
 
 const schema = `
 CREATE TABLE sessions (
@@ -177,6 +199,8 @@ type DB struct {
 	db   *sql.DB
 	path string
 
+	limit time.Duration // of one operation (OpenOptions.Limit)
+
 	mu    sync.Mutex // guards stmts and wait
 	stmts map[string]*sql.Stmt
 	wait  Wait // the connection's busy timeout; -1: not set
@@ -184,48 +208,170 @@ type DB struct {
 
 // OpenOptions tune Open.
 type OpenOptions struct {
-	// Create creates the index when the file is missing.
+	// Create gives an empty file the index's schema (the file must
+	// exist: Open never creates one).
 	Create bool
+	// Limit bounds each operation's time; zero is DefaultLimit.
+	Limit time.Duration
 }
 
-// Open opens the index at path. Errors: ErrMissing (without Create),
-// ErrDamaged (the file is no index of this version), and others.
+// Open opens the index at path, which must exist: jsonlstore makes the
+// file (with the store's modes and owner) before SQLite sees it, so
+// SQLite never creates a database anywhere. With Create, an empty file
+// gets the schema. Before anything else, the schema is checked (see
+// schema.go). Errors: ErrMissing (no file), an error matching
+// fs.ErrPermission (a file or directory this user may not read or
+// write: never taken for a missing or damaged index), ErrDamaged (the
+// file is no index of this version, or not only one), ErrSlow, and
+// others.
 func Open(ctx context.Context, path string, opts OpenOptions) (*DB, error) {
-	mode := "rw"
-	if opts.Create {
-		mode = "rwc"
-	}
-	dsn := "file:" + path + "?mode=" + mode + "&_txlock=immediate&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(0)"
-	db, err := sql.Open("sqlite", dsn)
+	uri, err := URI(path)
 	if err != nil {
 		return nil, fmt.Errorf("searchdb: open %s: %w", path, err)
 	}
+	if err := Accessible(path); err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector{uri: uri})
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
-	d := &DB{db: db, path: path, stmts: map[string]*sql.Stmt{}, wait: -1}
-	if err := d.init(ctx, opts.Create); err != nil {
+	d := &DB{db: db, path: path, stmts: map[string]*sql.Stmt{}, wait: -1, limit: opts.Limit}
+	if d.limit <= 0 {
+		d.limit = DefaultLimit
+	}
+	err = d.run(ctx, 0, "open", func(ctx context.Context) error { return d.init(ctx, opts.Create) })
+	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
-	if err := d.prepare(ctx); err != nil {
+	if err := d.run(ctx, 0, "prepare", d.prepare); err != nil {
 		_ = d.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-// init checks the version, creating the schema in a new file.
+// URI is the SQLite URI of the database file at path (made absolute).
+// Every byte but letters, digits and "/._-~" is percent-encoded: SQLite
+// ends a URI's path at "?" or "#" and decodes "%HH" in it, and the
+// driver takes what follows the first "?" as its own parameters, so a
+// path taken as is ("DIR/store?x/.search/index.db") would name another
+// file (DIR/store) and carry parameters of the path's choosing.
+func URI(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("file://") // no authority: the path follows
+	for i := range len(abs) {
+		c := abs[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/._-~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	// mode=rw: SQLite never creates the file. trusted_schema off: no
+	// function the schema names runs unless SQLite marks it harmless;
+	// cell_size_check: pages are checked as they are read (SQLite's
+	// advice for files from elsewhere, with the schema check and the
+	// authorizer, see schema.go). journal_size_limit: a closed index's
+	// -wal is cut to nothing (it is kept, not removed by name: see
+	// connector).
+	b.WriteString("?mode=rw&_txlock=immediate&_defensive=1" +
+		"&_pragma=trusted_schema(0)&_pragma=cell_size_check(1)" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(0)" +
+		"&_pragma=journal_size_limit(4194304)")
+	return b.String(), nil
+}
+
+// Accessible checks that this user may read and write the index file
+// at path: ErrMissing, or an error that matches fs.ErrPermission for a
+// file of another user's. SQLite says only that it cannot open such a
+// file, which is not what a missing file, a damaged one, or another
+// user's is.
+func Accessible(path string) error {
+	err := unix.Faccessat(unix.AT_FDCWD, path, unix.R_OK|unix.W_OK, unix.AT_EACCESS)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s", ErrMissing, path)
+	}
+	return fmt.Errorf("searchdb: open %w", &fs.PathError{Op: "access", Path: path, Err: err})
+}
+
+// connector opens the index's connections through a driver of this
+// package's own (so that its hook is no other package's), each set up by
+// setup before database/sql hands it out.
+type connector struct{ uri string }
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return indexDriver().Open(c.uri) }
+func (c connector) Driver() driver.Driver                        { return indexDriver() }
+
+var indexDriver = sync.OnceValue(func() *sqlite.Driver {
+	drv := &sqlite.Driver{}
+	drv.RegisterConnectionHook(setup)
+	return drv
+})
+
+// setup sets up a new connection. Its authorizer refuses every action
+// of a trigger or a view: the index has neither, and one added while the
+// connection is open (after the schema was checked) runs nothing, its
+// statement fails (ErrDamaged). Its -wal is never removed by name when
+// it closes (PERSIST_WAL): a connection to an index since replaced
+// would remove the new index's -wal, with the writes of other processes
+// in it.
+func setup(conn sqlite.ExecQuerierContext, _ string) error {
+	a, ok := conn.(sqlite.AuthorizerRegisterer)
+	if !ok {
+		return errors.New("searchdb: the driver has no authorizer")
+	}
+	err := a.RegisterAuthorizer(func(_ sqlite.AuthorizerActionCode, _, _, _, triggerOrView string) sqlite.AuthorizerReturnCode {
+		if triggerOrView != "" {
+			return sqlite.AuthorizerDeny
+		}
+		return sqlite.AuthorizerOK
+	})
+	if err != nil {
+		return err
+	}
+	fc, ok := conn.(sqlite.FileControl)
+	if !ok {
+		return errors.New("searchdb: the driver has no file control")
+	}
+	_, err = fc.FileControlPersistWAL("main", 1)
+	return err
+}
+
+// run runs fn with ctx bounded by the DB's limit (and extra, for work
+// that justifies more), classifying its error.
+func (d *DB) run(ctx context.Context, extra time.Duration, what string, fn func(ctx context.Context) error) error {
+	bctx, cancel := context.WithTimeoutCause(ctx, d.limit+extra, errOverLimit)
+	defer cancel()
+	err := fn(bctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(bctx), errOverLimit) {
+		return fmt.Errorf("%w: %s %s: more than %s: %w", ErrSlow, what, d.path, d.limit+extra, err)
+	}
+	return d.classify(what, err)
+}
+
+var errOverLimit = errors.New("searchdb: over the time limit")
+
+// init checks the version and schema, creating the schema in a new
+// (empty) file.
 func (d *DB) init(ctx context.Context, create bool) error {
 	var v int
 	err := d.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
 	if err != nil {
-		return d.classify("open", err)
+		return err
 	}
 	switch {
 	case v == Version:
-		return nil
+		return d.read(ctx, func(*sql.Tx) error { return nil }) // the check
 	case v != 0:
-		return fmt.Errorf("%w: %s has version %d, this program's is %d", ErrDamaged, d.path, v, Version)
+		return fmt.Errorf("%w: %s has version %d, this program's is %d", ErrOtherVersion, d.path, v, Version)
 	case !create:
 		return fmt.Errorf("%w: %s has no schema", ErrDamaged, d.path)
 	}
@@ -234,36 +380,57 @@ func (d *DB) init(ctx context.Context, create bool) error {
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return d.classify("create", err)
+		return err
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit: nothing to roll back
 	// Another process may have made it meanwhile.
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return d.classify("create", err)
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+		return err
 	}
-	if v == Version {
-		return nil
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	switch {
+	case v == Version:
+		if err := checkSchema(ctx, tx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	case v != 0 || n != 0:
+		return fmt.Errorf("%w: %s holds objects but no version", ErrDamaged, d.path)
 	}
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
-		return d.classify("create", err)
+		return err
 	}
-	return d.classify("create", tx.Commit())
+	if err := checkSchema(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // classify names SQLite's errors as this package's.
 func (d *DB) classify(what string, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, ErrDamaged) || errors.Is(err, ErrMissing) || errors.Is(err, ErrSlow) {
+		return err
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return fmt.Errorf("%w: %s %s: %w", ErrBusy, what, d.path, err)
-		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT, sqlite3.SQLITE_SCHEMA:
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT, sqlite3.SQLITE_SCHEMA, sqlite3.SQLITE_AUTH:
+			// SQLITE_AUTH: the authorizer refused a trigger or view.
 			return fmt.Errorf("%w: %s %s: %w", ErrDamaged, what, d.path, err)
-		case sqlite3.SQLITE_CANTOPEN:
-			return fmt.Errorf("%w: %s: %w", ErrMissing, d.path, err)
+		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+			// A file or directory this user may not write (the -wal and
+			// -shm are made beside the file), or a file gone since.
+			if aerr := Accessible(d.path); aerr != nil {
+				return aerr
+			}
+			if aerr := Accessible(filepath.Dir(d.path)); aerr != nil && !errors.Is(aerr, ErrMissing) {
+				return aerr
+			}
 		case sqlite3.SQLITE_ERROR:
 			if strings.Contains(err.Error(), "no such table") || strings.Contains(err.Error(), "no such column") {
 				return fmt.Errorf("%w: %s %s: %w", ErrDamaged, what, d.path, err)
@@ -283,7 +450,7 @@ func (d *DB) setWait(ctx context.Context, w Wait) error {
 	if err == nil {
 		d.wait = w
 	}
-	return d.classify("set busy timeout", err)
+	return err
 }
 
 // stmt returns query as Open prepared it (statements are parsed once,
@@ -300,9 +467,11 @@ func (d *DB) prepare(ctx context.Context) error {
 	for _, q := range writeStatements {
 		st, err := d.db.PrepareContext(ctx, q)
 		if err != nil {
-			return d.classify("prepare", err)
+			return err
 		}
+		d.mu.Lock()
 		d.stmts[q] = st
+		d.mu.Unlock()
 	}
 	return nil
 }
@@ -316,6 +485,75 @@ func (d *DB) Close() error {
 	d.stmts = nil
 	d.mu.Unlock()
 	return d.db.Close()
+}
+
+// read runs fn in a read transaction whose schema is checked first: fn's
+// statements see the schema checked (a snapshot), whatever another
+// process changes meanwhile.
+func (d *DB) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // read-only
+	if err := checkSchema(ctx, tx); err != nil {
+		return err
+	}
+	return fn(tx)
+}
+
+// Checkpoint copies what the -wal holds into the file and empties the
+// -wal: the file is then whole by itself (a new index, before it is
+// renamed into place). It fails with ErrBusy if another connection
+// reads or writes.
+func (d *DB) Checkpoint(ctx context.Context) error {
+	return d.run(ctx, 0, "checkpoint", func(ctx context.Context) error {
+		var busy, log, done int
+		if err := d.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done); err != nil {
+			return err
+		}
+		if busy != 0 {
+			return fmt.Errorf("%w: checkpoint %s", ErrBusy, d.path)
+		}
+		return nil
+	})
+}
+
+// Check checks the whole file for verification: SQLite's quick_check
+// (the structure of every page, and FTS5's check of its own data) and
+// the schema. The file's damage is ErrDamaged, saying what it is. It
+// may take a second per 10 MiB of index beyond the DB's limit.
+func (d *DB) Check(ctx context.Context) error {
+	var extra time.Duration
+	if fi, err := os.Stat(d.path); err == nil {
+		extra = time.Duration(fi.Size()>>20) * time.Second / 10
+	}
+	return d.run(ctx, extra, "check", func(ctx context.Context) error {
+		return d.read(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, "PRAGMA quick_check(10)")
+			if err != nil {
+				return err
+			}
+			defer func() { _ = rows.Close() }() // read-only
+			var found []string
+			for rows.Next() {
+				var s string
+				if err := rows.Scan(&s); err != nil {
+					return err
+				}
+				if s != "ok" {
+					found = append(found, s)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(found) > 0 {
+				return fmt.Errorf("%w: %s", ErrDamaged, strings.Join(found, "; "))
+			}
+			return nil
+		})
+	})
 }
 
 // wtx is a write transaction whose statements are the DB's prepared ones.
@@ -349,23 +587,31 @@ func (d *DB) States(ctx context.Context) (map[session.SessionID]State, error) {
 // Proofs returns the proof of every session's row: the columns a search
 // compares with the logs, no more (States of the rows it finds stale).
 func (d *DB) Proofs(ctx context.Context) (map[session.SessionID]Proof, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT id, log_dev, log_ino, log_size, log_mtime FROM sessions")
-	if err != nil {
-		return nil, d.classify("read sessions", err)
-	}
-	defer func() { _ = rows.Close() }() // read-only
 	out := map[session.SessionID]Proof{}
-	for rows.Next() {
-		var id session.SessionID
-		var p Proof
-		var dev, ino int64
-		if err := rows.Scan(&id, &dev, &ino, &p.Size, &p.Mtime); err != nil {
-			return nil, d.classify("read sessions", err)
-		}
-		p.Dev, p.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
-		out[id] = p
+	err := d.run(ctx, 0, "read sessions", func(ctx context.Context) error {
+		return d.read(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, "SELECT id, log_dev, log_ino, log_size, log_mtime FROM sessions")
+			if err != nil {
+				return err
+			}
+			defer func() { _ = rows.Close() }() // read-only
+			for rows.Next() {
+				var id session.SessionID
+				var p Proof
+				var dev, ino int64
+				if err := rows.Scan(&id, &dev, &ino, &p.Size, &p.Mtime); err != nil {
+					return err
+				}
+				p.Dev, p.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
+				out[id] = p
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, d.classify("read sessions", rows.Err())
+	return out, nil
 }
 
 // StatesOf returns what the index holds of the sessions ids (those it
@@ -384,31 +630,39 @@ func (d *DB) StatesOf(ctx context.Context, ids []session.SessionID) (map[session
 const stateSQL = "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime, updated, project, labels FROM sessions"
 
 func (d *DB) states(ctx context.Context, query string, args ...any) (map[session.SessionID]State, error) {
-	rows, err := d.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, d.classify("read sessions", err)
-	}
-	defer func() { _ = rows.Close() }() // read-only
 	out := map[session.SessionID]State{}
-	for rows.Next() {
-		var s State
-		var dig []byte
-		var dev, ino, updated int64
-		var labels string
-		if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime, &updated, &s.Project, &labels); err != nil {
-			return nil, d.classify("read sessions", err)
-		}
-		s.Updated = time.Unix(0, updated).UTC()
-		if labels != "{}" && labels != "" {
-			if err := json.Unmarshal([]byte(labels), &s.Labels); err != nil {
-				return nil, fmt.Errorf("%w: %s: labels of %s: %w", ErrDamaged, d.path, s.ID, err)
+	err := d.run(ctx, 0, "read sessions", func(ctx context.Context) error {
+		return d.read(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, query, args...)
+			if err != nil {
+				return err
 			}
-		}
-		s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
-		copy(s.Digest[:], dig)
-		out[s.ID] = s
+			defer func() { _ = rows.Close() }() // read-only
+			for rows.Next() {
+				var s State
+				var dig []byte
+				var dev, ino, updated int64
+				var labels string
+				if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime, &updated, &s.Project, &labels); err != nil {
+					return err
+				}
+				s.Updated = time.Unix(0, updated).UTC()
+				if labels != "{}" && labels != "" {
+					if err := json.Unmarshal([]byte(labels), &s.Labels); err != nil {
+						return fmt.Errorf("%w: %s: labels of %s: %w", ErrDamaged, d.path, s.ID, err)
+					}
+				}
+				s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
+				copy(s.Digest[:], dig)
+				out[s.ID] = s
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, d.classify("read sessions", rows.Err())
+	return out, nil
 }
 
 // Apply applies updates in one transaction, each only when the row
@@ -416,48 +670,47 @@ func (d *DB) states(ctx context.Context, query string, args ...any) (map[session
 // fails at once with ErrBusy when another process writes.
 func (d *DB) Apply(ctx context.Context, ups []Update, wait Wait) ([]bool, error) {
 	applied := make([]bool, len(ups))
-	err := d.write(ctx, wait, func(tx *wtx) error {
-		for i := range ups {
-			ok, err := apply(ctx, tx, &ups[i])
-			if err != nil {
-				return err
-			}
-			applied[i] = ok
+	text := 0
+	for i := range ups {
+		for j := range ups[i].Add {
+			doc := &ups[i].Add[j].Doc
+			text += len(doc.Text) + len(doc.Tool)
 		}
-		return nil
+	}
+	err := d.run(ctx, time.Duration(wait)+time.Duration(text>>20)*perMiB, "update", func(ctx context.Context) error {
+		return d.write(ctx, wait, func(tx *wtx) error {
+			for i := range ups {
+				ok, err := apply(ctx, tx, &ups[i])
+				if err != nil {
+					return err
+				}
+				applied[i] = ok
+			}
+			return nil
+		})
 	})
 	if err != nil {
-		return nil, d.classify("update", err)
+		return nil, err
 	}
 	return applied, nil
 }
 
 // Delete removes sessions from the index.
 func (d *DB) Delete(ctx context.Context, ids []session.SessionID, wait Wait) error {
-	return d.classify("delete", d.write(ctx, wait, func(tx *wtx) error {
-		for _, id := range ids {
-			if err := remove(ctx, tx, id); err != nil {
-				return err
+	return d.run(ctx, time.Duration(wait), "delete", func(ctx context.Context) error {
+		return d.write(ctx, wait, func(tx *wtx) error {
+			for _, id := range ids {
+				if err := remove(ctx, tx, id); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	}))
+			return nil
+		})
+	})
 }
 
-// Clear removes every session from the index.
-func (d *DB) Clear(ctx context.Context, wait Wait) error {
-	return d.classify("clear", d.write(ctx, wait, func(tx *wtx) error {
-		for _, q := range []string{
-			"DELETE FROM sessions", "DELETE FROM labels", "DELETE FROM msgs", "DELETE FROM docs",
-		} {
-			if _, err := tx.exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
-}
-
+// write runs fn in a write transaction (waiting for another process's
+// as wait says) whose schema is checked first.
 func (d *DB) write(ctx context.Context, wait Wait, fn func(tx *wtx) error) error {
 	if err := d.setWait(ctx, wait); err != nil {
 		return err
@@ -467,6 +720,9 @@ func (d *DB) write(ctx context.Context, wait Wait, fn func(tx *wtx) error) error
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit: nothing to roll back
+	if err := checkSchema(ctx, tx); err != nil {
+		return err
+	}
 	if err := fn(&wtx{d: d, tx: tx}); err != nil {
 		return err
 	}

@@ -1,0 +1,4 @@
+package proctest
+
+// DeadlineMargin is deadlineMargin, for the tests of the package.
+const DeadlineMargin = deadlineMargin

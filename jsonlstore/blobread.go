@@ -1,0 +1,349 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/sessionstore/sessionstore/internal/vfs"
+)
+
+// Reading a blob: which file is the blob, and what reading one may cost.
+// Both have their one home here, used by every reader (Load, History,
+// export, the search feed, ReadBlob, the blob collector's page scan), by
+// verify (and so Backup's check of its copy) and by the writer's check of
+// a blob it is about to reference.
+//
+// Which file: the blob of hash is its raw file <hash> when there is one,
+// else <hash>.zst (openBlob). The writer never makes both (it writes a
+// blob where neither is, and replaces the one that is when it does not
+// hold the content), so both exist only where something else put a file
+// beside a blob; whatever it is, every reader and verify read the same
+// one.
+//
+// What it costs: a reference may claim any size up to maxBlobBytes, but a
+// reader allocates what the bytes on disk justify, never what a reference
+// claims. A raw blob's file is its content: one of another size than the
+// reference says is refused unread, and one of that size is read into a
+// buffer of exactly its size. A compressed blob is read into a buffer of
+// the size the reference (or, for a prefetch, its frame header) names
+// only where its file justifies that size: at most blobPresizeRatio times
+// the file's size, and no more than the frame header records. Otherwise
+// (a claim out of proportion to the file, or content that really does
+// expand that much) it is first decoded to count and hash it, keeping
+// nothing, and read into a buffer of its exact size only once it is the
+// content its name says. The decoders' window is capped (archiveWindow).
+// So a reader holds at most the content it actually returns, or
+// blobPresizeRatio times the compressed file it was given.
+
+// blobPresizeRatio is how many times its compressed size a compressed
+// blob's content is trusted to be before it is decoded: more than zstd
+// gives on text and JSON, so the content it holds is read in one pass
+// into a buffer of its size; content that expands more (long runs of one
+// byte) is decoded twice, as a claim out of proportion to its file is.
+const blobPresizeRatio = 64
+
+// blobHint is what a listing of blobs/ said of a hash: whether it listed
+// the raw file, only the compressed one, or nothing (written since).
+type blobHint int
+
+const (
+	hintNone blobHint = iota // not listed: look for both
+	hintRaw                  // the raw file is listed
+	hintZst                  // only <hash>.zst is listed: skip the raw open
+)
+
+// openBlob opens the blob of hash under prefix in fsys, by the rule: its
+// raw file when there is one, else <hash>.zst. It returns the file, its
+// name and whether it is compressed; an error wrapping fs.ErrNotExist
+// when there is neither. A raw file that exists but cannot be opened (no
+// permission, not a regular file) is the blob all the same: its error is
+// returned, not the compressed file's content.
+func openBlob(fsys vfs.FS, prefix, hash string, hint blobHint) (vfs.File, string, bool, error) {
+	if hint != hintZst {
+		f, err := fsys.OpenFile(prefix+hash, osRDONLY, 0)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return f, hash, false, err
+		}
+	}
+	name := blobName(hash, true)
+	f, err := fsys.OpenFile(prefix+name, osRDONLY, 0)
+	if hint == hintZst && errors.Is(err, fs.ErrNotExist) {
+		return openBlob(fsys, prefix, hash, hintNone) // listed, and gone since: look again
+	}
+	return f, name, true, err
+}
+
+// The sizes a reader may ask for besides a reference's: sizeAny reads a
+// blob of any size (up to maxBlobBytes), decoding it twice where its file
+// does not justify its size; sizeJustified (a prefetch, which may skip a
+// blob: the read that needs it reads it again, knowing its size) reads a
+// blob only where its file justifies its size, in one pass, and refuses
+// others (errNotJustified). The caller checks the size.
+const (
+	sizeAny       = -1
+	sizeJustified = -2
+)
+
+var errNotJustified = errors.New("a compressed blob whose file does not justify its size, left to the read that knows it")
+
+// errBlobSize reports a blob whose content is not of the size its
+// reference says.
+func errBlobSize(got, want int64) error {
+	return fmt.Errorf("holds %d bytes, the reference says %d", got, want)
+}
+
+// errBlobLonger reports a blob whose content goes on past the size its
+// reference says.
+func errBlobLonger(want int64) error {
+	return fmt.Errorf("holds more than %d bytes, the reference says %d", want, want)
+}
+
+var errBlobHash = errors.New("content does not match its SHA-256")
+
+// readBlobIn reads the blob of hash under prefix in fsys (openBlob),
+// returning its content and the name of the file it read. The content is
+// want bytes or the read fails, except for want sizeAny or sizeJustified,
+// whose caller checks the size. The caller checks the SHA-256. See the top of this file for what it
+// allocates.
+func readBlobIn(fsys vfs.FS, prefix, hash string, want int64, hint blobHint) ([]byte, string, error) {
+	f, name, compressed, err := openBlob(fsys, prefix, hash, hint)
+	if err != nil {
+		return nil, name, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, name, err
+	}
+	if !compressed {
+		content, err := readRawBlob(f, fi.Size(), want)
+		return content, name, err
+	}
+	content, err := readZstBlob(f, fi.Size(), hash, want)
+	return content, name, err
+}
+
+// readRawBlob reads r, a raw blob's file of size bytes, whose content
+// must be want bytes (any, for sizeAny or sizeJustified: a raw file
+// justifies its size).
+func readRawBlob(r io.Reader, size, want int64) ([]byte, error) {
+	if want >= 0 && size != want {
+		return nil, errBlobSize(size, want)
+	}
+	if size > maxBlobBytes {
+		return nil, fmt.Errorf("holds %d bytes, more than a blob may", size)
+	}
+	return readExact(r, size, size)
+}
+
+// readZstBlob reads f, a compressed blob's file of size bytes, whose
+// content must be want bytes (any, for sizeAny or sizeJustified) with
+// SHA-256 hash.
+func readZstBlob(f io.ReaderAt, size int64, hash string, want int64) ([]byte, error) {
+	limit := want
+	if limit < 0 {
+		limit = maxBlobBytes
+	}
+	expect := want // the size to read into; -1: not known
+	if fcs, ok := zstContentSize(f, size); ok {
+		switch {
+		case fcs > limit:
+			return nil, fmt.Errorf("its frame header records %d bytes, the reference says %d", fcs, want)
+		case want < 0:
+			expect = fcs
+		}
+	}
+	justified := expect >= 0 && expect <= size*blobPresizeRatio+64<<10
+	if !justified && want == sizeJustified {
+		return nil, errNotJustified
+	}
+	dec := blobDecoders.Get().(*zstd.Decoder)
+	defer blobDecoders.Put(dec)
+	defer func() { _ = dec.Reset(nil) }() // drop the file
+	if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
+		return nil, err
+	}
+	if justified {
+		return readExact(dec, expect, limit)
+	}
+	// Not justified by the file: count and hash the content before
+	// holding any of it.
+	n, sum, err := hashStream(dec, limit)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case n > limit:
+		return nil, errBlobLonger(limit)
+	case want >= 0 && n != want:
+		return nil, errBlobSize(n, want)
+	case sum != hash:
+		return nil, errBlobHash
+	}
+	if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
+		return nil, err
+	}
+	return readExact(dec, n, n)
+}
+
+// readExact reads r into a buffer of size bytes, and goes on reading, the
+// buffer growing as bytes arrive, up to limit bytes; one more than limit
+// is an error. Content shorter than size is returned as it is (the
+// caller's size check reports it).
+func readExact(r io.Reader, size, limit int64) ([]byte, error) {
+	buf := make([]byte, size)
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return buf[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	more := bytes.NewBuffer(buf)
+	m, err := io.Copy(more, io.LimitReader(r, limit-size+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case size+m > limit:
+		return nil, errBlobLonger(limit)
+	}
+	return more.Bytes(), nil
+}
+
+// zstContentSize returns the content size the frame header of f (a file
+// of size bytes) records, if it records one.
+func zstContentSize(f io.ReaderAt, size int64) (int64, bool) {
+	head := make([]byte, min(size, zstd.HeaderMaxSize))
+	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return 0, false
+	}
+	var h zstd.Header
+	if err := h.Decode(head); err != nil || !h.HasFCS {
+		return 0, false
+	}
+	return int64(min(h.FrameContentSize, maxBlobBytes+1)), true // above maxBlobBytes: more than any reference
+}
+
+// hashStream reads r up to limit+1 bytes, keeping none of them, and
+// returns how many it read and their SHA-256 (hex).
+func hashStream(r io.Reader, limit int64) (int64, string, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(r, limit+1))
+	if err != nil {
+		return n, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkBlobIn checks, streaming, that the blob of hash under prefix in
+// fsys (openBlob) holds want bytes whose SHA-256 is hash: what
+// readBlobIn and the caller's check would find, keeping none of the
+// content. It returns the name of the file it read.
+func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
+	f, name, compressed, err := openBlob(fsys, prefix, hash, hintNone)
+	if err != nil {
+		return name, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	fi, err := f.Stat()
+	if err != nil {
+		return name, err
+	}
+	var r io.Reader = f
+	if !compressed {
+		if fi.Size() != want {
+			return name, errBlobSize(fi.Size(), want)
+		}
+	} else {
+		if fcs, ok := zstContentSize(f, fi.Size()); ok && fcs > want {
+			return name, fmt.Errorf("its frame header records %d bytes, the reference says %d", fcs, want)
+		}
+		dec := blobDecoders.Get().(*zstd.Decoder)
+		defer blobDecoders.Put(dec)
+		defer func() { _ = dec.Reset(nil) }() // drop the file
+		if err := dec.Reset(io.NewSectionReader(f, 0, fi.Size())); err != nil {
+			return name, err
+		}
+		r = dec
+	}
+	n, sum, err := hashStream(r, want)
+	switch {
+	case err != nil:
+		return name, err
+	case n > want:
+		return name, errBlobLonger(want)
+	case n != want:
+		return name, errBlobSize(n, want)
+	case sum != hash:
+		return name, errBlobHash
+	}
+	return name, nil
+}
+
+// blobHolds reports whether the blob of hash under prefix in fsys
+// (openBlob) holds content: its size first (a raw file's, or what a
+// compressed one's frame header records), then its bytes, compared with
+// content as they are read (decoded), keeping none of them. It returns
+// the name of the file the rule names ("" when there is none) and
+// whether it holds content; a file it cannot read does not.
+func blobHolds(fsys vfs.FS, prefix, hash string, content []byte) (string, bool) {
+	f, name, compressed, err := openBlob(fsys, prefix, hash, hintNone)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", false
+	case err != nil:
+		return name, false
+	}
+	defer func() { _ = f.Close() }() // read-only
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return name, false
+	}
+	want := int64(len(content))
+	var r io.Reader = f
+	if !compressed {
+		if fi.Size() != want {
+			return name, false
+		}
+	} else {
+		if fcs, ok := zstContentSize(f, fi.Size()); ok && fcs != want {
+			return name, false
+		}
+		dec := blobDecoders.Get().(*zstd.Decoder)
+		defer blobDecoders.Put(dec)
+		defer func() { _ = dec.Reset(nil) }() // drop the file
+		if err := dec.Reset(io.NewSectionReader(f, 0, fi.Size())); err != nil {
+			return name, false
+		}
+		r = dec
+	}
+	c := &compareWriter{want: content}
+	if _, err := io.Copy(c, io.LimitReader(r, want+1)); err != nil {
+		return name, false
+	}
+	return name, c.off == len(content)
+}
+
+// compareWriter compares what is written to it with want, from the
+// start: a write that differs, or goes past want's end, fails.
+type compareWriter struct {
+	want []byte
+	off  int
+}
+
+var errDiffers = errors.New("differs")
+
+func (c *compareWriter) Write(p []byte) (int, error) {
+	if len(p) > len(c.want)-c.off || !bytes.Equal(p, c.want[c.off:c.off+len(p)]) {
+		return 0, errDiffers
+	}
+	c.off += len(p)
+	return len(p), nil
+}

@@ -1,0 +1,442 @@
+package jsonlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+)
+
+// The search index's file (ROOT/.search/index.db) is a cache whose
+// bytes come from anywhere a store does, so it is opened only once it
+// proves sound, and never repaired in place:
+//
+//   - What is at .search, .search/lock, index.db and its -wal and -shm
+//     must be what the store puts there: a directory, and regular files
+//     of one link each (a symlink would take the index, the store's
+//     conversations, out of the store; a FIFO would block). Anything else
+//     is errSearchJunk.
+//   - searchdb.Open checks the file's schema (no trigger, view or other
+//     object of the file's choosing) and bounds every operation in time.
+//   - A missing, damaged or junk index is replaced by a NEW file: made
+//     as .search/.index-<random>.tmp (0600, the store's owner), filled,
+//     checkpointed, synced, then renamed over index.db. Nothing is ever
+//     cleared or rewritten in the old file, so nothing planted in it
+//     survives.
+//   - SQLite opens a database's -wal and -shm by name, so a connection
+//     opened while index.db was being replaced could pair one file with
+//     the other's -wal. Opening takes .search/lock shared (SQLite opens
+//     the -wal and -shm within searchdb.Open); putting a new file in
+//     place takes it exclusive, and removes the old file's -wal and -shm
+//     before the rename. Connections to the old file go on with the
+//     unlinked files and reopen at their next use (openSearchLocked sees
+//     the file replaced); they never remove a -wal by name (searchdb
+//     sets PERSIST_WAL).
+//   - A file this user may not read or write (another user's) is a
+//     permission error (fs.ErrPermission), never taken for a missing or
+//     damaged index, and is left alone: a search then reads the logs.
+
+// errSearchJunk reports something at a search index path that the store
+// never puts there.
+var errSearchJunk = errors.New("not what the store keeps there")
+
+// searchTempPrefix begins the name of a new index being made in
+// .search/: .index-<random>.tmp, with its -wal and -shm.
+const searchTempPrefix = ".index-"
+
+// searchTempAge is the age past which a new index's leftover (its
+// maker crashed) is removed by the next one that puts a new index in
+// place: a maker writes it continuously.
+const searchTempAge = time.Hour
+
+// searchSidecars are the files SQLite keeps beside a database.
+var searchSidecars = []string{"-wal", "-shm", "-journal"}
+
+// checkSearchEntry reports whether name is missing (fs.ErrNotExist), a
+// regular file of one link (nil), or anything else (errSearchJunk).
+func (s *Store) checkSearchEntry(name string) (fs.FileInfo, error) {
+	fi, err := s.fs.Lstat(name)
+	if err != nil {
+		return nil, opErr("search index", "", err)
+	}
+	if !fi.Mode().IsRegular() || vfs.Links(fi) != 1 {
+		return fi, pathErr("search index", "", name, fmt.Errorf("%w: %s with %d links", errSearchJunk, fi.Mode().Type(), vfs.Links(fi)))
+	}
+	return fi, nil
+}
+
+// checkSearchDir reports whether .search is a directory: missing is
+// searchdb.ErrMissing, anything else errSearchJunk.
+func (s *Store) checkSearchDir() error {
+	fi, err := s.fs.Lstat(SearchDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return searchdb.ErrMissing
+	case err != nil:
+		return opErr("search index", "", err)
+	case !fi.IsDir():
+		return pathErr("search index", "", SearchDir, fmt.Errorf("%w: %s", errSearchJunk, fi.Mode().Type()))
+	}
+	return nil
+}
+
+// lockSearch takes .search/lock, shared or exclusive, waiting up to
+// searchWait (then searchdb.ErrBusy). The lock file must be a regular
+// file (errSearchJunk otherwise); it is made when missing.
+func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) {
+	f, err := s.fs.OpenFile(searchLock, os.O_RDWR|os.O_CREATE, filePerm)
+	if err != nil {
+		if errors.Is(err, vfs.ErrSymlink) || errors.Is(err, vfs.ErrNotRegular) || errors.Is(err, unix.EISDIR) {
+			err = fmt.Errorf("%w: %w", errSearchJunk, err)
+		}
+		return nil, pathErr("search index lock", "", searchLock, err)
+	}
+	fd, ok := f.(interface{ Fd() uintptr })
+	if fi, err := f.Stat(); !ok || err != nil || !fi.Mode().IsRegular() {
+		_ = f.Close() // nothing locked
+		return nil, pathErr("search index lock", "", searchLock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(searchWait))
+	defer cancel()
+	for {
+		err := unix.Flock(int(fd.Fd()), how|unix.LOCK_NB) //nolint:gosec // G115: a descriptor fits an int
+		if err == nil {
+			return func() { _ = f.Close() }, nil // closing the descriptor drops the lock
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			_ = f.Close()
+			return nil, pathErr("search index lock", "", searchLock, err)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %s held by another process for %s", searchdb.ErrBusy, searchLock, time.Duration(searchWait))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// openSearchIndex opens the index on disk for this handle and returns it
+// with the identity of its file. An index that another process keeps
+// from being opened for a moment is tried again for up to wait
+// (openIndex). Errors: searchdb.ErrMissing (no .search or no index.db),
+// errSearchJunk, a permission error, searchdb's errors.
+func (s *Store) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searchdb.DB, vfs.Identity, error) {
+	if err := s.checkSearchDir(); err != nil {
+		return nil, vfs.Identity{}, err
+	}
+	if _, err := s.fs.Lstat(searchFile); errors.Is(err, fs.ErrNotExist) {
+		return nil, vfs.Identity{}, searchdb.ErrMissing
+	}
+	unlock, err := s.lockSearch(ctx, false)
+	if err != nil {
+		return nil, vfs.Identity{}, err
+	}
+	defer unlock() // SQLite has opened the -wal and -shm by then
+	fi, err := s.checkSearchEntry(searchFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, vfs.Identity{}, searchdb.ErrMissing
+	}
+	if err != nil {
+		return nil, vfs.Identity{}, err
+	}
+	for _, ext := range searchSidecars[:2] {
+		if _, err := s.checkSearchEntry(searchFile + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, vfs.Identity{}, err
+		}
+	}
+	db, err := openIndex(ctx, s.abs(searchFile), wait)
+	if err != nil {
+		return nil, vfs.Identity{}, err
+	}
+	return db, vfs.IdentityOf(fi), nil
+}
+
+// openIndex opens the index file at path, trying again, backing off,
+// while it is busy (searchdb.ErrBusy: another process holds a lock that
+// keeps a connection from reading its schema) for up to wait. Many
+// processes opening and closing the index at once make this common:
+// the first connection after the last one closed recovers the WAL, and
+// the last to close checkpoints it, each holding the file meanwhile.
+func openIndex(ctx context.Context, path string, wait searchdb.Wait) (*searchdb.DB, error) {
+	deadline := time.Now().Add(time.Duration(wait))
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		db, err := searchdb.Open(ctx, path, searchdb.OpenOptions{})
+		if !errors.Is(err, searchdb.ErrBusy) || !time.Now().Add(pause).Before(deadline) {
+			return db, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// fixSearchDir makes .search a directory and .search/lock a regular
+// file, removing what is there in their place (a file, a symlink — never
+// followed —, a FIFO, a directory where the lock belongs). Everything
+// else in .search is left alone.
+func (s *Store) fixSearchDir() error {
+	switch err := s.checkSearchDir(); {
+	case errors.Is(err, errSearchJunk):
+		s.opts.Logger.Warn("jsonlstore: search index directory is not a directory: replacing it", "err", err)
+		if err := s.fs.Remove(SearchDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return opErr("search index", "", err)
+		}
+		fallthrough
+	case errors.Is(err, searchdb.ErrMissing):
+		if err := s.fs.Mkdir(SearchDir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return opErr("search index", "", err)
+		}
+	case err != nil:
+		return err
+	}
+	if _, err := s.checkSearchEntry(searchLock); errors.Is(err, errSearchJunk) {
+		s.opts.Logger.Warn("jsonlstore: search index lock is not a regular file: replacing it", "err", err)
+		if err := s.fs.RemoveAll(searchLock); err != nil {
+			return opErr("search index", "", err)
+		}
+	}
+	return nil
+}
+
+// newSearchIndex makes a new, empty index as a temporary file in
+// .search and opens it. finish makes it whole and durable and closes it
+// (before put puts it in place); drop removes it.
+func (s *Store) newSearchIndex(ctx context.Context) (db *searchdb.DB, name string, err error) {
+	name = SearchDir + "/" + searchTempPrefix + randomSuffix() + tmpSuffix
+	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return nil, "", opErr("search index", "", err)
+	}
+	if err := f.Close(); err != nil {
+		s.dropSearchIndex(nil, name)
+		return nil, "", opErr("search index", "", err)
+	}
+	db, err = searchdb.Open(ctx, s.abs(name), searchdb.OpenOptions{Create: true})
+	if err != nil {
+		s.dropSearchIndex(nil, name)
+		return nil, "", err
+	}
+	return db, name, nil
+}
+
+// finishSearchIndex makes the new index name whole in its file
+// (checkpointed), closes it, removes its -wal and -shm and syncs it.
+func (s *Store) finishSearchIndex(ctx context.Context, db *searchdb.DB, name string) error {
+	err := db.Checkpoint(ctx)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	for _, ext := range searchSidecars {
+		if err := s.fs.Remove(name + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return opErr("search index", "", err)
+		}
+	}
+	f, err := s.fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return opErr("search index", "", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return opErr("search index", "", err)
+	}
+	return nil
+}
+
+// dropSearchIndex closes (if db is not nil) and removes the new index
+// name.
+func (s *Store) dropSearchIndex(db *searchdb.DB, name string) {
+	if db != nil {
+		_ = db.Close() // removed below
+	}
+	for _, ext := range append([]string{""}, searchSidecars...) {
+		_ = s.fs.Remove(name + ext) // a leftover is swept by the next putSearchIndex
+	}
+}
+
+// putSearchIndex puts the new index name in place of index.db when
+// replace, told what is there now (its Lstat), says so; otherwise it
+// drops it. Under the exclusive lock: the old file's -wal and -shm are
+// removed (whatever they are), then name is renamed over index.db
+// (a directory there is removed first), and .search synced. It reports
+// whether it put it in place.
+func (s *Store) putSearchIndex(ctx context.Context, name string, replace func(fs.FileInfo, error) bool) (bool, error) {
+	unlock, err := s.lockSearch(ctx, true)
+	if err != nil {
+		s.dropSearchIndex(nil, name)
+		return false, err
+	}
+	defer unlock()
+	s.sweepSearchTemps(name)
+	fi, err := s.fs.Lstat(searchFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.dropSearchIndex(nil, name)
+		return false, opErr("search index", "", err)
+	}
+	if !replace(fi, err) {
+		s.dropSearchIndex(nil, name)
+		return false, nil
+	}
+	for _, ext := range searchSidecars {
+		if err := s.fs.RemoveAll(searchFile + ext); err != nil {
+			s.dropSearchIndex(nil, name)
+			return false, opErr("search index", "", err)
+		}
+	}
+	if fi != nil && fi.IsDir() {
+		if err := s.fs.RemoveAll(searchFile); err != nil {
+			s.dropSearchIndex(nil, name)
+			return false, opErr("search index", "", err)
+		}
+	}
+	if err := s.fs.Rename(name, searchFile); err != nil {
+		s.dropSearchIndex(nil, name)
+		return false, opErr("search index", "", err)
+	}
+	if err := s.fs.SyncDir(SearchDir); err != nil {
+		return true, opErr("search index", "", err)
+	}
+	return true, nil
+}
+
+// sweepSearchTemps removes new indexes' leftovers in .search (but keep)
+// that nobody has written for searchTempAge.
+func (s *Store) sweepSearchTemps(keep string) {
+	names, err := vfs.ReadDirNames(s.fs, SearchDir)
+	if err != nil {
+		return
+	}
+	stale := map[string]bool{}
+	fresh := map[string]bool{}
+	for _, n := range names {
+		base := n
+		for _, ext := range searchSidecars {
+			base = strings.TrimSuffix(base, ext)
+		}
+		if !strings.HasPrefix(base, searchTempPrefix) || !strings.HasSuffix(base, tmpSuffix) || SearchDir+"/"+base == keep {
+			continue
+		}
+		fi, err := s.fs.Lstat(SearchDir + "/" + n)
+		if err != nil || time.Since(fi.ModTime()) < searchTempAge {
+			fresh[base] = true
+			continue
+		}
+		stale[base] = true
+	}
+	for base := range stale {
+		if fresh[base] {
+			continue
+		}
+		for _, ext := range append([]string{""}, searchSidecars...) {
+			_ = s.fs.Remove(SearchDir + "/" + base + ext) // best effort: the next sweep tries again
+		}
+	}
+}
+
+// replaceSearchLocked puts a new, empty index in place of the file
+// found (nil: none) unless another process replaced it meanwhile, and
+// opens what is then in place (waiting for it as wait says). s.search.mu
+// must be held.
+func (s *Store) replaceSearchLocked(ctx context.Context, found *vfs.Identity, wait searchdb.Wait) (*searchdb.DB, error) {
+	s.closeSearchLocked()
+	if err := s.fixSearchDir(); err != nil {
+		return nil, err
+	}
+	db, name, err := s.newSearchIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.finishSearchIndex(ctx, db, name); err != nil {
+		s.dropSearchIndex(nil, name)
+		return nil, err
+	}
+	_, err = s.putSearchIndex(ctx, name, func(now fs.FileInfo, err error) bool {
+		if found == nil || now == nil {
+			return found == nil && now == nil
+		}
+		return vfs.IdentityOf(now) == *found
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.openSearchLocked(ctx, false, wait)
+}
+
+// searchIndexBad reports whether err says the index on disk is no sound
+// index (damaged, of another version, junk where it belongs): one to
+// replace.
+func searchIndexBad(err error) bool {
+	return errors.Is(err, searchdb.ErrDamaged) || errors.Is(err, errSearchJunk)
+}
+
+// openSearchLocked returns the open index, opening it when it is not
+// open or its file was replaced. Without create, a missing index is
+// searchdb.ErrMissing. With create, a missing, damaged, outdated or
+// junk index is replaced by a new one; an index this user may not read
+// or write stays an error (fs.ErrPermission). An index another process
+// keeps busy is tried again for up to wait. si.mu must be held.
+func (s *Store) openSearchLocked(ctx context.Context, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
+	si := &s.search
+	if si.closed {
+		return nil, sessionstore.ErrClosed
+	}
+	if si.db != nil {
+		if fi, err := s.fs.Lstat(searchFile); err == nil && vfs.IdentityOf(fi) == si.dbID {
+			return si.db, nil
+		}
+	}
+	s.closeSearchLocked()
+	db, id, err := s.openSearchIndex(ctx, wait)
+	if err == nil {
+		si.db, si.dbID = db, id
+		return db, nil
+	}
+	if !create || !errors.Is(err, searchdb.ErrMissing) && !searchIndexBad(err) {
+		return nil, err
+	}
+	var found *vfs.Identity
+	if searchIndexBad(err) {
+		s.opts.Logger.Warn("jsonlstore: search index damaged, of another version, or not a file: building it anew", "err", err)
+		// What is found there now (nothing, when .search is no
+		// directory): it is replaced unless another process replaced it
+		// meanwhile.
+		if fi, err := s.fs.Lstat(searchFile); err == nil {
+			id := vfs.IdentityOf(fi)
+			found = &id
+		}
+	}
+	return s.replaceSearchLocked(ctx, found, wait)
+}
+
+func (s *Store) closeSearchLocked() {
+	if s.search.db != nil {
+		_ = s.search.db.Close() // a cache: what it did not write, a later search redoes
+		s.search.db = nil
+	}
+}
