@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
@@ -91,7 +92,9 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 		return sessionstore.SearchResult{}, err
 	}
 	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
-	s.flushSearch(ctx, searchWait)
+	// This handle's queue, if the index is free: what it does not write
+	// now, the search reads from the logs, and the queue tries again.
+	s.flushSearch(ctx, searchdb.NoWait)
 	s.search.mu.Lock()
 	res, cl, err := s.searchLocked(ctx, q, fq)
 	s.search.mu.Unlock()
@@ -141,7 +144,7 @@ func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq
 func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
 	rebuild := false // the catalog was caught out by a log changed behind its back
 	for probeAll := false; ; probeAll = true {
-		cu, err := s.catchUpLocked(ctx, db, probeAll)
+		cu, err := s.catchUpLocked(ctx, db, probeAll, searchdb.NoWait)
 		if rebuild {
 			cu.catalog.up = upkeepRebuild
 		}
@@ -176,7 +179,7 @@ func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 				return !dir
 			}
 			hits, err = db.Search(ctx, fq, searchdb.Filter{NoTools: q.NoTools, Labels: q.Labels, Project: q.Project,
-				ProjectTree: q.ProjectTree, Skip: skip}, q.Limit)
+				ProjectTree: q.ProjectTree, Skip: skip, Pending: cu.pending}, q.Limit)
 			if err != nil {
 				return sessionstore.SearchResult{}, cu.catalog, err
 			}
@@ -349,7 +352,10 @@ type caughtUp struct {
 	// catalog is what the catalog needs (a search keeps it as a listing
 	// does).
 	catalog catalogList
-	// mem holds the sessions the index could not take.
+	// pending are what the index could not take of the sessions read,
+	// to search beside it (searchdb.Pending).
+	pending []searchdb.Pending
+	// mem holds the sessions read when there is no index.
 	mem *fulltext.Index
 }
 
@@ -358,7 +364,7 @@ type caughtUp struct {
 // their row was read from are read again (logStates says how a search
 // knows). With db nil (no usable index) every session is read into
 // memory. s.search.mu must be held.
-func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll bool) (caughtUp, error) {
+func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll bool, wait searchdb.Wait) (caughtUp, error) {
 	cu := caughtUp{skip: map[session.SessionID]bool{}, vouched: map[session.SessionID]searchdb.Proof{}}
 	// The logs' states are found while the index's rows are read.
 	var (
@@ -431,7 +437,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		for i, id := range gone {
 			ups[i] = searchdb.Update{ID: id, Delete: true}
 		}
-		if _, err := db.Apply(ctx, ups, searchWait); err != nil {
+		if _, err := db.Apply(ctx, ups, wait); err != nil {
 			if endsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
@@ -472,11 +478,13 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	}
 	applied := make([]bool, len(reads))
 	if db != nil {
-		if err := s.applyLocked(ctx, db, reads, states, applied, searchWait); err != nil {
+		if err := s.applyLocked(ctx, db, reads, states, applied, wait); err != nil {
 			if endsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
-			s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
+			if !errors.Is(err, searchdb.ErrBusy) {
+				s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
+			}
 		}
 	}
 	for k, ix := range reads {
@@ -484,11 +492,19 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		if applied[k] {
 			continue
 		}
-		// The index did not take it (unwritable, or changed meanwhile
-		// beyond what was read): the session is searched in memory, from
-		// what was read (all of it: the whole history).
+		// The index did not take it (another process writes it, it is
+		// unwritable, or it changed meanwhile beyond what was read): what
+		// was read is searched beside the index. The index's row serves
+		// for what it holds as the session still has it.
 		s.searches.inMemory.Add(1)
 		id := ix.head.ID
+		st, has := states[id]
+		if db != nil && has {
+			if p, ok := ix.pending(st); ok {
+				cu.pending = append(cu.pending, p)
+				continue
+			}
+		}
 		if !ix.whole() {
 			whole, err := s.readIndexed(ctx, id, nil)
 			if err != nil {
@@ -498,6 +514,11 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 			}
 			ix = whole
 		}
+		if db != nil {
+			cu.pending = append(cu.pending, ix.pendingWhole())
+			continue
+		}
+		// No index: every session is searched in memory.
 		if cu.mem == nil {
 			cu.mem = fulltext.NewIndex()
 		}
@@ -511,6 +532,42 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		cu.skip[id] = true
 	}
 	return cu, nil
+}
+
+// pending is what ix read beyond the row in state st, to search beside
+// the index (searchdb.Pending): the messages after the row's, and the
+// title when it changed. ok is false when the row's other messages are
+// not the session's as ix read it (ix is not a read after the row's
+// messages), or its project or labels changed (the index would filter
+// its hits by the row's).
+func (ix *indexed) pending(st searchdb.State) (searchdb.Pending, bool) {
+	h := &ix.head
+	if ix.whole() || ix.base != st.Messages || searchdb.StoredProject(h.Project) != st.Project || !maps.Equal(h.Labels, st.Labels) {
+		return searchdb.Pending{}, false
+	}
+	p := searchdb.Pending{ID: h.ID, Title: h.Title, Updated: h.Updated, Project: h.Project, Labels: h.Labels,
+		From: ix.base, TitleChanged: h.Title != st.Title, Docs: ix.docs}
+	if p.TitleChanged && h.Title != "" {
+		p.Docs = append(ix.titleDoc(), ix.docs...)
+	}
+	return p, true
+}
+
+// pendingWhole is what ix, a read of the whole log, read, to search in
+// place of the session's row (if any).
+func (ix *indexed) pendingWhole() searchdb.Pending {
+	h := &ix.head
+	p := searchdb.Pending{ID: h.ID, Title: h.Title, Updated: h.Updated, Project: h.Project, Labels: h.Labels,
+		From: 0, TitleChanged: true, Docs: ix.docs}
+	if h.Title != "" {
+		p.Docs = append(ix.titleDoc(), ix.docs...)
+	}
+	return p
+}
+
+// titleDoc is the document of ix's title, alone in a slice.
+func (ix *indexed) titleDoc() []searchdb.Message {
+	return []searchdb.Message{{Index: -1, Rev: ix.head.TitleRev, Doc: fulltext.Doc{Text: ix.head.Title}}}
 }
 
 // searchRebases is how often a catch-up builds again, on the rows as they
@@ -606,8 +663,8 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	if err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
-	cu, err := s.catchUpLocked(ctx, db, true)
-	if err == nil && cu.mem != nil {
+	cu, err := s.catchUpLocked(ctx, db, true, searchWait)
+	if err == nil && (cu.mem != nil || len(cu.pending) > 0) {
 		err = opErr("search index", "", errors.New("some sessions could not be written to the new index"))
 	}
 	if err != nil {

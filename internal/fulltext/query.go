@@ -191,3 +191,23 @@ func mergeSpans(s []Span) []Span {
 func sortSpans(s []Span) {
 	slices.SortFunc(s, func(a, b Span) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End)) })
 }
+
+// Instances returns, for each term of q, how many times it occurs in
+// text (every word position it begins at, as FTS5 counts a phrase's
+// instances), and how many words text has (FTS5's column size).
+func (q Query) Instances(text string) (counts []int, words int) {
+	var toks []Token
+	Tokens(text, func(t Token) bool {
+		toks = append(toks, t)
+		return true
+	})
+	counts = make([]int, len(q.Terms))
+	for ti, t := range q.Terms {
+		for i := 0; i+len(t.Words) <= len(toks); i++ {
+			if t.matchAt(toks[i:]) {
+				counts[ti]++
+			}
+		}
+	}
+	return counts, len(toks)
+}

@@ -771,12 +771,7 @@ func apply(ctx context.Context, tx *wtx, u *Update) (bool, error) {
 		titleRevNew = uint64(titleRev)
 	}
 	p := u.Proof
-	// The project as filters compare it: trailing slashes trimmed.
-	if t := strings.TrimRight(u.Project, "/"); t != "" || u.Project == "" {
-		u.Project = t
-	} else {
-		u.Project = "/"
-	}
+	u.Project = StoredProject(u.Project) // as filters compare it
 	labels := labelsText(u.Labels)
 	if exists {
 		_, err = tx.exec(ctx, updateRowSQL,
