@@ -123,17 +123,22 @@ func runW8(ctx context.Context, c *config, r *report) error {
 	for _, p := range []*w8Phase{&before, &after} {
 		idle.inChild.lat = append(idle.inChild.lat, p.inChild.lat...)
 		idle.wall.lat = append(idle.wall.lat, p.wall.lat...)
+		idle.floor.lat = append(idle.floor.lat, p.floor.lat...)
 		idle.indexed += p.indexed
 	}
 	base := idle.inChild.pct(50)
 	t := &table{
 		title: fmt.Sprintf("W8 search while %d processes append, %d sessions, %d searching processes", w8Writers, c.w8Sessions, w8Searchers),
-		cols:  []string{"phase", "searches", "search p50 (in child)", "p99", "max", "p50 ÷ idle p50", "p99 ÷ idle p50", "exec to exit p50", "exec to exit p99", "sessions read from their logs"},
+		cols: []string{"phase", "searches", "search p50 (in child)", "p99", "max", "p50 ÷ idle p50", "p99 ÷ idle p50", "exec to exit p50", "exec to exit p99", "sessions read from their logs",
+			"(ref) floor p50 (in child)", "floor p99", "floor p50 ÷ idle floor p50", "floor p99 ÷ idle floor p50"},
 	}
+	floorBase := idle.floor.pct(50)
 	for _, p := range []*w8Phase{&before, &loaded, &after, idle} {
 		t.add(p.name, fmt.Sprint(len(p.inChild.lat)), fmtDur(p.inChild.pct(50)), fmtDur(p.inChild.pct(99)), fmtDur(p.inChild.pct(100)),
 			fmtRatio(float64(p.inChild.pct(50))/float64(base)), fmtRatio(float64(p.inChild.pct(99))/float64(base)),
-			fmtDur(p.wall.pct(50)), fmtDur(p.wall.pct(99)), fmt.Sprint(p.indexed))
+			fmtDur(p.wall.pct(50)), fmtDur(p.wall.pct(99)), fmt.Sprint(p.indexed),
+			fmtDur(p.floor.pct(50)), fmtDur(p.floor.pct(99)),
+			fmtRatio(float64(p.floor.pct(50))/float64(floorBase)), fmtRatio(float64(p.floor.pct(99))/float64(floorBase)))
 	}
 	var appends int
 	var appendLat sample
@@ -147,6 +152,7 @@ func runW8(ctx context.Context, c *config, r *report) error {
 	t.note("a search is a fresh process (open the store, search for a rare word held by one idle session, print the hit, exit); %d such processes run at once, one search after another, for %s in every phase; \"in child\" is open + search as the child measured it", w8Searchers, c.w8Phase)
 	t.note("the writers: %d processes, each holding one session and appending W6's messages, one revision per message, %d a second (a busy agent's pace, or faster when an append takes longer), while the searches of the middle phase ran (%s): %d appends in all, %s of message text, append p50 %s, p99 %s; each writer's last revision was then found by Load and by a search for its last message's word, and Verify found the store sound",
 		w8Writers, w8Rate, loaded.elapsed.Round(time.Millisecond), appends, fmtBytes(appended), fmtDur(appendLat.pct(50)), fmtDur(appendLat.pct(99)))
+	t.note("(ref) floor: before each search, its searcher runs a fresh process that does what any search of this store must and no more (list the root, lstat every log, read the index's row proofs with plain SQL: W7's search-floor), under the same load: how much the load alone slows a fresh process's reads")
 	t.note("\"sessions read from their logs\" is the sum over the phase's searches of SearchResult.Indexed: sessions a search found its index behind on")
 	r.add(t)
 	r.set("W8/idle-ms", float64(base)/1e6)
@@ -154,6 +160,8 @@ func runW8(ctx context.Context, c *config, r *report) error {
 	r.set("W8/p99÷idle", float64(loaded.inChild.pct(99))/float64(base))
 	r.set("W8/p50-ms", float64(loaded.inChild.pct(50))/1e6)
 	r.set("W8/p99-ms", float64(loaded.inChild.pct(99))/1e6)
+	r.set("W8/floor p50÷idle", float64(loaded.floor.pct(50))/float64(floorBase))
+	r.set("W8/floor p99÷idle", float64(loaded.floor.pct(99))/float64(floorBase))
 	return nil
 }
 
@@ -161,6 +169,7 @@ func runW8(ctx context.Context, c *config, r *report) error {
 type w8Phase struct {
 	name          string
 	inChild, wall sample
+	floor         sample // search-floor children, in child
 	indexed       int
 	elapsed       time.Duration
 }
@@ -176,6 +185,17 @@ func w8Searches(root, want string, d time.Duration, p *w8Phase) error {
 	for range w8Searchers {
 		wg.Go(func() {
 			for n := 0; n < w8MinSearches || time.Now().Before(end); n++ {
+				// The floor, as often as the search: a fresh process that
+				// does what any search must (list the root, lstat every
+				// log, read the index's proofs), under the same load.
+				fl, err := spawn("search-floor", root, rareWord)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				p.floor.add(fl.ns(), 0)
+				mu.Unlock()
 				res, err := spawn("search-jsonl", root, rareWord)
 				if err == nil && (res.fields["hits"] != "1" || res.fields["hit"] != want) {
 					err = fmt.Errorf("W8 %s: a search found %v, want %s", p.name, res.fields, want)

@@ -35,6 +35,14 @@ import (
 //     brought up to date before the query runs; a row whose session is
 //     gone is removed. So a search answers for every session as it is on
 //     disk, whatever state the index is in.
+//   - A search never waits for another process's write to the index (a
+//     writer's queue, another search): it tries its update once, and
+//     what the index does not take is searched beside it
+//     (searchdb.Pending): the messages appended since a row, a title
+//     changed since, or, when the row cannot serve (the log rewritten,
+//     its labels or project changed), the whole session in its place.
+//     Those hits are ranked as the index ranks them once it holds them,
+//     and the row is left to the writers' queues and later searches.
 //   - The state of a log is the catalog's entry where the catalog can be
 //     believed and the session has no mark (catalog.go: such a log has
 //     not changed since its entry was made), a probe of the log
@@ -47,9 +55,9 @@ import (
 //     session (the store's Logger hears that the index is being built); a
 //     damaged one, or one of another version, is removed and built anew.
 //     ReindexSearch rebuilds it on request.
-//   - Where the index cannot be written (read-only media, a lock held too
-//     long), the sessions it lacks are searched in memory from their
-//     logs: slower, never wrong.
+//   - Where the index cannot be opened (another user's, junk at its
+//     path), every session is searched in memory from its log: slower,
+//     never wrong.
 
 var _ sessionstore.Searcher = (*Store)(nil)
 

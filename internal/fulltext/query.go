@@ -194,20 +194,40 @@ func sortSpans(s []Span) {
 
 // Instances returns, for each term of q, how many times it occurs in
 // text (every word position it begins at, as FTS5 counts a phrase's
-// instances), and how many words text has (FTS5's column size).
+// instances), and how many words text has (FTS5's column size). It
+// keeps only the last words a term spans: it reads long texts cheaply.
 func (q Query) Instances(text string) (counts []int, words int) {
-	var toks []Token
-	Tokens(text, func(t Token) bool {
-		toks = append(toks, t)
-		return true
-	})
 	counts = make([]int, len(q.Terms))
-	for ti, t := range q.Terms {
-		for i := 0; i+len(t.Words) <= len(toks); i++ {
-			if t.matchAt(toks[i:]) {
+	span := 1
+	for _, t := range q.Terms {
+		span = max(span, len(t.Words))
+	}
+	last := make([]string, span) // word i at last[i%span]
+	Tokens(text, func(tok Token) bool {
+		last[words%span] = tok.Word
+		words++
+		for ti, t := range q.Terms {
+			n := len(t.Words)
+			if words < n {
+				continue
+			}
+			match := true
+			for j, w := range t.Words {
+				got := last[(words-n+j)%span]
+				if j == n-1 && t.Prefix {
+					match = strings.HasPrefix(got, w)
+				} else {
+					match = got == w
+				}
+				if !match {
+					break
+				}
+			}
+			if match {
 				counts[ti]++
 			}
 		}
-	}
-	return counts, len(toks)
+		return true
+	})
+	return counts, words
 }

@@ -84,6 +84,9 @@ func (d *DB) readCorpus(ctx context.Context, tx *sql.Tx, q fulltext.Query, noToo
 		for _, v := range vals[1:] {
 			c.words += int64(v) //nolint:gosec // G115: as above
 		}
+		if c.rows < 0 || c.words < 0 || vals[0] > 1<<53 || c.words > 1<<53 {
+			return c, fmt.Errorf("%w: %s: the full-text table's averages record claims %d rows of %d words", ErrDamaged, d.path, vals[0], c.words)
+		}
 	}
 	c.hits = make([]int64, len(q.Terms))
 	for i, t := range q.Terms {
@@ -149,6 +152,17 @@ func (d *bm25Doc) holds(t, n int) bool {
 	return false
 }
 
+// holdsAll reports whether the document holds every term in the columns
+// searched (the first n): only then may it be a hit.
+func (d *bm25Doc) holdsAll(n int) bool {
+	for t := range d.counts[0] {
+		if !d.holds(t, n) {
+			return false
+		}
+	}
+	return true
+}
+
 // scorer scores documents by BM25 over the index's corpus as it is once
 // it holds the pending documents (and no longer the row documents they
 // replace), as FTS5 would.
@@ -187,7 +201,7 @@ func newScorer(q fulltext.Query, noTools bool, c corpus, gone, added []bm25Doc) 
 	}
 	idf := func(rows, hits int64) float64 {
 		v := math.Log((float64(rows-hits) + 0.5) / (float64(hits) + 0.5))
-		if v <= 0 {
+		if !(v > 0) { // FTS5's floor; NaN too, from counts a damaged file gives
 			v = 1e-6
 		}
 		return v
@@ -277,7 +291,7 @@ func pendingHits(q fulltext.Query, f *Filter, sc *scorer, docs []bm25Doc, cols [
 	var out []fulltext.Hit
 	for i := range docs {
 		p, m := of[i], msgs[i]
-		if !pendingMatches(p, f) {
+		if !pendingMatches(p, f) || !docs[i].holdsAll(sc.cols) {
 			continue
 		}
 		fields, names := []string{cols[i][1], cols[i][2]}, []string{fulltext.FieldText, fulltext.FieldTool}
