@@ -95,5 +95,11 @@ func (r *report) targets() []target {
 			ts = append(ts, target{fmt.Sprintf("W7: indexing an append's new text, %d append(s) per index write", b), "≤ 20% of the append", fmt.Sprintf("%.0f%%", 100*f[k]), f[k] <= 0.2})
 		}
 	}
+	if has("W8/p50÷idle", "W8/p99÷idle", "W8/idle-ms") {
+		ts = append(ts, target{"W8: search while 8 processes append to 8 sessions of 300, p50 ÷ the same search on the idle store (p50)", "≤ 3×",
+			fmt.Sprintf("%.1f× (%.0f ms; idle %.1f ms; floor under the same load %.1f×)", f["W8/p50÷idle"], f["W8/p50-ms"], f["W8/idle-ms"], f["W8/floor p50÷idle"]), f["W8/p50÷idle"] <= 3})
+		ts = append(ts, target{"W8: the same, p99 ÷ the idle store's p50", "≤ 10×",
+			fmt.Sprintf("%.1f× (%.0f ms; floor %.1f×)", f["W8/p99÷idle"], f["W8/p99-ms"], f["W8/floor p99÷idle"]), f["W8/p99÷idle"] <= 10})
+	}
 	return ts
 }

@@ -237,7 +237,7 @@ func w7Child(mode, root, word string) error {
 				}
 			}
 		}
-		db, err := sql.Open("sqlite", "file:"+filepath.Join(root, jsonlstore.SearchDir, "index.db")+"?mode=ro")
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(root, jsonlstore.SearchDir, "index.db")+"?mode=ro&_pragma=busy_timeout(5000)")
 		if err != nil {
 			return err
 		}

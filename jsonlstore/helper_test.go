@@ -318,6 +318,8 @@ func procHelper(mode string) error {
 		return catalogChild(ctx, mode)
 	case procModeCreateKilled:
 		return createKilledChild(ctx)
+	case procModeIndexLock:
+		return indexLockChild(ctx)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
@@ -35,6 +36,14 @@ import (
 //     brought up to date before the query runs; a row whose session is
 //     gone is removed. So a search answers for every session as it is on
 //     disk, whatever state the index is in.
+//   - A search never waits for another process's write to the index (a
+//     writer's queue, another search): it tries its update once, and
+//     what the index does not take is searched beside it
+//     (searchdb.Pending): the messages appended since a row, a title
+//     changed since, or, when the row cannot serve (the log rewritten,
+//     its labels or project changed), the whole session in its place.
+//     Those hits are ranked as the index ranks them once it holds them,
+//     and the row is left to the writers' queues and later searches.
 //   - The state of a log is the catalog's entry where the catalog can be
 //     believed and the session has no mark (catalog.go: such a log has
 //     not changed since its entry was made), a probe of the log
@@ -47,9 +56,9 @@ import (
 //     session (the store's Logger hears that the index is being built); a
 //     damaged one, or one of another version, is removed and built anew.
 //     ReindexSearch rebuilds it on request.
-//   - Where the index cannot be written (read-only media, a lock held too
-//     long), the sessions it lacks are searched in memory from their
-//     logs: slower, never wrong.
+//   - Where the index cannot be opened (another user's, junk at its
+//     path), every session is searched in memory from its log: slower,
+//     never wrong.
 
 // Where the search index lives, relative to the root.
 const (
@@ -90,7 +99,9 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 		return sessionstore.SearchResult{}, err
 	}
 	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
-	s.flushSearch(ctx, searchWait)
+	// This handle's queue, if the index is free: what it does not write
+	// now, the search reads from the logs, and the queue tries again.
+	s.flushSearch(ctx, searchdb.NoWait)
 	s.search.mu.Lock()
 	res, cl, err := s.searchLocked(ctx, q, fq)
 	s.search.mu.Unlock()
@@ -104,7 +115,7 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 // searchLocked is Search with s.search.mu held. It also says what the
 // catalog needs.
 func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
-	db, err := s.openSearchLocked(ctx, true)
+	db, err := s.openSearchLocked(ctx, true, searchWait)
 	if err != nil {
 		if endsStoreWide(err) {
 			return sessionstore.SearchResult{}, catalogList{}, err
@@ -119,7 +130,7 @@ func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq
 		// search done again.
 		s.opts.Logger.Warn("jsonlstore: search index damaged: building it anew", "err", err)
 		id := s.search.dbID
-		if db, err = s.replaceSearchLocked(ctx, &id); err != nil {
+		if db, err = s.replaceSearchLocked(ctx, &id, searchWait); err != nil {
 			if endsStoreWide(err) {
 				return sessionstore.SearchResult{}, catalogList{}, err
 			}
@@ -140,7 +151,7 @@ func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq
 func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
 	rebuild := false // the catalog was caught out by a log changed behind its back
 	for probeAll := false; ; probeAll = true {
-		cu, err := s.catchUpLocked(ctx, db, probeAll)
+		cu, err := s.catchUpLocked(ctx, db, probeAll, searchdb.NoWait)
 		if rebuild {
 			cu.catalog.up = upkeepRebuild
 		}
@@ -175,7 +186,7 @@ func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 				return !dir
 			}
 			hits, err = db.Search(ctx, fq, searchdb.Filter{NoTools: q.NoTools, Labels: q.Labels, Project: q.Project,
-				ProjectTree: q.ProjectTree, Skip: skip}, q.Limit)
+				ProjectTree: q.ProjectTree, Skip: skip, Pending: cu.pending}, q.Limit)
 			if err != nil {
 				return sessionstore.SearchResult{}, cu.catalog, err
 			}
@@ -348,7 +359,10 @@ type caughtUp struct {
 	// catalog is what the catalog needs (a search keeps it as a listing
 	// does).
 	catalog catalogList
-	// mem holds the sessions the index could not take.
+	// pending are what the index could not take of the sessions read,
+	// to search beside it (searchdb.Pending).
+	pending []searchdb.Pending
+	// mem holds the sessions read when there is no index.
 	mem *fulltext.Index
 }
 
@@ -357,7 +371,7 @@ type caughtUp struct {
 // their row was read from are read again (logStates says how a search
 // knows). With db nil (no usable index) every session is read into
 // memory. s.search.mu must be held.
-func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll bool) (caughtUp, error) {
+func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll bool, wait searchdb.Wait) (caughtUp, error) {
 	cu := caughtUp{skip: map[session.SessionID]bool{}, vouched: map[session.SessionID]searchdb.Proof{}}
 	// The logs' states are found while the index's rows are read.
 	var (
@@ -430,7 +444,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		for i, id := range gone {
 			ups[i] = searchdb.Update{ID: id, Delete: true}
 		}
-		if _, err := db.Apply(ctx, ups, searchWait); err != nil {
+		if _, err := db.Apply(ctx, ups, wait); err != nil {
 			if endsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
@@ -455,16 +469,11 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	if err != nil {
 		return cu, err
 	}
-	var ups []searchdb.Update
-	var upIdx []int
+	var reads []*indexed // the sessions read, to apply
 	for i, id := range stale {
 		switch {
-		case errs[i] == nil && read[i].update.Reset:
-			ups = append(ups, incremental(read[i], states[id]))
-			upIdx = append(upIdx, i)
 		case errs[i] == nil:
-			ups = append(ups, read[i].update) // only what the row lacks
-			upIdx = append(upIdx, i)
+			reads = append(reads, read[i])
 		case endsStoreWide(errs[i]):
 			return cu, errs[i]
 		case errors.Is(errs[i], sessionstore.ErrNotFound):
@@ -474,70 +483,157 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 			cu.unreadable = append(cu.unreadable, summary.UnreadableOf(id, errs[i]))
 		}
 	}
-	applied := make([]bool, len(ups))
+	applied := make([]bool, len(reads))
 	if db != nil {
-		for from := 0; from < len(ups); from += searchBatch {
-			to := min(from+searchBatch, len(ups))
-			ok, err := db.Apply(ctx, ups[from:to], searchWait)
-			if err != nil {
-				if endsStoreWide(err) || searchIndexBad(err) {
-					return cu, err
-				}
-				s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
-				break
+		if err := s.applyLocked(ctx, db, reads, states, applied, wait); err != nil {
+			if endsStoreWide(err) || searchIndexBad(err) {
+				return cu, err
 			}
-			copy(applied[from:], ok)
+			if !errors.Is(err, searchdb.ErrBusy) {
+				s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
+			}
 		}
 	}
-	for k, i := range upIdx {
+	for k, ix := range reads {
 		cu.indexed++
 		if applied[k] {
 			continue
 		}
-		// The index did not take it (unwritable, or changed meanwhile):
-		// the session is searched in memory, from what was read (all of
-		// it: the whole history).
-		ix := read[i]
-		if !ix.update.Reset {
-			whole, err := s.readIndexed(ctx, ix.update.ID, nil)
+		// The index did not take it (another process writes it, it is
+		// unwritable, or it changed meanwhile beyond what was read): what
+		// was read is searched beside the index. The index's row serves
+		// for what it holds as the session still has it.
+		s.searches.inMemory.Add(1)
+		id := ix.head.ID
+		st, has := states[id]
+		if db != nil && has {
+			if p, ok := ix.pending(st); ok {
+				cu.pending = append(cu.pending, p)
+				continue
+			}
+		}
+		if !ix.whole() {
+			whole, err := s.readIndexed(ctx, id, nil)
 			if err != nil {
-				cu.unreadable = append(cu.unreadable, summary.UnreadableOf(ix.update.ID, err))
-				cu.skip[ix.update.ID] = true
+				cu.unreadable = append(cu.unreadable, summary.UnreadableOf(id, err))
+				cu.skip[id] = true
 				continue
 			}
 			ix = whole
 		}
+		if db != nil {
+			cu.pending = append(cu.pending, ix.pendingWhole())
+			continue
+		}
+		// No index: every session is searched in memory.
 		if cu.mem == nil {
 			cu.mem = fulltext.NewIndex()
 		}
-		u := &ix.update
-		docs, revs := make([]fulltext.Doc, len(u.Add)), make([]uint64, len(u.Add))
-		for j := range u.Add {
-			docs[j], revs[j] = u.Add[j].Doc, u.Add[j].Rev
+		h := &ix.head
+		docs, revs := make([]fulltext.Doc, len(ix.docs)), make([]uint64, len(ix.docs))
+		for j := range ix.docs {
+			docs[j], revs[j] = ix.docs[j].Doc, ix.docs[j].Rev
 		}
-		cu.mem.PutDocs(fulltext.Revision{ID: u.ID, Revision: u.Rev, Updated: u.Updated, Title: u.Title, Project: u.Project, Labels: u.Labels},
-			u.TitleRev, docs, revs)
-		cu.skip[u.ID] = true
+		cu.mem.PutDocs(fulltext.Revision{ID: id, Revision: h.Rev, Updated: h.Updated, Title: h.Title, Project: h.Project, Labels: h.Labels},
+			h.TitleRev, docs, revs)
+		cu.skip[id] = true
 	}
 	return cu, nil
 }
 
-// incremental is the update that brings a row in state st to what ix
-// read: only the messages after the row's when the row holds the
-// conversation's first messages (its digest says so), else a reset.
-func incremental(ix *indexed, st searchdb.State) searchdb.Update {
-	u := ix.update
-	if st.ID == "" || st.Messages > u.Messages || ix.digest[st.Messages] != st.Digest || st.Rev > u.Rev {
-		return u // a reset
+// pending is what ix read beyond the row in state st, to search beside
+// the index (searchdb.Pending): the messages after the row's, and the
+// title when it changed. ok is false when the row's other messages are
+// not the session's as ix read it (ix is not a read after the row's
+// messages), or its project or labels changed (the index would filter
+// its hits by the row's).
+func (ix *indexed) pending(st searchdb.State) (searchdb.Pending, bool) {
+	h := &ix.head
+	if ix.whole() || ix.base != st.Messages || searchdb.StoredProject(h.Project) != st.Project || !maps.Equal(h.Labels, st.Labels) {
+		return searchdb.Pending{}, false
 	}
-	for _, m := range u.Add[:st.Messages] {
-		if m.Rev > st.Rev {
-			return u // the log says an indexed message appeared later: start again
+	p := searchdb.Pending{ID: h.ID, Title: h.Title, Updated: h.Updated, Project: h.Project, Labels: h.Labels,
+		From: ix.base, TitleChanged: h.Title != st.Title, Docs: ix.docs}
+	if p.TitleChanged && h.Title != "" {
+		p.Docs = append(ix.titleDoc(), ix.docs...)
+	}
+	return p, true
+}
+
+// pendingWhole is what ix, a read of the whole log, read, to search in
+// place of the session's row (if any).
+func (ix *indexed) pendingWhole() searchdb.Pending {
+	h := &ix.head
+	p := searchdb.Pending{ID: h.ID, Title: h.Title, Updated: h.Updated, Project: h.Project, Labels: h.Labels,
+		From: 0, TitleChanged: true, Docs: ix.docs}
+	if h.Title != "" {
+		p.Docs = append(ix.titleDoc(), ix.docs...)
+	}
+	return p
+}
+
+// titleDoc is the document of ix's title, alone in a slice.
+func (ix *indexed) titleDoc() []searchdb.Message {
+	return []searchdb.Message{{Index: -1, Rev: ix.head.TitleRev, Doc: fulltext.Doc{Text: ix.head.Title}}}
+}
+
+// searchRebases is how often a catch-up builds again, on the rows as they
+// are now, the updates that found their rows changed by another process
+// (a writer's queue, another search) between the read of the rows and
+// the update.
+const searchRebases = 3
+
+// applyLocked writes what reads read to db, each read's update built on
+// its row's state in states, searchBatch sessions a transaction, waiting
+// for another process's write as wait says, and sets applied for those
+// the index took or needs no more. An update that finds its row changed
+// meanwhile is built again on the row as it is now: a row that now
+// holds the revision read or a later one, read from the same log file,
+// needs nothing (another process brought it there); one that holds a
+// revision the read went through is extended from it; a read of the
+// whole log replaces any other. The error is what kept it from writing
+// the rest.
+func (s *Store) applyLocked(ctx context.Context, db *searchdb.DB, reads []*indexed, states map[session.SessionID]searchdb.State, applied []bool, wait searchdb.Wait) error {
+	for round := 0; ; round++ {
+		var ups []searchdb.Update
+		var upK []int
+		for k, ix := range reads {
+			if applied[k] {
+				continue
+			}
+			st, has := states[ix.head.ID]
+			if round > 0 && has && st.Rev >= ix.head.Rev && st.Proof.Dev == ix.head.Proof.Dev && st.Proof.Ino == ix.head.Proof.Ino {
+				applied[k] = true // another process read the same log as far or further meanwhile
+				continue
+			}
+			if u, ok := ix.updateFor(st, has); ok {
+				ups, upK = append(ups, u), append(upK, k)
+			}
+		}
+		for from := 0; from < len(ups); from += searchBatch {
+			to := min(from+searchBatch, len(ups))
+			ok, err := db.Apply(ctx, ups[from:to], wait)
+			if err != nil {
+				return err
+			}
+			for j, k := range upK[from:to] {
+				applied[k] = ok[j]
+			}
+		}
+		var ids []session.SessionID
+		for k, ix := range reads {
+			if !applied[k] {
+				ids = append(ids, ix.head.ID)
+			}
+		}
+		if len(ids) == 0 || round == searchRebases {
+			return nil
+		}
+		var err error
+		if states, err = db.StatesOf(ctx, ids); err != nil {
+			return err
 		}
 	}
-	u.Reset, u.FromRev, u.FromMessages = false, st.Rev, st.Messages
-	u.Add = u.Add[st.Messages:]
-	return u
 }
 
 // searchBatch is how many sessions one transaction of a catch-up takes.
@@ -574,8 +670,8 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	if err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
-	cu, err := s.catchUpLocked(ctx, db, true)
-	if err == nil && cu.mem != nil {
+	cu, err := s.catchUpLocked(ctx, db, true, searchWait)
+	if err == nil && (cu.mem != nil || len(cu.pending) > 0) {
 		err = opErr("search index", "", errors.New("some sessions could not be written to the new index"))
 	}
 	if err != nil {

@@ -186,9 +186,9 @@ func (s *Store) flushSearch(ctx context.Context, wait searchdb.Wait) {
 func (s *Store) writeSearch(ctx context.Context, events []searchEvent, wait searchdb.Wait) error {
 	s.search.mu.Lock()
 	defer s.search.mu.Unlock()
-	db, err := s.openSearchLocked(ctx, false)
+	db, err := s.openSearchLocked(ctx, false, wait)
 	if err != nil {
-		return err // missing: the first search builds it
+		return err // missing: the first search builds it; busy: tried again later
 	}
 	ups := make([]searchdb.Update, 0, len(events))
 	var behind []session.SessionID
@@ -241,29 +241,42 @@ func (ev *searchEvent) update() (searchdb.Update, bool) {
 	return u, true
 }
 
-// refreshLocked reads sessions ids from their logs into db (each once).
+// refreshLocked brings the rows of sessions ids up to date from their
+// logs (each once): from what was appended since a row's revision where
+// it can (readIndexed), and not at all where another process has brought
+// a row further meanwhile.
 func (s *Store) refreshLocked(ctx context.Context, db *searchdb.DB, ids []session.SessionID, wait searchdb.Wait) error {
 	if len(ids) == 0 || s.closed.Load() {
 		return nil
 	}
 	seen := map[session.SessionID]bool{}
-	var ups []searchdb.Update
+	var uniq []session.SessionID
 	for _, id := range ids {
-		if seen[id] {
-			continue
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
 		}
-		seen[id] = true
-		ix, err := s.readIndexed(ctx, id, nil)
+	}
+	states, err := db.StatesOf(ctx, uniq)
+	if err != nil {
+		return err
+	}
+	var reads []*indexed
+	for _, id := range uniq {
+		var hint *searchdb.State
+		if st, ok := states[id]; ok {
+			hint = &st
+		}
+		ix, err := s.readIndexed(ctx, id, hint)
 		if err != nil {
 			continue // deleted, unreadable: the next search sees to it
 		}
-		ups = append(ups, ix.update) // a reset: whatever the row holds
+		reads = append(reads, ix)
 	}
-	if len(ups) == 0 {
+	if len(reads) == 0 {
 		return nil
 	}
-	_, err := db.Apply(ctx, ups, wait)
-	return err
+	return s.applyLocked(ctx, db, reads, states, make([]bool, len(reads)), wait)
 }
 
 // closeSearch writes what is queued (waiting a little for another

@@ -133,10 +133,11 @@ func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 }
 
 // openSearchIndex opens the index on disk for this handle and returns it
-// with the identity of its file. Errors: searchdb.ErrMissing (no
-// .search or no index.db), errSearchJunk, a permission error,
-// searchdb's errors.
-func (s *Store) openSearchIndex(ctx context.Context) (*searchdb.DB, vfs.Identity, error) {
+// with the identity of its file. An index that another process keeps
+// from being opened for a moment is tried again for up to wait
+// (openIndex). Errors: searchdb.ErrMissing (no .search or no index.db),
+// errSearchJunk, a permission error, searchdb's errors.
+func (s *Store) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searchdb.DB, vfs.Identity, error) {
 	if err := s.checkSearchDir(); err != nil {
 		return nil, vfs.Identity{}, err
 	}
@@ -160,11 +161,34 @@ func (s *Store) openSearchIndex(ctx context.Context) (*searchdb.DB, vfs.Identity
 			return nil, vfs.Identity{}, err
 		}
 	}
-	db, err := searchdb.Open(ctx, s.abs(searchFile), searchdb.OpenOptions{})
+	db, err := openIndex(ctx, s.abs(searchFile), wait)
 	if err != nil {
 		return nil, vfs.Identity{}, err
 	}
 	return db, vfs.IdentityOf(fi), nil
+}
+
+// openIndex opens the index file at path, trying again, backing off,
+// while it is busy (searchdb.ErrBusy: another process holds a lock that
+// keeps a connection from reading its schema) for up to wait. Many
+// processes opening and closing the index at once make this common:
+// the first connection after the last one closed recovers the WAL, and
+// the last to close checkpoints it, each holding the file meanwhile.
+func openIndex(ctx context.Context, path string, wait searchdb.Wait) (*searchdb.DB, error) {
+	deadline := time.Now().Add(time.Duration(wait))
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		db, err := searchdb.Open(ctx, path, searchdb.OpenOptions{})
+		if !errors.Is(err, searchdb.ErrBusy) || !time.Now().Add(pause).Before(deadline) {
+			return db, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // fixSearchDir makes .search a directory and .search/lock a regular
@@ -337,8 +361,9 @@ func (s *Store) sweepSearchTemps(keep string) {
 
 // replaceSearchLocked puts a new, empty index in place of the file
 // found (nil: none) unless another process replaced it meanwhile, and
-// opens what is then in place. s.search.mu must be held.
-func (s *Store) replaceSearchLocked(ctx context.Context, found *vfs.Identity) (*searchdb.DB, error) {
+// opens what is then in place (waiting for it as wait says). s.search.mu
+// must be held.
+func (s *Store) replaceSearchLocked(ctx context.Context, found *vfs.Identity, wait searchdb.Wait) (*searchdb.DB, error) {
 	s.closeSearchLocked()
 	if err := s.fixSearchDir(); err != nil {
 		return nil, err
@@ -360,7 +385,7 @@ func (s *Store) replaceSearchLocked(ctx context.Context, found *vfs.Identity) (*
 	if err != nil {
 		return nil, err
 	}
-	return s.openSearchLocked(ctx, false)
+	return s.openSearchLocked(ctx, false, wait)
 }
 
 // searchIndexBad reports whether err says the index on disk is no sound
@@ -374,8 +399,9 @@ func searchIndexBad(err error) bool {
 // open or its file was replaced. Without create, a missing index is
 // searchdb.ErrMissing. With create, a missing, damaged, outdated or
 // junk index is replaced by a new one; an index this user may not read
-// or write stays an error (fs.ErrPermission). si.mu must be held.
-func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB, error) {
+// or write stays an error (fs.ErrPermission). An index another process
+// keeps busy is tried again for up to wait. si.mu must be held.
+func (s *Store) openSearchLocked(ctx context.Context, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
 	si := &s.search
 	if si.closed {
 		return nil, sessionstore.ErrClosed
@@ -386,7 +412,7 @@ func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB
 		}
 	}
 	s.closeSearchLocked()
-	db, id, err := s.openSearchIndex(ctx)
+	db, id, err := s.openSearchIndex(ctx, wait)
 	if err == nil {
 		si.db, si.dbID = db, id
 		return db, nil
@@ -405,7 +431,7 @@ func (s *Store) openSearchLocked(ctx context.Context, create bool) (*searchdb.DB
 			found = &id
 		}
 	}
-	return s.replaceSearchLocked(ctx, found)
+	return s.replaceSearchLocked(ctx, found, wait)
 }
 
 func (s *Store) closeSearchLocked() {

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // proofOf is the state of a log file as the search index records it.
@@ -21,24 +22,88 @@ func proofOf(fi fs.FileInfo) searchdb.Proof {
 }
 
 // indexed is a session as its log says the search index should hold it:
-// the latest revision's title, project, labels and every message's doc
-// with the revision it appeared at.
+// the latest revision's title, project and labels, and the docs of its
+// messages from the base-th on, each with the revision it appeared at.
+// A read of the whole log has base 0; a read of what was appended after
+// a row's revision (readAppended, readAfter) starts at the row's
+// messages, whose digest it continues.
 type indexed struct {
-	update searchdb.Update // Reset: every message in Add; else the messages after the row's
-	digest []fulltext.Digest
+	head   searchdb.Update    // every field of the update but the messages and the state it builds on
+	base   int                // docs[0] is message base
+	docs   []searchdb.Message // messages base to head.Messages-1
+	digest []fulltext.Digest  // digest[i]: the chain over the first base+i messages
+}
+
+// newIndexed returns the indexed of a read whose docs start at message
+// base, after base messages whose digest is d.
+func newIndexed(head searchdb.Update, base int, d fulltext.Digest, docs []searchdb.Message) *indexed {
+	ix := &indexed{head: head, base: base, docs: docs, digest: make([]fulltext.Digest, len(docs)+1)}
+	ix.digest[0] = d
+	for i := range docs {
+		ix.digest[i+1] = ix.digest[i].Add(&docs[i].Doc)
+	}
+	ix.head.Digest = ix.digest[len(docs)]
+	return ix
+}
+
+// whole reports whether ix holds every message (a read of the whole log).
+func (ix *indexed) whole() bool { return ix.base == 0 }
+
+// updateFor is the update that brings the session's row, in state st
+// (has false: there is none), to what ix read: the messages after the
+// row's when the row holds the conversation's first ones as ix read
+// them (their digest says so, and they appeared by the row's revision),
+// else, for a read of the whole log, a reset. ok is false when ix cannot
+// bring the row there (it read less than the row lacks).
+func (ix *indexed) updateFor(st searchdb.State, has bool) (u searchdb.Update, ok bool) {
+	if has {
+		if u, ok := ix.extend(st); ok {
+			return u, true
+		}
+	}
+	if !ix.whole() {
+		return searchdb.Update{}, false
+	}
+	u = ix.head
+	u.Reset, u.Add = true, ix.docs
+	return u, true
+}
+
+// extend is the update adding to a row in state st the messages it
+// lacks, when st is a state ix's read went through.
+func (ix *indexed) extend(st searchdb.State) (searchdb.Update, bool) {
+	k := st.Messages - ix.base
+	if k < 0 || st.Messages > ix.head.Messages || st.Rev > ix.head.Rev || ix.digest[k] != st.Digest {
+		return searchdb.Update{}, false
+	}
+	for _, m := range ix.docs[:k] {
+		if m.Rev > st.Rev {
+			return searchdb.Update{}, false // the log says an indexed message appeared later: start again
+		}
+	}
+	for _, m := range ix.docs[k:] {
+		if m.Rev <= st.Rev {
+			return searchdb.Update{}, false // one the row lacks appeared by its revision: not the row's history
+		}
+	}
+	u := ix.head
+	u.FromRev, u.FromMessages, u.Add = st.Rev, st.Messages, ix.docs[k:]
+	return u, true
 }
 
 // readIndexed reads what the index should hold of session id from its
-// log: the latest revision with its content, and the history's records
-// (not rebuilt: their payloads are read for message counts and titles)
-// for the revision each message and the title appeared at. Its cost is
-// reading the log and the latest revision's content once.
+// log.
 //
-// With a row (st: what the index holds of the session), only the
-// records after the row's revision are read, backwards from the end of
-// the log, when they merely add messages to the ones the row holds (its
-// digest says they are the conversation's first): the update then adds
-// the new messages. Otherwise it is a reset, read from the whole history.
+// With a row (st: what the index holds of the session), it reads only
+// what was appended since, when it can (readAppended: the records after
+// the row's revision and the content of the messages they add), or the
+// records after the row's revision and the latest revision's content
+// (readAfter). Otherwise, or when those records do more than add
+// messages to the ones the row holds, it reads the latest revision with
+// its content, and the history's records (not rebuilt: their payloads
+// are read for message counts and titles) for the revision each message
+// and the title appeared at: the cost of reading the log and the latest
+// revision's content once.
 func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searchdb.State) (*indexed, error) {
 	var out *indexed
 	err := s.read(ctx, id, func(v *view) error {
@@ -51,6 +116,13 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searc
 		proof := proofOf(fi)
 		if proof.Size != v.size {
 			proof.Size = v.size
+		}
+		if st != nil {
+			if ix := s.readAppended(id, v, st, proof); ix != nil {
+				s.searches.appended.Add(1)
+				out = ix
+				return nil
+			}
 		}
 		last, rec, err := s.loadLatest(id, v, false)
 		if err != nil {
@@ -77,26 +149,128 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searc
 				revs[i] = rec.Revision
 			}
 		}
-		ix := &indexed{digest: make([]fulltext.Digest, len(msgs)+1)}
-		u := &ix.update
-		*u = searchdb.Update{ID: id, Reset: true, Rev: rec.Revision, Messages: len(msgs),
+		head := searchdb.Update{ID: id, Rev: rec.Revision, Messages: len(msgs),
 			Title: rec.Snapshot.Title, TitleRev: max(titleRev, 1), Updated: rec.Time,
 			Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Proof: proof}
+		docs := make([]searchdb.Message, len(msgs))
 		for i := range msgs {
 			doc, _ := fulltext.MessageDoc(&msgs[i]) // loaded with its content
-			u.Add = append(u.Add, searchdb.Message{Index: i, Rev: revs[i], Doc: doc})
-			ix.digest[i+1] = ix.digest[i].Add(&doc)
+			docs[i] = searchdb.Message{Index: i, Rev: revs[i], Doc: doc}
 		}
-		u.Digest = ix.digest[len(msgs)]
-		out = ix
+		s.searches.wholeReads.Add(1)
+		out = newIndexed(head, 0, fulltext.Digest{}, docs)
 		return nil
 	})
 	return out, err
 }
 
+// readAppended is readIndexed's way for a row in state st when the log
+// is the file the row was read from and has only grown since: the
+// records after the row's revision, read backwards from the end of the
+// log, must begin exactly where the log ended when the row was read
+// (its size), after the record of the row's revision (its revision
+// number and time), and only append messages, leaving the title's
+// history, the labels and the workspace to what they say. Then the
+// messages they append are decoded from the records and their content
+// read, and nothing else: the read costs what was appended, whatever the
+// session's size. The row's digest is continued over the new messages.
+// It returns nil when any of this does not hold (readIndexed then reads
+// more).
+func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, proof searchdb.Proof) *indexed {
+	p := st.Proof
+	if st.Rev == 0 || p.Dev != proof.Dev || p.Ino != proof.Ino || p.Size > v.size {
+		return nil
+	}
+	last, _, err := s.latest(id, v)
+	if err != nil || last.Rev < st.Rev {
+		return nil
+	}
+	// The records after st.Rev, newest first, down to st.Rev's.
+	var after []*record.Rec
+	r := last
+	for r.Rev > st.Rev {
+		if r.Kind != record.KindDelta || r.Offset < p.Size || len(after) >= maxReadAfter {
+			return nil
+		}
+		after = append(after, r.Clone())
+		prev, err := v.back.Before(r)
+		if err != nil || prev == nil {
+			return nil
+		}
+		r = prev
+	}
+	if r.Rev != st.Rev || r.End() != p.Size || r.Time.UnixNano() != st.Updated.UnixNano() {
+		return nil // not the log, or not the state of it, that the row was read from
+	}
+	var conv record.Conversation
+	conv.StartAt(st.Messages)
+	counts := make([]fulltext.Count, len(after))
+	n, title, titleRev := st.Messages, st.Title, uint64(0)
+	for k := range after {
+		r := after[len(after)-1-k]
+		next, kept, err := conv.Apply(r.Kind, r.Payload)
+		if err != nil || kept != n {
+			return nil // it changes a message: only a whole read tells which
+		}
+		counts[k], n = fulltext.Count{N: next, Kept: kept}, next
+		for _, key := range []string{labelsKey, workspaceKey} {
+			if _, changed, err := record.MemberChange(r.Kind, r.Payload, key); err != nil || changed {
+				return nil
+			}
+		}
+		val, changed, err := record.MemberChange(r.Kind, r.Payload, titleKey)
+		if err != nil {
+			return nil
+		}
+		if changed {
+			var t string
+			if val != nil && json.Unmarshal(val, &t) != nil {
+				return nil
+			}
+			if t != title {
+				title, titleRev = t, r.Rev
+			}
+		}
+	}
+	revs, ok := fulltext.Appearances(st.Rev, counts, st.Messages)
+	if !ok || len(revs) != n-st.Messages {
+		return nil
+	}
+	// The new messages, as the records wrote them, with their content.
+	arr := []byte{'['}
+	for i, e := range conv.Elems(st.Messages) {
+		if e == nil {
+			return nil
+		}
+		if i > 0 {
+			arr = append(arr, ',')
+		}
+		arr = append(arr, e...)
+	}
+	arr = append(arr, ']')
+	var msgs sessnap.Messages
+	if err := json.Unmarshal(arr, &msgs); err != nil || len(msgs) != len(revs) {
+		return nil
+	}
+	c := s.newBlobCache(id)
+	defer c.Close()
+	if err := msgs.Resolve(c.fetch); err != nil {
+		return nil // a whole read reports it
+	}
+	docs := make([]searchdb.Message, len(msgs))
+	for i := range msgs {
+		doc, _ := fulltext.MessageDoc(&msgs[i]) // resolved
+		docs[i] = searchdb.Message{Index: st.Messages + i, Rev: revs[i], Doc: doc}
+	}
+	head := searchdb.Update{ID: id, Rev: last.Rev, Messages: n, Title: title, TitleRev: max(titleRev, 1),
+		Updated: last.Time, Project: st.Project, Labels: st.Labels, Proof: proof}
+	return newIndexed(head, st.Messages, st.Digest, docs)
+}
+
 // readAfter is readIndexed's way for a row in state st: from the records
-// after st.Rev alone. It returns nil when they do not merely add
-// messages to the row's (or are not all in the log).
+// after st.Rev alone, and the latest revision's messages rec. It returns
+// nil when they do not merely add messages to the row's (or are not all
+// in the log).
 func (s *Store) readAfter(id session.SessionID, v *view, last *record.Rec, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
 	msgs := rec.Snapshot.Messages
 	if st.Rev == 0 || st.Rev > rec.Revision || st.Messages > len(msgs) {
@@ -144,30 +318,35 @@ func (s *Store) readAfter(id session.SessionID, v *view, last *record.Rec, rec *
 	if !ok || len(revs) != len(msgs)-st.Messages {
 		return nil
 	}
-	ix := &indexed{digest: make([]fulltext.Digest, len(msgs)+1)}
-	docs := make([]fulltext.Doc, len(msgs))
-	for i := range msgs {
-		docs[i], _ = fulltext.MessageDoc(&msgs[i]) // loaded with its content
-		ix.digest[i+1] = ix.digest[i].Add(&docs[i])
+	var d fulltext.Digest
+	for i := range st.Messages {
+		doc, _ := fulltext.MessageDoc(&msgs[i]) // loaded with its content
+		d = d.Add(&doc)
 	}
-	if ix.digest[st.Messages] != st.Digest {
+	if d != st.Digest {
 		return nil // not the conversation the row holds
 	}
-	u := &ix.update
-	*u = searchdb.Update{ID: id, FromRev: st.Rev, FromMessages: st.Messages, Rev: rec.Revision, Messages: len(msgs),
-		Digest: ix.digest[len(msgs)], Title: rec.Snapshot.Title, TitleRev: max(titleRev, 1), Updated: rec.Time,
-		Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Proof: proof}
+	docs := make([]searchdb.Message, 0, len(msgs)-st.Messages)
 	for i := st.Messages; i < len(msgs); i++ {
-		u.Add = append(u.Add, searchdb.Message{Index: i, Rev: revs[i-st.Messages], Doc: docs[i]})
+		doc, _ := fulltext.MessageDoc(&msgs[i]) // loaded with its content
+		docs = append(docs, searchdb.Message{Index: i, Rev: revs[i-st.Messages], Doc: doc})
 	}
-	return ix
+	head := searchdb.Update{ID: id, Rev: rec.Revision, Messages: len(msgs),
+		Title: rec.Snapshot.Title, TitleRev: max(titleRev, 1), Updated: rec.Time,
+		Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Proof: proof}
+	return newIndexed(head, st.Messages, st.Digest, docs)
 }
 
 // maxReadAfter bounds how many records readAfter reads back before it
 // leaves the work to a read of the whole history.
 const maxReadAfter = 4096
 
-var titleKey = `"title"`
+// The members of a snapshot the index holds besides its messages.
+const (
+	titleKey     = `"title"`
+	labelsKey    = `"labels"`
+	workspaceKey = `"workspace"`
+)
 
 // errShortHistory reports a history that ends before the revision read
 // as the latest (damage a read of the latest alone does not see).

@@ -64,7 +64,7 @@ func (s *Store) VerifySearch(ctx context.Context) (SearchVerifyReport, error) {
 	if s.closed.Load() {
 		return SearchVerifyReport{}, sessionstore.ErrClosed
 	}
-	db, _, err := s.openSearchIndex(ctx)
+	db, _, err := s.openSearchIndex(ctx, searchWait)
 	if err == nil {
 		err = db.Check(ctx)
 		var proofs int

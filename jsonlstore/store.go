@@ -103,8 +103,14 @@ type Store struct {
 	listings struct{ indexed, catalog, scanned, leaseProbes atomic.Int64 }
 	// searches counts how Searches proved the index's rows current: logs
 	// probed, rows the catalog vouched for, and catch-ups that probed
-	// every log after a hit's log proved the catalog wrong.
-	searches struct{ probes, vouched, reproved atomic.Int64 }
+	// every log after a hit's log proved the catalog wrong; and how the
+	// index was brought up to date: sessions read from what was appended
+	// alone (readAppended), read whole (readIndexed's whole read), and
+	// searched in memory because the index would not take them.
+	searches struct {
+		probes, vouched, reproved      atomic.Int64
+		appended, wholeReads, inMemory atomic.Int64
+	}
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It

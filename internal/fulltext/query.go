@@ -191,3 +191,43 @@ func mergeSpans(s []Span) []Span {
 func sortSpans(s []Span) {
 	slices.SortFunc(s, func(a, b Span) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End)) })
 }
+
+// Instances returns, for each term of q, how many times it occurs in
+// text (every word position it begins at, as FTS5 counts a phrase's
+// instances), and how many words text has (FTS5's column size). It
+// keeps only the last words a term spans: it reads long texts cheaply.
+func (q Query) Instances(text string) (counts []int, words int) {
+	counts = make([]int, len(q.Terms))
+	span := 1
+	for _, t := range q.Terms {
+		span = max(span, len(t.Words))
+	}
+	last := make([]string, span) // word i at last[i%span]
+	Tokens(text, func(tok Token) bool {
+		last[words%span] = tok.Word
+		words++
+		for ti, t := range q.Terms {
+			n := len(t.Words)
+			if words < n {
+				continue
+			}
+			match := true
+			for j, w := range t.Words {
+				got := last[(words-n+j)%span]
+				if j == n-1 && t.Prefix {
+					match = strings.HasPrefix(got, w)
+				} else {
+					match = got == w
+				}
+				if !match {
+					break
+				}
+			}
+			if match {
+				counts[ti]++
+			}
+		}
+		return true
+	})
+	return counts, words
+}

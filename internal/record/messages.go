@@ -66,6 +66,17 @@ func (c *Conversation) Apply(kind string, payload []byte) (n, kept int, err erro
 	return 0, 0, fmt.Errorf("%w: no messages in a %s record", ErrFraming, kind)
 }
 
+// Elems returns the raw JSON of the conversation's messages from the
+// from-th on, as the records gave them (nil for a message it does not
+// know: one before StartAt's point, or in a page it could not match). The
+// elements are the Conversation's: valid until its next Apply.
+func (c *Conversation) Elems(from int) [][]byte {
+	if from >= len(c.elems) {
+		return nil
+	}
+	return c.elems[from:]
+}
+
 // Reset forgets the conversation (after revisions a repair set aside).
 func (c *Conversation) Reset() { c.elems = nil }
 

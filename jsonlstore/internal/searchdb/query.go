@@ -21,6 +21,9 @@ type Filter struct {
 	ProjectTree bool
 	// Skip, when set, leaves out the sessions it reports true for.
 	Skip func(session.SessionID) bool
+	// Pending are what sessions hold beyond their rows, searched with
+	// the index (see Pending); at most one a session.
+	Pending []Pending
 }
 
 // Match is the FTS5 query of q: each term a quoted string (the words of
@@ -53,8 +56,14 @@ const weights = "2.0, 1.0, 1.0"
 
 // Search returns the hits of q, best first (FTS5's BM25), at most limit.
 // Each candidate is checked with q.MatchFields on its text, so that the
-// hits are exactly those the query's semantics give.
+// hits are exactly those the query's semantics give. The documents of
+// f.Pending are searched with the index's, in the same read transaction,
+// and ranked with them (see Pending).
 func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) ([]fulltext.Hit, error) {
+	pending := make(map[session.SessionID]*Pending, len(f.Pending))
+	for i := range f.Pending {
+		pending[f.Pending[i].ID] = &f.Pending[i]
+	}
 	where := []string{"docs MATCH ?"}
 	args := []any{Match(q, f.NoTools)}
 	if f.Project != "" {
@@ -78,12 +87,37 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 	var hits []fulltext.Hit
 	err := d.run(ctx, 0, "search", func(ctx context.Context) error {
 		return d.read(ctx, func(tx *sql.Tx) error {
+			hits = hits[:0]
+			var sc *scorer
+			var best topScores // the limit best scores so far, with a scorer
+			if len(f.Pending) > 0 {
+				// Every hit is scored here, over the corpus as it is once
+				// the index holds the pending documents.
+				c, err := d.readCorpus(ctx, tx, q, f.NoTools)
+				if err != nil {
+					return err
+				}
+				gone, err := replacedDocs(ctx, tx, q, &f)
+				if err != nil {
+					return err
+				}
+				docs, cols, of, msgs := pendingDocs(q, &f)
+				sc = newScorer(q, f.NoTools, c, gone, docs)
+				hits = pendingHits(q, &f, sc, docs, cols, of, msgs)
+				best.limit = limit
+				for _, h := range hits {
+					best.add(h.Score)
+				}
+			}
 			rows, err := tx.QueryContext(ctx, query, args...)
 			if err != nil {
 				return err
 			}
 			defer func() { _ = rows.Close() }() // read-only
-			for rows.Next() && (limit <= 0 || len(hits) < limit) {
+			for rows.Next() {
+				if sc == nil && limit > 0 && len(hits) >= limit {
+					break
+				}
 				var h fulltext.Hit
 				var updated int64
 				var role string
@@ -91,10 +125,21 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 				if err := rows.Scan(&h.ID, &h.Title, &updated, &h.Message, &role, &h.Revision, &h.Score, &cols[0], &cols[1], &cols[2]); err != nil {
 					return err
 				}
+				h.Score = -h.Score
+				if sc != nil && best.full() && h.Score*sc.hi*(1+1e-9) < best.min() {
+					break // rows come best first: none after this one ranks among the hits kept
+				}
 				if f.Skip != nil && f.Skip(h.ID) {
 					continue
 				}
-				h.Role, h.Updated, h.Score = session.Role(role), time.Unix(0, updated).UTC(), -h.Score
+				if p := pending[h.ID]; p != nil {
+					if h.Message >= p.From || h.Message < 0 && p.TitleChanged {
+						continue // the row's, no longer the session's: p.Docs holds it
+					}
+					h.Title = p.Title
+					updated = p.Updated.UnixNano()
+				}
+				h.Role, h.Updated = session.Role(role), time.Unix(0, updated).UTC()
 				fields, names := []string{cols[1], cols[2]}, []string{fulltext.FieldText, fulltext.FieldTool}
 				if h.Message < 0 {
 					fields, names = []string{cols[0]}, []string{fulltext.FieldTitle}
@@ -111,6 +156,11 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 				if h.Spans == nil {
 					continue // FTS5's words differ from ours here: not a hit
 				}
+				if sc != nil {
+					doc := newBM25Doc(q, cols)
+					h.Score = sc.score(&doc)
+					best.add(h.Score)
+				}
 				hits = append(hits, h)
 			}
 			return rows.Err()
@@ -119,7 +169,60 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 	if err != nil {
 		return nil, err
 	}
+	if len(f.Pending) > 0 {
+		fulltext.SortHits(hits)
+		if limit > 0 && len(hits) > limit {
+			hits = hits[:limit]
+		}
+	}
 	return hits, nil
+}
+
+// topScores keeps the limit highest scores seen (all of them for a
+// limit of 0 or less, when it is never full).
+type topScores struct {
+	limit int
+	h     []float64 // a min-heap
+}
+
+func (t *topScores) full() bool { return t.limit > 0 && len(t.h) >= t.limit }
+
+func (t *topScores) min() float64 { return t.h[0] }
+
+func (t *topScores) add(s float64) {
+	if t.limit <= 0 {
+		return
+	}
+	if len(t.h) < t.limit {
+		t.h = append(t.h, s)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if t.h[p] <= t.h[i] {
+				break
+			}
+			t.h[p], t.h[i] = t.h[i], t.h[p]
+			i = p
+		}
+		return
+	}
+	if s <= t.h[0] {
+		return
+	}
+	t.h[0] = s
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.h) && t.h[l] < t.h[m] {
+			m = l
+		}
+		if r < len(t.h) && t.h[r] < t.h[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
 }
 
 // likeEscape escapes LIKE's wildcards with a backslash.

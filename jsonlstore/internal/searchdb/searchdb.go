@@ -143,6 +143,11 @@ type State struct {
 	Messages int
 	Digest   fulltext.Digest
 	Proof    Proof
+	// Updated is revision Rev's record time; Project and Labels are the
+	// session's at Rev (the project as filters compare it).
+	Updated time.Time
+	Project string
+	Labels  map[string]string
 }
 
 // Message is one message to index.
@@ -622,7 +627,7 @@ func (d *DB) StatesOf(ctx context.Context, ids []session.SessionID) (map[session
 	return d.states(ctx, stateSQL+" WHERE id IN (SELECT value FROM json_each(?))", string(b))
 }
 
-const stateSQL = "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime FROM sessions"
+const stateSQL = "SELECT id, title, rev, messages, digest, log_dev, log_ino, log_size, log_mtime, updated, project, labels FROM sessions"
 
 func (d *DB) states(ctx context.Context, query string, args ...any) (map[session.SessionID]State, error) {
 	out := map[session.SessionID]State{}
@@ -636,9 +641,16 @@ func (d *DB) states(ctx context.Context, query string, args ...any) (map[session
 			for rows.Next() {
 				var s State
 				var dig []byte
-				var dev, ino int64
-				if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime); err != nil {
+				var dev, ino, updated int64
+				var labels string
+				if err := rows.Scan(&s.ID, &s.Title, &s.Rev, &s.Messages, &dig, &dev, &ino, &s.Proof.Size, &s.Proof.Mtime, &updated, &s.Project, &labels); err != nil {
 					return err
+				}
+				s.Updated = time.Unix(0, updated).UTC()
+				if labels != "{}" && labels != "" {
+					if err := json.Unmarshal([]byte(labels), &s.Labels); err != nil {
+						return fmt.Errorf("%w: %s: labels of %s: %w", ErrDamaged, d.path, s.ID, err)
+					}
 				}
 				s.Proof.Dev, s.Proof.Ino = uint64(dev), uint64(ino) //nolint:gosec // G115: SQLite stores the stat's unsigned numbers as their two's complement
 				copy(s.Digest[:], dig)
@@ -759,12 +771,7 @@ func apply(ctx context.Context, tx *wtx, u *Update) (bool, error) {
 		titleRevNew = uint64(titleRev)
 	}
 	p := u.Proof
-	// The project as filters compare it: trailing slashes trimmed.
-	if t := strings.TrimRight(u.Project, "/"); t != "" || u.Project == "" {
-		u.Project = t
-	} else {
-		u.Project = "/"
-	}
+	u.Project = StoredProject(u.Project) // as filters compare it
 	labels := labelsText(u.Labels)
 	if exists {
 		_, err = tx.exec(ctx, updateRowSQL,
