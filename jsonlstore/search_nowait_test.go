@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/searchtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -103,7 +104,7 @@ func TestSearchDoesNotWaitForTheIndexWriteLock(t *testing.T) {
 	whole, appended, inMem := st.searches.wholeReads.Load(), st.searches.appended.Load(), st.searches.inMemory.Load()
 	held := make([]sessionstore.SearchResult, len(qs))
 	for i, qq := range qs {
-		want, err := sessionstore.Search(ctx, plainStore{st}, qq)
+		want, err := searchtest.Reference(ctx, st, qq)
 		require.NoError(t, err)
 		held[i], err = st.Search(ctx, qq)
 		require.NoError(t, err)
