@@ -111,12 +111,11 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	var latest sessnap.Snapshot
 	snap := first
 	var size int64
-	for rev := uint64(1); ; rev++ {
+	m := record.First(gen, s.opts.Now())
+	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// A record's time is never earlier than the previous record's.
-		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: rev, Gen: gen, Time: later(s.opts.Now().UTC(), last.Time)}
 		line, err := app.Line(id, m, snap)
 		if err != nil {
 			return nil, err
@@ -140,6 +139,9 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		// Later revisions may reference the blobs earlier ones wrote, as an
 		// append may.
 		if err := blobs.checkRefs(id, snap.Messages); err != nil {
+			return nil, err
+		}
+		if m, err = record.Next(id, last.Meta, last.Rev, gen, s.opts.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -237,7 +237,7 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 	}
 	return &writer{
 		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
-		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
+		rev: last.Through(), last: last.Meta, size: fi.Size(), lastOffset: last.Offset,
 		report: report, mark: s.markFor(id, lease.Generation(), marked),
 	}, nil
 }

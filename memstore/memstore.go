@@ -191,7 +191,7 @@ func (s *Store) create(snap sessnap.Snapshot, held map[string][]byte, opts sessi
 	app := appender.New(nil, s.opts.MaxRecordBytes, false)
 	// The creator is the session's first holder, of generation 1: a new
 	// entry has issued none.
-	rec, added, err := s.line(app, id, get, record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: s.now()}, snap)
+	rec, added, err := s.line(app, id, get, record.First(1, s.opts.Now()), snap)
 	if err != nil {
 		return nil, err
 	}

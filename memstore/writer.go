@@ -145,14 +145,9 @@ func (w *writer) checkLocked(expected uint64, snap sessnap.Snapshot) (record.Met
 		return record.Meta{}, nil, err
 	}
 	e := w.e
-	latest := uint64(len(e.records))
-	if expected != latest {
-		return record.Meta{}, nil, fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, e.id, expected, latest)
-	}
-	last := &e.records[latest-1]
-	if last.Schema > sessnap.SchemaVersion {
-		return record.Meta{}, nil, fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",
-			sessionstore.ErrSchemaTooNew, e.id, latest, last.Schema, sessnap.SchemaVersion)
+	m, err := record.Next(e.id, e.records[len(e.records)-1].Meta, expected, w.gen, w.s.opts.Now())
+	if err != nil {
+		return record.Meta{}, nil, err
 	}
 	if err := w.arrivals.Check(snap.Messages, func(ref session.ContentRef) error { return holds(e.id, e.getLocked, ref) }); err != nil {
 		return record.Meta{}, nil, err
@@ -161,11 +156,7 @@ func (w *writer) checkLocked(expected uint64, snap sessnap.Snapshot) (record.Met
 	if w.app == nil {
 		resume = chain(e.records)
 	}
-	t := w.s.now()
-	if t.Before(last.Time) {
-		t = last.Time // the clock stepped back: never go backwards
-	}
-	return record.Meta{Schema: sessnap.SchemaVersion, Rev: latest + 1, Gen: w.gen, Time: t}, resume, nil
+	return m, resume, nil
 }
 
 func (w *writer) Heartbeat(ctx context.Context) error {

@@ -59,9 +59,14 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 				return err
 			}
 			put, added := blobPut(ctx, tx, id, held)
-			// A record's time is never earlier than the previous record's.
+			next := record.First(1, s.opts.Now())
+			if m.Rev > 0 {
+				if next, err = record.Next(id, m, m.Rev, 1, s.opts.Now()); err != nil {
+					return err
+				}
+			}
 			var line []byte
-			m, line, err = s.encode(w.app, id, record.Meta{Schema: sessnap.SchemaVersion, Rev: m.Rev + 1, Gen: 1, Time: later(s.now(), m.Time)}, snap, put)
+			m, line, err = s.encode(w.app, id, next, snap, put)
 			if err != nil {
 				return err
 			}

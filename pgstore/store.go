@@ -266,7 +266,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 			return err
 		}
 		put, added := blobPut(ctx, tx, id, held)
-		m, line, err := s.encode(w.app, id, record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: s.now()}, *snap, put)
+		m, line, err := s.encode(w.app, id, record.First(1, s.opts.Now()), *snap, put)
 		if err != nil {
 			return err
 		}
