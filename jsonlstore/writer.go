@@ -31,8 +31,8 @@ type writer struct {
 	logID      vfs.Identity
 	rev        uint64
 	last       record.Meta // the latest record's envelope: what the next is checked against
-	size       int64 // log size after the last append
-	lastOffset int64 // offset of the last record
+	size       int64       // log size after the last append
+	lastOffset int64       // offset of the last record
 	app        *appender.Appender
 	blobs      *blobWriter // nil with FullRecordsOnly
 	search     searchMark  // what the writer gave the search index last
