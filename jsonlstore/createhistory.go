@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -78,7 +79,7 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	}
 	// A new session holds no blobs: a part of its first revision that
 	// arrives as a reference names content it does not hold.
-	if err := refuseRefs(id, first.Messages); err != nil {
+	if err := blob.Refuse(id, first.Messages); err != nil {
 		return nil, err
 	}
 	app, blobs := s.newAppender("")

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
@@ -63,15 +64,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxRecordBytes <= 0 {
-		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
-	}
+	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
-	if o.BlobThreshold == 0 {
-		o.BlobThreshold = DefaultBlobThreshold
-	}
+	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.LeftoverAge <= 0 {
 		o.LeftoverAge = time.Minute
 	}

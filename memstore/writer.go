@@ -149,7 +149,7 @@ func (w *writer) checkLocked(expected uint64, snap sessnap.Snapshot) (record.Met
 	if err != nil {
 		return record.Meta{}, nil, err
 	}
-	if err := w.arrivals.Check(snap.Messages, func(ref session.ContentRef) error { return holds(e.id, e.getLocked, ref) }); err != nil {
+	if err := w.arrivals.Check(e.id, snap.Messages, sizes(e.getLocked)); err != nil {
 		return record.Meta{}, nil, err
 	}
 	var resume []record.Rec

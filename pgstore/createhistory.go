@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -55,7 +56,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 			}
 			// A part that arrives as a reference names content an earlier
 			// revision of this history stored (the first's: none).
-			if err := w.arrivals.Check(snap.Messages, holds(id, held)); err != nil {
+			if err := w.arrivals.Check(id, snap.Messages, blob.Held(held).Size); err != nil {
 				return err
 			}
 			put, added := blobPut(ctx, tx, id, held)

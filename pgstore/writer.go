@@ -176,7 +176,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 				return err
 			}
 		}
-		if err := w.arrivals.Check(snap.Messages, holds(w.id, w.known)); err != nil {
+		if err := w.arrivals.Check(w.id, snap.Messages, blob.Held(w.known).Size); err != nil {
 			return err
 		}
 		var put func(string, []byte) error
