@@ -6,15 +6,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/summary"
 )
-
-// Acquirer is the part of a Store that AcquireWithin uses.
-type Acquirer interface {
-	Acquire(ctx context.Context, id session.SessionID, opts AcquireOptions) (Writer, error)
-	TryAcquire(ctx context.Context, id session.SessionID, opts AcquireOptions) (Writer, error)
-	Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error)
-}
 
 // AcquireWithin takes session id's lease from s within wait: at once
 // (TryAcquire) when wait is 0 or less, else waiting up to wait (Acquire).
@@ -22,7 +14,7 @@ type Acquirer interface {
 // one, with a *LeaseHeldError that says who holds it, rather than as the
 // deadline's error; the end of ctx itself stays ctx's error. Other errors
 // are Acquire's.
-func AcquireWithin(ctx context.Context, s Acquirer, id session.SessionID, opts AcquireOptions, wait time.Duration) (Writer, error) {
+func AcquireWithin(ctx context.Context, s Store, id session.SessionID, opts AcquireOptions, wait time.Duration) (Writer, error) {
 	if wait <= 0 {
 		return s.TryAcquire(ctx, id, opts)
 	}

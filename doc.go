@@ -1,15 +1,25 @@
 // Package sessionstore is the store contract for AI-agent sessions: a
 // durable, append-only history of snapshot revisions per session, an
 // operation lease that says which process may drive a session, summaries
-// for listing, and change events for watching.
+// for listing, full-text search, and change events for watching.
 //
-// Adapters implement Store: memstore (in memory, for tests and ephemeral
-// agents), jsonlstore (a directory per session on the local disk), and
-// pgstore (PostgreSQL, for agents on several machines sharing one store).
-// The conformance suite in storetest checks every adapter against the
-// same contract. Optional interfaces (ContentLoader, Verifier, Exporter,
-// RecordLister, UsageReporter, IDLister, …) offer what some adapters can
-// do, each with a helper that falls back where it can.
+// A user meets a few types first:
+//
+//   - Store, the contract every adapter implements: memstore (in memory,
+//     for tests and ephemeral agents), jsonlstore (a directory per session
+//     on the local disk) and pgstore (PostgreSQL, for agents on several
+//     machines sharing one store). The conformance suite in storetest
+//     checks each against the same contract.
+//   - Writer, the holder of one session's lease: the only party that
+//     appends to it.
+//   - Record, one stored revision, whose Session method restores it.
+//   - AcquireOptions, the (optional) label of whoever takes a lease.
+//   - The errors: sentinels for errors.Is (ErrConflict, ErrLeaseLost, …),
+//     *LeaseHeldError saying who holds a lease, *CorruptionError saying
+//     where a store is damaged.
+//
+// The snapshot a Writer appends is a sessnap.Snapshot of a
+// session.Session; a listing is a summary.Query and its summary.Page.
 //
 // # The contract in brief
 //
@@ -23,12 +33,21 @@
 //     next revision, durable when the call returns. A stale expected
 //     revision is ErrConflict; a superseded holder gets ErrLeaseLost and
 //     writes nothing; an I/O error poisons the writer (ErrWriterFailed).
-//   - Anyone reads without a lease: Load (latest), LoadRevision, History,
-//     List (summaries, with filter, order and cursor), Watch
-//     (level-triggered changes), Lease (who holds it).
+//   - Anyone reads without a lease: Load (latest), LoadRevision, LoadWith
+//     (without large content, for one), History, List (summaries, with
+//     filter, order and cursor), Search, Watch (level-triggered changes),
+//     Lease (who holds it), DiskUsage, ReadBlob.
 //   - Errors are sentinels for errors.Is; corruption is a *CorruptionError
 //     with file and offset; an adapter's operational errors (I/O, the
 //     database) are *OpError with the operation, session and file.
+//
+// # Optional capabilities
+//
+// What only the persistent adapters can do is an interface of its own,
+// each used by a function that falls back on Store's methods where a
+// store lacks it: Verifier (Verify), Exporter (Export), RecordLister
+// (Records), IDLister (IDs), HistoryCreator (CreateHistory), and
+// SearchReindexer, whose index can be rebuilt.
 //
 // # Example
 //

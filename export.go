@@ -1,14 +1,13 @@
 package sessionstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
+	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -31,42 +30,12 @@ type ExportLine struct {
 type Exporter interface {
 	Store
 	// Export writes session id to w: by default every revision, oldest
-	// first, as JSON Lines (AppendExportLine), with the stored snapshot
+	// first, as JSON Lines (one ExportLine a line), with the stored snapshot
 	// byte for byte, stopping at the first record that fails its checks
 	// (a *CorruptionError, after the revisions before it); with
 	// latestOnly, the latest snapshot alone, as indented JSON and a
 	// newline. It takes no lease and modifies nothing.
 	Export(ctx context.Context, id session.SessionID, w io.Writer, latestOnly bool) error
-}
-
-// AppendExportLine appends the export line of a revision whose snapshot
-// encoding is snap, and its newline, to b. Its keys come in this order:
-//
-//	{"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z","schema":1,"snapshot":{…}}
-func AppendExportLine(b []byte, rev, gen uint64, t time.Time, schema int, snap []byte) []byte {
-	b = append(b, `{"revision":`...)
-	b = strconv.AppendUint(b, rev, 10)
-	b = append(b, `,"generation":`...)
-	b = strconv.AppendUint(b, gen, 10)
-	b = append(b, `,"time":"`...)
-	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","schema":`...)
-	b = strconv.AppendInt(b, int64(schema), 10)
-	b = append(b, `,"snapshot":`...)
-	b = append(b, snap...)
-	return append(b, "}\n"...)
-}
-
-// IndentSnapshot returns a snapshot's encoding as an export of the latest
-// revision writes it: indented JSON and a newline, the stored bytes
-// otherwise unchanged (a newer schema's unknown keys included).
-func IndentSnapshot(snap []byte) ([]byte, error) {
-	var out bytes.Buffer
-	if err := json.Indent(&out, snap, "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
 }
 
 // Export writes session id of s to w as Exporter's Export does: with s's
@@ -86,7 +55,7 @@ func Export(ctx context.Context, s Store, id session.SessionID, w io.Writer, lat
 		if err != nil {
 			return err
 		}
-		if b, err = IndentSnapshot(b); err != nil {
+		if b, err = export.Indent(b); err != nil {
 			return fmt.Errorf("sessionstore: export %s: %w", id, err)
 		}
 		_, err = w.Write(b)
@@ -101,7 +70,7 @@ func Export(ctx context.Context, s Store, id session.SessionID, w io.Writer, lat
 		if err != nil {
 			return err
 		}
-		buf = AppendExportLine(buf[:0], rec.Revision, rec.Generation, rec.Time, rec.SchemaVersion, b)
+		buf = export.AppendLine(buf[:0], rec.Revision, rec.Generation, rec.Time, rec.SchemaVersion, b)
 		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("sessionstore: export %s: %w", id, err)
 		}

@@ -44,12 +44,12 @@ func memWith(t *testing.T, ids ...string) *memstore.Store {
 	return st
 }
 
-// plain is a store with none of the optional methods: the Store
-// interface embedded hides its adapter's others.
+// plain is a store with none of the optional interfaces: the Store
+// interface embedded hides its adapter's other methods.
 type plain struct{ sessionstore.Store }
 
-// TestFallbacks: a store without the optional methods (memstore, its own
-// hidden) is verified, listed, exported and measured from its History.
+// TestFallbacks: a store without the optional interfaces (memstore, its
+// own hidden) is verified, listed and exported from its History.
 func TestFallbacks(t *testing.T) {
 	ctx := context.Background()
 	st := plain{memWith(t, "a", "b", "c")}
@@ -92,26 +92,20 @@ func TestFallbacks(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &snap))
 	require.Len(t, snap.Messages, 2)
 	require.True(t, strings.HasPrefix(out.String(), "{\n  \""), "indented")
-
-	du, err := sessionstore.DiskUsage(ctx, st, "a", "c")
-	require.NoError(t, err)
-	require.Len(t, du.Sessions, 2)
-	require.Greater(t, du.Sessions[1].LogBytes, du.Sessions[0].LogBytes)
-	require.Equal(t, du.Sessions[0].TotalBytes+du.Sessions[1].TotalBytes, du.Total.TotalBytes)
 }
 
-// verifying is a memstore whose Verify reports a problem: the helper uses
-// an adapter's own method when it has one.
+// verifying is a memstore whose VerifyWith reports a problem: the helper
+// uses an adapter's own method when it has one.
 type verifying struct{ *memstore.Store }
 
-func (verifying) Verify(ctx context.Context, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
+func (verifying) VerifyWith(context.Context, sessionstore.VerifyOptions, ...session.SessionID) (sessionstore.VerifyReport, error) {
 	return sessionstore.VerifyReport{Sessions: []sessionstore.SessionVerifyReport{
 		{ID: "a", Problems: []sessionstore.Finding{{File: "a/log.jsonl", Message: "made up"}}},
 	}}, nil
 }
 
 func TestVerifyUsesTheAdapters(t *testing.T) {
-	rep, err := sessionstore.Verify(context.Background(), verifying{memWith(t, "a")})
+	rep, err := sessionstore.VerifyWith(context.Background(), verifying{memWith(t, "a")}, sessionstore.VerifyOptions{Deep: true})
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	require.Equal(t, 1, rep.ProblemCount())
@@ -190,41 +184,32 @@ func TestAcquireWithin(t *testing.T) {
 	})
 }
 
-// TestReadBlob: the helper reads with the store's own ReadBlob; a store
-// without one holds no content out of line.
-func TestReadBlob(t *testing.T) {
-	ctx := context.Background()
-	st := memstore.New(memstore.Options{})
-	t.Cleanup(func() { _ = st.Close() })
-	content := strings.Repeat("large content ", 2<<10)
-	s := sessiontest.New("a")
-	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, content, sessiontest.Epoch)))
-	snap, err := sessnap.Of(s)
-	require.NoError(t, err)
-	w, err := st.Create(ctx, snap, sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	require.NoError(t, w.Release(ctx))
-	light, err := sessionstore.LoadWith(ctx, st, "a", sessionstore.LoadOptions{WithoutContent: true})
-	require.NoError(t, err)
-	ref := light.Snapshot.Messages[0].Parts[0].Ref
-	require.NotNil(t, ref)
-
-	got, err := sessionstore.ReadBlob(ctx, st, "a", *ref)
-	require.NoError(t, err)
-	require.Equal(t, content, string(got))
-	_, err = sessionstore.ReadBlob(ctx, plain{st}, "a", *ref)
-	require.ErrorIs(t, err, sessionstore.ErrNotFound)
-	_, err = sessionstore.ReadBlob(ctx, plain{st}, "../a", *ref)
-	require.ErrorIs(t, err, sessionstore.ErrInvalidID)
-	// Without a ContentLoader, LoadWith loads the content.
-	whole, err := sessionstore.LoadWith(ctx, plain{st}, "a", sessionstore.LoadOptions{WithoutContent: true})
-	require.NoError(t, err)
-	require.Equal(t, content, whole.Snapshot.Messages[0].Parts[0].Text)
-}
-
 func TestSessionUsageAdd(t *testing.T) {
 	var u sessionstore.SessionUsage
 	u.Add(sessionstore.SessionUsage{ID: "a", LogBytes: 1, ArchiveBytes: 2, ForensicBytes: 3, BlobBytes: 4, OtherBytes: 5, TotalBytes: 15})
 	u.Add(sessionstore.SessionUsage{ID: "b", BlobBytes: 10, TotalBytes: 10})
 	require.Equal(t, sessionstore.SessionUsage{LogBytes: 1, ArchiveBytes: 2, ForensicBytes: 3, BlobBytes: 14, OtherBytes: 5, TotalBytes: 25}, u)
+}
+
+// TestSearchAndDiskUsage: the functions kept from when searching and
+// reporting usage were optional answer as the store's own methods do.
+func TestSearchAndDiskUsage(t *testing.T) {
+	ctx := context.Background()
+	st := memWith(t, "a", "b")
+	q := sessionstore.SearchQuery{Text: "more"}
+	want, err := st.Search(ctx, q)
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Hits)
+	got, err := sessionstore.Search(ctx, st, q)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	_, err = sessionstore.Search(ctx, st, sessionstore.SearchQuery{})
+	require.ErrorIs(t, err, sessionstore.ErrBadQuery)
+
+	wantDU, err := st.DiskUsage(ctx)
+	require.NoError(t, err)
+	gotDU, err := sessionstore.DiskUsage(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, wantDU, gotDU)
+	require.Len(t, gotDU.Sessions, 2)
 }

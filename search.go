@@ -22,9 +22,9 @@ const (
 	MaxSearchLimit     = 1000
 )
 
-// SearchQuery is a full-text search over sessions: their titles and the
-// messages of their latest revisions (prompts, replies, reasoning, tool
-// calls and their results).
+// SearchQuery is a full-text search over sessions (Store.Search): their
+// titles and the messages of their latest revisions (prompts, replies,
+// reasoning, tool calls and their results).
 type SearchQuery struct {
 	// Text is what to look for: words, all of which must occur in one
 	// message (in any case and order); "a phrase" of words in order; and
@@ -47,30 +47,22 @@ type SearchQuery struct {
 
 // Normalize validates q and fills in defaults. Errors wrap ErrBadQuery.
 func (q SearchQuery) Normalize() (SearchQuery, error) {
-	q, _, err := q.Parse()
-	return q, err
-}
-
-// Parse is Normalize that also returns q's text parsed, for adapters:
-// what a Searcher does first.
-func (q SearchQuery) Parse() (SearchQuery, fulltext.Query, error) {
-	fq, err := fulltext.Parse(q.Text)
-	if err != nil {
-		return q, fq, fmt.Errorf("%w: %w", ErrBadQuery, err)
+	if _, err := fulltext.Parse(q.Text); err != nil {
+		return q, fmt.Errorf("%w: %w", ErrBadQuery, err)
 	}
 	f, err := q.Filter().Normalize()
 	if err != nil {
-		return q, fq, fmt.Errorf("%w: %w", ErrBadQuery, err)
+		return q, fmt.Errorf("%w: %w", ErrBadQuery, err)
 	}
 	q.Labels, q.Project = f.Labels, f.Project
 	switch {
 	case q.Limit < 0:
-		return q, fq, fmt.Errorf("%w: negative limit %d", ErrBadQuery, q.Limit)
+		return q, fmt.Errorf("%w: negative limit %d", ErrBadQuery, q.Limit)
 	case q.Limit == 0:
 		q.Limit = DefaultSearchLimit
 	}
 	q.Limit = min(q.Limit, MaxSearchLimit)
-	return q, fq, nil
+	return q, nil
 }
 
 // Filter is the listing filter of q's labels and project: the sessions
@@ -114,7 +106,7 @@ type TextSpan struct {
 	End   int `json:"end"`
 }
 
-// SearchResult is the answer to a search.
+// SearchResult is the answer to a search (Store.Search).
 type SearchResult struct {
 	// Hits are the best hits, best first.
 	Hits []SearchHit `json:"hits"`
@@ -127,71 +119,6 @@ type SearchResult struct {
 	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
 }
 
-// Searcher is a Store with a full-text index of its sessions. Search
-// uses it when the store has it.
-type Searcher interface {
-	Store
-	// Search returns the sessions' messages and titles that match q, best
-	// first. The answer is as of the call: every session whose latest
-	// revision was durable when Search was called is searched at that
-	// revision (or a later one), whichever process wrote it and whatever
-	// state the store's index is in — a missing, stale or damaged index
-	// makes a search slower (it is brought up to date first), never
-	// wrong. Errors: ErrBadQuery, ErrClosed, a done context's.
-	Search(ctx context.Context, q SearchQuery) (SearchResult, error)
-}
-
-// Search searches s's sessions: with s's own Search when s is a
-// Searcher, else by reading every selected session's history (the
-// revision of each message is the one it appeared at). Errors as
-// Searcher's.
-func Search(ctx context.Context, s Store, q SearchQuery) (SearchResult, error) {
-	if sr, ok := s.(Searcher); ok {
-		return sr.Search(ctx, q)
-	}
-	q, fq, err := q.Parse()
-	if err != nil {
-		return SearchResult{}, err
-	}
-	var res SearchResult
-	ix := fulltext.NewIndex()
-	lq := q.Filter()
-	lq.Limit = summary.MaxLimit
-	for page, err := range Pages(ctx, s, lq) {
-		if err != nil {
-			return SearchResult{}, err
-		}
-		res.Unreadable = page.Unreadable // every page lists them
-		for _, sum := range page.Items {
-			for rec, err := range s.History(ctx, sum.ID) {
-				if errors.Is(err, ErrRevisionsMissing) {
-					continue // the revisions a repair set aside hold nothing to search
-				}
-				if err != nil {
-					return SearchResult{}, err
-				}
-				ix.Put(fulltext.Revision{ID: rec.ID, Revision: rec.Revision, Updated: rec.Time, Title: rec.Snapshot.Title,
-					Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Messages: rec.Snapshot.Messages})
-			}
-		}
-	}
-	for _, h := range ix.Search(fq, fulltext.Filter{NoTools: q.NoTools}, q.Limit) {
-		res.Hits = append(res.Hits, SearchHitOf(h))
-	}
-	return res, nil
-}
-
-// SearchHitOf is the hit of h, its snippet cut (for adapters).
-func SearchHitOf(h fulltext.Hit) SearchHit {
-	snip, marks := fulltext.Snippet(h.Text, h.Spans, fulltext.SnippetBytes)
-	out := SearchHit{ID: h.ID, Title: h.Title, Field: h.Field, Message: h.Message, Role: h.Role,
-		Revision: h.Revision, UpdatedAt: h.Updated, Score: h.Score, Snippet: snip}
-	for _, m := range marks {
-		out.Marks = append(out.Marks, TextSpan{Start: m.Start, End: m.End})
-	}
-	return out
-}
-
 // SearchIndexReport is what rebuilding a search index did.
 type SearchIndexReport struct {
 	// Sessions is the number of sessions indexed.
@@ -201,11 +128,17 @@ type SearchIndexReport struct {
 	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
 }
 
-// SearchReindexer is a Searcher whose index is kept apart from its
+// SearchReindexer is a Store whose search index is kept apart from its
 // records and can be rebuilt from them.
 type SearchReindexer interface {
-	Searcher
+	Store
 	// ReindexSearch rebuilds the index from the records. Searches during
 	// the rebuild stay correct. Errors: ErrClosed, a done context's, I/O.
 	ReindexSearch(ctx context.Context) (SearchIndexReport, error)
+}
+
+// Search is s.Search(ctx, q), for callers written when search was an
+// optional capability of a store.
+func Search(ctx context.Context, s Store, q SearchQuery) (SearchResult, error) {
+	return s.Search(ctx, q)
 }

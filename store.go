@@ -2,7 +2,6 @@ package sessionstore
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"time"
 
@@ -133,10 +132,24 @@ type Store interface {
 	// Load; ErrNotFound for a revision that does not exist.
 	LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (Record, error)
 
+	// LoadWith loads revision opts.Revision of session id (the latest for
+	// 0) as opts say: without the content kept out of line, for one.
+	// Errors as Load's and LoadRevision's.
+	LoadWith(ctx context.Context, id session.SessionID, opts LoadOptions) (Record, error)
+
 	// History yields every revision in order, from revision 1 (archived
 	// revisions included) to the latest at the time of the call. An error
 	// is yielded once, last.
 	History(ctx context.Context, id session.SessionID) iter.Seq2[Record, error]
+
+	// ReadBlob returns the content session id keeps out of line for ref
+	// (its SHA-256 and size; the field it fills does not matter), checked
+	// against both: how content moves between stores with the records that
+	// reference it (`sessions migrate`). It takes no lease and modifies
+	// nothing. Errors: ErrInvalidID, ErrClosed, ErrNotFound for an unknown
+	// session or content the session does not hold, a *CorruptionError for
+	// content that is not what ref says (damaged), I/O errors.
+	ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error)
 
 	// List returns one page of summaries matching q, in q's order. Lease
 	// status is computed when read. A session that exists but cannot be
@@ -145,6 +158,15 @@ type Store interface {
 	// reports it in Page.Unreadable, with the reason. Errors:
 	// summary.ErrBadCursor, an invalid query, ErrClosed.
 	List(ctx context.Context, q summary.Query) (summary.Page, error)
+
+	// Search returns the sessions' messages and titles that match q, best
+	// first. The answer is as of the call: every session whose latest
+	// revision was durable when Search was called is searched at that
+	// revision (or a later one), whichever process wrote it and whatever
+	// state the store's index is in — a missing, stale or damaged index
+	// makes a search slower (it is brought up to date first), never
+	// wrong. Errors: ErrBadQuery, ErrClosed, a done context's.
+	Search(ctx context.Context, q SearchQuery) (SearchResult, error)
 
 	// Watch returns a channel of level-triggered changes: first the current
 	// state of every session, then a Change whenever a session's latest
@@ -167,6 +189,13 @@ type Store interface {
 	// heartbeat) or stale. It never modifies anything. Errors:
 	// ErrNotFound, ErrInvalidID, ErrClosed.
 	Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error)
+
+	// DiskUsage reports the space each given session occupies (all
+	// sessions, in ID order, when none is given) and their total. It takes
+	// no lease and modifies nothing; on a live store the figures are a
+	// moment's. Errors: ErrClosed, ErrInvalidID, ErrNotFound for a given
+	// ID, I/O errors.
+	DiskUsage(ctx context.Context, ids ...session.SessionID) (UsageReport, error)
 
 	// Close releases the store's resources. Writers obtained from it should
 	// be released first; afterwards every method returns ErrClosed.
@@ -224,61 +253,4 @@ type Writer interface {
 	// Release gives the lease up cleanly; the next holder sees a clean
 	// release. Idempotent; afterwards other methods return ErrClosed.
 	Release(ctx context.Context) error
-}
-
-// EncodeSnapshot validates snap for session id and encodes it. It is the
-// one check every adapter runs before writing: the snapshot's ID must be
-// id, the snapshot must restore (so every stored revision can be read
-// back as a Session), it must encode exactly (sessnap.Marshal), and the
-// encoding must fit maxBytes (0: DefaultMaxRecordBytes). Errors wrap
-// ErrInvalidSnapshot or ErrTooLarge.
-func EncodeSnapshot(id session.SessionID, snap sessnap.Snapshot, maxBytes int) ([]byte, error) {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxRecordBytes
-	}
-	if snap.ID != id {
-		return nil, fmt.Errorf("%w: snapshot id %q in session %s", ErrInvalidSnapshot, snap.ID, id)
-	}
-	if _, err := snap.Restore(); err != nil {
-		return nil, fmt.Errorf("%w: session %s: %w", ErrInvalidSnapshot, id, err)
-	}
-	if snap.Format == "" {
-		snap.Format = sessnap.Format
-	}
-	b, err := sessnap.Marshal(snap)
-	if err != nil {
-		return nil, fmt.Errorf("%w: session %s: %w", ErrInvalidSnapshot, id, err)
-	}
-	if len(b) > maxBytes {
-		return nil, fmt.Errorf("%w: session %s: snapshot is %d bytes, cap %d", ErrTooLarge, id, len(b), maxBytes)
-	}
-	return b, nil
-}
-
-// DecodeSnapshot decodes a stored payload (for adapters).
-func DecodeSnapshot(b []byte) (sessnap.Snapshot, error) { return sessnap.Unmarshal(b) }
-
-// LoadAt loads revision rev of session id from s, or its latest revision
-// when rev is 0 (as Fork's rev means), for adapters.
-func LoadAt(ctx context.Context, s Store, id session.SessionID, rev uint64) (Record, error) {
-	if rev == 0 {
-		return s.Load(ctx, id)
-	}
-	return s.LoadRevision(ctx, id, rev)
-}
-
-// ForkSnapshot returns the revision-1 snapshot of a fork of src into
-// newID: a copy with the ID replaced, the relationship naming src as
-// parent and src's root (or src) as root, and no origin (a fork is not the
-// import of its parent's source, so a re-import never continues it).
-func ForkSnapshot(src sessnap.Snapshot, newID session.SessionID) sessnap.Snapshot {
-	fork := src
-	fork.Origin = nil
-	root := src.Relationship.RootID
-	if root == "" {
-		root = src.ID
-	}
-	fork.ID = newID
-	fork.Relationship = session.SessionRelationship{ParentID: src.ID, RootID: root, Role: src.Relationship.Role}
-	return fork
 }

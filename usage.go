@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// UsageReport is the space sessions occupy, in bytes. For a file store
-// these are apparent file sizes, as ls -l shows them.
+// UsageReport is the space sessions occupy, in bytes, as Store.DiskUsage
+// reports it. For a file store these are apparent file sizes, as ls -l
+// shows them.
 type UsageReport struct {
 	Sessions []SessionUsage `json:"sessions"`
 	// Total sums Sessions (its ID is empty).
@@ -53,45 +53,8 @@ func (u *SessionUsage) Add(v SessionUsage) {
 	u.TotalBytes += v.TotalBytes
 }
 
-// UsageReporter is a Store that can say what space its sessions occupy.
-// DiskUsage uses it when the store has it.
-type UsageReporter interface {
-	Store
-	// DiskUsage reports the space each given session occupies (all
-	// sessions, in ID order, when none is given) and their total. It takes
-	// no lease and modifies nothing; on a live store the figures are a
-	// moment's. Errors: ErrClosed, ErrInvalidID, ErrNotFound for a given
-	// ID, I/O errors.
-	DiskUsage(ctx context.Context, ids ...session.SessionID) (UsageReport, error)
-}
-
-// DiskUsage reports the space the given sessions of s occupy (all of them
-// when none is given): with s's own DiskUsage when s is a UsageReporter,
-// else the size of every revision's encoded snapshot, as LogBytes.
+// DiskUsage is s.DiskUsage(ctx, ids...), for callers written when
+// reporting usage was an optional capability of a store.
 func DiskUsage(ctx context.Context, s Store, ids ...session.SessionID) (UsageReport, error) {
-	if u, ok := s.(UsageReporter); ok {
-		return u.DiskUsage(ctx, ids...)
-	}
-	var rep UsageReport
-	ids, err := idsOrAll(ctx, s, ids)
-	if err != nil {
-		return rep, err
-	}
-	for _, id := range ids {
-		u := SessionUsage{ID: id}
-		for rec, err := range s.History(ctx, id) {
-			if err != nil {
-				return rep, err
-			}
-			b, err := sessnap.Marshal(rec.Snapshot)
-			if err != nil {
-				return rep, err
-			}
-			u.LogBytes += int64(len(b))
-		}
-		u.TotalBytes = u.LogBytes
-		rep.Sessions = append(rep.Sessions, u)
-		rep.Total.Add(u)
-	}
-	return rep, nil
+	return s.DiskUsage(ctx, ids...)
 }

@@ -10,17 +10,17 @@ import (
 )
 
 // Verifier is a Store that checks its own records more thoroughly than
-// reading them back does (file framing, archives, summaries). Verify uses
-// it when the store has it.
+// reading them back does (file framing, archives, summaries, the content
+// records reference). Verify and VerifyWith use it when the store has it.
 type Verifier interface {
 	Store
-	// Verify checks every record of the given sessions (all sessions, in
-	// ID order, when none is given) and reports what it found, session by
-	// session. Corruption goes into the report; the error is for what kept
-	// it from checking (a done context, a closed store, an unknown or
-	// invalid ID, I/O). It takes no lease, modifies nothing, and is safe
-	// on a live store.
-	Verify(ctx context.Context, ids ...session.SessionID) (VerifyReport, error)
+	// VerifyWith checks every record of the given sessions (all sessions,
+	// in ID order, when none is given) as opts say, and reports what it
+	// found, session by session. Corruption goes into the report; the
+	// error is for what kept it from checking (a done context, a closed
+	// store, an unknown or invalid ID, I/O). It takes no lease, modifies
+	// nothing, and is safe on a live store.
+	VerifyWith(ctx context.Context, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error)
 }
 
 // VerifyReport is what a verification found, session by session.
@@ -113,41 +113,27 @@ func FindingOf(ce *CorruptionError) Finding {
 	return Finding{File: ce.Path, Offset: ce.Offset, Revision: ce.Revision, Message: msg}
 }
 
-// VerifyOptions tune a verification. The zero value is a Verifier's
-// Verify.
+// VerifyOptions tune a verification. The zero value checks what an
+// adapter checks by default.
 type VerifyOptions struct {
 	// Deep decodes and restores every revision's snapshot, and checks what
 	// each references, rather than what an adapter checks by default (for
 	// the file store: every record's checksums and every delta, but only
 	// full records' and the latest snapshot decoded): its cost is the sum
-	// of the snapshots' sizes, not the log's.
+	// of the snapshots' sizes, not the log's. An adapter that always
+	// checks that much ignores it.
 	Deep bool
 }
 
-// DeepVerifier is a Verifier that verifies with options.
-type DeepVerifier interface {
-	Verifier
-	VerifyWith(ctx context.Context, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error)
-}
-
-// VerifyWith is Verify with options: s's own VerifyWith when s is a
-// DeepVerifier, else Verify (which, without a Verifier, reads every
-// revision).
+// VerifyWith checks the given sessions of s (all of them when none is
+// given) as opts say: with s's own VerifyWith when s is a Verifier, else
+// by reading each session's History, every record of which must read back
+// and restore to a Session (revisions a repair set aside are skipped; a
+// newer program's records end the check, as Newer), whatever opts say.
+// Errors as Verifier's.
 func VerifyWith(ctx context.Context, s Store, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error) {
-	if v, ok := s.(DeepVerifier); ok {
-		return v.VerifyWith(ctx, opts, ids...)
-	}
-	return Verify(ctx, s, ids...)
-}
-
-// Verify checks the given sessions of s (all of them when none is given):
-// with s's own Verify when s is a Verifier, else by reading each session's
-// History, every record of which must read back and restore to a
-// Session (revisions a repair set aside are skipped; a newer program's
-// records end the check, as Newer). Errors as Verifier's.
-func Verify(ctx context.Context, s Store, ids ...session.SessionID) (VerifyReport, error) {
 	if v, ok := s.(Verifier); ok {
-		return v.Verify(ctx, ids...)
+		return v.VerifyWith(ctx, opts, ids...)
 	}
 	var rep VerifyReport
 	ids, err := idsOrAll(ctx, s, ids)
@@ -183,4 +169,10 @@ func Verify(ctx context.Context, s Store, ids ...session.SessionID) (VerifyRepor
 		rep.Sessions = append(rep.Sessions, sr)
 	}
 	return rep, nil
+}
+
+// Verify is VerifyWith with the zero VerifyOptions: what an adapter checks
+// by default.
+func Verify(ctx context.Context, s Store, ids ...session.SessionID) (VerifyReport, error) {
+	return VerifyWith(ctx, s, VerifyOptions{}, ids...)
 }

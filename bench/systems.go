@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -163,7 +164,7 @@ func newSQLiteRevs(path string) (*sqliteRevs, error) {
 
 // append inserts the next revision of snap.ID, one transaction.
 func (s *sqliteRevs) append(snap sessnap.Snapshot) error {
-	b, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	b, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func (s *sqliteRevs) append(snap sessnap.Snapshot) error {
 
 // bulk inserts revisions 1..n of snap in one transaction (setup).
 func (s *sqliteRevs) bulk(snap sessnap.Snapshot, n int) error {
-	b, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	b, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func (s *sqliteRevs) load(id session.SessionID) (int64, sessnap.Snapshot, error)
 	if err := s.last.QueryRow(string(id)).Scan(&rev, &b); err != nil {
 		return 0, sessnap.Snapshot{}, err
 	}
-	snap, err := sessionstore.DecodeSnapshot(b)
+	snap, err := sessnap.Unmarshal(b)
 	return rev, snap, err
 }
 
@@ -314,7 +315,7 @@ func newBbolt(path string) (*bboltSystem, error) {
 func revKey(rev uint64) []byte { return binary.BigEndian.AppendUint64(nil, rev) }
 
 func (b *bboltSystem) append(snap sessnap.Snapshot) error {
-	v, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	v, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	if err != nil {
 		return err
 	}
@@ -334,7 +335,7 @@ func (b *bboltSystem) append(snap sessnap.Snapshot) error {
 
 // bulk puts revisions 1..n of snap, 1,000 per transaction (setup).
 func (b *bboltSystem) bulk(snap sessnap.Snapshot, n int) error {
-	v, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	v, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	if err != nil {
 		return err
 	}
@@ -374,7 +375,7 @@ func (b *bboltSystem) load(id session.SessionID) (uint64, sessnap.Snapshot, erro
 		}
 		rev = binary.BigEndian.Uint64(k)
 		var err error
-		snap, err = sessionstore.DecodeSnapshot(v) // decodes into fresh values: v is not kept
+		snap, err = sessnap.Unmarshal(v) // decodes into fresh values: v is not kept
 		return err
 	})
 	return rev, snap, err
@@ -390,6 +391,6 @@ func openJSONLReader(dir string) (*jsonlstore.Store, error) {
 // mustEncode returns snap's encoding, or nil when it does not encode (the
 // systems then fail on it themselves).
 func mustEncode(snap sessnap.Snapshot) []byte {
-	b, _ := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	b, _ := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	return b
 }

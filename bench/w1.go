@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -44,7 +44,7 @@ func runW1Size(ctx context.Context, c *config, r *report, size int) error {
 			return err
 		}
 	}
-	payload, err := sessionstore.EncodeSnapshot(snaps[0].ID, snaps[0], 0)
+	payload, err := adapter.EncodeSnapshot(snaps[0].ID, snaps[0], 0)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func runW1Size(ctx context.Context, c *config, r *report, size int) error {
 		func() error { return raw.append(line) },
 		func() error { return sq.append(next(1)) },
 		func() error { return bb.append(next(2)) },
-		func() error { sn := next(3); _, err := sessionstore.EncodeSnapshot(sn.ID, sn, 0); return err },
+		func() error { sn := next(3); _, err := adapter.EncodeSnapshot(sn.ID, sn, 0); return err },
 		func() error {
 			if err := side.append(line); err != nil {
 				return err

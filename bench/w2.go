@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -150,9 +150,9 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		func() error { return sr.append(snap) },
 		func() error { return se.append(snap) },
 		func() error { return bb.append(snap) },
-		func() error { _, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0); return err },
+		func() error { _, err := adapter.EncodeSnapshot(snap.ID, snap, 0); return err },
 		func() error {
-			b, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+			b, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 			if err != nil {
 				return err
 			}
@@ -190,7 +190,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 		}
 	}
 	elapsed := time.Since(start)
-	final, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	final, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	if err != nil {
 		return err
 	}
@@ -247,6 +247,6 @@ func runW2(ctx context.Context, c *config, r *report) error {
 // fullLine is what a store writing the full snapshot on every revision
 // appends: the encoded snapshot and a newline.
 func fullLine(snap sessnap.Snapshot) ([]byte, error) {
-	b, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	b, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	return append(b, '\n'), err
 }

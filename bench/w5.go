@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -176,7 +177,7 @@ func w5LastFull(ctx context.Context, root, id string) (last uint64, fulls int, e
 		if err != nil {
 			return 0, 0, err
 		}
-		if info.Kind == jsonlstore.KindFull {
+		if info.Kind == record.KindFull {
 			last, fulls = info.Revision, fulls+1
 		}
 	}

@@ -114,7 +114,7 @@ func requireAccessRefused(t *testing.T, st *Store, id session.SessionID, dir str
 	require.Empty(t, vr.Sessions, "not checked: %+v", vr.Sessions)
 	require.Len(t, vr.Unreadable, 1)
 	requireNotCorruption(t, vr.Unreadable[0].Err, want, "Verify")
-	vr, err = st.VerifyWith(ctx, VerifyOptions{Deep: true}, id)
+	vr, err = st.VerifyWith(ctx, sessionstore.VerifyOptions{Deep: true}, id)
 	require.NoError(t, err)
 	require.Len(t, vr.Unreadable, 1)
 	requireNotCorruption(t, vr.Unreadable[0].Err, want, "Verify deep")

@@ -71,7 +71,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	if err != nil {
 		return rc, err
 	}
-	if last.Kind != KindGap {
+	if last.Kind != record.KindGap {
 		c := s.newPageCache(id)
 		_, err := decodeRecord(id, last, snap, c)
 		c.Close()

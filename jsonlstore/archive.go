@@ -113,7 +113,8 @@ func (m manifest) archivedBelow(below uint64) ([]archiveSegment, error) {
 		next = seg.Last + 1
 	}
 	if next != below {
-		return nil, fmt.Errorf("archives end at revision %d but the log starts at %d", next-1, below)
+		return nil, fmt.Errorf("archives end at revision %d but the log starts at %d "+
+			"(repair corrects this when an older release listed a segment holding a gap as ending too early)", next-1, below)
 	}
 	return segs, nil
 }

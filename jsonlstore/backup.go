@@ -30,10 +30,10 @@ import (
 
 // BackupReport says what Backup copied and whether the copy verified.
 type BackupReport struct {
-	Dest     string            `json:"dest"`
-	Sessions []SessionBackup   `json:"sessions"`
-	Verify   VerifyReport      `json:"verify"`
-	Skipped  map[string]string `json:"skipped,omitempty"` // id → why (deleted meanwhile)
+	Dest     string                    `json:"dest"`
+	Sessions []SessionBackup           `json:"sessions"`
+	Verify   sessionstore.VerifyReport `json:"verify"`
+	Skipped  map[string]string         `json:"skipped,omitempty"` // id → why (deleted meanwhile)
 	// Unreadable lists the sessions that could not be read, and so were
 	// not copied, with the reason (a damaged or missing log, a file this
 	// user may not read). The others are copied all the same.

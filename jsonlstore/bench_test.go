@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -54,11 +55,11 @@ func BenchmarkAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer w.Release(ctx)
-			payload, err := sessionstore.EncodeSnapshot("bench", snap, 0)
+			payload, err := adapter.EncodeSnapshot("bench", snap, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
-			line := record.Encode(record.Meta{Version: RecordVersion, Schema: 1, Rev: 1, Gen: 1, Time: time.Now().UTC(), Kind: KindFull}, payload)
+			line := record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: 1, Gen: 1, Time: time.Now().UTC(), Kind: record.KindFull}, payload)
 			// The baseline goes through the same platform sync (fdatasync
 			// on Linux, F_FULLFSYNC on macOS) but nothing else.
 			rawRoot, err := os.OpenRoot(dir)
@@ -120,7 +121,7 @@ func BenchmarkLoadLatest(b *testing.B) {
 			root := b.TempDir()
 			id := fmt.Sprintf("load-%d", revs)
 			snap.ID = session.SessionID(id)
-			payload, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+			payload, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -132,7 +133,7 @@ func BenchmarkLoadLatest(b *testing.B) {
 			}
 			at := sessiontest.Epoch
 			for r := 1; r <= revs; r++ {
-				m := record.Meta{Version: record.VersionOf(KindFull), Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: KindFull}
+				m := record.Meta{Version: record.VersionOf(record.KindFull), Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: record.KindFull}
 				line := record.Encode(m, payload)
 				if c.delta {
 					if line, err = tr.Next(m, members, sessionstore.DefaultMaxRecordBytes, record.Versions{}); err != nil {

@@ -270,10 +270,10 @@ func testBlobBomb(t *testing.T, bomb string) {
 		return err
 	}))
 	for _, deep := range []bool{false, true} {
-		var vr VerifyReport
+		var vr sessionstore.VerifyReport
 		require.NoError(t, measure(fmt.Sprintf("Verify deep=%v", deep), func(st *Store) error {
 			var err error
-			vr, err = st.VerifyWith(ctx, VerifyOptions{Deep: deep}, id)
+			vr, err = st.VerifyWith(ctx, sessionstore.VerifyOptions{Deep: deep}, id)
 			return err
 		}))
 		require.False(t, vr.OK())

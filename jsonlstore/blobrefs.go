@@ -83,9 +83,7 @@ func blobSize(fsys vfs.FS, dir, hash string) (int64, bool, error) {
 	return size, err == nil, err
 }
 
-var _ sessionstore.BlobReader = (*Store)(nil)
-
-// ReadBlob implements sessionstore.BlobReader: the content of ref from
+// ReadBlob implements sessionstore.Store: the content of ref from
 // session id's blobs/, checked against its size and SHA-256. A blob the
 // session does not have is ErrNotFound; one whose content is not what ref
 // says is a *sessionstore.CorruptionError naming its file (ErrBlob).

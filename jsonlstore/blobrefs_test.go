@@ -20,7 +20,7 @@ import (
 // blobsOf is the BlobSource of session id in st.
 func blobsOf(st sessionstore.Store, id session.SessionID) sessionstore.BlobSource {
 	return func(ref session.ContentRef) ([]byte, error) {
-		return sessionstore.ReadBlob(context.Background(), st, id, ref)
+		return st.ReadBlob(context.Background(), id, ref)
 	}
 }
 
@@ -164,7 +164,7 @@ func TestReadBlob(t *testing.T) {
 	rec.Snapshot.Messages.Refs(func(ref session.ContentRef) { refs = append(refs, ref) })
 	require.Len(t, refs, 4)
 	for i, ref := range refs[:2] { // the text, then the image
-		b, err := sessionstore.ReadBlob(ctx, st, id, ref)
+		b, err := st.ReadBlob(ctx, id, ref)
 		require.NoError(t, err)
 		require.NoError(t, blob.Check(ref, b))
 		if i == 0 {

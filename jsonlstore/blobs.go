@@ -34,12 +34,9 @@ import (
 
 const (
 	// BlobDir is the directory of a session's blobs.
-	BlobDir = "blobs"
-	// DefaultBlobThreshold is the size from which part content goes out
-	// of line (Options.BlobThreshold).
-	DefaultBlobThreshold = sessionstore.DefaultBlobThreshold
-	blobTmpPrefix        = ".blob-"
-	zstSuffix            = ".zst"
+	BlobDir       = "blobs"
+	blobTmpPrefix = ".blob-"
+	zstSuffix     = ".zst"
 )
 
 func blobDir(id session.SessionID) string { return sessionDir(id) + "/" + BlobDir }

@@ -114,7 +114,7 @@ func TestBlobsStoredOnce(t *testing.T) {
 	vr, err := st.Verify(ctx, "once")
 	require.NoError(t, err)
 	require.True(t, vr.OK(), "%+v", vr)
-	vr, err = st.VerifyWith(ctx, VerifyOptions{Deep: true}, "once")
+	vr, err = st.VerifyWith(ctx, sessionstore.VerifyOptions{Deep: true}, "once")
 	require.NoError(t, err)
 	require.True(t, vr.OK(), "%+v", vr)
 }

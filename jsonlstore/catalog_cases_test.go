@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
@@ -182,9 +183,9 @@ func unmarkedAppend(t testing.TB, e *catEnv, id session.SessionID) {
 	require.NoError(t, err)
 	snap := rec.Snapshot
 	snap.Title = "changed behind the catalog"
-	payload, err := sessionstore.EncodeSnapshot(id, snap, 0)
+	payload, err := adapter.EncodeSnapshot(id, snap, 0)
 	require.NoError(t, err)
-	m := record.Meta{Version: 1, Schema: sessnap.SchemaVersion, Rev: rec.Revision + 1, Gen: rec.Generation, Time: e.clock.Now().UTC(), Kind: KindFull}
+	m := record.Meta{Version: 1, Schema: sessnap.SchemaVersion, Rev: rec.Revision + 1, Gen: rec.Generation, Time: e.clock.Now().UTC(), Kind: record.KindFull}
 	f, err := e.sim.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.Write(record.Encode(m, payload))

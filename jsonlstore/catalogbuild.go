@@ -63,7 +63,7 @@ type CatalogReport struct {
 	MarksRemoved int `json:"marks_removed"`
 	MarksKept    int `json:"marks_kept"`
 	// RootFile says whether the root file was written (the root had not
-	// changed for catalog.SettleTime).
+	// changed for two seconds, so that it was settled).
 	RootFile bool          `json:"root_file"`
 	Duration time.Duration `json:"duration_ns"`
 	// SetAside names (relative to the root) what Reindex moved out of

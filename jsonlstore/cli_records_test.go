@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -22,7 +23,7 @@ func TestRecords(t *testing.T) {
 		"crc-fail-last-line": {5, -1},
 	} {
 		data := toolFixture(t, name)
-		var infos []RecordInfo
+		var infos []sessionstore.RecordInfo
 		var rerr error
 		for info, err := range st.Records(ctx, session.SessionID(name)) {
 			if err != nil {
@@ -35,7 +36,7 @@ func TestRecords(t *testing.T) {
 		var off int64
 		for i, info := range infos {
 			require.Equal(t, uint64(i+1), info.Revision)
-			require.Equal(t, KindFull, info.Kind)
+			require.Equal(t, record.KindFull, info.Kind)
 			require.Equal(t, name+"/"+LogFile, info.File)
 			require.Equal(t, off, info.Offset)
 			require.Equal(t, toolLineOffset(data, i+1)-off, info.Bytes)

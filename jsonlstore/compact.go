@@ -331,7 +331,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 			return pl, err
 		}
 		r := rd.Record()
-		if r.Kind == KindFull || r.Kind == KindGap {
+		if r.Kind == record.KindFull || r.Kind == record.KindGap {
 			// Nothing from here on builds on the records before: a gap
 			// is followed by a full record.
 			if err := trimPending(); err != nil {

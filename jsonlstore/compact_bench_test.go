@@ -15,7 +15,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
@@ -145,7 +145,7 @@ func compactBenchPayloads(b *testing.B, id session.SessionID) [][][]byte {
 			if err := sess.AppendMessage(session.TextMessage(role, text.String(), sessiontest.Epoch)); err != nil {
 				b.Fatal(err)
 			}
-			p, err := sessionstore.EncodeSnapshot(id, sessiontest.Snap(b, sess), 0)
+			p, err := adapter.EncodeSnapshot(id, sessiontest.Snap(b, sess), 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func compactBenchWriteLog(b *testing.B, name string, payloads [][][]byte, size i
 		rev++
 		i := int(rev-1) % compactBenchEpoch
 		s := int(rev-1) / compactBenchEpoch % compactBenchSets
-		line := record.Encode(record.Meta{Version: RecordVersion, Schema: 1, Rev: rev, Gen: 1, Time: at.Add(time.Duration(rev) * time.Millisecond), Kind: KindFull}, payloads[s][i])
+		line := record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: rev, Gen: 1, Time: at.Add(time.Duration(rev) * time.Millisecond), Kind: record.KindFull}, payloads[s][i])
 		if _, err := bw.Write(line); err != nil {
 			b.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -176,9 +177,9 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	log, err := sim.ReadFile(logPath(ccID))
 	require.NoError(t, err)
 	for rev, kind := range revisionKinds(log) {
-		want := KindDelta
+		want := record.KindDelta
 		if rev == 1 || slices.Contains([]uint64{0, 3, 4, 7}, rev%10) {
-			want = KindFull
+			want = record.KindFull
 		}
 		require.Equal(t, want, kind, "revision %d", rev)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -102,7 +104,7 @@ func TestCompactKilled(t *testing.T) {
 		require.NoError(t, err)
 		newFirst := chainStart(log, latest-uint64(keep)+1)
 		if kinds := kindsOf(log); round == 0 {
-			require.Positive(t, kinds[KindDelta], "the workload writes deltas: %v", kinds)
+			require.Positive(t, kinds[record.KindDelta], "the workload writes deltas: %v", kinds)
 		}
 
 		c := startProc(t, procModeCompact, append(procEnv(dir, id, seed), compactKeepEnv+"="+strconv.Itoa(keep))...)
@@ -198,7 +200,7 @@ func (s *compactKillStats) check(t *testing.T, st *Store, id session.SessionID, 
 		}
 		rec, err := st.LoadRevision(ctx, id, rev)
 		require.NoError(t, err, "revision %d", rev)
-		got, err := sessionstore.EncodeSnapshot(id, rec.Snapshot, 0)
+		got, err := adapter.EncodeSnapshot(id, rec.Snapshot, 0)
 		require.NoError(t, err)
 		require.Equal(t, plPayload(id, rev, 0), got, "revision %d", rev)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -39,7 +41,7 @@ func appendN(t *testing.T, st *Store, id string, n int) (sessionstore.Writer, ma
 
 func mustEncode(t *testing.T, snap sessnap.Snapshot) string {
 	t.Helper()
-	b, err := sessionstore.EncodeSnapshot(snap.ID, snap, 0)
+	b, err := adapter.EncodeSnapshot(snap.ID, snap, 0)
 	require.NoError(t, err)
 	return string(b)
 }
@@ -68,7 +70,7 @@ func checkAllRevisions(t *testing.T, st *Store, id string, want map[uint64]strin
 }
 
 func encodeRec(t *testing.T, rec sessionstore.Record) string {
-	b, err := sessionstore.EncodeSnapshot(rec.ID, rec.Snapshot, 0)
+	b, err := adapter.EncodeSnapshot(rec.ID, rec.Snapshot, 0)
 	require.NoError(t, err)
 	return string(b)
 }
@@ -83,7 +85,7 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 
 	// The workload writes deltas; a cut goes back to the full record of
 	// the first kept revision's chain.
-	require.Positive(t, kindsOf(before)[KindDelta])
+	require.Positive(t, kindsOf(before)[record.KindDelta])
 	first := chainStart(before, 91)
 	require.Less(t, first, uint64(91), "KeepLast 10 lands on a delta")
 
@@ -105,7 +107,7 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	after, err = os.ReadFile(logFile)
 	require.NoError(t, err)
 	require.Equal(t, string(before[len(before)-len(after):]), string(after), "kept records are copied byte for byte")
-	require.Equal(t, KindFull, revisionKinds(after)[first], "the log starts with a full record")
+	require.Equal(t, record.KindFull, revisionKinds(after)[first], "the log starts with a full record")
 	checkAllRevisions(t, st, "cmp", want)
 
 	// The holder keeps appending after compacting its own session.
@@ -148,5 +150,5 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	rep, err = st.Compact(ctx, "cmp", CompactPolicy{KeepLast: 1}, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(chainStart(log, 102)-second), rep.RevisionsTrimmed)
-	require.Equal(t, KindFull, revisionKinds(log)[rep.FirstKept])
+	require.Equal(t, record.KindFull, revisionKinds(log)[rep.FirstKept])
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -154,7 +155,7 @@ func copyLiveStore(t *testing.T, blobs bool, copies int) {
 			kinds[k] += n
 		}
 	}
-	require.Positive(t, kinds[KindDelta], "the copies caught delta records: %v", kinds)
+	require.Positive(t, kinds[record.KindDelta], "the copies caught delta records: %v", kinds)
 	t.Logf("%d copies of a store with %d live writers in %s; %d copies of a log ended with a torn write; "+
 		"cp complained of %d vanished temporary files; final revisions %v",
 		copies, copyWriters, elapsed.Round(time.Millisecond), tails, cpNoise, lastAcks())

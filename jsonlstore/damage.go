@@ -26,11 +26,11 @@ import (
 //
 // A log that is a symlink, a FIFO, a socket, a device or a directory is
 // damage too. Damage is a *sessionstore.CorruptionError at offset 0 of the
-// log, for every read and for Acquire, which checks the log before it
-// takes the lease (taking it creates the lease files). Store-wide
-// operations report a damaged session, or one they may not read, and go
-// on with the others (Page.Unreadable, VerifyReport.Unreadable, …): one
-// bad session never blocks the store.
+// log, for every read and for Acquire, which checks the log before it takes
+// the lease (taking it creates the lease files). Store-wide operations report
+// a damaged session, or one they may not read, and go on with the others
+// (Page.Unreadable, sessionstore.VerifyReport.Unreadable, …): one bad session
+// never blocks the store.
 
 // accessErr reports whether err, met opening or reading a file of a
 // session, says nothing about what the file holds: the process may not
@@ -204,7 +204,7 @@ func endsStoreWide(err error) bool {
 // verifyLinks notes names of session id that share their file with
 // another name (a hard link): a holder refuses to append to such a log,
 // and replaces such a summary.json rather than write through it.
-func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
 	for _, name := range []string{logPath(id), summaryPath(id)} {
 		fi, err := s.fs.Lstat(name)
 		if err != nil || !fi.Mode().IsRegular() || vfs.Links(fi) < 2 {
@@ -215,7 +215,7 @@ func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *Session
 			msg = fmt.Sprintf("%d hard links: no holder appends to it (%v) until it has a file of its own (%s); reading is unaffected",
 				vfs.Links(fi), ErrLinkedLog, breakLink)
 		}
-		sr.Notes = append(sr.Notes, Finding{File: name, Message: msg})
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: name, Message: msg})
 	}
 	return nil
 }

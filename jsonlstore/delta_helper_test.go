@@ -20,9 +20,9 @@ func rebuildAll(recs []record.Rec) ([][]byte, error) {
 	var prev []byte
 	for i, r := range recs {
 		switch r.Kind {
-		case KindFull:
+		case record.KindFull:
 			prev = r.Payload
-		case KindDelta:
+		case record.KindDelta:
 			if prev == nil {
 				return nil, fmt.Errorf("revision %d is a delta without a base", r.Rev)
 			}
@@ -79,7 +79,7 @@ func revisionKinds(log []byte) map[uint64]string {
 // revision rev starts at, in log: where a compaction keeping rev cuts.
 func chainStart(log []byte, rev uint64) uint64 {
 	kinds := revisionKinds(log)
-	for rev > 1 && kinds[rev] == KindDelta {
+	for rev > 1 && kinds[rev] == record.KindDelta {
 		rev--
 	}
 	return rev

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
@@ -69,10 +70,10 @@ func TestDeltaGrowingConversation(t *testing.T) {
 			final := len(want[n-1])
 			t.Logf("kinds %v; log %d bytes = %.2f× the final snapshot (%d bytes)", kinds, len(log), float64(len(log))/float64(final), final)
 			if fullOnly {
-				require.Equal(t, map[string]int{KindFull: n}, kinds)
+				require.Equal(t, map[string]int{record.KindFull: n}, kinds)
 				require.NotContains(t, string(log), `{"v":2,`, "a log of full records is a format 1 log")
 			} else {
-				require.Positive(t, kinds[KindDelta])
+				require.Positive(t, kinds[record.KindDelta])
 				require.Less(t, len(log), 3*final, "deltas keep the log near the final snapshot's size")
 				checkChains(t, log)
 			}
@@ -120,7 +121,7 @@ func checkChains(t *testing.T, log []byte) {
 	require.NoError(t, err)
 	chain, deltas := 0, 0
 	for i, r := range recs {
-		if r.Kind == KindFull {
+		if r.Kind == record.KindFull {
 			chain, deltas = len(r.Payload), 0
 			continue
 		}
@@ -164,11 +165,11 @@ func TestDeltaChainBeyondCap(t *testing.T) {
 	t.Run("chain longer than the cap", func(t *testing.T) {
 		// Every revision a delta after revision 1: the deltas' lines
 		// exceed 8 KiB although each snapshot fits.
-		lines := [][]byte{line(1, KindFull, payloads[0])}
+		lines := [][]byte{line(1, record.KindFull, payloads[0])}
 		for r := 2; r <= len(payloads); r++ {
 			d, ok := record.Diff(payloads[r-2], payloads[r-1])
 			require.True(t, ok)
-			lines = append(lines, line(r, KindDelta, d))
+			lines = append(lines, line(r, record.KindDelta, d))
 		}
 		require.Greater(t, len(bytes.Join(lines[1:], nil)), maxRecord)
 		st := write(t, lines)
@@ -185,7 +186,7 @@ func TestDeltaChainBeyondCap(t *testing.T) {
 	})
 	t.Run("result above the cap", func(t *testing.T) {
 		big := fmt.Appendf(nil, `{"snap_len":%d,"snap_crc":"00000000","set":{"title":"x"}}`, 1<<30)
-		st := write(t, [][]byte{line(1, KindFull, payloads[0]), line(2, KindDelta, big)})
+		st := write(t, [][]byte{line(1, record.KindFull, payloads[0]), line(2, record.KindDelta, big)})
 		_, err := st.Load(ctx, "hostile")
 		var ce *sessionstore.CorruptionError
 		require.ErrorAs(t, err, &ce)
@@ -194,7 +195,7 @@ func TestDeltaChainBeyondCap(t *testing.T) {
 		for _, err := range st.History(ctx, "hostile") {
 			if err != nil {
 				require.ErrorAs(t, err, &ce)
-				require.Equal(t, int64(len(line(1, KindFull, payloads[0]))), ce.Offset)
+				require.Equal(t, int64(len(line(1, record.KindFull, payloads[0]))), ce.Offset)
 				break
 			}
 			n++
@@ -210,7 +211,7 @@ func TestDeltaChainBeyondCap(t *testing.T) {
 func BenchmarkGrowingConversation(b *testing.B) {
 	ctx := context.Background()
 	snaps := growingConversation(b, "grow", 1000, 2<<10)
-	final, err := sessionstore.EncodeSnapshot("grow", snaps[len(snaps)-1], 0)
+	final, err := adapter.EncodeSnapshot("grow", snaps[len(snaps)-1], 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,28 +10,20 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// DUReport is the disk usage of sessions, in bytes (apparent file sizes,
-// as ls -l shows them, not allocated blocks). Its LeftoverBytes is what
-// temporary and trash directories at the root hold (the next repair
-// sweeps old ones).
-type DUReport = sessionstore.UsageReport
-
-// SessionDU is the disk usage of one session, by kind of file: its
-// log.jsonl, everything under archive/, everything under forensic/ (bytes
-// recovery or repair removed from the log), everything under blobs/ (part
-// content kept out of line, as stored), and the rest (lease and summary
-// files, leftovers).
-type SessionDU = sessionstore.SessionUsage
-
 // DiskUsage reports the bytes each given session occupies (all sessions,
-// in ID order, when none is given), and their total. It reads directory
-// entries only, takes no lease and modifies nothing; on a live store the
-// figures are a moment's. A session whose directory cannot be read goes
-// into the report's Unreadable list. Errors: ErrClosed, ErrInvalidID,
-// ErrNotFound for a given ID (a session deleted while DiskUsage lists all
-// sessions is skipped), a root it cannot list.
-func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DUReport, error) {
-	var rep DUReport
+// in ID order, when none is given), and their total: apparent file sizes,
+// as ls -l shows them, not allocated blocks, by kind of file (its
+// log.jsonl, everything under archive/, everything under forensic/,
+// everything under blobs/ as stored, and the rest: lease and summary
+// files, leftovers). LeftoverBytes is what the temporary and trash
+// directories at the root hold (the next repair sweeps old ones). It reads
+// directory entries only, takes no lease and modifies nothing; on a live
+// store the figures are a moment's. A session whose directory cannot be
+// read goes into the report's Unreadable list. Errors: ErrClosed,
+// ErrInvalidID, ErrNotFound for a given ID (a session deleted while
+// DiskUsage lists all sessions is skipped), a root it cannot list.
+func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessionstore.UsageReport, error) {
+	var rep sessionstore.UsageReport
 	all, err := s.forSessions(ids, func(id session.SessionID) error {
 		u, err := s.sessionDU(ctx, id)
 		if err == nil {
@@ -59,8 +51,8 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (DURepo
 	return rep, nil
 }
 
-func (s *Store) sessionDU(ctx context.Context, id session.SessionID) (SessionDU, error) {
-	u := SessionDU{ID: id}
+func (s *Store) sessionDU(ctx context.Context, id session.SessionID) (sessionstore.SessionUsage, error) {
+	u := sessionstore.SessionUsage{ID: id}
 	if err := s.checkSession(ctx, id); err != nil {
 		return u, err
 	}

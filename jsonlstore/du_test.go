@@ -35,7 +35,7 @@ func TestDU(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Sessions, 2)
 	clean, partial := rep.Sessions[0], rep.Sessions[1]
-	require.Equal(t, SessionDU{ID: "clean", LogBytes: size("clean", LogFile), ArchiveBytes: 100,
+	require.Equal(t, sessionstore.SessionUsage{ID: "clean", LogBytes: size("clean", LogFile), ArchiveBytes: 100,
 		TotalBytes: size("clean", LogFile) + 100}, clean)
 	require.Equal(t, size("partial-last-line", LogFile), partial.LogBytes)
 	require.Equal(t, tail, partial.ForensicBytes)
@@ -49,7 +49,7 @@ func TestDU(t *testing.T) {
 
 	one, err := st.DiskUsage(ctx, "clean")
 	require.NoError(t, err)
-	require.Equal(t, []SessionDU{clean}, one.Sessions)
+	require.Equal(t, []sessionstore.SessionUsage{clean}, one.Sessions)
 	require.Zero(t, one.LeftoverBytes, "leftovers only in a listing of all sessions")
 	_, err = st.DiskUsage(ctx, "gone")
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)

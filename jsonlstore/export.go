@@ -4,14 +4,10 @@ import (
 	"context"
 	"io"
 
-	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 )
-
-// ExportLine is one line of Export's output, for programs that read it
-// back (the JSON keys are the contract).
-type ExportLine = sessionstore.ExportLine
 
 // Export writes session id to w.
 //
@@ -20,13 +16,12 @@ type ExportLine = sessionstore.ExportLine
 //
 //	{"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z","schema":1,"snapshot":{…}}
 //
-// where snapshot is the sessnap snapshot byte for byte as the writer
-// encoded it (see ExportLine): a full record's payload, or what a delta
+// where snapshot is the sessnap snapshot byte for byte as the writer encoded
+// it (see sessionstore.ExportLine): a full record's payload, or what a delta
 // record rebuilds. Records are checked as History checks them and every
-// payload must decode; at the first corrupt record Export stops and
-// returns a *sessionstore.CorruptionError, after writing the revisions
-// before it. An uncommitted tail is not part of the history and is not
-// written.
+// payload must decode; at the first corrupt record Export stops and returns a
+// *sessionstore.CorruptionError, after writing the revisions before it. An
+// uncommitted tail is not part of the history and is not written.
 //
 // With latestOnly it writes only the latest revision's snapshot, indented
 // JSON followed by a newline — the document `jq` users want, without the
@@ -48,7 +43,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		defer h.Close()
 		for h.Next() {
 			r := h.Record()
-			if r.Through() <= yielded || r.Kind == KindGap {
+			if r.Through() <= yielded || r.Kind == record.KindGap {
 				continue // a gap's revisions have no snapshot to export
 			}
 			snap, err := exportSnapshot(id, r, h.Snapshot(), h.blobs)
@@ -77,7 +72,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if snap, err = exportSnapshot(id, last, snap, c); err != nil {
 			return err
 		}
-		if out, err = sessionstore.IndentSnapshot(snap); err != nil {
+		if out, err = export.Indent(snap); err != nil {
 			return opErr("export", id, err)
 		}
 		return nil

@@ -26,7 +26,7 @@ func TestExport(t *testing.T) {
 	n := 0
 	for sc.Scan() {
 		n++
-		var l ExportLine
+		var l sessionstore.ExportLine
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
 		require.True(t, strings.HasPrefix(sc.Text(), `{"revision":`), "keys in the documented order")
 		rec, err := st.LoadRevision(ctx, "exp", uint64(n))

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
@@ -153,7 +154,7 @@ func fltRequireRevisions(t testing.TB, st *Store, id session.SessionID, n uint64
 		require.NoError(t, err)
 		rev++
 		require.Equal(t, rev, rec.Revision)
-		got, err := sessionstore.EncodeSnapshot(id, rec.Snapshot, 0)
+		got, err := adapter.EncodeSnapshot(id, rec.Snapshot, 0)
 		require.NoError(t, err)
 		require.Equal(t, plPayload(id, rev, variant(rev)), got, "revision %d", rev)
 	}
@@ -336,7 +337,7 @@ func fltCrashCheck(t testing.TB, sim *vfs.Sim, id session.SessionID, acked uint6
 			rev++
 			require.Equal(t, rev, r.Revision)
 			if rev <= acked {
-				got, err := sessionstore.EncodeSnapshot(id, r.Snapshot, 0)
+				got, err := adapter.EncodeSnapshot(id, r.Snapshot, 0)
 				require.NoError(t, err)
 				require.Equal(t, plPayload(id, rev, variant(rev)), got, "crash %d revision %d", i, rev)
 			}

@@ -44,7 +44,7 @@ func fixtureRecords(t testing.TB, id string, n int, gen func(r int) uint64) [][]
 		require.NoError(t, err)
 		// Format 1: the frozen fixtures' records (full records are still
 		// written as format 1).
-		m := record.Meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := record.Meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: gen(r), Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: record.KindFull}
 		lines = append(lines, record.Encode(m, payload))
 	}
 	return lines
@@ -65,7 +65,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 		}
 		payload, err := sessnap.Encode(s)
 		require.NoError(t, err)
-		m := record.Meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: KindFull}
+		m := record.Meta{Version: record.Version1, Schema: fixtureSchema, Rev: uint64(r), Gen: 1, Time: sessiontest.Epoch.Add(time.Duration(r) * time.Second), Kind: record.KindFull}
 		body := payload
 		switch kinds[r-1] {
 		case 'F':
@@ -73,7 +73,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 		case 'd':
 			d, ok := record.Diff(prev, payload)
 			require.True(t, ok, "revision %d", r)
-			m.Version, m.Kind, body = record.Version2, KindDelta, d
+			m.Version, m.Kind, body = record.Version2, record.KindDelta, d
 		}
 		lines = append(lines, record.Encode(m, body))
 		prev = payload
@@ -86,7 +86,7 @@ func fixtureDeltaRecords(t testing.TB, id string, kinds string) [][]byte {
 func spoilDelta(t testing.TB, l []byte) []byte {
 	r, err := parseLine(l[:len(l)-1], 1<<20)
 	require.NoError(t, err)
-	require.Equal(t, KindDelta, r.Kind)
+	require.Equal(t, record.KindDelta, r.Kind)
 	bad := bytes.Replace(bytes.Clone(r.Payload), []byte("message"), []byte("massage"), 1)
 	require.NotEqual(t, r.Payload, bad)
 	return record.Encode(r.Meta, bad)
@@ -180,10 +180,10 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	// Format 4 was a later format when this fixture was made; it is now
 	// the format of records holding blob references, and this line is one
 	// whose snapshot does not decode.
-	newer := record.Meta{Version: 4, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	newer := record.Meta{Version: 4, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: record.KindFull}
 	out["newer-format"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
 	b = base("newer-format-v5")
-	newer = record.Meta{Version: 5, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	newer = record.Meta{Version: 5, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: record.KindFull}
 	out["newer-format-v5"] = cat(b[0], record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
 	b = base("unknown-kind")
 	patch := record.Meta{Version: record.Version2, Schema: fixtureSchema, Rev: 2, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: "patch"}
@@ -198,7 +198,7 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	// A history of full records and deltas that a newer program went on
 	// with: the revisions before its record read, one by one too.
 	d := fixtureDeltaRecords(t, "newer-after-deltas", "fddfdd")
-	newer = record.Meta{Version: 5, Schema: fixtureSchema, Rev: 7, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: KindFull}
+	newer = record.Meta{Version: 5, Schema: fixtureSchema, Rev: 7, Gen: 2, Time: sessiontest.Epoch.Add(time.Minute), Kind: record.KindFull}
 	out["newer-after-deltas"] = cat(cat(d...), record.Encode(newer, []byte(`{"layout":"of a later format"}`)))
 
 	// The last lines copied again at the end (a bad `cat log >> log`).
@@ -211,7 +211,7 @@ func fixtureCases(t testing.TB) map[string][]byte {
 	b = fixtureRecords(t, "repaired-gap", 7, gen1)
 	r3, err = parseLine(b[2][:len(b[2])-1], 1<<20)
 	require.NoError(t, err)
-	gap := record.Meta{Version: record.VersionOf(KindGap), Schema: fixtureSchema, Rev: 4, Gen: r3.Gen, Time: r3.Time, Kind: KindGap}
+	gap := record.Meta{Version: record.VersionOf(record.KindGap), Schema: fixtureSchema, Rev: 4, Gen: r3.Gen, Time: r3.Time, Kind: record.KindGap}
 	gapLine := record.Encode(gap, record.EncodeGap(record.Gap{Last: 5,
 		Reason:   "revision 4 failed its checksum; revision 5, a delta, could not be rebuilt without it",
 		Forensic: "repaired-gap/forensic/repair-4-20261201T120000.000000000Z.bin"}))
@@ -551,7 +551,7 @@ func TestLoadRevisionBeforeNewerRecord(t *testing.T) {
 	toolCompacted(t, st)
 	latest, err := st.Load(ctx, "arch")
 	require.NoError(t, err)
-	newer := record.Meta{Version: 5, Schema: fixtureSchema, Rev: 9, Gen: latest.Generation + 1, Time: latest.Time.Add(time.Second), Kind: KindFull}
+	newer := record.Meta{Version: 5, Schema: fixtureSchema, Rev: 9, Gen: latest.Generation + 1, Time: latest.Time.Add(time.Second), Kind: record.KindFull}
 	f, err := os.OpenFile(filepath.Join(st.Dir(), "arch", LogFile), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.Write(record.Encode(newer, []byte(`{"layout":"of a later format"}`)))

@@ -112,9 +112,9 @@ func validSnapshots(valid []record.Rec) [][]byte {
 	snaps := make([][]byte, len(valid))
 	for i, r := range valid {
 		switch r.Kind {
-		case KindFull:
+		case record.KindFull:
 			snaps[i] = r.Payload
-		case KindDelta:
+		case record.KindDelta:
 			if i == 0 || snaps[i-1] == nil || valid[i-1].Rev+1 != r.Rev {
 				continue
 			}

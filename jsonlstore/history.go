@@ -256,7 +256,7 @@ func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[ses
 					continue
 				}
 				var ok bool
-				if r.Kind == KindGap {
+				if r.Kind == record.KindGap {
 					yielded = r.Through()
 					ok = yield(sessionstore.Record{}, gapError(id, r))
 				} else {

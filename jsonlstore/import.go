@@ -119,7 +119,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			return 0, err
 		}
 		largest = max(largest, len(r.Payload))
-		if r.Kind != KindGap {
+		if r.Kind != record.KindGap {
 			snap := snaps.Bytes()
 			largest = max(largest, len(snap))
 			pc, err := s.importPages(id, r, snap, blobs, copied, pages)
@@ -149,7 +149,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		return 0, err
 	case last == nil:
 		return 0, opErr("import", id, errors.New("no records"))
-	case last.Kind == KindGap:
+	case last.Kind == record.KindGap:
 		return 0, gapError(id, last) // a log ends with a readable revision
 	}
 	if err = bw.Flush(); err == nil {

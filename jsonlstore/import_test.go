@@ -23,11 +23,10 @@ import (
 )
 
 var (
-	_ sessionstore.Verifier      = (*Store)(nil)
-	_ sessionstore.RecordLister  = (*Store)(nil)
-	_ sessionstore.Exporter      = (*Store)(nil)
-	_ sessionstore.UsageReporter = (*Store)(nil)
-	_ sessionstore.IDLister      = (*Store)(nil)
+	_ sessionstore.Verifier     = (*Store)(nil)
+	_ sessionstore.RecordLister = (*Store)(nil)
+	_ sessionstore.Exporter     = (*Store)(nil)
+	_ sessionstore.IDLister     = (*Store)(nil)
 )
 
 // seqOf yields lines.

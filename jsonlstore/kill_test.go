@@ -70,7 +70,7 @@ func TestKillDuringAppend(t *testing.T) {
 		}
 	}
 	t.Logf("all sessions, %s: %s; records by kind %v", time.Since(start).Round(time.Millisecond), total, kinds)
-	require.Positive(t, kinds[KindDelta], "the helpers wrote delta records")
+	require.Positive(t, kinds[record.KindDelta], "the helpers wrote delta records")
 	if total.rounds >= killRounds {
 		require.Positive(t, total.tails, "no kill landed in the middle of a write: make the large revisions larger")
 	}
@@ -325,16 +325,16 @@ func killCheckTail(t *testing.T, dir string, rep sessionstore.RecoveryReport, id
 	require.NoError(t, err)
 	type candidate struct{ head, rest []byte }
 	cands := []candidate{{
-		fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, record.VersionOf(KindFull), sessnap.SchemaVersion, last+1, gen),
-		fmt.Appendf(nil, `,"kind":"%s","len":%d,"snap":%s`, KindFull, len(payload), payload),
+		fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, record.VersionOf(record.KindFull), sessnap.SchemaVersion, last+1, gen),
+		fmt.Appendf(nil, `,"kind":"%s","len":%d,"snap":%s`, record.KindFull, len(payload), payload),
 	}}
 	if last >= 1 {
 		prev, err := sessnap.Encode(procSession(id, seed, last))
 		require.NoError(t, err)
 		if d, ok := record.Diff(prev, payload); ok {
 			cands = append(cands, candidate{
-				fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, record.VersionOf(KindDelta), sessnap.SchemaVersion, last+1, gen),
-				fmt.Appendf(nil, `,"kind":"%s","len":%d,"delta":%s`, KindDelta, len(d), d),
+				fmt.Appendf(nil, `{"v":%d,"schema":%d,"rev":%d,"gen":%d,"time":"`, record.VersionOf(record.KindDelta), sessnap.SchemaVersion, last+1, gen),
+				fmt.Appendf(nil, `,"kind":"%s","len":%d,"delta":%s`, record.KindDelta, len(d), d),
 			})
 		}
 	}

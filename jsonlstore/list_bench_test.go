@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -55,7 +56,7 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 	for i := range n {
 		id := session.SessionID(fmt.Sprintf("bench-%05d", i))
 		snap.ID = id
-		payload, err := sessionstore.EncodeSnapshot(id, snap, 0)
+		payload, err := adapter.EncodeSnapshot(id, snap, 0)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 		var log []byte
 		var last record.Rec
 		for r := 1; r <= revs; r++ {
-			m := record.Meta{Version: RecordVersion, Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: KindFull}
+			m := record.Meta{Version: record.Version, Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: record.KindFull}
 			line := record.Encode(m, payload)
 			last = record.Rec{Meta: m, Offset: int64(len(log)), LineLen: int64(len(line))}
 			log = append(log, line...)

@@ -249,9 +249,7 @@ func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Re
 	return s.LoadWith(ctx, id, sessionstore.LoadOptions{})
 }
 
-var _ sessionstore.ContentLoader = (*Store)(nil)
-
-// LoadWith implements sessionstore.ContentLoader: revision opts.Revision
+// LoadWith implements sessionstore.Store: revision opts.Revision
 // (the latest for 0), read as Load or LoadRevision read it, with the
 // content kept out of line (blobs) or, with WithoutContent, without it:
 // then no blob is read.
@@ -271,12 +269,11 @@ func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts session
 // LoadRevision returns revision rev (archived ones included). The latest
 // is read as Load reads it; an older one by reading forwards to it from
 // the log's start (or the archives', for an archived one), keeping the
-// snapshot as pieces on the way (record.Snapshots), so the cost is
-// reading the records before it, not rebuilding each. A revision a repair
-// set aside is a *sessionstore.GapError. When a newer program's record
-// ends the log, the revisions before it read as History reads them, and
-// that record's revision and any after it are its
-// *sessionstore.NewerRecordError.
+// snapshot as pieces on the way, so the cost is reading the records before
+// it, not rebuilding each. A revision a repair set aside is a
+// *sessionstore.GapError. When a newer program's record ends the log, the
+// revisions before it read as History reads them, and that record's
+// revision and any after it are its *sessionstore.NewerRecordError.
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
 	if rev == 0 {
 		if err := s.check(ctx, id); err != nil {
@@ -346,7 +343,7 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 			if r.Through() < rev {
 				continue
 			}
-			if r.Kind == KindGap {
+			if r.Kind == record.KindGap {
 				return gapError(id, r)
 			}
 			rec, err = decodeRecord(id, r, snaps.Bytes(), c)

@@ -133,7 +133,7 @@ func TestLongConversationInPages(t *testing.T) {
 	require.Equal(t, uint64(len(texts)+1), n)
 
 	for _, deep := range []bool{false, true} {
-		vr, err := st.VerifyWith(ctx, VerifyOptions{Deep: deep}, "long")
+		vr, err := st.VerifyWith(ctx, sessionstore.VerifyOptions{Deep: deep}, "long")
 		require.NoError(t, err)
 		require.True(t, vr.OK(), "deep %v: %+v", deep, vr)
 	}

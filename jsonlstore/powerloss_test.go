@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
@@ -133,7 +134,7 @@ func plPayload(id session.SessionID, rev uint64, variant int) []byte {
 	if b, ok := plPayloads.Load(k); ok {
 		return b.([]byte)
 	}
-	b, err := sessionstore.EncodeSnapshot(id, plSnapshot(id, rev, variant), 0)
+	b, err := adapter.EncodeSnapshot(id, plSnapshot(id, rev, variant), 0)
 	if err != nil {
 		panic(err)
 	}
@@ -241,8 +242,8 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	logA, err := sim.ReadFile(logPath(plIDs[plA]))
 	require.NoError(t, err)
 	kinds := kindsOf(logA)
-	require.Positive(t, kinds[KindDelta], "%v", kinds)
-	require.Greater(t, kinds[KindFull], 1, "%v", kinds)
+	require.Positive(t, kinds[record.KindDelta], "%v", kinds)
+	require.Greater(t, kinds[record.KindFull], 1, "%v", kinds)
 
 	// A torn append: the write stops after plTornBytes bytes. The writer
 	// fails, now and on a retry with the right expected revision, and

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -174,7 +175,7 @@ func TestReadersRaceHolder(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, hist.Latest, hs.maxAck)
 	kinds := logKinds(t, logFile)
-	require.Positive(t, kinds[KindDelta], "the readers raced delta records too: %v", kinds)
+	require.Positive(t, kinds[record.KindDelta], "the readers raced delta records too: %v", kinds)
 	lease, err := st.Lease(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, summary.LeaseFree, lease.State)

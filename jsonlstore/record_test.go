@@ -13,7 +13,7 @@ import (
 var recTime = time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
 
 func testLine(rev uint64, payload string) []byte {
-	return record.Encode(record.Meta{Version: RecordVersion, Schema: 1, Rev: rev, Gen: 3, Time: recTime, Kind: KindFull}, []byte(payload))
+	return record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: rev, Gen: 3, Time: recTime, Kind: record.KindFull}, []byte(payload))
 }
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -31,7 +31,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	require.Equal(t, uint64(12), r.Rev)
 	require.Equal(t, uint64(3), r.Gen)
 	require.Equal(t, 1, r.Schema)
-	require.Equal(t, KindFull, r.Kind)
+	require.Equal(t, record.KindFull, r.Kind)
 	require.True(t, recTime.Equal(r.Time))
 	require.Equal(t, payload, string(r.Payload))
 }

@@ -9,10 +9,6 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// RecordInfo describes one record of a session's log as stored, without
-// its payload: what `sessions log` prints.
-type RecordInfo = sessionstore.RecordInfo
-
 // Records yields the metadata of every record of session id in order,
 // archived revisions first, as History yields records, and with the same
 // checks (framing, checksum, sequence; a damaged record followed by valid
@@ -20,11 +16,11 @@ type RecordInfo = sessionstore.RecordInfo
 // once, last), but without decoding payloads: its cost is reading the log
 // (and archives), not decoding every snapshot. Like every read it takes no
 // lease and modifies nothing.
-func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[RecordInfo, error] {
-	return func(yield func(RecordInfo, error) bool) {
+func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.RecordInfo, error] {
+	return func(yield func(sessionstore.RecordInfo, error) bool) {
 		for r, err := range s.rawRecords(ctx, id) {
 			if err != nil {
-				yield(RecordInfo{}, err)
+				yield(sessionstore.RecordInfo{}, err)
 				return
 			}
 			if !yield(r.info(), nil) {
@@ -58,9 +54,9 @@ type placedRecord struct {
 	archived bool
 }
 
-func (p placedRecord) info() RecordInfo {
+func (p placedRecord) info() sessionstore.RecordInfo {
 	r := p.rec
-	return RecordInfo{
+	return sessionstore.RecordInfo{
 		Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind,
 		File: r.Path, Offset: r.Offset, Archived: p.archived, Bytes: r.LineLen, PayloadBytes: len(r.Payload),
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/summary"
 )
 
 // RepairOptions tune Repair. The zero value takes the lease without
@@ -46,7 +45,7 @@ type RepairReport struct {
 	// in the session directory.
 	Recovery sessionstore.RecoveryReport `json:"recovery"`
 	// Found is the first corruption in the log, nil when there was none.
-	Found *Finding `json:"found,omitempty"`
+	Found *sessionstore.Finding `json:"found,omitempty"`
 	// Cut is true when the log was cut at CutOffset (TruncateAtCorruption;
 	// a lying summary.json alone is moved aside, and nothing is cut).
 	Cut       bool  `json:"cut"`
@@ -70,6 +69,10 @@ type RepairReport struct {
 	// Blobs is what the repair's blob collection removed: blobs no record
 	// references, once the log is sound.
 	Blobs BlobCollection `json:"blobs,omitzero"`
+	// Archives lists the archive segments whose manifest entries an older
+	// release's compaction ended too early, and that the repair corrected
+	// (archivegap.go).
+	Archives []ArchiveFix `json:"archives,omitempty"`
 }
 
 // Repair is the explicit, reported way out of corruption for session id.
@@ -112,12 +115,20 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 		}
 		var ce *sessionstore.CorruptionError
 		if rep.Found == nil && errors.As(err, &ce) {
-			f := findingOf(ce)
+			f := sessionstore.FindingOf(ce)
 			rep.Found = &f
 		}
 		return rep, err
 	}
 	w := sw.(*writer)
+	if !opts.TruncateAtCorruption && !opts.Salvage {
+		// acquireForRepair corrects the archives before cutting or
+		// salvaging; here, under the lease, before the log is checked.
+		if rep.Archives, err = s.fixArchiveGaps(id); err != nil {
+			_ = w.Release(context.WithoutCancel(ctx)) // the error above is the one to report
+			return rep, opErr("repair", id, err)
+		}
+	}
 	rep.Generation = w.Generation()
 	rep.Recovery = w.Recovery()
 	if r := rep.Recovery; r.TailBytes > 0 {
@@ -141,7 +152,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	switch {
 	case errors.As(cerr, &ce):
 		if rep.Found == nil {
-			f := findingOf(ce)
+			f := sessionstore.FindingOf(ce)
 			rep.Found = &f
 		}
 		return rep, cerr
@@ -151,11 +162,12 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	return rep, rerr
 }
 
-// repairLeases takes the lease for Repair (sessionstore.AcquireWithin
-// waits with it): as Acquire does, or, when the log is to be cut or
-// salvaged, through acquireForRepair.
+// repairLeases is the store as Repair takes the lease through it
+// (sessionstore.AcquireWithin waits with it): Acquire and TryAcquire as
+// the store's, or, when the log is to be cut or salvaged, through
+// acquireForRepair; every other method is the store's.
 type repairLeases struct {
-	s        *Store
+	*Store
 	rep      *RepairReport
 	truncate bool
 	salvage  bool
@@ -163,13 +175,13 @@ type repairLeases struct {
 
 func (r repairLeases) take(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (sessionstore.Writer, error) {
 	if r.truncate || r.salvage {
-		w, err := r.s.acquireForRepair(ctx, id, opts, try, r.salvage, r.rep)
+		w, err := r.acquireForRepair(ctx, id, opts, try, r.salvage, r.rep)
 		if err != nil {
 			return nil, err
 		}
 		return w, nil
 	}
-	return r.s.acquire(ctx, id, opts, try)
+	return r.acquire(ctx, id, opts, try)
 }
 
 func (r repairLeases) Acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
@@ -178,10 +190,6 @@ func (r repairLeases) Acquire(ctx context.Context, id session.SessionID, opts se
 
 func (r repairLeases) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	return r.take(ctx, id, opts, true)
-}
-
-func (r repairLeases) Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error) {
-	return r.s.Lease(ctx, id)
 }
 
 // acquireForRepair takes session id's lease without the automatic
@@ -198,6 +206,10 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 	if err := s.checkWritable(id); err != nil {
 		release()
 		return nil, err
+	}
+	if rep.Archives, err = s.fixArchiveGaps(id); err != nil {
+		release()
+		return nil, opErr("repair", id, err)
 	}
 	fix := s.cutAtCorruption
 	if salvage {
@@ -225,7 +237,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	if !errors.As(err, &ce) {
 		return err // nil: nothing to cut
 	}
-	f := findingOf(ce)
+	f := sessionstore.FindingOf(ce)
 	rep.Found = &f
 	var cut int64
 	switch ce.Path {

@@ -69,7 +69,7 @@ type salvagePlan struct {
 	keptN  int
 	dups   int
 	gaps   []SalvagedGap
-	found  *Finding // the first damage met (RepairReport.Found)
+	found  *sessionstore.Finding // the first damage met (RepairReport.Found)
 }
 
 // SalvagedGap is a run of revisions a salvage set aside.
@@ -109,13 +109,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	}
 	// note keeps the first damage met, as Verify reports corruption (err,
 	// when it is a *sessionstore.CorruptionError), or else as f says.
-	note := func(err error, f Finding) {
+	note := func(err error, f sessionstore.Finding) {
 		if pl.found != nil {
 			return
 		}
 		var ce *sessionstore.CorruptionError
 		if errors.As(err, &ce) {
-			f = findingOf(ce)
+			f = sessionstore.FindingOf(ce)
 		}
 		pl.found = &f
 	}
@@ -137,13 +137,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 		damaged := -1
 		if r.Offset > pos {
 			damaged = setAside(pos, r.Offset-pos, "damaged lines")
-			note(rd.Damage(), Finding{File: v.name, Offset: pos, Message: fmt.Sprintf("%d bytes of damaged lines", r.Offset-pos)})
+			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: pos, Message: fmt.Sprintf("%d bytes of damaged lines", r.Offset-pos)})
 		}
 		pos = r.End()
 		if !rd.Accepted() {
 			// A repeated or misplaced record: a copy when its bytes are
 			// those of the kept line of its revision.
-			note(rd.Damage(), Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf("revision %d out of sequence", r.Rev)})
+			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf("revision %d out of sequence", r.Rev)})
 			if k, ok := kept[r.Rev]; ok && k[1] == r.LineLen && s.sameBytes(v, k[0], r.Offset, r.LineLen) {
 				pl.dups++
 				setAside(r.Offset, r.LineLen, fmt.Sprintf("a copy of revision %d", r.Rev))
@@ -165,11 +165,11 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				why = rd.Damage().Error()
 			}
 			miss(next, r.Rev-1, why, damaged)
-			note(rd.Damage(), Finding{File: v.name, Offset: r.Offset, Revision: next, Message: fmt.Sprintf("revisions %d to %d are %s", next, r.Rev-1, why)})
+			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: next, Message: fmt.Sprintf("revisions %d to %d are %s", next, r.Rev-1, why)})
 			snaps.Lose(errors.New(why))
 		}
 		err := snaps.Add(r)
-		if err == nil && r.Kind == KindFull {
+		if err == nil && r.Kind == record.KindFull {
 			// A full record must be a snapshot of this session (its pages
 			// read, its content left out of line), or nothing can build on
 			// it; and so must the content it references be there.
@@ -184,7 +184,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				snaps.Lose(err)
 			}
 		}
-		if err == nil && r.Kind == KindDelta && r.Version >= record.Version4 {
+		if err == nil && r.Kind == record.KindDelta && r.Version >= record.Version4 {
 			// A delta whose new messages reference content that is gone
 			// or damaged cannot be read back either.
 			if err = blobs.checkDelta(r); err != nil {
@@ -199,7 +199,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 			return nil, opErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
 		}
 		if err != nil {
-			note(err, Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
+			note(err, sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
 			span := setAside(r.Offset, r.LineLen, "")
 			miss(r.Rev, r.Rev, err.Error(), span)
 			continue
@@ -231,13 +231,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	}
 	if pos < v.size {
 		setAside(pos, v.size-pos, "bytes after the last record")
-		note(nil, Finding{File: v.name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.size-pos)})
+		note(nil, sessionstore.Finding{File: v.name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.size-pos)})
 	}
 	// Revisions other evidence proves committed, past the last kept one.
 	if ev := s.evidence(id, v); ev.Revision > pl.last.Through() {
 		why := fmt.Sprintf("committed (%s) but no longer in the log", ev.Source)
 		miss(pl.last.Through()+1, ev.Revision, why, -1)
-		note(nil, Finding{File: v.name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
+		note(nil, sessionstore.Finding{File: v.name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
 	}
 	if open != nil {
 		pl.closeGap(open)
@@ -249,7 +249,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 func (pl *salvagePlan) closeGap(g *salvageGap) {
 	pl.pieces = append(pl.pieces, salvagePiece{gap: g})
 	pl.gaps = append(pl.gaps, SalvagedGap{First: g.Rev, Last: g.last, Reason: g.why})
-	g.Kind, g.Version = KindGap, record.VersionOf(KindGap)
+	g.Kind, g.Version = record.KindGap, record.VersionOf(record.KindGap)
 	// The gap stands for its revisions in the sequence.
 	m := g.Meta
 	m.Last = g.last
@@ -406,8 +406,8 @@ func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *vi
 	if keptLast == nil || snap == nil {
 		return nil, errors.New("no readable revision to restore")
 	}
-	m := record.Meta{Version: record.VersionOf(KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
-		Time: record.Later(s.opts.Now().UTC(), pl.last.Time), Kind: KindFull}
+	m := record.Meta{Version: record.VersionOf(record.KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
+		Time: record.Later(s.opts.Now().UTC(), pl.last.Time), Kind: record.KindFull}
 	return record.Encode(m, snap), nil
 }
 

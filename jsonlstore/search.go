@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
@@ -50,8 +51,6 @@ import (
 //     long), the sessions it lacks are searched in memory from their
 //     logs: slower, never wrong.
 
-var _ sessionstore.Searcher = (*Store)(nil)
-
 // Where the search index lives, relative to the root.
 const (
 	// SearchDir is the directory of the search index. Its name starts
@@ -77,7 +76,7 @@ type searchIndex struct {
 	feed   searchFeed
 }
 
-// Search implements sessionstore.Searcher: it brings the index up to
+// Search implements sessionstore.Store: it brings the index up to
 // date with every session on disk (see above), then queries it.
 func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
 	if s.closed.Load() {
@@ -200,7 +199,7 @@ func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 			hits = hits[:min(len(hits), q.Limit)]
 		}
 		for _, h := range hits {
-			res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
+			res.Hits = append(res.Hits, adapter.SearchHit(h))
 		}
 		return res, cu.catalog, nil
 	}

@@ -19,14 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/searchtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
-
-// plainStore hides the store's Search: sessionstore.Search then reads the
-// histories, the reference every index answer is compared with.
-type plainStore struct{ sessionstore.Store }
 
 var searchVocab = []string{"amber", "basil", "cedar", "dune", "ember", "fjord", "grove", "heron", "iris", "juniper", "amberjack", "cedars"}
 
@@ -100,7 +97,7 @@ func requireSameAsHistory(t *testing.T, st *Store, qs []sessionstore.SearchQuery
 	t.Helper()
 	indexed := 0
 	for _, q := range qs {
-		want, err := sessionstore.Search(t.Context(), plainStore{st}, q)
+		want, err := searchtest.Reference(t.Context(), st, q)
 		require.NoError(t, err)
 		got, err := st.Search(t.Context(), q)
 		require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -51,7 +52,7 @@ type Options struct {
 	// BlobThreshold is the size from which part content (a text, a tool
 	// output, an image's data) is kept out of line, stored once per session
 	// under its SHA-256 in the session's blobs/ directory (0:
-	// DefaultBlobThreshold; negative: never).
+	// sessionstore.DefaultBlobThreshold; negative: never).
 	BlobThreshold int
 	// FullRecordsOnly makes writers write every revision as a full
 	// record. By default a revision that changes part of the snapshot is
@@ -364,13 +365,13 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err := s.check(ctx, newID); err != nil {
 		return nil, err
 	}
-	src, err := sessionstore.LoadAt(ctx, s, from, rev)
+	src, err := s.LoadWith(ctx, from, sessionstore.LoadOptions{Revision: rev})
 	if err != nil {
 		return nil, err
 	}
 	// The fork is written under its source's cap when that is larger, so
 	// that a revision the source holds forks whatever this store's cap.
-	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	snap := adapter.ForkSnapshot(src.Snapshot, newID)
 	w, err := s.createHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts, false, readCap(s.fs, from, s.opts.MaxRecordBytes))
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 )
 
@@ -83,7 +84,7 @@ func verifyAtCleanup(t testing.TB, st *Store) {
 
 // verifyProblems lists the problems and unreadable sessions of rep, one a
 // line.
-func verifyProblems(rep VerifyReport) string {
+func verifyProblems(rep sessionstore.VerifyReport) string {
 	var b strings.Builder
 	for _, s := range rep.Sessions {
 		for _, f := range s.Problems {

@@ -17,24 +17,6 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// VerifyReport is what Verify found, session by session.
-type VerifyReport = sessionstore.VerifyReport
-
-// SessionVerifyReport is what Verify found in one session. Its Problems
-// are corruption: a record that fails its checksum, framing or sequence
-// checks while valid records follow it, a payload that does not decode or
-// restore, a damaged tail that recovery would refuse to remove, a
-// summary.json that disagrees with the log. Its Notes are no failure: an
-// uncommitted tail (the next lease holder removes it), records from a
-// newer schema, files in forensic/, parts this version cannot check.
-type SessionVerifyReport = sessionstore.SessionVerifyReport
-
-// Finding is one problem or note, at a place in a file relative to the
-// store root ("ID/log.jsonl").
-type Finding = sessionstore.Finding
-
-func findingOf(ce *sessionstore.CorruptionError) Finding { return sessionstore.FindingOf(ce) }
-
 // Verify checks every record of the given sessions (all sessions when
 // none is given), in the given order (ID order for all), archived ones
 // included: each record's checksum and framing, the archive manifest and
@@ -58,26 +40,28 @@ func findingOf(ce *sessionstore.CorruptionError) Finding { return sessionstore.F
 // the log before reporting it, so writers appending and new holders
 // recovering while it runs cause no false alarm.
 //
-// Findings go into the report. A session Verify cannot check (a
+// Findings go into the report, with files relative to the store root
+// ("ID/log.jsonl"). A session's Problems are corruption: a record that
+// fails its checksum, framing or sequence checks while valid records
+// follow it, a payload that does not decode or restore, a damaged tail
+// that recovery would refuse to remove, a summary.json that disagrees with
+// the log. Its Notes are no failure: an uncommitted tail (the next lease
+// holder removes it), records from a newer schema, files in forensic/,
+// parts this version cannot check. A session Verify cannot check (a
 // permission or I/O error) goes into its Unreadable list, and Verify goes
 // on with the others. The error is for what kept Verify from checking at
 // all: a done context, a closed store, an invalid or unknown ID among ids
 // (a session deleted while Verify lists all sessions is skipped), a root
 // it cannot list.
-func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (VerifyReport, error) {
-	return s.VerifyWith(ctx, VerifyOptions{}, ids...)
+func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
+	return s.VerifyWith(ctx, sessionstore.VerifyOptions{}, ids...)
 }
 
-// VerifyOptions tune VerifyWith (sessionstore.VerifyOptions). The zero
-// value is Verify.
-type VerifyOptions = sessionstore.VerifyOptions
-
-var _ sessionstore.DeepVerifier = (*Store)(nil)
-
-// VerifyWith is Verify with options: with Deep, every revision's snapshot
-// is decoded and restored and its blobs checked.
-func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions, ids ...session.SessionID) (VerifyReport, error) {
-	var rep VerifyReport
+// VerifyWith implements sessionstore.Verifier: Verify with options; with
+// Deep, every revision's snapshot is decoded and restored and its blobs
+// checked.
+func (s *Store) VerifyWith(ctx context.Context, opts sessionstore.VerifyOptions, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
+	var rep sessionstore.VerifyReport
 	_, err := s.forSessions(ids, func(id session.SessionID) error {
 		sr, err := s.verifySession(ctx, id, opts.Deep)
 		if err == nil {
@@ -91,15 +75,15 @@ func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions, ids ...sessi
 // verifySession checks one session: its records (log and archives), then
 // what else its archive and forensic directories hold. Each part adds
 // findings to the report; a new kind of file gets its own function.
-func (s *Store) verifySession(ctx context.Context, id session.SessionID, deep bool) (SessionVerifyReport, error) {
-	sr := SessionVerifyReport{ID: id}
+func (s *Store) verifySession(ctx context.Context, id session.SessionID, deep bool) (sessionstore.SessionVerifyReport, error) {
+	sr := sessionstore.SessionVerifyReport{ID: id}
 	if err := s.checkSession(ctx, id); err != nil {
 		return sr, err
 	}
-	verifyLog := func(ctx context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+	verifyLog := func(ctx context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
 		return s.verifyLog(ctx, id, sr, deep)
 	}
-	for _, part := range []func(context.Context, session.SessionID, *SessionVerifyReport) error{
+	for _, part := range []func(context.Context, session.SessionID, *sessionstore.SessionVerifyReport) error{
 		verifyLog, s.verifyLinks, s.verifyArchives, s.verifyForensic,
 	} {
 		if err := part(ctx, id, &sr); err != nil {
@@ -110,7 +94,7 @@ func (s *Store) verifySession(ctx context.Context, id session.SessionID, deep bo
 }
 
 // verifyLog checks the log (and summary.json against it).
-func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *SessionVerifyReport, deep bool) error {
+func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport, deep bool) error {
 	c, err := s.verifyRecords(ctx, id, deep)
 	sr.Records = c.records
 	sr.Revision = c.last.Through()
@@ -119,17 +103,17 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *Session
 	var ne *sessionstore.NewerRecordError
 	switch {
 	case errors.As(err, &ne):
-		sr.Newer = &Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
+		sr.Newer = &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
 			"written by a newer version (record format %d, kind %q): this record and the ones after it were not checked, and this program will not append to the session", ne.Version, ne.Kind)}
 		return nil
 	case errors.As(err, &ce):
-		sr.Problems = append(sr.Problems, findingOf(ce))
+		sr.Problems = append(sr.Problems, sessionstore.FindingOf(ce))
 		return nil
 	case err != nil:
 		return err
 	}
 	if c.tail.Bytes > 0 && s.verifyTailStill(id, c.logID, c.tail.Start) {
-		sr.Notes = append(sr.Notes, Finding{File: logPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: logPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
 			Message: fmt.Sprintf("uncommitted tail of %d bytes (a torn or unacknowledged append, never part of the history); the next lease holder moves it to %s/", c.tail.Bytes, ForensicDir)})
 	}
 	return nil
@@ -138,10 +122,10 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *Session
 // verifiedLog is what verifyRecords found on the last view it read.
 type verifiedLog struct {
 	logID   vfs.Identity
-	records int         // sound records, in sequence from revision 1
-	last    record.Meta // the last of them (zero if none)
-	tail    record.Tail // bytes after the last record: an uncommitted tail
-	notes   []Finding   // a newer schema's snapshots, revisions a repair set aside
+	records int                    // sound records, in sequence from revision 1
+	last    record.Meta            // the last of them (zero if none)
+	tail    record.Tail            // bytes after the last record: an uncommitted tail
+	notes   []sessionstore.Finding // a newer schema's snapshots, revisions a repair set aside
 }
 
 // verifyRecords reads session id's history forwards and checks everything
@@ -181,7 +165,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		}
 		if r.Schema > sessnap.SchemaVersion && !newerSchema {
 			newerSchema = true
-			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
+			c.notes = append(c.notes, sessionstore.Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
 				Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)})
 		}
 		return nil
@@ -287,22 +271,22 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		r := h.Record()
 		// The blobs a delta's new messages reference are checked there,
 		// whatever later revisions keep of them.
-		if r.Kind == KindDelta && r.Version >= record.Version4 {
+		if r.Kind == record.KindDelta && r.Version >= record.Version4 {
 			if err := blobs.checkDelta(r); err != nil {
 				return err
 			}
 		}
 		pending = nil
 		switch {
-		case r.Kind == KindGap:
+		case r.Kind == record.KindGap:
 			g, _ := record.ParseGap(r.Payload)
-			c.notes = append(c.notes, Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
+			c.notes = append(c.notes, sessionstore.Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
 				"revisions %d to %d are missing: a repair set them aside (%s)%s", r.Rev, r.Through(), g.Reason, forensicNote(g.Forensic))})
 		case deep:
 			if err := check(r, h.Snapshot()); err != nil {
 				return err
 			}
-		case r.Kind == KindFull:
+		case r.Kind == record.KindFull:
 			// A full record is decoded and restored (a pass over what it
 			// holds, pages checked once); with deep, every revision is.
 			paged, err := checkPaged(r, h.Snapshot())
@@ -492,7 +476,7 @@ func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start 
 // segments the manifest does not list or that reach into the log, whose
 // revisions the log holds, and temporary files — are ignored by readers
 // and reclaimed by the next compaction, so they are noted, not problems.
-func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
 	if _, err := s.fs.Lstat(archiveDir(id)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -510,10 +494,10 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *Sess
 		return nil
 	}
 	for _, p := range l.paths(id) {
-		sr.Notes = append(sr.Notes, Finding{File: p, Message: "not part of the archive (a compaction in progress, or left by an interrupted one): ignored by readers, reclaimed by the next compaction"})
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: p, Message: "not part of the archive (a compaction in progress, or left by an interrupted one): ignored by readers, reclaimed by the next compaction"})
 	}
 	if l.overlap {
-		sr.Notes = append(sr.Notes, Finding{File: archiveDir(id) + "/" + manifestFile, Message: fmt.Sprintf(
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: archiveDir(id) + "/" + manifestFile, Message: fmt.Sprintf(
 			"lists segments that reach into the log (which starts at revision %d and holds those revisions): ignored by readers, reclaimed by the next compaction", l.logFirst)})
 	}
 	return nil
@@ -522,7 +506,7 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *Sess
 // verifyForensic notes files kept in forensic/ by earlier recoveries and
 // repairs: nothing is wrong, but they are bytes someone may want to look at
 // (or delete).
-func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *SessionVerifyReport) error {
+func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
 	dir := sessionDir(id) + "/" + ForensicDir
 	n, size, err := s.duDir(dir)
 	switch {
@@ -531,7 +515,7 @@ func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *Sess
 	case err != nil:
 		return opErr("verify", id, err)
 	case n > 0:
-		sr.Notes = append(sr.Notes, Finding{File: dir, Message: fmt.Sprintf(
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: dir, Message: fmt.Sprintf(
 			"%d file(s), %d bytes, removed from the log by earlier recoveries or repairs", n, size)})
 	}
 	return nil

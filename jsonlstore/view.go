@@ -41,23 +41,6 @@ type view struct {
 	session    session.SessionID
 }
 
-// Record kinds, as FORMAT.md names them.
-const (
-	// KindFull records hold a whole snapshot.
-	KindFull = record.KindFull
-	// KindDelta records hold a delta against the previous revision's
-	// snapshot.
-	KindDelta = record.KindDelta
-	// KindGap records stand for revisions a repair set aside.
-	KindGap = record.KindGap
-	// RecordVersion is the newest record format version ("v") the store
-	// reads. It writes each record with the lowest version that holds it:
-	// full records as format 1 and deltas as format 2, format 4 for those
-	// that reference blobs or pages; only a repair writes format 3 (gap
-	// records).
-	RecordVersion = record.Version
-)
-
 // openView opens a view of session id's log, read with the record cap
 // that a store whose own cap is own reads it with (readCap).
 func openView(fsys vfs.FS, id session.SessionID, own int) (*view, error) {
@@ -206,7 +189,7 @@ func (s *Store) latestSnapshot(id session.SessionID, v *view) (*record.Rec, []by
 // rebuildChain returns the snapshot of last, which full and deltas (its
 // chain, from record.Back.ChainTo) rebuild.
 func rebuildChain(id session.SessionID, last, full *record.Rec, deltas []*record.Rec, maxPayload int) ([]byte, error) {
-	if last.Kind == KindGap {
+	if last.Kind == record.KindGap {
 		return nil, gapError(id, last)
 	}
 	if len(deltas) == 0 {

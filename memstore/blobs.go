@@ -44,9 +44,7 @@ func (s *Store) fetcher(e *entry) func(ref session.ContentRef) ([]byte, error) {
 	}
 }
 
-var _ sessionstore.BlobReader = (*Store)(nil)
-
-// ReadBlob implements sessionstore.BlobReader: a copy of the content
+// ReadBlob implements sessionstore.Store: a copy of the content
 // session id holds for ref.
 func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error) {
 	if err := s.readyID(ctx, id); err != nil {
@@ -65,9 +63,7 @@ func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.
 	return bytes.Clone(b), nil
 }
 
-var _ sessionstore.UsageReporter = (*Store)(nil)
-
-// DiskUsage implements sessionstore.UsageReporter: the memory each
+// DiskUsage implements sessionstore.Store: the memory each
 // session's data holds, LogBytes its records' lines and BlobBytes its
 // content kept out of line (each content once). Memory a fork shares with
 // its source counts in both.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -164,7 +165,7 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err != nil {
 		return nil, err
 	}
-	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	snap := adapter.ForkSnapshot(src.Snapshot, newID)
 	held := map[string][]byte{}
 	s.mu.Lock()
 	snap.Messages.Refs(func(ref session.ContentRef) { held[ref.SHA256] = e.blobs[ref.SHA256] })
@@ -377,9 +378,7 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 	return s.LoadWith(ctx, id, sessionstore.LoadOptions{Revision: rev})
 }
 
-var _ sessionstore.ContentLoader = (*Store)(nil)
-
-// LoadWith implements sessionstore.ContentLoader: with WithoutContent,
+// LoadWith implements sessionstore.Store: with WithoutContent,
 // parts whose content is kept out of line hold its reference instead.
 func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts sessionstore.LoadOptions) (sessionstore.Record, error) {
 	if err := s.readyID(ctx, id); err != nil {

@@ -5,13 +5,12 @@ import (
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
-
-var _ sessionstore.Searcher = (*Store)(nil)
 
 // searchIndex is the store's full-text index, fed every revision as it
 // is appended (under the store's lock, so in order) and told of every
@@ -39,14 +38,14 @@ func (si *searchIndex) deleted(id session.SessionID) {
 	}
 }
 
-// Search implements sessionstore.Searcher over the index in memory: every
+// Search implements sessionstore.Store over the index in memory: every
 // revision is indexed when it is appended, so the index is always
 // current.
 func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
 	if err := s.ready(ctx); err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	q, fq, err := q.Parse()
+	q, fq, err := adapter.ParseSearch(q)
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}
@@ -62,7 +61,7 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	s.search.mu.Unlock()
 	res := sessionstore.SearchResult{Hits: []sessionstore.SearchHit{}}
 	for _, h := range hits {
-		res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
+		res.Hits = append(res.Hits, adapter.SearchHit(h))
 	}
 	return res, nil
 }

@@ -19,18 +19,23 @@ import (
 
 // Part content at or above Options.BlobThreshold is kept out of line, in
 // pgstore_blobs: one row per content and session, keyed by its SHA-256,
-// inserted (ON CONFLICT DO NOTHING: the same content attached again is
-// stored once) in the transaction of the first record that references it,
-// so a committed record's content is there and a rolled-back append leaves
-// none. The record lines hold the references, as a file store's do.
+// inserted in the transaction of the first record that references it, so
+// a committed record's content is there and a rolled-back append leaves
+// none. The same content attached again is stored once: a row already
+// there is kept when it holds the content (its size and the server's
+// sha256() of it match) and replaced when it does not, so an append never
+// acknowledges a record whose content the store cannot give back. The
+// record lines hold the references, as a file store's do.
 
 // blobsPath is the Path of a CorruptionError about stored content.
 const blobsPath = "pgstore_blobs"
 
 // blobPut returns the Put of a blob.Externalizer that inserts an
-// append's new content in its transaction tx, skipping what known (the
-// content the writer knows the session holds) and it inserted before, and
-// the map of what it inserted (the writer knows it once tx commits).
+// append's new content in its transaction tx, skipping what known (content
+// the caller inserted or checked in the session) and it inserted before,
+// and the map of what it inserted or checked (the caller knows it once tx
+// commits). Content whose row exists is checked by the server and the row
+// replaced when damaged.
 func blobPut(ctx context.Context, tx pgx.Tx, id session.SessionID, known map[string]int64) (put func(hash string, content []byte) error, added map[string]int64) {
 	added = map[string]int64{}
 	return func(hash string, content []byte) error {
@@ -41,7 +46,9 @@ func blobPut(ctx context.Context, tx pgx.Tx, id session.SessionID, known map[str
 			return nil
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO pgstore_blobs (session_id, sha256, size, content) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (session_id, sha256) DO NOTHING`, string(id), hash, int64(len(content)), content)
+			ON CONFLICT (session_id, sha256) DO UPDATE SET size = EXCLUDED.size, content = EXCLUDED.content
+			WHERE pgstore_blobs.size <> EXCLUDED.size OR encode(sha256(pgstore_blobs.content), 'hex') <> pgstore_blobs.sha256`,
+			string(id), hash, int64(len(content)), content)
 		if err != nil {
 			return fmt.Errorf("store blob %s: %w", hash, err)
 		}
@@ -266,9 +273,7 @@ func (s *Store) gone(ctx context.Context, id session.SessionID) bool {
 	return err == nil && !exists
 }
 
-var _ sessionstore.BlobReader = (*Store)(nil)
-
-// ReadBlob implements sessionstore.BlobReader: the content session id
+// ReadBlob implements sessionstore.Store: the content session id
 // holds for ref, checked against its size and SHA-256.
 func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error) {
 	if err := s.readyID(ctx, id); err != nil {

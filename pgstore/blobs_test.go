@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -284,6 +285,59 @@ func TestBlobDamage(t *testing.T) {
 	}
 }
 
+// TestAppendRewritesDamagedBlob: a writer that acquired a session and
+// attaches again content whose row is damaged (cut to half, emptied,
+// overwritten with other bytes of the same length, its size row wrong)
+// replaces the row: the revision it acknowledges loads, with the content.
+// (The row was kept as it was: ON CONFLICT DO NOTHING, and the writer
+// skipped content it read the session held.)
+func TestAppendRewritesDamagedBlob(t *testing.T) {
+	ctx := t.Context()
+	img := randomBytes(9, 48<<10)
+	for _, tc := range []struct{ name, sql string }{
+		{"half", `UPDATE pgstore_blobs SET content = substring(content from 1 for length(content)/2) WHERE sha256 = $1`},
+		{"empty", `UPDATE pgstore_blobs SET content = ''::bytea WHERE sha256 = $1`},
+		{"same length", `UPDATE pgstore_blobs SET content = overlay(content placing '\x00'::bytea from 10) WHERE sha256 = $1`},
+		{"size row", `UPDATE pgstore_blobs SET size = size + 1 WHERE sha256 = $1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newDSN(t)
+			s := openDSN(t, db, pgstore.Options{})
+			sess := sessiontest.New("heal")
+			w, err := s.Create(ctx, sessiontest.Snap(t, sess), sessionstore.AcquireOptions{})
+			require.NoError(t, err)
+			look := func() session.Message {
+				m := session.TextMessage(session.RoleUser, "look", sessiontest.Epoch)
+				m.Parts = append(m.Parts, session.Part{Type: session.PartImage, MediaType: "image/png", Data: img})
+				return m
+			}
+			require.NoError(t, sess.AppendMessage(look()))
+			_, err = w.Append(ctx, 1, sessiontest.Snap(t, sess))
+			require.NoError(t, err)
+			require.NoError(t, w.Release(ctx))
+			_, err = rawConn(t, db).Exec(ctx, tc.sql, hashOf(img))
+			require.NoError(t, err)
+
+			// An agent with the whole image in hand attaches it again.
+			w, err = s.Acquire(ctx, "heal", sessionstore.AcquireOptions{})
+			require.NoError(t, err)
+			require.NoError(t, sess.AppendMessage(look()))
+			rev, err := w.Append(ctx, 2, sessiontest.Snap(t, sess))
+			require.NoError(t, err)
+			require.NoError(t, w.Release(ctx))
+			rec, err := s.Load(ctx, "heal")
+			require.NoError(t, err, "the acknowledged revision loads")
+			require.Equal(t, rev, rec.Revision)
+			msgs := rec.Snapshot.Messages
+			require.Equal(t, img, msgs[len(msgs)-1].Parts[1].Data)
+			require.Equal(t, img, msgs[len(msgs)-2].Parts[1].Data, "the earlier revision's content is whole again")
+			rep, err := s.Verify(ctx)
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "%+v", rep)
+		})
+	}
+}
+
 // TestImportCopiesBlobs: an import copies the content its records
 // reference, in its transaction; content the source lacks is corruption
 // at the first record that references it, and nothing is imported.
@@ -371,7 +425,7 @@ func TestForkCopiesItsContent(t *testing.T) {
 	require.Len(t, blobRows(t, conn, "src"), 2)
 	rec, err := s.Load(ctx, "fork")
 	require.NoError(t, err)
-	require.Equal(t, sessionstore.ForkSnapshot(snaps[0], "fork"), rec.Snapshot)
+	require.Equal(t, adapter.ForkSnapshot(snaps[0], "fork"), rec.Snapshot)
 }
 
 // TestPages: a conversation of short messages many times the record cap

@@ -85,7 +85,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 			if !more {
 				sum := summary.Project(&last, m.Rev, m.Gen, m.Time)
 				sum.Sizes.LogBytes = logBytes
-				w.known = held
+				w.known, w.sound = held, maps.Clone(held)
 				return putSummary(ctx, tx, &sum, m.Schema)
 			}
 		}

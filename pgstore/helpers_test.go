@@ -14,11 +14,10 @@ import (
 // The optional interfaces pgstore implements, so that tools treat it as
 // they treat a directory store.
 var (
-	_ sessionstore.Verifier      = (*pgstore.Store)(nil)
-	_ sessionstore.RecordLister  = (*pgstore.Store)(nil)
-	_ sessionstore.Exporter      = (*pgstore.Store)(nil)
-	_ sessionstore.UsageReporter = (*pgstore.Store)(nil)
-	_ sessionstore.IDLister      = (*pgstore.Store)(nil)
+	_ sessionstore.Verifier     = (*pgstore.Store)(nil)
+	_ sessionstore.RecordLister = (*pgstore.Store)(nil)
+	_ sessionstore.Exporter     = (*pgstore.Store)(nil)
+	_ sessionstore.IDLister     = (*pgstore.Store)(nil)
 )
 
 // newDSN returns the DSN of a fresh, migrated database.

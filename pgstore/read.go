@@ -90,9 +90,7 @@ func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Re
 	return s.load(ctx, id, 0, false)
 }
 
-var _ sessionstore.ContentLoader = (*Store)(nil)
-
-// LoadWith implements sessionstore.ContentLoader: revision opts.Revision
+// LoadWith implements sessionstore.Store: revision opts.Revision
 // (the latest for 0), read as Load reads it; with WithoutContent, no
 // content kept out of line is read, and its parts hold their references.
 func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts sessionstore.LoadOptions) (sessionstore.Record, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -186,7 +187,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		if err != nil {
 			return err
 		}
-		out, err := sessionstore.IndentSnapshot(payload)
+		out, err := export.Indent(payload)
 		if err != nil {
 			return opErr("export", id, err)
 		}
@@ -235,6 +236,13 @@ func exportSnapshot(ctx context.Context, r *record.Rec, payload []byte, blobs *b
 // error is for what kept Verify from checking (an unknown session, the
 // database unreachable). It takes no lease and modifies nothing.
 func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
+	return s.VerifyWith(ctx, sessionstore.VerifyOptions{}, ids...)
+}
+
+// VerifyWith implements sessionstore.Verifier: Verify, whatever opts say,
+// since Verify decodes, restores and checks the content of every revision
+// already (what VerifyOptions.Deep asks for).
+func (s *Store) VerifyWith(ctx context.Context, _ sessionstore.VerifyOptions, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
 	var out sessionstore.VerifyReport
 	if len(ids) == 0 {
 		all, err := s.IDs(ctx)

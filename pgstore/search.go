@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -37,7 +38,6 @@ import (
 // correct answer.
 
 var (
-	_ sessionstore.Searcher        = (*Store)(nil)
 	_ sessionstore.SearchReindexer = (*Store)(nil)
 )
 
@@ -260,12 +260,12 @@ func take(words *[]string) string {
 	return b.String()
 }
 
-// Search implements sessionstore.Searcher.
+// Search implements sessionstore.Store.
 func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
 	if err := s.ready(ctx); err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	q, fq, err := q.Parse()
+	q, fq, err := adapter.ParseSearch(q)
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}
@@ -278,7 +278,7 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 		return sessionstore.SearchResult{}, opErr("search", "", err)
 	}
 	for _, h := range hits {
-		res.Hits = append(res.Hits, sessionstore.SearchHitOf(h))
+		res.Hits = append(res.Hits, adapter.SearchHit(h))
 	}
 	return res, nil
 }

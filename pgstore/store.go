@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -227,7 +228,7 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err != nil {
 		return nil, err
 	}
-	snap := sessionstore.ForkSnapshot(src.Snapshot, newID)
+	snap := adapter.ForkSnapshot(src.Snapshot, newID)
 	return s.create(ctx, &snap, opts, from)
 }
 
@@ -271,7 +272,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 		}
 		s.indexTx(ctx, tx, &w.search, id, 1, snap)
 		maps.Copy(held, added)
-		w.known = held
+		w.known, w.sound = held, maps.Clone(held)
 		return nil
 	})
 	if err != nil {

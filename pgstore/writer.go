@@ -50,10 +50,13 @@ type writer struct {
 	// an append costs what changed (internal/appender); arrivals the
 	// references it checked; known the content the session holds (hash →
 	// size), nil until the first append of a writer that acquired the
-	// session reads it.
+	// session reads it; sound the part of it this writer inserted or
+	// checked (blobPut): content it attaches again is sent once more, and
+	// a stored row that does not hold it is replaced.
 	app      *appender.Appender
 	arrivals blob.Arrivals
 	known    map[string]int64
+	sound    map[string]int64
 	search   searchMark // what the writer gave the search index last (search.go)
 }
 
@@ -175,12 +178,13 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 			if w.known, err = heldBlobs(ctx, tx, w.id); err != nil {
 				return err
 			}
+			w.sound = map[string]int64{}
 		}
 		if err := w.arrivals.Check(w.id, snap.Messages, blob.Held(w.known).Size); err != nil {
 			return err
 		}
 		var put func(string, []byte) error
-		put, added = blobPut(ctx, tx, w.id, w.known)
+		put, added = blobPut(ctx, tx, w.id, w.sound)
 		m, line, err := w.s.encode(w.app, w.id, m, snap, put)
 		if err != nil {
 			return err
@@ -202,6 +206,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, w.failLocked("append to", err)
 	}
 	maps.Copy(w.known, added)
+	maps.Copy(w.sound, added)
 	w.rev.Store(rev)
 	return rev, nil
 }

@@ -11,16 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // Large part content: every adapter keeps the session whole however large
-// its content, stores content attached many times once (when it says what
-// it holds, as a UsageReporter), loads without it when asked (as a
-// ContentLoader), and never stores a reference to content the session
-// does not hold (Writer.Append's contract).
+// its content, stores content attached many times once (as DiskUsage
+// says), loads without it when asked (LoadWith), and never stores a
+// reference to content the session does not hold (Writer.Append's
+// contract).
 
 // large returns n bytes of incompressible content, the same for a seed.
 func large(seed uint64, n int) []byte {
@@ -96,11 +97,10 @@ func checkContentStoredOnce(f *fixture) {
 	require.NoError(t, err)
 	requireSameLarge(t, snaps[0], rec.Snapshot)
 
-	u, ok := f.s.(sessionstore.UsageReporter)
-	if !ok || !f.outOfLine() {
+	if !f.outOfLine() {
 		return
 	}
-	rep, err := u.DiskUsage(f.ctx, "once")
+	rep, err := f.s.DiskUsage(f.ctx, "once")
 	require.NoError(t, err)
 	unique := int64(len(image) + len(output))
 	got := rep.Sessions[0]
@@ -161,19 +161,17 @@ func checkConversationLargerThanCap(f *fixture) {
 	rec := f.load("long")
 	require.Equal(t, uint64(4), rec.Revision)
 	requireSameLarge(t, last, rec.Snapshot)
-	light, err := sessionstore.LoadWith(f.ctx, f.s, "long", sessionstore.LoadOptions{Revision: 1, WithoutContent: true})
+	light, err := f.s.LoadWith(f.ctx, "long", sessionstore.LoadOptions{Revision: 1, WithoutContent: true})
 	require.NoError(t, err)
 	require.Len(t, light.Snapshot.Messages, messages, "the messages are no content kept out of line")
 	for _, i := range []int{0, messages / 2, messages - 1} {
 		require.Equal(t, first.Messages[i].Parts[0].Text, light.Snapshot.Messages[i].Parts[0].Text, "message %d", i)
 	}
 
-	if u, ok := f.s.(sessionstore.UsageReporter); ok {
-		rep, err := u.DiskUsage(f.ctx, "long")
-		require.NoError(t, err)
-		total := int64(messages * size)
-		require.LessOrEqual(t, rep.Sessions[0].TotalBytes, total*3/2, "the conversation is held about once: %+v", rep.Sessions[0])
-	}
+	rep, err := f.s.DiskUsage(f.ctx, "long")
+	require.NoError(t, err)
+	total := int64(messages * size)
+	require.LessOrEqual(t, rep.Sessions[0].TotalBytes, total*3/2, "the conversation is held about once: %+v", rep.Sessions[0])
 }
 
 // checkLoadWithoutContent: LoadWith WithoutContent gives the large parts'
@@ -201,13 +199,12 @@ func checkLoadWithoutContent(f *fixture) {
 	whole := sessiontest.Snap(t, s)
 	w := f.createSnap(whole)
 
-	rec, err := sessionstore.LoadWith(f.ctx, f.s, "light", sessionstore.LoadOptions{WithoutContent: true})
+	rec, err := f.s.LoadWith(f.ctx, "light", sessionstore.LoadOptions{WithoutContent: true})
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), rec.Revision)
 	msgs := rec.Snapshot.Messages
 	require.Len(t, msgs, 2)
-	_, loader := f.s.(sessionstore.ContentLoader)
-	if loader && f.outOfLine() {
+	if f.outOfLine() {
 		requireRef(t, msgs[0].Parts[0], refOf(session.ContentText, []byte(text)))
 		requireRef(t, msgs[0].Parts[2], refOf(session.ContentData, image))
 		requireRef(t, msgs[1].Parts[0], refOf(session.ContentOutput, []byte(output)))
@@ -220,7 +217,7 @@ func checkLoadWithoutContent(f *fixture) {
 	require.Equal(t, "caption", msgs[1].Parts[0].Content[1].Text)
 	require.Equal(t, "ok", msgs[1].Parts[1].Output)
 	require.Nil(t, msgs[1].Parts[1].Ref)
-	full, err := sessionstore.LoadWith(f.ctx, f.s, "light", sessionstore.LoadOptions{Revision: 1})
+	full, err := f.s.LoadWith(f.ctx, "light", sessionstore.LoadOptions{Revision: 1})
 	require.NoError(t, err)
 	requireSameLarge(t, whole, full.Snapshot, "LoadWith without options loads the content")
 
@@ -233,7 +230,7 @@ func checkLoadWithoutContent(f *fixture) {
 	f.append(w, 1, sessiontest.Snap(t, ls))
 	require.NoError(t, s.AppendMessage(next))
 	requireSameLarge(t, sessiontest.Snap(t, s), f.load("light").Snapshot, "the content after a light append")
-	again, err := sessionstore.LoadWith(f.ctx, f.s, "light", sessionstore.LoadOptions{Revision: 2, WithoutContent: true})
+	again, err := f.s.LoadWith(f.ctx, "light", sessionstore.LoadOptions{Revision: 2, WithoutContent: true})
 	require.NoError(t, err)
 	requireSameLarge(t, sessiontest.Snap(t, ls), again.Snapshot, "the light revision 2")
 }
@@ -308,13 +305,13 @@ func checkForkContent(f *fixture) {
 	f.appendMessage(w, src, session.TextMessage(session.RoleUser, largeText(9, 30<<10), sessiontest.Epoch))
 
 	fw := f.fork("src", 2, "fork")
-	want := sessionstore.ForkSnapshot(first, "fork")
+	want := adapter.ForkSnapshot(first, "fork")
 	requireSameLarge(t, want, f.load("fork").Snapshot)
 	require.NoError(t, w.Delete(f.ctx))
 	requireSameLarge(t, want, f.load("fork").Snapshot, "the fork after its source's deletion")
 
 	// The fork appends on its content as its own.
-	light, err := sessionstore.LoadWith(f.ctx, f.s, "fork", sessionstore.LoadOptions{WithoutContent: true})
+	light, err := f.s.LoadWith(f.ctx, "fork", sessionstore.LoadOptions{WithoutContent: true})
 	require.NoError(t, err)
 	fs, err := light.Session()
 	require.NoError(t, err)

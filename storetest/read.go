@@ -4,6 +4,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -141,7 +142,7 @@ func checkForkRevision(f *fixture) {
 	require.Equal(t, session.SessionID("child"), rec.Snapshot.ID)
 	require.Equal(t, session.SessionID("source"), rec.Snapshot.Relationship.ParentID)
 	require.Equal(t, session.SessionID("source"), rec.Snapshot.Relationship.RootID)
-	requireSameSnap(t, sessionstore.ForkSnapshot(snaps[0], "child"), rec.Snapshot,
+	requireSameSnap(t, adapter.ForkSnapshot(snaps[0], "child"), rec.Snapshot,
 		"revision 1 of a fork is the source revision with its ID and relationship replaced")
 	_, err = rec.Session()
 	require.NoError(t, err)
@@ -168,7 +169,7 @@ func checkForkLatest(f *fixture) {
 	src := f.create("src")
 	snaps := f.appendSteps(src, 3)
 	f.fork("src", 0, "copy")
-	requireSameSnap(t, sessionstore.ForkSnapshot(snaps[2], "copy"), f.load("copy").Snapshot)
+	requireSameSnap(t, adapter.ForkSnapshot(snaps[2], "copy"), f.load("copy").Snapshot)
 }
 
 func checkForkMints(f *fixture) {

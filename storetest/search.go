@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/searchtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -71,7 +72,7 @@ func (f *fixture) search(q sessionstore.SearchQuery) sessionstore.SearchResult {
 	if q.Limit == 0 {
 		q.Limit = sessionstore.MaxSearchLimit
 	}
-	res, err := sessionstore.Search(f.ctx, f.s, q)
+	res, err := f.s.Search(f.ctx, q)
 	require.NoError(f.t, err, "Search %q", q.Text)
 	for _, h := range res.Hits {
 		checkMarks(f, q.Text, h)
@@ -322,10 +323,10 @@ func checkSearchRanking(f *fixture) {
 	for i := 1; i < len(res.Hits); i++ {
 		require.GreaterOrEqual(t, res.Hits[i-1].Score, res.Hits[i].Score, "hits in score order")
 	}
-	top, err := sessionstore.Search(f.ctx, f.s, sessionstore.SearchQuery{Text: "osprey", Limit: 2})
+	top, err := f.s.Search(f.ctx, sessionstore.SearchQuery{Text: "osprey", Limit: 2})
 	require.NoError(t, err)
 	require.Equal(t, keysOf(res.Hits[:2]), keysOf(top.Hits))
-	def, err := sessionstore.Search(f.ctx, f.s, sessionstore.SearchQuery{Text: "lorem"})
+	def, err := f.s.Search(f.ctx, sessionstore.SearchQuery{Text: "lorem"})
 	require.NoError(t, err)
 	require.Len(t, def.Hits, 6, "every session but r-short holds lorem")
 }
@@ -339,14 +340,10 @@ func checkSearchBadQuery(f *fixture) {
 		{Text: "ok", Labels: map[string]string{"Bad Key": "v"}},
 		{Text: strings.Repeat("w ", 5000)},
 	} {
-		_, err := sessionstore.Search(f.ctx, f.s, q)
+		_, err := f.s.Search(f.ctx, q)
 		require.ErrorIs(f.t, err, sessionstore.ErrBadQuery, "query %+v", q)
 	}
 }
-
-// plainStore hides a store's Search, so that sessionstore.Search reads
-// its history: the reference the checks compare an index with.
-type plainStore struct{ sessionstore.Store }
 
 // checkSearchSeeds: over many seeds, sessions grow by random messages of
 // a small vocabulary (several at a time, titles and labels changing, one
@@ -408,7 +405,7 @@ func checkSearchSeeds(f *fixture) {
 				q = words(2)
 			}
 			sq := sessionstore.SearchQuery{Text: q, Labels: map[string]string{"seed": fmt.Sprint(seed)}, NoTools: r.IntN(3) == 0, Limit: sessionstore.MaxSearchLimit}
-			want, err := sessionstore.Search(f.ctx, plainStore{f.s}, sq)
+			want, err := searchtest.Reference(f.ctx, f.s, sq)
 			require.NoError(t, err)
 			got := f.search(sq)
 			require.Equal(t, sortedKeys(want.Hits), sortedKeys(got.Hits), "seed %d: search %s (no tools %v)", seed, q, sq.NoTools)

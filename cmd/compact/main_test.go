@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/compactcmd"
 	"github.com/sessionstore/sessionstore/internal/testing/clitest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
@@ -83,7 +84,7 @@ func testStore(t testing.TB, revisions map[string]int) (string, map[session.Sess
 				_, err = w.Append(ctx, uint64(rev-1), snap)
 			}
 			require.NoError(t, err)
-			b, err := sessionstore.EncodeSnapshot(id, snap, 0)
+			b, err := adapter.EncodeSnapshot(id, snap, 0)
 			require.NoError(t, err)
 			want[id] = append(want[id], string(b))
 		}
@@ -105,7 +106,7 @@ func requireHistory(t testing.TB, root string, want map[session.SessionID][]stri
 		for rec, err := range st.History(ctx, id) {
 			require.NoError(t, err, "%s", id)
 			require.Equal(t, uint64(n+1), rec.Revision, "%s", id)
-			b, err := sessionstore.EncodeSnapshot(id, rec.Snapshot, 0)
+			b, err := adapter.EncodeSnapshot(id, rec.Snapshot, 0)
 			require.NoError(t, err)
 			require.Equal(t, revs[n], string(b), "%s revision %d", id, n+1)
 			n++

@@ -323,7 +323,7 @@ func TestShowExportDu(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	require.Len(t, lines, 3)
 	for i, l := range lines {
-		var el jsonlstore.ExportLine
+		var el sessionstore.ExportLine
 		require.NoError(t, json.Unmarshal([]byte(l), &el))
 		require.Equal(t, uint64(i+1), el.Revision)
 	}
@@ -334,7 +334,7 @@ func TestShowExportDu(t *testing.T) {
 
 	r = inProcess(t, "--dir", root, "du", "--json")
 	require.Equal(t, exitOK, r.Code, r.Stderr)
-	var du jsonlstore.DUReport
+	var du sessionstore.UsageReport
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &du))
 	require.Len(t, du.Sessions, 11)
 	require.Positive(t, du.Total.LogBytes)

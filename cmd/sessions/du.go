@@ -30,7 +30,7 @@ func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	return c.withSessions(ctx, names, func(st sessionstore.Store, ids []session.SessionID) int {
-		rep, err := sessionstore.DiskUsage(ctx, st, ids...)
+		rep, err := st.DiskUsage(ctx, ids...)
 		if err != nil {
 			return c.fail(err)
 		}

@@ -191,7 +191,6 @@ func blobsNote(n int) string {
 // they reference, read them out verbatim and import them whole.
 type lineStore interface {
 	sessionstore.Store
-	sessionstore.BlobReader
 	// RecordLines yields the session's record lines, each with its
 	// newline, as stored, each checked.
 	RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error]

@@ -114,6 +114,10 @@ func printRepair(w io.Writer, rep *jsonlstore.RepairReport, fixing bool) {
 	} else if rep.Generation > 0 {
 		fmt.Fprintln(w, "  found: no corruption")
 	}
+	for _, a := range rep.Archives {
+		fmt.Fprintf(w, "  archive: segment %s holds revisions %d-%d, not %d-%d as an older compaction listed it; renamed %s\n",
+			a.Old, a.First, a.Last, a.First, a.Listed, a.New)
+	}
 	switch sv := rep.Salvaged; {
 	case sv != nil:
 		fmt.Fprintf(w, "  salvaged: kept %d records, dropped %d duplicate lines\n", sv.Kept, sv.DuplicatesRemoved)

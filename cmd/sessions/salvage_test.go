@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -111,6 +112,62 @@ func TestCompactSalvagedCLI(t *testing.T) {
 	r = sessions(t, nil, "--dir", root, "repair", "sv", "--salvage")
 	require.Equal(t, exitOK, r.Code, r.String())
 	require.NotContains(t, r.Stdout, "salvaged:")
+}
+
+// TestRepairOldGapManifestCLI: the sequence on a store an older
+// release compacted across a gap — its manifest lists the segment as
+// ending at the gap's first revision ({"first":1,"last":9,"records":9}
+// for a gap of 9-16) — used to leave verify, show --rev and every repair
+// failing; repair now corrects the manifest and says so, and the
+// archived revisions read again.
+func TestRepairOldGapManifestCLI(t *testing.T) {
+	root := t.TempDir()
+	const n = 24
+	first, next := flipFullRecord(t, root, "sv", n)
+	r := sessions(t, nil, "--dir", root, "repair", "sv", "--salvage")
+	require.Equal(t, exitOK, r.Code, r.String())
+	r = sessions(t, nil, "--dir", root, "compact", "--keep-last", fmt.Sprint(n-int(next)+1), "sv")
+	require.Equal(t, exitOK, r.Code, r.String())
+
+	// Age the archive: the segment 1..next-1 listed, and named, as the
+	// older compaction did, by its record count (first records).
+	dir := filepath.Join(root, "sv", jsonlstore.ArchiveDir)
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	require.NoError(t, err)
+	body, ok := record.Unframe(b)
+	require.True(t, ok)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(body, &m))
+	segs := m["segments"].([]any)
+	require.Len(t, segs, 1)
+	seg := segs[0].(map[string]any)
+	require.EqualValues(t, first, seg["records"])
+	newName := fmt.Sprintf("%020d-%020d.zst", 1, next-1)
+	oldName := fmt.Sprintf("%020d-%020d.zst", 1, first)
+	require.Equal(t, newName, seg["file"])
+	seg["last"], seg["file"] = first, oldName
+	framed, err := record.Frame(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), framed, 0o600))
+	require.NoError(t, os.Rename(filepath.Join(dir, newName), filepath.Join(dir, oldName)))
+
+	r = sessions(t, nil, "--dir", root, "verify", "sv")
+	require.Equal(t, exitCorrupt, r.Code, r.String())
+	require.Contains(t, r.Stdout, fmt.Sprintf("archives end at revision %d but the log starts at %d", first, next))
+	r = sessions(t, nil, "--dir", root, "repair", "sv")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Contains(t, r.Stdout, fmt.Sprintf("archive: segment %s holds revisions 1-%d, not 1-%d as an older compaction listed it; renamed %s", oldName, next-1, first, newName))
+	require.Contains(t, r.Stdout, "found: no corruption")
+	r = sessions(t, nil, "--dir", root, "verify", "sv")
+	require.Equal(t, exitOK, r.Code, r.String())
+	for _, rev := range []uint64{2, first - 1, next} {
+		r = sessions(t, nil, "--dir", root, "show", "sv", "--rev", fmt.Sprint(rev))
+		require.Equal(t, exitOK, r.Code, "revision %d: %s", rev, r.String())
+		require.Contains(t, r.Stdout, fmt.Sprintf("message %d", rev))
+	}
+	r = sessions(t, nil, "--dir", root, "repair", "sv", "--salvage")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.NotContains(t, r.Stdout, "archive:")
 }
 
 // TestRepairAfterSalvagedPageCLI: after salvage sets aside the records

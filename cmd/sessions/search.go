@@ -59,7 +59,7 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.usageError("%v", err)
 	}
 	return c.withStore(ctx, func(st sessionstore.Store) int {
-		res, err := sessionstore.Search(ctx, st, q)
+		res, err := st.Search(ctx, q)
 		if err != nil {
 			return c.fail(err)
 		}

@@ -51,7 +51,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return c.usageError("unknown --format %q (json, markdown or text)", *format)
 	}
 	return c.withSession(ctx, name, func(st sessionstore.Store, id session.SessionID) int {
-		rec, err := sessionstore.LoadAt(ctx, st, id, *rev)
+		rec, err := st.LoadWith(ctx, id, sessionstore.LoadOptions{Revision: *rev})
 		if err != nil {
 			return c.fail(err)
 		}

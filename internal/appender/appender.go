@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -145,7 +146,7 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapsh
 		snap.Format = sessnap.Format
 	}
 	if a.FullOnly {
-		payload, err := sessionstore.EncodeSnapshot(id, snap, a.Max)
+		payload, err := adapter.EncodeSnapshot(id, snap, a.Max)
 		if err != nil {
 			return nil, err
 		}

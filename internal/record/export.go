@@ -4,16 +4,17 @@ import (
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // AppendExportLine appends the export line of a revision whose envelope is
 // m and whose rebuilt snapshot is snap: the JSON Lines form that
-// `sessions export` writes (sessionstore.AppendExportLine, whose encoding
-// every store shares).
+// `sessions export` writes (export.AppendLine, whose encoding every store
+// shares).
 func AppendExportLine(b []byte, m Meta, snap []byte) []byte {
-	return sessionstore.AppendExportLine(b, m.Rev, m.Gen, m.Time, m.Schema, snap)
+	return export.AppendLine(b, m.Rev, m.Gen, m.Time, m.Schema, snap)
 }
 
 // ExportSnapshot returns the snapshot an export writes for record r of

@@ -1,0 +1,16 @@
+// Package adapter holds what the adapters (memstore, jsonlstore, pgstore)
+// do the same way and a user of a store never calls: the check a snapshot
+// passes before any adapter writes it, the first revision of a fork, and
+// the way a search query is parsed and a hit of the full-text index
+// becomes the contract's SearchHit. The contract itself (Store, Writer,
+// their types and errors) is the root package's; this package only
+// serves it, so that the root's API is what a user meets.
+//
+//	payload, err := adapter.EncodeSnapshot(id, snap, maxRecordBytes)
+//	snap := adapter.ForkSnapshot(src.Snapshot, newID)
+//	q, fq, err := adapter.ParseSearch(q)
+//	hit := adapter.SearchHit(h)
+//
+// It must never hold state or do I/O: each function is a rule stated
+// once, for every adapter.
+package adapter

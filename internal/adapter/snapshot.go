@@ -1,0 +1,54 @@
+package adapter
+
+import (
+	"fmt"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// EncodeSnapshot validates snap for session id and encodes it. It is the
+// one check every adapter runs before writing: the snapshot's ID must be
+// id, the snapshot must restore (so every stored revision can be read
+// back as a Session), it must encode exactly (sessnap.Marshal), and the
+// encoding must fit maxBytes (0: sessionstore.DefaultMaxRecordBytes).
+// Errors wrap sessionstore.ErrInvalidSnapshot or sessionstore.ErrTooLarge.
+func EncodeSnapshot(id session.SessionID, snap sessnap.Snapshot, maxBytes int) ([]byte, error) {
+	if maxBytes <= 0 {
+		maxBytes = sessionstore.DefaultMaxRecordBytes
+	}
+	if snap.ID != id {
+		return nil, fmt.Errorf("%w: snapshot id %q in session %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+	}
+	if _, err := snap.Restore(); err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
+	}
+	if snap.Format == "" {
+		snap.Format = sessnap.Format
+	}
+	b, err := sessnap.Marshal(snap)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
+	}
+	if len(b) > maxBytes {
+		return nil, fmt.Errorf("%w: session %s: snapshot is %d bytes, cap %d", sessionstore.ErrTooLarge, id, len(b), maxBytes)
+	}
+	return b, nil
+}
+
+// ForkSnapshot returns the revision-1 snapshot of a fork of src into
+// newID: a copy with the ID replaced, the relationship naming src as
+// parent and src's root (or src) as root, and no origin (a fork is not the
+// import of its parent's source, so a re-import never continues it).
+func ForkSnapshot(src sessnap.Snapshot, newID session.SessionID) sessnap.Snapshot {
+	fork := src
+	fork.Origin = nil
+	root := src.Relationship.RootID
+	if root == "" {
+		root = src.ID
+	}
+	fork.ID = newID
+	fork.Relationship = session.SessionRelationship{ParentID: src.ID, RootID: root, Role: src.Relationship.Role}
+	return fork
+}

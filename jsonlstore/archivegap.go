@@ -1,0 +1,203 @@
+package jsonlstore
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Compaction by releases before the one that wrote this file took a
+// segment's last revision to be its first plus its record count less one.
+// A segment that ends with a gap record (salvage.go) holds more revisions
+// than records, so its manifest entry, and its file's name, end too early:
+// a gap of revisions 9-16 archived with revisions 1-8 was listed as 1-9,
+// and the archives then seem to end before the log begins. Nothing was
+// lost — the segment holds every line — but no reader can reach it.
+//
+// Repair corrects such an entry when the segment itself proves the right
+// end: read whole, its bytes match the manifest's size and checksum, it
+// holds the manifest's number of records from the manifest's first
+// revision on, they follow the sequence rules (a gap among them), and its
+// last record ends just before what follows the segment (the next
+// segment, or the log). Nothing else is ever changed
+// here: an archive that does not prove its end is left to Verify to
+// report.
+
+// ArchiveFix is one manifest entry a repair corrected.
+type ArchiveFix struct {
+	// Old and New are the segment's file names (in archive/) before and
+	// after; New holds the same bytes under the name of its true range.
+	Old string `json:"old"`
+	New string `json:"new"`
+	// First and Last are the revisions the segment holds, Listed the last
+	// revision the manifest listed.
+	First  uint64 `json:"first"`
+	Last   uint64 `json:"last"`
+	Listed uint64 `json:"listed"`
+}
+
+// fixArchiveGaps corrects, under the lease, the manifest entries of
+// segments that an older compaction ended too early (above), and returns
+// what it corrected. Order makes every crash safe: the segment's bytes
+// are copied under the new name (synced, renamed, the directory synced) —
+// an unlisted file that compaction would reclaim — then the manifest is
+// replaced atomically and durably, and only then is the old file removed.
+func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
+	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	if err != nil {
+		return nil, err
+	}
+	logFirst, ok := firstRevOf(v)
+	maxPayload := v.maxPayload
+	_ = v.Close() // read-only
+	if !ok || logFirst <= 1 {
+		return nil, nil
+	}
+	m, err := readManifest(s.fs, id)
+	if err != nil {
+		return nil, nil // damage that Verify reports; nothing here proves a fix
+	}
+	if _, err := m.archivedBelow(logFirst); err == nil {
+		return nil, nil
+	}
+	// The segments below the log in order, each followed by the first
+	// revision of what comes after it.
+	var below []int
+	for i, seg := range m.Segments {
+		if seg.Last < logFirst {
+			below = append(below, i)
+		}
+	}
+	var fixes []ArchiveFix
+	next := uint64(1)
+	for k, i := range below {
+		seg := m.Segments[i]
+		if seg.First != next {
+			return nil, nil // a hole no segment proves the end of
+		}
+		after := logFirst
+		if k+1 < len(below) {
+			after = m.Segments[below[k+1]].First
+		}
+		next = seg.Last + 1
+		if after <= next {
+			continue
+		}
+		last, err := s.segmentEnd(id, seg, maxPayload)
+		if err != nil || last != after-1 {
+			return nil, nil
+		}
+		fixes = append(fixes, ArchiveFix{Old: seg.File, New: segmentName(seg.First, last), First: seg.First, Last: last, Listed: seg.Last})
+		next = after
+	}
+	if len(fixes) == 0 {
+		return nil, nil
+	}
+	for _, f := range fixes {
+		if err := s.copySegment(id, f.Old, f.New); err != nil {
+			return nil, fmt.Errorf("copy archive segment %s to %s: %w", f.Old, f.New, err)
+		}
+	}
+	for i := range m.Segments {
+		for _, f := range fixes {
+			if m.Segments[i].File == f.Old {
+				m.Segments[i].Last, m.Segments[i].File = f.Last, f.New
+			}
+		}
+	}
+	if err := s.writeManifest(id, m); err != nil {
+		return nil, fmt.Errorf("write archive manifest: %w", err)
+	}
+	for _, f := range fixes {
+		// Unlisted now: a file left by a crash here is a leftover that the
+		// next compaction reclaims.
+		_ = s.fs.Remove(archiveDir(id) + "/" + f.Old)
+	}
+	if err := s.fs.SyncDir(archiveDir(id)); err != nil {
+		return nil, err
+	}
+	s.opts.Logger.Info("jsonlstore: repair corrected archive segments that ended in a gap", "session", id, "fixes", fixes)
+	return fixes, nil
+}
+
+// segmentEnd reads segment seg whole and returns the last revision it
+// holds, checking its bytes against the manifest (segmentReader), its
+// first revision and record count, and the sequence rules among its
+// records.
+func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload int) (uint64, error) {
+	dec, closeSeg, err := s.openSegment(archiveDir(id) + "/" + seg.File)
+	if err != nil {
+		return 0, err
+	}
+	defer closeSeg()
+	seq := record.Seq{}
+	if seg.First > 1 {
+		seq = record.Resumed()
+	}
+	rd := record.NewReader(id, maxPayload, seq)
+	rd.Read(record.Source{R: &segmentReader{r: dec, seg: &seg, h: crc32.New(record.Castagnoli)}, Size: -1,
+		Path: archiveDir(id) + "/" + seg.File})
+	var n int64
+	var first, last record.Meta
+	for rd.Next() {
+		if n == 0 {
+			first = rd.Record().Meta
+		}
+		last = rd.Record().Meta
+		n++
+	}
+	switch {
+	case rd.Err() != nil:
+		return 0, rd.Err()
+	case rd.Tail().Bytes > 0:
+		return 0, errors.New("segment ends in bytes that are not a record")
+	case n == 0 || n != seg.Records:
+		return 0, fmt.Errorf("segment holds %d records, manifest says %d", n, seg.Records)
+	case first.Rev != seg.First:
+		return 0, fmt.Errorf("segment starts at revision %d, manifest says %d", first.Rev, seg.First)
+	}
+	return last.Through(), nil
+}
+
+// copySegment copies archive file old to new durably: a temporary file,
+// synced, renamed, and the directory synced.
+func (s *Store) copySegment(id session.SessionID, old, new string) (err error) {
+	dir := archiveDir(id)
+	src, err := s.fs.OpenFile(dir+"/"+old, osRDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = src.Close() }() // read-only
+	tmp := dir + "/.segment-" + randomSuffix() + tmpSuffix
+	dst, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if dst != nil {
+			_ = dst.Close() // failed already
+		}
+		if err != nil {
+			_ = s.fs.Remove(tmp)
+		}
+	}()
+	if _, err = io.Copy(dst, src); err != nil {
+		return err
+	}
+	if err = dst.Sync(); err != nil {
+		return err
+	}
+	err, dst = dst.Close(), nil
+	if err != nil {
+		return err
+	}
+	if err = s.fs.Rename(tmp, dir+"/"+new); err != nil {
+		return err
+	}
+	return s.fs.SyncDir(dir)
+}
