@@ -56,7 +56,7 @@ func scanRefs(b []byte, fn func(hash string, page bool)) {
 			return
 		}
 		h := b[i+len(refPrefix):]
-		if len(h) > 64 && h[64] == '"' && validBlobHash(string(h[:64])) {
+		if len(h) > 64 && h[64] == '"' && blob.ValidHash(string(h[:64])) {
 			page := i+len(refPrefix) >= len(pageRefPrefix) && bytes.Equal(b[i+len(refPrefix)-len(pageRefPrefix):i+len(refPrefix)], pageRefPrefix)
 			fn(string(h[:64]), page)
 		}
@@ -88,7 +88,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 			if s.fs.Remove(blobDir(id)+"/"+name) == nil {
 				c.Temporary++
 			}
-		case validBlobHash(strings.TrimSuffix(name, zstSuffix)):
+		case blob.ValidHash(strings.TrimSuffix(name, zstSuffix)):
 			present[strings.TrimSuffix(name, zstSuffix)] = name
 		}
 	}
@@ -148,8 +148,8 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 			hash := pages[len(pages)-1]
 			pages = pages[:len(pages)-1]
 			content, name, err := s.readBlobFile(id, hash, sizeAny)
-			if err == nil && blob.Hash(content) != hash {
-				err = errBlobHash // a page cut short or overwritten
+			if err == nil {
+				err = blob.CheckHash(hash, content) // a page cut short or overwritten
 			}
 			switch {
 			case errors.Is(err, fs.ErrNotExist):

@@ -2,8 +2,6 @@ package jsonlstore
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 )
 
@@ -93,20 +92,6 @@ const (
 
 var errNotJustified = errors.New("a compressed blob whose file does not justify its size, left to the read that knows it")
 
-// errBlobSize reports a blob whose content is not of the size its
-// reference says.
-func errBlobSize(got, want int64) error {
-	return fmt.Errorf("holds %d bytes, the reference says %d", got, want)
-}
-
-// errBlobLonger reports a blob whose content goes on past the size its
-// reference says.
-func errBlobLonger(want int64) error {
-	return fmt.Errorf("holds more than %d bytes, the reference says %d", want, want)
-}
-
-var errBlobHash = errors.New("content does not match its SHA-256")
-
 // readBlobIn reads the blob of hash under prefix in fsys (openBlob),
 // returning its content and the name of the file it read. The content is
 // want bytes or the read fails, except for want sizeAny or sizeJustified,
@@ -135,7 +120,7 @@ func readBlobIn(fsys vfs.FS, prefix, hash string, want int64, hint blobHint) ([]
 // justifies its size).
 func readRawBlob(r io.Reader, size, want int64) ([]byte, error) {
 	if want >= 0 && size != want {
-		return nil, errBlobSize(size, want)
+		return nil, blob.SizeMismatch(size, want)
 	}
 	if size > maxBlobBytes {
 		return nil, fmt.Errorf("holds %d bytes, more than a blob may", size)
@@ -175,17 +160,17 @@ func readZstBlob(f io.ReaderAt, size int64, hash string, want int64) ([]byte, er
 	}
 	// Not justified by the file: count and hash the content before
 	// holding any of it.
-	n, sum, err := hashStream(dec, limit)
+	n, sum, err := blob.HashReader(dec, limit)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case n > limit:
-		return nil, errBlobLonger(limit)
+		return nil, blob.LongerThan(limit)
 	case want >= 0 && n != want:
-		return nil, errBlobSize(n, want)
+		return nil, blob.SizeMismatch(n, want)
 	case sum != hash:
-		return nil, errBlobHash
+		return nil, blob.HashMismatch()
 	}
 	if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
 		return nil, err
@@ -212,7 +197,7 @@ func readExact(r io.Reader, size, limit int64) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	case size+m > limit:
-		return nil, errBlobLonger(limit)
+		return nil, blob.LongerThan(limit)
 	}
 	return more.Bytes(), nil
 }
@@ -229,17 +214,6 @@ func zstContentSize(f io.ReaderAt, size int64) (int64, bool) {
 		return 0, false
 	}
 	return int64(min(h.FrameContentSize, maxBlobBytes+1)), true // above maxBlobBytes: more than any reference
-}
-
-// hashStream reads r up to limit+1 bytes, keeping none of them, and
-// returns how many it read and their SHA-256 (hex).
-func hashStream(r io.Reader, limit int64) (int64, string, error) {
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(r, limit+1))
-	if err != nil {
-		return n, "", err
-	}
-	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // checkBlobIn checks, streaming, that the blob of hash under prefix in
@@ -259,7 +233,7 @@ func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
 	var r io.Reader = f
 	if !compressed {
 		if fi.Size() != want {
-			return name, errBlobSize(fi.Size(), want)
+			return name, blob.SizeMismatch(fi.Size(), want)
 		}
 	} else {
 		if fcs, ok := zstContentSize(f, fi.Size()); ok && fcs > want {
@@ -273,16 +247,16 @@ func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
 		}
 		r = dec
 	}
-	n, sum, err := hashStream(r, want)
+	n, sum, err := blob.HashReader(r, want)
 	switch {
 	case err != nil:
 		return name, err
 	case n > want:
-		return name, errBlobLonger(want)
+		return name, blob.LongerThan(want)
 	case n != want:
-		return name, errBlobSize(n, want)
+		return name, blob.SizeMismatch(n, want)
 	case sum != hash:
-		return name, errBlobHash
+		return name, blob.HashMismatch()
 	}
 	return name, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -21,53 +22,31 @@ import (
 // blob its session directory lacks.
 
 // checkRefs refuses, with ErrInvalidSnapshot, msgs holding a reference to
-// content the session directory does not hold with that SHA-256 and size.
-// It looks at the messages after those it checked before, when msgs
-// continue them (blob.Arrivals), and at a blob's file once per writer. A
-// nil writer (FullRecordsOnly: nothing is kept out of line) refuses every
-// reference, as refuseRefs does.
+// content the session directory does not hold with that SHA-256 and size
+// (blob.Arrivals: the messages after those checked before, when msgs
+// continue them). A blob's file is looked at once per writer. A nil writer
+// (FullRecordsOnly: nothing is kept out of line) refuses every reference
+// (blob.Refuse).
 func (b *blobWriter) checkRefs(id session.SessionID, msgs sessnap.Messages) error {
 	if b == nil {
-		return refuseRefs(id, msgs)
+		return blob.Refuse(id, msgs)
 	}
-	return b.arrivals.Check(msgs, func(ref session.ContentRef) error {
-		size, ok := b.sizes[ref.SHA256]
-		if !ok && validBlobHash(ref.SHA256) {
-			var err error
-			if size, ok, err = blobSize(b.fs, b.dir+"/"+BlobDir, ref.SHA256); err != nil {
-				return opErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))
+	return b.arrivals.Check(id, msgs, func(hash string) (int64, bool, error) {
+		if size, ok := b.sizes[hash]; ok {
+			return size, true, nil
+		}
+		size, ok, err := blobSize(b.fs, b.dir+"/"+BlobDir, hash)
+		if err != nil {
+			return 0, false, opErr("session", id, fmt.Errorf("blob %s: %w", hash, err))
+		}
+		if ok {
+			if b.sizes == nil {
+				b.sizes = map[string]int64{}
 			}
-			if ok {
-				if b.sizes == nil {
-					b.sizes = map[string]int64{}
-				}
-				b.sizes[ref.SHA256] = size
-			}
+			b.sizes[hash] = size
 		}
-		if !ok || size != ref.Size {
-			return notHeld(id, ref)
-		}
-		return nil
+		return size, ok, nil
 	})
-}
-
-// refuseRefs refuses msgs if they hold any reference: the check of a
-// session that holds no blobs (one being created, or a store that keeps
-// none). It looks at every message, which costs a walk over the parts and
-// nothing more.
-func refuseRefs(id session.SessionID, msgs sessnap.Messages) error {
-	var err error
-	msgs.Refs(func(ref session.ContentRef) {
-		if err == nil {
-			err = notHeld(id, ref)
-		}
-	})
-	return err
-}
-
-func notHeld(id session.SessionID, ref session.ContentRef) error {
-	return fmt.Errorf("%w: session %s: a part references content the session does not hold (SHA-256 %s, %d bytes)",
-		sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
 }
 
 // blobSize returns the content size of the blob of hash in dir (openBlob:
@@ -114,7 +93,7 @@ func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.
 	}
 	_, ok, err := blobSize(s.fs, blobDir(id), ref.SHA256)
 	switch {
-	case !validBlobHash(ref.SHA256) || err == nil && !ok:
+	case !blob.ValidHash(ref.SHA256) || err == nil && !ok:
 		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, id, ref.SHA256)
 	case err != nil:
 		return nil, opErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))

@@ -1,8 +1,6 @@
 package jsonlstore
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,22 +49,16 @@ func blobName(hash string, compressed bool) string {
 	return hash
 }
 
-// validBlobHash reports whether s is a blob's name stem: 64 lower-case hex
-// digits.
-func validBlobHash(s string) bool {
-	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
-}
-
 // blobWriter puts a holder's new blobs into a session directory dir (the
 // final one, or the temporary one of a session being created) and makes
 // them durable before the record that references them.
 type blobWriter struct {
-	fs        vfs.FS
-	dir       string // the session directory
-	threshold int
-	known     map[string]bool // hashes present in the directory
-	pending   []string        // hashes written since the last sync
-	dirMade   bool            // blobs/ was created since the last sync
+	fs      vfs.FS
+	dir     string            // the session directory
+	ext     blob.Externalizer // content at or above the threshold goes to put
+	known   map[string]bool   // hashes present in the directory
+	pending []string          // hashes written since the last sync
+	dirMade bool              // blobs/ was created since the last sync
 	// arrivals and sizes are the check of references that parts bring
 	// (checkRefs): what was checked, and the content sizes found.
 	arrivals blob.Arrivals
@@ -83,23 +75,23 @@ var blobEncoder = sync.OnceValue(func() *zstd.Encoder {
 	return enc
 })
 
+// newBlobWriter returns the blob writer of session directory dir that
+// keeps content of at least threshold bytes out of line (0 or less: none,
+// blob.Externalizer).
 func newBlobWriter(fsys vfs.FS, dir string, threshold int) *blobWriter {
-	return &blobWriter{fs: fsys, dir: dir, threshold: threshold, known: map[string]bool{}}
+	b := &blobWriter{fs: fsys, dir: dir, known: map[string]bool{}}
+	b.ext = blob.Externalizer{Threshold: threshold, Put: b.put}
+	return b
 }
 
-// Externalize implements sessnap.Externalizer: content of at least the
-// threshold is put into the store (unless there already) and replaced by
-// its reference.
+// Externalize implements sessnap.Externalizer (blob.Externalizer): content
+// of at least the threshold is put into the session's blobs (unless there
+// already) and replaced by its reference.
 func (b *blobWriter) Externalize(field string, content []byte) (session.ContentRef, bool, error) {
-	if b == nil || b.threshold <= 0 || len(content) < b.threshold {
+	if b == nil {
 		return session.ContentRef{}, false, nil
 	}
-	sum := sha256.Sum256(content)
-	hash := hex.EncodeToString(sum[:])
-	if err := b.put(hash, content); err != nil {
-		return session.ContentRef{}, false, err
-	}
-	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
+	return b.ext.Externalize(field, content)
 }
 
 // forget drops what the writer knows of the blob of hash, which a blob
@@ -116,11 +108,7 @@ func (b *blobWriter) forget(hash string) {
 }
 
 // PutPage implements record.PageStore: a page is a blob like any other.
-func (b *blobWriter) PutPage(content []byte) (string, error) {
-	sum := sha256.Sum256(content)
-	hash := hex.EncodeToString(sum[:])
-	return hash, b.put(hash, content)
-}
+func (b *blobWriter) PutPage(content []byte) (string, error) { return b.ext.PutPage(content) }
 
 // put writes content under hash, unless the blob of that hash holds it
 // already. A file under the blob's name is not taken on trust: a blob
@@ -305,7 +293,7 @@ func (s *Store) readBlob(id session.SessionID, ref session.ContentRef) ([]byte, 
 // reads a blob of any size, as readBlobIn does (its user checks the
 // size). What it allocates follows the blob's file, not ref's size.
 func (s *Store) readBlobVia(d *blobDirReader, id session.SessionID, ref session.ContentRef) ([]byte, error) {
-	if !validBlobHash(ref.SHA256) || ref.Size < sizeJustified || ref.Size > maxBlobBytes {
+	if !blob.ValidHash(ref.SHA256) || ref.Size < sizeJustified || ref.Size > maxBlobBytes {
 		return nil, s.blobErr(id, ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
 	}
 	var content []byte
@@ -319,11 +307,13 @@ func (s *Store) readBlobVia(d *blobDirReader, id session.SessionID, ref session.
 	if err != nil {
 		return nil, s.blobErr(id, name, err)
 	}
-	if ref.Size >= 0 && int64(len(content)) != ref.Size {
-		return nil, s.blobErr(id, name, errBlobSize(int64(len(content)), ref.Size))
+	if ref.Size >= 0 {
+		err = blob.Check(ref, content)
+	} else {
+		err = blob.CheckHash(ref.SHA256, content) // a read of any size: the caller checks it
 	}
-	if sum := sha256.Sum256(content); hex.EncodeToString(sum[:]) != ref.SHA256 {
-		return nil, s.blobErr(id, name, errBlobHash)
+	if err != nil {
+		return nil, s.blobErr(id, name, err)
 	}
 	return content, nil
 }
@@ -332,7 +322,7 @@ func (s *Store) readBlobVia(d *blobDirReader, id session.SessionID, ref session.
 // ref says: what readBlob would find, the same errors, without holding
 // the content (checkBlobIn).
 func (s *Store) checkBlob(id session.SessionID, ref session.ContentRef) error {
-	if !validBlobHash(ref.SHA256) || ref.Size < 0 || ref.Size > maxBlobBytes {
+	if !blob.ValidHash(ref.SHA256) || ref.Size < 0 || ref.Size > maxBlobBytes {
 		return s.blobErr(id, ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
 	}
 	name, err := checkBlobIn(s.fs, blobDir(id)+"/", ref.SHA256, ref.Size)
@@ -389,7 +379,7 @@ func (s *Store) openBlobDir(id session.SessionID) *blobDirReader {
 	for _, e := range entries {
 		h, z := strings.CutSuffix(e.Name(), zstSuffix)
 		switch {
-		case !validBlobHash(h):
+		case !blob.ValidHash(h):
 		case !z:
 			d.listed[h] = hintRaw // the blob, whatever else is listed (openBlob)
 		case d.listed[h] == hintNone:
@@ -417,7 +407,7 @@ func (s *Store) blobNames(id session.SessionID) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && validBlobHash(strings.TrimSuffix(e.Name(), zstSuffix)) {
+		if e.Type().IsRegular() && blob.ValidHash(strings.TrimSuffix(e.Name(), zstSuffix)) {
 			names = append(names, e.Name())
 		}
 	}

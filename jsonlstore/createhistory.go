@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -78,7 +79,7 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	}
 	// A new session holds no blobs: a part of its first revision that
 	// arrives as a reference names content it does not hold.
-	if err := refuseRefs(id, first.Messages); err != nil {
+	if err := blob.Refuse(id, first.Messages); err != nil {
 		return nil, err
 	}
 	app, blobs := s.newAppender("")
@@ -111,12 +112,11 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	var latest sessnap.Snapshot
 	snap := first
 	var size int64
-	for rev := uint64(1); ; rev++ {
+	m := record.First(gen, s.opts.Now())
+	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// A record's time is never earlier than the previous record's.
-		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: rev, Gen: gen, Time: later(s.opts.Now().UTC(), last.Time)}
 		line, err := app.Line(id, m, snap)
 		if err != nil {
 			return nil, err
@@ -140,6 +140,9 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		// Later revisions may reference the blobs earlier ones wrote, as an
 		// append may.
 		if err := blobs.checkRefs(id, snap.Messages); err != nil {
+			return nil, err
+		}
+		if m, err = record.Next(id, last.Meta, last.Rev, gen, s.opts.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -407,7 +407,7 @@ func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *vi
 		return nil, errors.New("no readable revision to restore")
 	}
 	m := record.Meta{Version: record.VersionOf(record.KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
-		Time: later(s.opts.Now().UTC(), pl.last.Time), Kind: record.KindFull}
+		Time: record.Later(s.opts.Now().UTC(), pl.last.Time), Kind: record.KindFull}
 	return record.Encode(m, snap), nil
 }
 

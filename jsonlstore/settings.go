@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -64,12 +65,12 @@ func recordedCap(fsys vfs.FS, dir string) (int, error) {
 	return st.MaxRecordBytes, nil
 }
 
-// readCap is the record cap a reader with cap own reads session id with.
+// readCap is the record cap a reader with cap own reads session id with
+// (record.SessionCap; a settings.json that cannot be read records
+// nothing).
 func readCap(fsys vfs.FS, id session.SessionID, own int) int {
-	if rec, err := recordedCap(fsys, sessionDir(id)); err == nil && rec > own {
-		return max(own, min(rec, MaxReadRecordBytes))
-	}
-	return own
+	rec, _ := recordedCap(fsys, sessionDir(id)) // 0 with its error
+	return record.SessionCap(own, int64(rec))
 }
 
 // recordCap makes sure session directory dir records a cap of at least

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
@@ -64,15 +65,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxRecordBytes <= 0 {
-		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
-	}
+	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
-	if o.BlobThreshold == 0 {
-		o.BlobThreshold = sessionstore.DefaultBlobThreshold
-	}
+	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.LeftoverAge <= 0 {
 		o.LeftoverAge = time.Minute
 	}
@@ -244,7 +241,7 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 	}
 	return &writer{
 		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
-		rev: last.Through(), lastTime: last.Time, lastSchema: last.Schema, size: fi.Size(), lastOffset: last.Offset,
+		rev: last.Through(), last: last.Meta, size: fi.Size(), lastOffset: last.Offset,
 		report: report, mark: s.markFor(id, lease.Generation(), marked),
 	}, nil
 }

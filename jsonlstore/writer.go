@@ -30,10 +30,9 @@ type writer struct {
 	log        vfs.File // O_APPEND descriptor
 	logID      vfs.Identity
 	rev        uint64
-	lastTime   time.Time
-	lastSchema int
-	size       int64 // log size after the last append
-	lastOffset int64 // offset of the last record
+	last       record.Meta // the latest record's envelope: what the next is checked against
+	size       int64       // log size after the last append
+	lastOffset int64       // offset of the last record
 	app        *appender.Appender
 	blobs      *blobWriter // nil with FullRecordsOnly
 	search     searchMark  // what the writer gave the search index last
@@ -99,12 +98,9 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	if err := w.usableLocked(); err != nil {
 		return 0, err
 	}
-	if expected != w.rev {
-		return 0, fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, w.id, expected, w.rev)
-	}
-	if w.lastSchema > sessnap.SchemaVersion {
-		return 0, fmt.Errorf("%w: session %s: latest record has schema %d, this program writes %d",
-			sessionstore.ErrSchemaTooNew, w.id, w.lastSchema, sessnap.SchemaVersion)
+	m, err := record.Next(w.id, w.last, expected, w.lease.Generation(), w.s.opts.Now())
+	if err != nil {
+		return 0, err
 	}
 	fi, err := w.fenceLocked()
 	if err != nil {
@@ -118,12 +114,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	}
 	// The catalog knows that the log may change before it does.
 	w.ensureMarkLocked()
-	rec := record.Rec{Meta: record.Meta{
-		Schema: sessnap.SchemaVersion, Rev: w.rev + 1, Gen: w.lease.Generation(),
-		// A record's time is never earlier than the previous record's, so
-		// a clock stepping back cannot reorder history.
-		Time: later(w.s.opts.Now().UTC(), w.lastTime),
-	}}
+	rec := record.Rec{Meta: m}
 	// Parts that arrive as references name blobs the session holds.
 	if err := w.blobs.checkRefs(w.id, snap.Messages); err != nil {
 		return 0, err
@@ -156,7 +147,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, opErr("append", w.id, fmt.Errorf("%w: sync: %w", sessionstore.ErrWriterFailed, err))
 	}
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
-	w.rev, w.lastTime, w.lastSchema = rec.Rev, rec.Time, rec.Schema
+	w.rev, w.last = rec.Rev, rec.Meta
 	w.lastOffset, w.size = rec.Offset, rec.End()
 	// One fstat serves the summary and the search index: the state of the
 	// log they both record.
@@ -217,13 +208,6 @@ func (w *writer) writeSummaryOf(rec *record.Rec, sum summary.Summary, fi fs.File
 	if err := w.sum.write(w.dir, sf); err != nil {
 		w.s.opts.Logger.Warn("jsonlstore: summary not refreshed", "session", w.id, "err", err)
 	}
-}
-
-func later(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return b
-	}
-	return a
 }
 
 // lockLeased locks w for an operation of the lease holder that a failed

@@ -35,12 +35,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxRecordBytes <= 0 {
-		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
-	}
-	if o.BlobThreshold == 0 {
-		o.BlobThreshold = sessionstore.DefaultBlobThreshold
-	}
+	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
+	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -186,13 +182,13 @@ func (s *Store) create(snap sessnap.Snapshot, held map[string][]byte, opts sessi
 		return b, ok
 	}
 	var arrivals blob.Arrivals
-	if err := arrivals.Check(snap.Messages, func(ref session.ContentRef) error { return holds(id, get, ref) }); err != nil {
+	if err := arrivals.Check(id, snap.Messages, sizes(get)); err != nil {
 		return nil, err
 	}
 	app := appender.New(nil, s.opts.MaxRecordBytes, false)
 	// The creator is the session's first holder, of generation 1: a new
 	// entry has issued none.
-	rec, added, err := s.line(app, id, get, record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: s.now()}, snap)
+	rec, added, err := s.line(app, id, get, record.First(1, s.opts.Now()), snap)
 	if err != nil {
 		return nil, err
 	}
@@ -243,14 +239,13 @@ func (s *Store) line(app *appender.Appender, id session.SessionID, get func(hash
 	return record.Rec{Meta: meta, Path: recordsPath, LineLen: int64(len(line)), Payload: payload}, added, nil
 }
 
-// holds reports, as ErrInvalidSnapshot, a reference to content that the
-// session (get finds what it holds) does not hold with that size.
-func holds(id session.SessionID, get func(hash string) ([]byte, bool), ref session.ContentRef) error {
-	if b, ok := get(ref.SHA256); !ok || int64(len(b)) != ref.Size {
-		return fmt.Errorf("%w: session %s: a part references content the session does not hold (SHA-256 %s, %d bytes)",
-			sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
+// sizes returns the size function of blob.Arrivals.Check for the content
+// get finds.
+func sizes(get func(hash string) ([]byte, bool)) func(hash string) (int64, bool, error) {
+	return func(hash string) (int64, bool, error) {
+		b, ok := get(hash)
+		return int64(len(b)), ok, nil
 	}
-	return nil
 }
 
 // addBlobsLocked adds content to e's.

@@ -145,27 +145,18 @@ func (w *writer) checkLocked(expected uint64, snap sessnap.Snapshot) (record.Met
 		return record.Meta{}, nil, err
 	}
 	e := w.e
-	latest := uint64(len(e.records))
-	if expected != latest {
-		return record.Meta{}, nil, fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, e.id, expected, latest)
+	m, err := record.Next(e.id, e.records[len(e.records)-1].Meta, expected, w.gen, w.s.opts.Now())
+	if err != nil {
+		return record.Meta{}, nil, err
 	}
-	last := &e.records[latest-1]
-	if last.Schema > sessnap.SchemaVersion {
-		return record.Meta{}, nil, fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",
-			sessionstore.ErrSchemaTooNew, e.id, latest, last.Schema, sessnap.SchemaVersion)
-	}
-	if err := w.arrivals.Check(snap.Messages, func(ref session.ContentRef) error { return holds(e.id, e.getLocked, ref) }); err != nil {
+	if err := w.arrivals.Check(e.id, snap.Messages, sizes(e.getLocked)); err != nil {
 		return record.Meta{}, nil, err
 	}
 	var resume []record.Rec
 	if w.app == nil {
 		resume = chain(e.records)
 	}
-	t := w.s.now()
-	if t.Before(last.Time) {
-		t = last.Time // the clock stepped back: never go backwards
-	}
-	return record.Meta{Schema: sessnap.SchemaVersion, Rev: latest + 1, Gen: w.gen, Time: t}, resume, nil
+	return m, resume, nil
 }
 
 func (w *writer) Heartbeat(ctx context.Context) error {

@@ -57,18 +57,6 @@ func blobPut(ctx context.Context, tx pgx.Tx, id session.SessionID, known map[str
 	}, added
 }
 
-// holds returns the check of blob.Arrivals against what a session holds
-// (hash → size): a reference to other content is ErrInvalidSnapshot.
-func holds(id session.SessionID, held map[string]int64) func(ref session.ContentRef) error {
-	return func(ref session.ContentRef) error {
-		if size, ok := held[ref.SHA256]; ok && size == ref.Size {
-			return nil
-		}
-		return fmt.Errorf("%w: session %s: a part references content the session does not hold (SHA-256 %s, %d bytes)",
-			sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
-	}
-}
-
 // heldBlobs returns the content session id holds, hash → size (its hashes
 // and sizes only), read in tx.
 func heldBlobs(ctx context.Context, tx pgx.Tx, id session.SessionID) (map[string]int64, error) {
@@ -358,9 +346,9 @@ func (s *Store) verifyBlobs(ctx context.Context, id session.SessionID, refs map[
 		case r.length != r.size:
 			err = fmt.Errorf("%w: %d bytes, its row says %d", blob.ErrMismatch, r.length, r.size)
 		case r.size != ref.Size:
-			err = fmt.Errorf("%w: %d bytes, the reference says %d", blob.ErrMismatch, r.size, ref.Size)
+			err = blob.SizeMismatch(r.size, ref.Size)
 		case !r.sound:
-			err = fmt.Errorf("%w: its SHA-256 is not %s", blob.ErrMismatch, ref.SHA256)
+			err = blob.HashMismatch()
 		default:
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -55,13 +56,18 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 			}
 			// A part that arrives as a reference names content an earlier
 			// revision of this history stored (the first's: none).
-			if err := w.arrivals.Check(snap.Messages, holds(id, held)); err != nil {
+			if err := w.arrivals.Check(id, snap.Messages, blob.Held(held).Size); err != nil {
 				return err
 			}
 			put, added := blobPut(ctx, tx, id, held)
-			// A record's time is never earlier than the previous record's.
+			next := record.First(1, s.opts.Now())
+			if m.Rev > 0 {
+				if next, err = record.Next(id, m, m.Rev, 1, s.opts.Now()); err != nil {
+					return err
+				}
+			}
 			var line []byte
-			m, line, err = s.encode(w.app, id, record.Meta{Schema: sessnap.SchemaVersion, Rev: m.Rev + 1, Gen: 1, Time: later(s.now(), m.Time)}, snap, put)
+			m, line, err = s.encode(w.app, id, next, snap, put)
 			if err != nil {
 				return err
 			}

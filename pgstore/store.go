@@ -67,12 +67,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxRecordBytes <= 0 {
-		o.MaxRecordBytes = sessionstore.DefaultMaxRecordBytes
-	}
-	if o.BlobThreshold == 0 {
-		o.BlobThreshold = sessionstore.DefaultBlobThreshold
-	}
+	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
+	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
 	}
@@ -263,11 +259,11 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 				return err
 			}
 		}
-		if err := w.arrivals.Check(snap.Messages, holds(id, held)); err != nil {
+		if err := w.arrivals.Check(id, snap.Messages, blob.Held(held).Size); err != nil {
 			return err
 		}
 		put, added := blobPut(ctx, tx, id, held)
-		m, line, err := s.encode(w.app, id, record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: s.now()}, *snap, put)
+		m, line, err := s.encode(w.app, id, record.First(1, s.opts.Now()), *snap, put)
 		if err != nil {
 			return err
 		}
@@ -321,10 +317,9 @@ func (s *Store) newAppender(max int) *appender.Appender {
 }
 
 // writeCap is the record cap a holder writes under in a session whose
-// recorded cap is recorded (0: none): the larger of the store's own and
-// that one, at most readCap.
+// recorded cap is recorded (0: none): record.SessionCap.
 func (s *Store) writeCap(recorded int64) int {
-	return max(s.opts.MaxRecordBytes, int(min(recorded, readCap)))
+	return record.SessionCap(s.opts.MaxRecordBytes, recorded)
 }
 
 // encode builds the line of record m for snap with app (a delta on the

@@ -163,15 +163,14 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		if err != nil {
 			return err
 		}
-		if expected != prev.rev {
-			return fmt.Errorf("%w: session %s: expected revision %d, latest is %d", sessionstore.ErrConflict, w.id, expected, prev.rev)
+		// The generation of the latest record is not read: the fence
+		// above proved the lease this writer's.
+		m, err := record.Next(w.id, record.Meta{Rev: prev.rev, Schema: prev.schema, Time: prev.time}, expected, w.gen, w.s.opts.Now())
+		if err != nil {
+			return err
 		}
 		if prev.newer != nil {
 			return opErr("append to", w.id, prev.newer)
-		}
-		if prev.schema > sessnap.SchemaVersion {
-			return fmt.Errorf("%w: session %s: revision %d has schema %d, this program writes %d",
-				sessionstore.ErrSchemaTooNew, w.id, prev.rev, prev.schema, sessnap.SchemaVersion)
 		}
 		if w.known == nil {
 			// Once per holder: only the holder adds content, so what it
@@ -181,14 +180,9 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 			}
 			w.sound = map[string]int64{}
 		}
-		if err := w.arrivals.Check(snap.Messages, holds(w.id, w.known)); err != nil {
+		if err := w.arrivals.Check(w.id, snap.Messages, blob.Held(w.known).Size); err != nil {
 			return err
 		}
-		// The record's time is the store's clock, never earlier than the
-		// previous record's (the clock stepped back, or another machine's
-		// runs behind).
-		t := later(w.s.now(), prev.time)
-		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: prev.rev + 1, Gen: w.gen, Time: t}
 		var put func(string, []byte) error
 		put, added = blobPut(ctx, tx, w.id, w.sound)
 		m, line, err := w.s.encode(w.app, w.id, m, snap, put)
@@ -215,13 +209,6 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	maps.Copy(w.sound, added)
 	w.rev.Store(rev)
 	return rev, nil
-}
-
-func later(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return b
-	}
-	return a
 }
 
 // failLocked classifies an operation's error and updates the state.

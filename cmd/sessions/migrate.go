@@ -11,6 +11,7 @@ import (
 	"iter"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/pgstore"
@@ -255,8 +256,8 @@ func migrateSession(ctx context.Context, src, dst lineStore, id session.SessionI
 		if err != nil {
 			return m, fmt.Errorf("verify the copy: %w", err)
 		}
-		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != ref.SHA256 || int64(len(b)) != ref.Size {
-			return m, fmt.Errorf("verify the copy: blob %s differs from the source's", ref.SHA256)
+		if err := blob.Check(ref, b); err != nil {
+			return m, fmt.Errorf("verify the copy: blob %s differs from the source's: %w", ref.SHA256, err)
 		}
 	}
 	srcExport, err := exportDigest(ctx, src, id)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -15,11 +16,9 @@ import (
 // encoding must fit maxBytes (0: sessionstore.DefaultMaxRecordBytes).
 // Errors wrap sessionstore.ErrInvalidSnapshot or sessionstore.ErrTooLarge.
 func EncodeSnapshot(id session.SessionID, snap sessnap.Snapshot, maxBytes int) ([]byte, error) {
-	if maxBytes <= 0 {
-		maxBytes = sessionstore.DefaultMaxRecordBytes
-	}
-	if snap.ID != id {
-		return nil, fmt.Errorf("%w: snapshot id %q in session %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+	maxBytes = record.Cap(maxBytes)
+	if err := CheckID(id, snap); err != nil {
+		return nil, err
 	}
 	if _, err := snap.Restore(); err != nil {
 		return nil, fmt.Errorf("%w: session %s: %w", sessionstore.ErrInvalidSnapshot, id, err)
@@ -35,6 +34,15 @@ func EncodeSnapshot(id session.SessionID, snap sessnap.Snapshot, maxBytes int) (
 		return nil, fmt.Errorf("%w: session %s: snapshot is %d bytes, cap %d", sessionstore.ErrTooLarge, id, len(b), maxBytes)
 	}
 	return b, nil
+}
+
+// CheckID reports, wrapping sessionstore.ErrInvalidSnapshot, a snapshot
+// of another session than id: the first check of every write.
+func CheckID(id session.SessionID, snap sessnap.Snapshot) error {
+	if snap.ID != id {
+		return fmt.Errorf("%w: snapshot id %q in session %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+	}
+	return nil
 }
 
 // ForkSnapshot returns the revision-1 snapshot of a fork of src into

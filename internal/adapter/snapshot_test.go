@@ -84,3 +84,13 @@ func TestEncodeSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckID: the snapshot-of-this-session rule, which the appender and
+// EncodeSnapshot both call.
+func TestCheckID(t *testing.T) {
+	snap := sessiontest.Snap(t, sessiontest.New("a"))
+	require.NoError(t, adapter.CheckID("a", snap))
+	err := adapter.CheckID("b", snap)
+	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
+	require.EqualError(t, err, `sessionstore: invalid snapshot: snapshot id "a" in session b`)
+}

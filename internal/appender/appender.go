@@ -139,8 +139,8 @@ func (a *Appender) head(snap *sessnap.Snapshot, k int) ([]byte, []record.Member,
 // ErrInvalidSnapshot or ErrTooLarge; then nothing changed. An error of the
 // Externalizer is returned as it is.
 func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapshot) ([]byte, error) {
-	if snap.ID != id {
-		return nil, fmt.Errorf("%w: snapshot id %q in session %s", sessionstore.ErrInvalidSnapshot, snap.ID, id)
+	if err := adapter.CheckID(id, snap); err != nil {
+		return nil, err
 	}
 	if snap.Format == "" {
 		snap.Format = sessnap.Format

@@ -1,10 +1,3 @@
-// Package blob is part content kept out of line, as the adapters that keep
-// it in memory or in a database hold it (memstore, pgstore; jsonlstore
-// keeps its own files): its address, the SHA-256 of the content; the check
-// of content against a reference and its fetch from a source (Fetch); the Externalizer that sends content at
-// or above a threshold out of line, and the pages of full records
-// (internal/record) with it; and the check of the references a snapshot
-// brings with it (Arrivals).
 package blob
 
 import (
@@ -12,10 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -32,17 +25,64 @@ func ValidHash(s string) bool {
 	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
 }
 
+// HashReader reads r to its end, or to limit+1 bytes, keeping none of
+// them, and returns how many it read and their address (Hash): content
+// checked as it streams.
+func HashReader(r io.Reader, limit int64) (int64, string, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(r, limit+1))
+	if err != nil {
+		return n, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Threshold returns the size from which content goes out of line for an
+// Options.BlobThreshold of n: 0 is sessionstore.DefaultBlobThreshold, a
+// negative n never (everything inline), any other n itself.
+func Threshold(n int) int {
+	if n == 0 {
+		return sessionstore.DefaultBlobThreshold
+	}
+	return n
+}
+
 // ErrMismatch reports content that is not what its reference says.
 var ErrMismatch = errors.New("content does not match its reference")
+
+// SizeMismatch is the error of content of got bytes whose reference says
+// want.
+func SizeMismatch(got, want int64) error {
+	return fmt.Errorf("%w: %d bytes, the reference says %d", ErrMismatch, got, want)
+}
+
+// LongerThan is the error of content that goes on past the want bytes
+// its reference says (read no further).
+func LongerThan(want int64) error {
+	return fmt.Errorf("%w: more than %d bytes, the reference says %d", ErrMismatch, want, want)
+}
+
+// HashMismatch is the error of content whose SHA-256 is not the one its
+// reference names (which the caller's message names: the blob's file, or
+// the reference).
+func HashMismatch() error {
+	return fmt.Errorf("%w: its SHA-256 differs", ErrMismatch)
+}
 
 // Check reports, wrapping ErrMismatch, content whose size or SHA-256 is
 // not the one ref names.
 func Check(ref session.ContentRef, content []byte) error {
 	if int64(len(content)) != ref.Size {
-		return fmt.Errorf("%w: %d bytes, the reference says %d", ErrMismatch, len(content), ref.Size)
+		return SizeMismatch(int64(len(content)), ref.Size)
 	}
-	if Hash(content) != ref.SHA256 {
-		return fmt.Errorf("%w: its SHA-256 is not %s", ErrMismatch, ref.SHA256)
+	return CheckHash(ref.SHA256, content)
+}
+
+// CheckHash reports, wrapping ErrMismatch, content whose SHA-256 is not
+// hash (its size unchecked: a reader that read content of any size).
+func CheckHash(hash string, content []byte) error {
+	if Hash(content) != hash {
+		return HashMismatch()
 	}
 	return nil
 }
@@ -101,8 +141,6 @@ func (e *Externalizer) Externalize(field string, content []byte) (session.Conten
 	return session.ContentRef{Field: field, SHA256: hash, Size: int64(len(content))}, true, nil
 }
 
-var _ record.PageStore = (*Externalizer)(nil)
-
 // PutPage implements record.PageStore: content, a page's bytes, whatever
 // its size, goes to Put under its address.
 func (e *Externalizer) PutPage(content []byte) (string, error) {
@@ -125,10 +163,15 @@ type Arrivals struct {
 	checked sessnap.Messages
 }
 
-// Check calls held with every reference in next's messages after those
-// checked before (all of them, when next does not continue them), and
-// returns held's first error. On success it remembers next as checked.
-func (a *Arrivals) Check(next sessnap.Messages, held func(ref session.ContentRef) error) error {
+// Check checks the references in next's messages after those checked
+// before (all of them, when next does not continue them): each must name,
+// with its size, content session id holds. size returns the size of the
+// content of hash the session holds and whether it holds it (nil: the
+// session holds none); it is asked only about valid addresses, and its
+// error is returned as it is. A reference to content the session does not
+// hold is an error wrapping sessionstore.ErrInvalidSnapshot. On success
+// Check remembers next as checked.
+func (a *Arrivals) Check(id session.SessionID, next sessnap.Messages, size func(hash string) (int64, bool, error)) error {
 	from := 0
 	if n := len(a.checked); n > 0 && len(next) >= n && &next[0] == &a.checked[0] {
 		from = n
@@ -136,7 +179,7 @@ func (a *Arrivals) Check(next sessnap.Messages, held func(ref session.ContentRef
 	var err error
 	next[from:].Refs(func(ref session.ContentRef) {
 		if err == nil {
-			err = held(ref)
+			err = held(id, ref, size)
 		}
 	})
 	if err != nil {
@@ -144,6 +187,40 @@ func (a *Arrivals) Check(next sessnap.Messages, held func(ref session.ContentRef
 	}
 	a.checked = next
 	return nil
+}
+
+// held reports, as ErrInvalidSnapshot, a reference to content the session
+// does not hold with that size (Arrivals.Check).
+func held(id session.SessionID, ref session.ContentRef, size func(hash string) (int64, bool, error)) error {
+	if ValidHash(ref.SHA256) && size != nil {
+		n, ok, err := size(ref.SHA256)
+		if err != nil {
+			return err
+		}
+		if ok && n == ref.Size {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: session %s: a part references content the session does not hold (SHA-256 %s, %d bytes)",
+		sessionstore.ErrInvalidSnapshot, id, ref.SHA256, ref.Size)
+}
+
+// Held is the content a session holds, hash → size: its Size is the size
+// function of Arrivals.Check.
+type Held map[string]int64
+
+// Size returns the size of the content of hash h holds, and whether it
+// holds it.
+func (h Held) Size(hash string) (int64, bool, error) {
+	n, ok := h[hash]
+	return n, ok, nil
+}
+
+// Refuse refuses, as Arrivals.Check does, msgs holding any reference:
+// the check of a session that holds no content (one being created, or a
+// store that keeps none out of line). It looks at every message.
+func Refuse(id session.SessionID, msgs sessnap.Messages) error {
+	return new(Arrivals).Check(id, msgs, nil)
 }
 
 // Reset forgets what was checked: the next Check looks at every message.

@@ -19,7 +19,15 @@
 //	… append line durably …
 //
 // Reader (reader.go) is the readers' side: it reads records from any
-// source of lines, enforces the sequence rules, and with Snapshots
-// rebuilds each revision's stored snapshot; ExpandPages gives the
+// source of lines, enforces the sequence rules (Seq, seq.go), and with
+// Snapshots rebuilds each revision's stored snapshot; ExpandPages gives the
 // conversation a snapshot's pages stand for.
+//
+// The writers' side of those rules is next.go: First and Next make the
+// envelope of the record every adapter's append writes, after checking
+// it against the session's latest (a stale view, a newer schema, a later
+// holder), so that what a writer makes is what a reader accepts. The
+// record cap's rules are cap.go (Cap, SessionCap):
+//
+//	m, err := record.Next(id, latest, expected, gen, now) // ErrConflict, ErrSchemaTooNew, ErrLeaseLost
 package record

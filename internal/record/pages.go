@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/sessionstore/sessionstore/internal/blob"
 )
 
 // A long conversation's full record would outgrow the record cap, so a
@@ -63,7 +64,7 @@ func ParsePage(elem []byte) (PageRef, error) {
 		return PageRef{}, fmt.Errorf("%w: page reference %.60q", ErrFraming, elem)
 	}
 	p := *v.Page
-	if len(p.SHA256) != 64 || strings.Trim(p.SHA256, "0123456789abcdef") != "" || p.Messages < 1 || p.Size < 2 {
+	if !blob.ValidHash(p.SHA256) || p.Messages < 1 || p.Size < 2 {
 		return PageRef{}, fmt.Errorf("%w: page reference %.60q", ErrFraming, elem)
 	}
 	return p, nil
