@@ -189,10 +189,10 @@ func testBlobBomb(t *testing.T, bomb string) {
 	control, _ := open(func(_ string, size int64) int64 { return size + 1 })
 	claims := map[string]int64{}
 	st, dir := open(func(h string, _ int64) int64 {
-		switch {
-		case h == image:
+		switch h {
+		case image:
 			claims[h] = 16 << 30
-		case h == text:
+		case text:
 			claims[h] = 64 << 20
 		default:
 			claims[h] = 32 << 30

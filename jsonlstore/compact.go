@@ -264,7 +264,7 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 	rep.Skipped, rep.FirstKept, rep.Latest = pl.skipped, pl.firstKept, pl.latest
 	rep.LogBytesBefore, rep.LogBytesAfter = size, size
 	if pl.skipped == "" {
-		rep.RevisionsTrimmed = int64(pl.seg.Last - pl.seg.First + 1)
+		rep.RevisionsTrimmed = int64(pl.seg.Last - pl.seg.First + 1) //nolint:gosec // G115: a revision range, far below 2^63
 		rep.LogBytesAfter = size - pl.cut
 		rep.Segment = archiveDir(rep.ID) + "/" + pl.seg.File
 	}

@@ -112,7 +112,7 @@ func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(searchWait))
 	defer cancel()
 	for {
-		err := unix.Flock(int(fd.Fd()), how|unix.LOCK_NB) //nolint:gosec // G115: a descriptor fits an int
+		err := unix.Flock(int(fd.Fd()), how|unix.LOCK_NB)
 		if err == nil {
 			return func() { _ = f.Close() }, nil // closing the descriptor drops the lock
 		}

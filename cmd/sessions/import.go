@@ -89,7 +89,7 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	bar.finish()
 	if ctx.Err() != nil {
 		// A signal: Run stopped within a read of each file it was reading.
-		return c.fail(fmt.Errorf("stopped (%v): the sessions imported before it are kept; import again to finish", context.Cause(ctx)))
+		return c.fail(fmt.Errorf("stopped (%w): the sessions imported before it are kept; import again to finish", context.Cause(ctx)))
 	}
 	if err != nil {
 		return c.fail(err)

@@ -266,7 +266,6 @@ func BenchmarkImportPeakHeap(b *testing.B) {
 	p := filepath.Join(b.TempDir(), id+".jsonl")
 	require.NoError(b, os.WriteFile(p, data, 0o600))
 	size := float64(len(data))
-	data = nil
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var peak float64
 	for b.Loop() {

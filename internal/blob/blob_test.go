@@ -220,7 +220,7 @@ func TestArrivalsRule(t *testing.T) {
 				return
 			}
 			require.ErrorIs(t, err, tt.wantErr)
-			if tt.wantErr != sessionstore.ErrInvalidSnapshot {
+			if !errors.Is(tt.wantErr, sessionstore.ErrInvalidSnapshot) {
 				require.NotErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
 			}
 			if tt.wantMsg != "" {

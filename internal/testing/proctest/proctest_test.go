@@ -240,7 +240,7 @@ func TestWaitCatchesAHang(t *testing.T) {
 	require.Contains(t, failed, "no progress for 1s")
 	require.GreaterOrEqual(t, took, time.Second)
 	t.Logf("caught after %v", took)
-	failed, _ = failing(&failTB{TB: t}, func(tb testing.TB) { c.Wait(tb) })
+	failed, _ = failing(&failTB{TB: t}, func(tb testing.TB) { _ = c.Wait(tb) })
 	require.Contains(t, failed, "waiting for helper block pid ")
 	require.Contains(t, failed, "to exit: no progress for 1s")
 }
