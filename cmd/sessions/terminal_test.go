@@ -167,7 +167,11 @@ func onTerminal(t *testing.T, env []string, stopAfter string, args ...string) st
 	}
 	line := "stty cols 80 rows 30; "
 	if stopAfter != "" {
-		line += "timeout --preserve-status -s INT " + stopAfter + " "
+		// --foreground: timeout(1) otherwise sends the signal twice, to
+		// the command and to its process group, and the second one, meant
+		// to end a command that ignores the first, could arrive after the
+		// first had restored the default and kill it with status 130.
+		line += "timeout --foreground --preserve-status -s INT " + stopAfter + " "
 	}
 	line += filepath.Join(binDir, "sessions")
 	for _, a := range args {
