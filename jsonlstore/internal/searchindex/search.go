@@ -43,7 +43,7 @@ import (
 //     Those hits are ranked as the index ranks them once it holds them,
 //     and the row is left to the writers' queues and later searches.
 //   - The state of a log is the catalog's entry where the catalog can be
-//     believed and the session has no mark (catalog.go: such a log has
+//     believed and the session has no mark (Host.Sessions: such a log has
 //     not changed since its entry was made), a probe of the log
 //     otherwise; and a hit from a row taken as current on the catalog's
 //     word counts only once a probe of its log agrees. One that does not
@@ -53,7 +53,7 @@ import (
 //   - A missing index is created by the first search, which indexes every
 //     session (the store's Logger hears that the index is being built); a
 //     damaged one, or one of another version, is removed and built anew.
-//     ReindexSearch rebuilds it on request.
+//     Reindex (the store's ReindexSearch) rebuilds it on request.
 //   - Where the index cannot be opened (another user's, junk at its
 //     path), every session is searched in memory from its log: slower,
 //     never wrong.
@@ -557,7 +557,8 @@ func (x *Index) applyLocked(ctx context.Context, db *searchdb.DB, reads []*index
 // searchBatch is how many sessions one transaction of a catch-up takes.
 const searchBatch = 32
 
-// ReindexSearch rebuilds the search index from the logs, as a new file:
+// Reindex implements searchhost.Index (the store's ReindexSearch): it
+// rebuilds the search index from the logs, as a new file:
 // every session is indexed into a new index beside the old one, which
 // then replaces it (so nothing of the old file survives: rows, triggers,
 // damage). Searches meanwhile stay correct (they use the old index, and

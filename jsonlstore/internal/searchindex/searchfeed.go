@@ -300,7 +300,8 @@ func (x *Index) Close() {
 	x.mu.Unlock()
 }
 
-// FlushSearch writes the search index updates that appends queued, now,
+// Flush implements searchhost.Index (the store's FlushSearch): it writes
+// the search index updates that appends queued, now,
 // waiting up to a few seconds for another process's write to the index;
 // it returns what kept it from writing them (they are then left to the
 // next search). Appends need not call it: the store writes its queue

@@ -400,21 +400,20 @@ func searchIndexBad(err error) bool {
 // searchdb.ErrMissing. With create, a missing, damaged, outdated or
 // junk index is replaced by a new one; an index this user may not read
 // or write stays an error (fs.ErrPermission). An index another process
-// keeps busy is tried again for up to wait. si.mu must be held.
+// keeps busy is tried again for up to wait. x.mu must be held.
 func (x *Index) openSearchLocked(ctx context.Context, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
-	si := x
-	if si.closed {
+	if x.closed {
 		return nil, sessionstore.ErrClosed
 	}
-	if si.db != nil {
-		if fi, err := x.fs.Lstat(x.file); err == nil && vfs.IdentityOf(fi) == si.dbID {
-			return si.db, nil
+	if x.db != nil {
+		if fi, err := x.fs.Lstat(x.file); err == nil && vfs.IdentityOf(fi) == x.dbID {
+			return x.db, nil
 		}
 	}
 	x.closeSearchLocked()
 	db, id, err := x.openSearchIndex(ctx, wait)
 	if err == nil {
-		si.db, si.dbID = db, id
+		x.db, x.dbID = db, id
 		return db, nil
 	}
 	if !create || !errors.Is(err, searchdb.ErrMissing) && !searchIndexBad(err) {
