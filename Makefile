@@ -66,7 +66,7 @@ FUZZ_TARGETS = \
 	./sessnap:FuzzUnmarshal ./sessnap:FuzzRoundTrip \
 	./session:FuzzNormalizeLastError \
 	./jsonlstore:FuzzParseLine ./jsonlstore:FuzzTailRecovery ./jsonlstore:FuzzArchive ./jsonlstore:FuzzBlobRead \
-	./jsonlstore/internal/searchdb:FuzzSchemaCheck \
+	./jsonlstore/internal/searchindex/searchdb:FuzzSchemaCheck \
 	./fslease:FuzzParseRecord ./fslease:FuzzLeaseFile \
 	./internal/record:FuzzApplyDelta ./internal/record:FuzzDiffApply ./internal/record:FuzzExpandPages \
 	./importer/claudecode:FuzzParse ./importer/codex:FuzzParse ./importer:FuzzDecode \

@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -77,7 +78,7 @@ func runChild(mode string, args []string) error {
 		return nil
 	case "list-jsonl": // DIR
 		start := time.Now()
-		st, err := jsonlstore.Open(arg(0), jsonlstore.Options{})
+		st, err := jsonlstore.Open(arg(0), jsonlstore.Options{Search: fts.New()})
 		if err != nil {
 			return err
 		}
@@ -146,7 +147,7 @@ func runChild(mode string, args []string) error {
 		result("ns=%d items=%d first=%s", d.Nanoseconds(), len(items), first)
 		return nil
 	case "compact": // DIR ID
-		st, err := jsonlstore.Open(arg(0), jsonlstore.Options{})
+		st, err := jsonlstore.Open(arg(0), jsonlstore.Options{Search: fts.New()})
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 )
 
 // runPrealloc is the append-at-the-disk's-limit study:
@@ -80,7 +81,7 @@ func storeLine(ctx context.Context, dir string, size int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snap, jsonlstore.Options{FullRecordsOnly: true})
+	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snap, jsonlstore.Options{FullRecordsOnly: true, Search: fts.New()})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -385,7 +386,7 @@ func (b *bboltSystem) close() error { return b.db.Close() }
 
 // openJSONLReader opens a store to read it (no writer).
 func openJSONLReader(dir string) (*jsonlstore.Store, error) {
-	return jsonlstore.Open(dir, jsonlstore.Options{})
+	return jsonlstore.Open(dir, jsonlstore.Options{Search: fts.New()})
 }
 
 // mustEncode returns snap's encoding, or nil when it does not encode (the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -48,7 +49,7 @@ func runW1Size(ctx context.Context, c *config, r *report, size int) error {
 	if err != nil {
 		return err
 	}
-	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snaps[0], jsonlstore.Options{})
+	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), snaps[0], jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return err
 	}

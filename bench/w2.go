@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -43,7 +44,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 	}
 	// The store twice: with default Options (delta records) and with
 	// FullRecordsOnly, the store as it was before deltas.
-	js, err := newJSONL(ctx, sub("jsonl"), first, jsonlstore.Options{})
+	js, err := newJSONL(ctx, sub("jsonl"), first, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func runW2(ctx context.Context, c *config, r *report) error {
 			js.close()
 		}
 	}()
-	jf, err := newJSONL(ctx, sub("jsonl-full"), first, jsonlstore.Options{FullRecordsOnly: true})
+	jf, err := newJSONL(ctx, sub("jsonl-full"), first, jsonlstore.Options{FullRecordsOnly: true, Search: fts.New()})
 	if err != nil {
 		return err
 	}

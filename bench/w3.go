@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -32,7 +33,7 @@ func runW3(ctx context.Context, c *config, r *report) error {
 	jsDir := filepath.Join(dir, "jsonl")
 	for _, id := range []session.SessionID{one, many} {
 		snap.ID = id
-		js, err := newJSONL(ctx, jsDir, snap, jsonlstore.Options{})
+		js, err := newJSONL(ctx, jsDir, snap, jsonlstore.Options{Search: fts.New()})
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -139,7 +140,7 @@ func w5BuildLog(ctx context.Context, root, id string, size int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	js, err := newJSONL(ctx, root, snap, jsonlstore.Options{})
+	js, err := newJSONL(ctx, root, snap, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return 0, err
 	}

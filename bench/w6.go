@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -86,7 +87,7 @@ func runW6(ctx context.Context, c *config, r *report) error {
 	if err != nil {
 		return err
 	}
-	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), first, jsonlstore.Options{})
+	js, err := newJSONL(ctx, filepath.Join(dir, "jsonl"), first, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func runW6(ctx context.Context, c *config, r *report) error {
 			return err
 		}
 		if err := m.timed(&load, 0, func() error {
-			st, err := jsonlstore.Open(filepath.Join(dir, "jsonl"), jsonlstore.Options{})
+			st, err := jsonlstore.Open(filepath.Join(dir, "jsonl"), jsonlstore.Options{Search: fts.New()})
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -126,7 +127,7 @@ func runW7(ctx context.Context, c *config, r *report) error {
 // w7Build creates n sessions of msgs messages of about msgBytes each,
 // one holding the rare word, and returns the bytes of message text.
 func w7Build(ctx context.Context, root string, n, msgs, msgBytes int, seed uint64) (int64, error) {
-	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	st, err := jsonlstore.Open(root, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return 0, err
 	}
@@ -195,7 +196,7 @@ func w7Build(ctx context.Context, root string, n, msgs, msgBytes int, seed uint6
 
 // w7Search opens the store at root and searches for the rare word.
 func w7Search(ctx context.Context, root string) (sessionstore.SearchResult, error) {
-	st, err := jsonlstore.OpenExisting(root, jsonlstore.Options{})
+	st, err := jsonlstore.OpenExisting(root, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}
@@ -276,7 +277,7 @@ func w7Append(ctx context.Context, c *config, dir string, r *report) error {
 		s  *session.Session
 	}
 	open := func(name string, indexed bool) (*side, error) {
-		st, err := jsonlstore.Open(filepath.Join(dir, name), jsonlstore.Options{})
+		st, err := jsonlstore.Open(filepath.Join(dir, name), jsonlstore.Options{Search: fts.New()})
 		if err != nil {
 			return nil, err
 		}

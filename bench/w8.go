@@ -18,6 +18,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -222,7 +223,7 @@ func w8Searches(root, want string, d time.Duration, p *w8Phase) error {
 // the first holds the rare word. It returns their IDs and the bytes of
 // message text.
 func w8Build(ctx context.Context, root string, n, msgs int) ([]session.SessionID, int64, error) {
-	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	st, err := jsonlstore.Open(root, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -389,7 +390,7 @@ func w8WriterChild(root, id, seedArg string) error {
 	if err != nil {
 		return err
 	}
-	st, err := jsonlstore.OpenExisting(root, jsonlstore.Options{})
+	st, err := jsonlstore.OpenExisting(root, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return err
 	}
@@ -460,7 +461,7 @@ func w8WriterChild(root, id, seedArg string) error {
 // revision is the writer's last, a search for its last word finds that
 // message at that revision, and Verify finds the store sound.
 func w8Check(ctx context.Context, root string, ids []session.SessionID, res []w8WriterResult) error {
-	st, err := jsonlstore.OpenExisting(root, jsonlstore.Options{})
+	st, err := jsonlstore.OpenExisting(root, jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return err
 	}

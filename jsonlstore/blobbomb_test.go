@@ -22,6 +22,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -182,7 +183,7 @@ func testBlobBomb(t *testing.T, bomb string) {
 		require.NoError(t, os.CopyFS(root, os.DirFS(built.Dir())))
 		dir := filepath.Join(root, string(id))
 		claimSizes(t, dir, bombed, claim)
-		st, err := Open(root, Options{MaxRecordBytes: maxRecord})
+		st, err := Open(root, Options{Search: searchindex.New(), MaxRecordBytes: maxRecord})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
 		return st, dir

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/storetest"
 )
@@ -21,9 +22,10 @@ import (
 // Crash kills a holder process (SIGKILL) once it holds the lease. Damage
 // deletes the session's log, leaving its other files.
 //
-// It runs with delta records (the default) and with full records only.
+// It runs with delta records (the default) and with full records only,
+// with the search index (fts), as the CLI opens stores.
 func TestConformance(t *testing.T) {
-	for _, opts := range []jsonlstore.Options{{}, {FullRecordsOnly: true}} {
+	for _, opts := range []jsonlstore.Options{{Search: fts.New()}, {FullRecordsOnly: true, Search: fts.New()}} {
 		t.Run(fmt.Sprintf("full-records-only=%v", opts.FullRecordsOnly), func(t *testing.T) {
 			conformance(t, opts)
 		})

@@ -176,7 +176,7 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		return nil, opErr("create", id, err)
 	}
 	if last.Rev == 1 {
-		w.search = searchMark{known: true} // a new session of one revision: the index holds nothing of it
+		w.feed = s.searchFeed(id, true) // a new session of one revision: the index holds nothing of it
 	}
 	fi := w.logStatAt(&last)
 	w.writeSummary(&last, &latest, fi)

@@ -16,7 +16,7 @@
 //	  .catalog/               the listing catalog: every session's summary (a cache)
 //	    catalog, root, lock   the catalog, the root as it vouches for, its writers' lock
 //	    marks/<id>.<gen>      a lease that may change the session's log
-//	  .search/                the full-text search index (a cache)
+//	  .search/                the full-text search index (a cache; Options.Search)
 //
 // # Guarantees
 //
@@ -60,12 +60,26 @@
 // append never waits for it. Reindex rebuilds it; VerifyCatalog checks it
 // against the logs. FORMAT.md has every byte.
 //
+// # Search
+//
+// The full-text search index is a component a store is opened with
+// (Options.Search = fts.New(), package jsonlstore/fts), so that a program
+// that never searches links no SQLite: this package never imports it.
+// Without it, Search, ReindexSearch, VerifySearch and FlushSearch return
+// ErrNoSearch; with it, writers feed the index in the background and a
+// search proves every row against its log first. The index holds, per
+// session, the state of the log it read, so a store opened without it
+// still leaves it correct: the next search reads again what changed.
+// The store gives the index its files through package searchhost (the
+// seam): the root, the sessions' logs read as records, the catalog's
+// word on them.
+//
 // Network file systems are not supported: flock and fsync semantics there
 // are not what the store relies on.
 //
 // # Usage
 //
-//	st, err := jsonlstore.Open(dir, jsonlstore.Options{})
+//	st, err := jsonlstore.Open(dir, jsonlstore.Options{}) // Search: fts.New() to search
 //	w, err := st.Create(ctx, snap, sessionstore.AcquireOptions{Label: "agent"})
 //	rev, err := w.Append(ctx, 1, next) // durable when it returns
 //	err = w.Release(ctx)

@@ -1,6 +1,9 @@
 package jsonlstore
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of the file store, besides the contract's (package
 // sessionstore). Callers classify with errors.Is.
@@ -33,4 +36,21 @@ var (
 	// ErrBackupInsideStore reports a Backup destination that is the store's
 	// root or lies inside it: the copy would become part of what it copies.
 	ErrBackupInsideStore = errors.New("jsonlstore: backup destination inside the store")
+
+	// ErrNoSearch reports a search (Search, ReindexSearch, VerifySearch,
+	// FlushSearch) on a store opened without a search index, and Open
+	// with an Options.Search that is not one. Searching is a component a
+	// store is opened with, so that a program that never searches links
+	// no SQLite: open the store with
+	// jsonlstore.Options{Search: fts.New()} (package
+	// github.com/sessionstore/sessionstore/jsonlstore/fts). Appends of a
+	// store opened without it still leave the index correct for one
+	// opened with it. It matches errors.ErrUnsupported too.
+	ErrNoSearch = fmt.Errorf("jsonlstore: store opened without a search index: open it with jsonlstore.Options{Search: fts.New()} (package github.com/sessionstore/sessionstore/jsonlstore/fts): %w", errors.ErrUnsupported)
 )
+
+// fmtNoSearch is the error of Options.Search set to v, which is no
+// search index the store can use.
+func fmtNoSearch(v SearchIndex) error {
+	return fmt.Errorf("%w: Options.Search is a %T (%s), not fts.New()", ErrNoSearch, v, v.SearchIndexName())
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -329,7 +330,7 @@ func procHelper(mode string) error {
 	// Content stays inline (BlobThreshold -1): a large revision is one
 	// large write(2) of the log, which the kill tests aim at; with
 	// procBlobsEnv, it goes out of line as the store's default does.
-	opts := Options{BlobThreshold: -1}
+	opts := Options{BlobThreshold: -1, Search: searchindex.New()}
 	if os.Getenv(procBlobsEnv) == "1" {
 		opts.BlobThreshold = 0
 	}

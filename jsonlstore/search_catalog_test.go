@@ -68,7 +68,7 @@ func TestSearchProvesRowsByTheCatalog(t *testing.T) {
 	}
 	fresh := func() *Store {
 		t.Helper()
-		f, err := Open(st.Dir(), opts)
+		f, err := Open(st.Dir(), withSearch(opts))
 		require.NoError(t, err)
 		t.Cleanup(func() { f.Close() })
 		return f
@@ -84,9 +84,9 @@ func TestSearchProvesRowsByTheCatalog(t *testing.T) {
 	hits := search(f, "platypus")
 	require.Len(t, hits, 1)
 	require.Equal(t, session.SessionID("s07"), hits[0].ID)
-	require.Equal(t, int64(n), f.searches.vouched.Load(), "every row vouched for by the catalog")
-	require.Equal(t, int64(1), f.searches.probes.Load(), "one probe: the hit's log")
-	require.Zero(t, f.searches.reproved.Load())
+	require.Equal(t, int64(n), indexOf(f).Stats().Vouched, "every row vouched for by the catalog")
+	require.Equal(t, int64(1), indexOf(f).Stats().Probes, "one probe: the hit's log")
+	require.Zero(t, indexOf(f).Stats().Reproved)
 
 	// Another process appends under a lease: its mark makes the session
 	// one the search probes, and the new message is found.
@@ -97,12 +97,12 @@ func TestSearchProvesRowsByTheCatalog(t *testing.T) {
 	s3.msgs = append(s3.msgs, "a wombat digs")
 	_, err = w.Append(ctx, w.Revision(), s3.snap(t))
 	require.NoError(t, err)
-	probes := f.searches.probes.Load()
+	probes := indexOf(f).Stats().Probes
 	hits = search(f, "wombat")
 	require.Len(t, hits, 1, "the marked session's log is probed and read")
 	require.Equal(t, s3.id, hits[0].ID)
 	require.Equal(t, w.Revision(), hits[0].Revision)
-	require.Greater(t, f.searches.probes.Load(), probes)
+	require.Greater(t, indexOf(f).Stats().Probes, probes)
 	require.NoError(t, w.Release(ctx))
 
 	// A session created since: the root changed, and the search reads its
@@ -141,10 +141,10 @@ func TestSearchProvesRowsByTheCatalog(t *testing.T) {
 
 	g := fresh()
 	require.Empty(t, search(g, "quokka"), "the restored log holds no quokka")
-	require.Equal(t, int64(1), g.searches.reproved.Load(), "the hit's probe caught the catalog out")
+	require.Equal(t, int64(1), indexOf(g).Stats().Reproved, "the hit's probe caught the catalog out")
 	require.Len(t, search(g, "platypus"), 1)
 	h := fresh()
 	require.Len(t, search(h, "platypus"), 1)
-	require.Equal(t, int64(1), h.searches.probes.Load(), "the catalog, rebuilt, vouches for every row again")
-	require.Zero(t, h.searches.reproved.Load())
+	require.Equal(t, int64(1), indexOf(h).Stats().Probes, "the catalog, rebuilt, vouches for every row again")
+	require.Zero(t, indexOf(h).Stats().Reproved)
 }

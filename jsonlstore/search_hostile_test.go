@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -100,7 +101,7 @@ func TestSearchIndexStaysInStore(t *testing.T) {
 				}
 			}
 			root := filepath.Join(dir, name)
-			st, err := Open(root, Options{})
+			st, err := Open(root, Options{Search: searchindex.New()})
 			require.NoError(t, err)
 			w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.Titled("a", "quetzalcoatl in the title")), sessionstore.AcquireOptions{})
 			require.NoError(t, err)
@@ -121,9 +122,7 @@ func TestSearchIndexStaysInStore(t *testing.T) {
 				require.Equal(t, want, b, "%s changed", p)
 			}
 			// Inside: the index and its files, 0600.
-			st.search.mu.Lock()
-			require.NotNil(t, st.search.db, "the index is open")
-			st.search.mu.Unlock()
+			require.True(t, indexOf(st).IsOpen(), "the index is open")
 			fi, err := os.Stat(filepath.Join(root, searchFile))
 			require.NoError(t, err)
 			require.Positive(t, fi.Size())
@@ -195,7 +194,7 @@ func TestSearchIndexPlantedSchema(t *testing.T) {
 				require.NoError(t, st.Close())
 				indexSQL(t, st.Dir(), c.plant...)
 				var err error
-				st, err = Open(st.Dir(), opts)
+				st, err = Open(st.Dir(), withSearch(opts))
 				require.NoError(t, err)
 			} else {
 				indexSQL(t, st.Dir(), c.plant...)
@@ -207,7 +206,7 @@ func TestSearchIndexPlantedSchema(t *testing.T) {
 			require.NoError(t, w.Release(ctx))
 			within(t, hostileWait, "Close", func() { require.NoError(t, st.Close()) })
 
-			st, err = Open(st.Dir(), opts)
+			st, err = Open(st.Dir(), withSearch(opts))
 			require.NoError(t, err)
 			defer st.Close()
 			within(t, hostileWait, "search", func() { requireSameAsHistory(t, st, qs, "planted") })
@@ -317,7 +316,7 @@ func TestSearchIndexDamagedPages(t *testing.T) {
 			require.NoError(t, st.Close())
 			damagePages(t, st.Dir(), rand.New(rand.NewPCG(seed, 1)), 20)
 
-			st2, err := Open(st.Dir(), Options{})
+			st2, err := Open(st.Dir(), Options{Search: searchindex.New()})
 			require.NoError(t, err)
 			defer st2.Close()
 			rep, err := st2.VerifySearch(ctx)
@@ -332,7 +331,7 @@ func TestSearchIndexDamagedPages(t *testing.T) {
 
 			require.NoError(t, st2.Close())
 			damagePages(t, st.Dir(), rand.New(rand.NewPCG(seed, 2)), 20)
-			st3, err := Open(st.Dir(), Options{})
+			st3, err := Open(st.Dir(), Options{Search: searchindex.New()})
 			require.NoError(t, err)
 			defer st3.Close()
 			rr, err := st3.ReindexSearch(ctx)
@@ -437,7 +436,7 @@ func TestSearchIndexJunkReplaced(t *testing.T) {
 				c.plant(t, st.Dir(), outside)
 				before := snapshot(t, outside)
 
-				st, err := Open(st.Dir(), Options{})
+				st, err := Open(st.Dir(), Options{Search: searchindex.New()})
 				require.NoError(t, err)
 				defer st.Close()
 				if how == "reindex" {

@@ -17,7 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -54,8 +54,8 @@ func (f *logReadFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// quietWriter holds a session through a handle on a store's root whose
-// queue never reaches the index (a process that does not index it).
+// quietWriter holds a session through a handle on a store's root opened
+// without the search index (a process that does not index it).
 type quietWriter struct {
 	st *Store
 	w  sessionstore.Writer
@@ -67,9 +67,6 @@ func newQuietWriter(t *testing.T, dir string, id session.SessionID) *quietWriter
 	ctx := t.Context()
 	other, err := Open(dir, Options{BlobThreshold: -1})
 	require.NoError(t, err)
-	other.search.mu.Lock()
-	other.search.closed = true // its queue never reaches the index
-	other.search.mu.Unlock()
 	w, err := other.Acquire(ctx, id, sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	rec, err := other.Load(ctx, id)
@@ -107,7 +104,7 @@ func (q *quietWriter) add(t *testing.T, texts ...string) uint64 {
 // held keep the revisions they appeared at.
 func TestSearchCatchUpReadsWhatWasAppended(t *testing.T) {
 	ctx := t.Context()
-	st, err := Open(t.TempDir(), Options{BlobThreshold: -1})
+	st, err := Open(t.TempDir(), Options{Search: searchindex.New(), BlobThreshold: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	s := sessiontest.New("grown")
@@ -141,98 +138,13 @@ func TestSearchCatchUpReadsWhatWasAppended(t *testing.T) {
 		t.Logf("round %d: %d bytes of the logs read", round, counted.n.Load())
 		require.Less(t, counted.n.Load(), int64(200<<10), "round %d: bytes of the logs read", round)
 	}
-	st.search.mu.Lock()
-	states, err := st.search.db.States(ctx)
-	st.search.mu.Unlock()
+	states, err := indexOf(st).States(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 308, states["grown"].Messages)
 	res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "message007"})
 	require.NoError(t, err)
 	require.Equal(t, []hitKey{{"grown", "text", 7, 1}}, hitKeys(res.Hits), "an old message keeps its revision")
 	requireSameAsHistory(t, st, []sessionstore.SearchQuery{{Text: "gannet1", Limit: sessionstore.MaxSearchLimit}, {Text: "lorem", Limit: 5}}, "after")
-}
-
-// TestSearchRowMovedOnDuringCatchUp: another process brings a row further
-// between a search's read of the rows and its update (here, the row is
-// moved on while the search reads the log: by a writer's queue, in
-// production). The search's update finds the row changed; it is built
-// again on the row as it is now, and the session is not read whole nor
-// searched in memory.
-func TestSearchRowMovedOnDuringCatchUp(t *testing.T) {
-	ctx := t.Context()
-	st, err := Open(t.TempDir(), Options{BlobThreshold: -1})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	s := sessiontest.New("moved")
-	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first words", sessiontest.Epoch)))
-	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	require.NoError(t, w.Release(ctx))
-	q := newQuietWriter(t, st.Dir(), "moved")
-	q.add(t, "second words", "third words")
-	_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
-	require.NoError(t, err)
-
-	// Two revisions appended by a process that does not index, then,
-	// while the search reads the log, the row moved to the first of them
-	// by another handle's update.
-	rev := q.add(t, "puffin one", "puffin two")
-	s = q.s
-	other, err := Open(st.Dir(), Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, other.Close()) }()
-	var moved atomic.Bool
-	st.fs = &hookFS{FS: st.fs, onLog: func() {
-		if moved.Swap(true) {
-			return
-		}
-		other.search.mu.Lock()
-		defer other.search.mu.Unlock()
-		db, err := other.openSearchLocked(ctx, false, searchWait)
-		require.NoError(t, err)
-		states, err := db.StatesOf(ctx, []session.SessionID{"moved"})
-		require.NoError(t, err)
-		st0 := states["moved"]
-		ix, err := other.readIndexed(ctx, "moved", &st0)
-		require.NoError(t, err)
-		// The update to revision rev-1 alone: the first new message.
-		u, ok := ix.extend(st0)
-		require.True(t, ok)
-		u.Rev, u.Messages, u.Add = rev-1, st0.Messages+1, u.Add[:1]
-		u.Digest = ix.digest[1]
-		applied, err := db.Apply(ctx, []searchdb.Update{u}, searchWait)
-		require.NoError(t, err)
-		require.Equal(t, []bool{true}, applied)
-	}}
-	appended, whole, inMem := st.searches.appended.Load(), st.searches.wholeReads.Load(), st.searches.inMemory.Load()
-	res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "puffin"})
-	require.NoError(t, err)
-	require.True(t, moved.Load())
-	require.Equal(t, []hitKey{
-		{"moved", "text", s.MessageCount() - 2, rev - 1},
-		{"moved", "text", s.MessageCount() - 1, rev},
-	}, hitKeys(res.Hits))
-	require.Equal(t, appended+1, st.searches.appended.Load(), "read from what was appended")
-	require.Equal(t, whole, st.searches.wholeReads.Load(), "not read whole")
-	require.Equal(t, inMem, st.searches.inMemory.Load(), "not searched in memory")
-	st.search.mu.Lock()
-	states, err := st.search.db.States(ctx)
-	st.search.mu.Unlock()
-	require.NoError(t, err)
-	require.Equal(t, rev, states["moved"].Rev, "extended from the row the other handle wrote")
-}
-
-// hookFS calls onLog when a session's log is opened.
-type hookFS struct {
-	vfs.FS
-	onLog func()
-}
-
-func (h *hookFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
-	if filepath.Base(name) == LogFile {
-		h.onLog()
-	}
-	return h.FS.OpenFile(name, flag, perm)
 }
 
 // TestSearchWaitsForAnIndexBusyAtOpen: a search whose index another
@@ -243,7 +155,7 @@ func TestSearchWaitsForAnIndexBusyAtOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		dir := t.TempDir()
-		st, err := Open(dir, Options{})
+		st, err := Open(dir, Options{Search: searchindex.New()})
 		require.NoError(t, err)
 		for i := range 3 {
 			w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.Titled(fmt.Sprintf("s%d", i), fmt.Sprintf("tern%d", i))), sessionstore.AcquireOptions{})
@@ -267,7 +179,7 @@ func TestSearchWaitsForAnIndexBusyAtOpen(t *testing.T) {
 			_ = lock.Close()
 		}()
 
-		fresh, err := Open(dir, Options{})
+		fresh, err := Open(dir, Options{Search: searchindex.New()})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, fresh.Close()) }()
 		res, err := fresh.Search(ctx, sessionstore.SearchQuery{Text: "tern1"})

@@ -77,9 +77,7 @@ func TestSearchDoesNotWaitForTheIndexWriteLock(t *testing.T) {
 	q.add(t, "first words of the holder")
 	_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"}) // the index holds every session
 	require.NoError(t, err)
-	st.search.mu.Lock()
-	before, err := st.search.db.StatesOf(ctx, []session.SessionID{"grown"})
-	st.search.mu.Unlock()
+	before, err := indexOf(st).StatesOf(ctx, []session.SessionID{"grown"})
 	require.NoError(t, err)
 
 	// Appended since the row, by a process that does not index: a new
@@ -101,7 +99,7 @@ func TestSearchDoesNotWaitForTheIndexWriteLock(t *testing.T) {
 		sessionstore.SearchQuery{Text: "ced* gannet", Limit: sessionstore.MaxSearchLimit, NoTools: true},
 		sessionstore.SearchQuery{Text: `"amber basil"`, Limit: sessionstore.MaxSearchLimit},
 	)
-	whole, appended, inMem := st.searches.wholeReads.Load(), st.searches.appended.Load(), st.searches.inMemory.Load()
+	whole, appended, inMem := indexOf(st).Stats().WholeReads, indexOf(st).Stats().Appended, indexOf(st).Stats().InMemory
 	held := make([]sessionstore.SearchResult, len(qs))
 	for i, qq := range qs {
 		want, err := searchtest.Reference(ctx, st, qq)
@@ -119,9 +117,9 @@ func TestSearchDoesNotWaitForTheIndexWriteLock(t *testing.T) {
 	}
 	_, still := lock.TryNext()
 	require.False(t, still, "the helper held the lock throughout")
-	require.Equal(t, whole, st.searches.wholeReads.Load(), "no session read whole")
-	require.Equal(t, appended+int64(len(qs)), st.searches.appended.Load(), "each search read what was appended")
-	require.Equal(t, inMem+int64(len(qs)), st.searches.inMemory.Load(), "and searched it beside the index")
+	require.Equal(t, whole, indexOf(st).Stats().WholeReads, "no session read whole")
+	require.Equal(t, appended+int64(len(qs)), indexOf(st).Stats().Appended, "each search read what was appended")
+	require.Equal(t, inMem+int64(len(qs)), indexOf(st).Stats().InMemory, "and searched it beside the index")
 	var revs []uint64
 	for _, h := range held[len(qs)-6].Hits {
 		revs = append(revs, h.Revision)
@@ -129,9 +127,7 @@ func TestSearchDoesNotWaitForTheIndexWriteLock(t *testing.T) {
 	slices.Sort(revs)
 	require.Equal(t, []uint64{last - 5, last - 4, last - 3, last - 2, last - 1, last}, revs, "the new messages")
 	require.Equal(t, []hitKey{{"grown", "title", -1, last - 5}}, hitKeys(held[len(qs)-5].Hits), "the new title")
-	st.search.mu.Lock()
-	now, err := st.search.db.StatesOf(ctx, []session.SessionID{"grown"})
-	st.search.mu.Unlock()
+	now, err := indexOf(st).StatesOf(ctx, []session.SessionID{"grown"})
 	require.NoError(t, err)
 	require.Equal(t, before["grown"].Rev, now["grown"].Rev, "the row was not written while the lock was held")
 

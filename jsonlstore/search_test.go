@@ -13,14 +13,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/searchtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -146,7 +145,7 @@ func TestSearchIndexLostOrDamaged(t *testing.T) {
 			// opens the file as it is now.
 			require.NoError(t, st.Close())
 			d.do(t, st.Dir())
-			st2, err := Open(st.Dir(), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			st2, err := Open(st.Dir(), Options{Search: searchindex.New(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			require.NoError(t, err)
 			defer st2.Close()
 			indexed := requireSameAsHistory(t, st2, qs, "after")
@@ -157,9 +156,9 @@ func TestSearchIndexLostOrDamaged(t *testing.T) {
 	t.Run("many sessions: being built", func(t *testing.T) {
 		var logs bytes.Buffer
 		st := openTestStoreWith(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		qs := searchWorkload(t, st, 99, manyStale+2)
+		qs := searchWorkload(t, st, 99, searchManyStale+2)
 		require.NoError(t, os.RemoveAll(filepath.Join(st.Dir(), SearchDir)))
-		require.Equal(t, manyStale+2, requireSameAsHistory(t, st, qs[:1], "rebuilt"))
+		require.Equal(t, searchManyStale+2, requireSameAsHistory(t, st, qs[:1], "rebuilt"))
 		require.Contains(t, logs.String(), "search index is being built")
 	})
 }
@@ -181,24 +180,20 @@ func TestSearchSeesEveryChangeOfTheLog(t *testing.T) {
 	}
 	requireSameAsHistory(t, st, qs, "compacted")
 
-	// Another handle deletes one; this one's index still has its row.
+	// Another handle, opened without the search index, deletes one;
+	// this one's index still has its row.
 	other, err := Open(st.Dir(), Options{})
 	require.NoError(t, err)
 	w, err := other.Acquire(ctx, "s7-002", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
-	other.search.mu.Lock()
-	other.search.closed = true // its queue never reaches the index
-	other.search.mu.Unlock()
 	require.NoError(t, w.Delete(ctx))
 	require.NoError(t, other.Close())
 	requireSameAsHistory(t, st, qs, "deleted elsewhere")
 
-	// A session appended by a handle that does not index.
+	// A session appended by a handle that does not index (opened
+	// without the search index).
 	other, err = Open(st.Dir(), Options{})
 	require.NoError(t, err)
-	other.search.mu.Lock()
-	other.search.closed = true
-	other.search.mu.Unlock()
 	w, err = other.Acquire(ctx, "s7-003", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	rec, err := other.Load(ctx, "s7-003")
@@ -215,105 +210,6 @@ func TestSearchSeesEveryChangeOfTheLog(t *testing.T) {
 	require.Equal(t, []hitKey{{"s7-003", "text", s.MessageCount() - 1, rec.Revision + 1}}, hitKeys(res.Hits))
 	require.Equal(t, 1, res.Indexed)
 	requireSameAsHistory(t, st, qs, "appended elsewhere")
-}
-
-// TestSearchFeedWritesInTheBackground: appends queue their updates and
-// return; the queue reaches the index searchFlushDelay later, in one
-// transaction, after which a search finds every session current.
-func TestSearchFeedWritesInTheBackground(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		st, err := Open(t.TempDir(), Options{})
-		require.NoError(t, err)
-		defer st.Close()
-		// The index exists (a first search makes it).
-		_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
-		require.NoError(t, err)
-		s := sessiontest.New("feed")
-		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first words", sessiontest.Epoch)))
-		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-		require.NoError(t, err)
-		for i := range 5 {
-			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, fmt.Sprintf("reply %d", i), sessiontest.Epoch)))
-			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
-			require.NoError(t, err)
-		}
-		st.search.feedMu.Lock()
-		queued := len(st.search.feed.pending)
-		st.search.feedMu.Unlock()
-		require.Equal(t, 6, queued, "every append queued, none written yet")
-
-		time.Sleep(searchFlushDelay)
-		synctest.Wait()
-		st.search.feedMu.Lock()
-		queued = len(st.search.feed.pending)
-		st.search.feedMu.Unlock()
-		require.Zero(t, queued)
-		st.search.mu.Lock()
-		states, err := st.search.db.States(ctx)
-		st.search.mu.Unlock()
-		require.NoError(t, err)
-		require.Equal(t, uint64(6), states["feed"].Rev)
-		require.Equal(t, 6, states["feed"].Messages)
-
-		res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "reply"})
-		require.NoError(t, err)
-		require.Zero(t, res.Indexed, "the index was current")
-		require.Len(t, res.Hits, 5)
-		for _, h := range res.Hits {
-			require.Equal(t, uint64(h.Message+1), h.Revision, "message %d appeared at revision %d", h.Message, h.Message+1)
-		}
-		require.NoError(t, w.Release(ctx))
-	})
-}
-
-// TestSearchBusyIndexNeverHoldsAnAppend: while another process holds the
-// index's write lock, appends go on at once; the queue tries again,
-// backing off, then gives up, and the next search reads what the index
-// missed from the logs.
-func TestSearchBusyIndexNeverHoldsAnAppend(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		st, err := Open(t.TempDir(), Options{})
-		require.NoError(t, err)
-		defer st.Close()
-		_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
-		require.NoError(t, err)
-
-		lock, err := sql.Open("sqlite", "file:"+filepath.Join(st.Dir(), searchFile)+"?_txlock=immediate")
-		require.NoError(t, err)
-		defer lock.Close()
-		tx, err := lock.Begin()
-		require.NoError(t, err)
-
-		s := sessiontest.New("busy")
-		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "kingfisher", sessiontest.Epoch)))
-		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-		require.NoError(t, err)
-		start := time.Now()
-		for range 3 {
-			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, "kingfisher again", sessiontest.Epoch)))
-			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
-			require.NoError(t, err)
-		}
-		require.Zero(t, time.Since(start), "appends never wait for the index")
-		// Every retry finds the index busy; after the last the queue is dropped.
-		for try := 0; try <= searchRetries; try++ {
-			time.Sleep(searchFlushDelay << try)
-			synctest.Wait()
-		}
-		st.search.feedMu.Lock()
-		queued := len(st.search.feed.pending)
-		st.search.feedMu.Unlock()
-		require.Zero(t, queued, "given up")
-		require.NoError(t, tx.Rollback())
-
-		res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "kingfisher"})
-		require.NoError(t, err)
-		require.Equal(t, 1, res.Indexed, "read from its log")
-		require.Len(t, res.Hits, 4)
-		require.NoError(t, w.Release(ctx))
-	})
 }
 
 // TestSearchSymlinkedDirectoryIsNoSession: a symlink in the root to a

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -62,6 +63,16 @@ type Options struct {
 	// with FullRecordsOnly is a format 1 log, readable by programs that
 	// predate deltas.
 	FullRecordsOnly bool
+	// Search is the full-text search index the store is opened with:
+	// fts.New(), from package
+	// github.com/sessionstore/sessionstore/jsonlstore/fts, which links
+	// SQLite. Without it (nil), Search, ReindexSearch, VerifySearch and
+	// FlushSearch return ErrNoSearch, and nothing of search is linked;
+	// appends still leave the index correct for a store opened with it
+	// (a search reads again every session whose log changed since the
+	// index read it, whoever wrote it). The CLI always opens stores with
+	// it.
+	Search SearchIndex
 }
 
 func (o Options) withDefaults() Options {
@@ -95,19 +106,11 @@ type Store struct {
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
 	cat    *loadedCatalog // the catalog read last (catalog.go)
-	search searchIndex    // search.go
+	// search is the search index the store was opened with
+	// (Options.Search, searchindex.go); nil: none.
+	search searchhost.Index
 	// listings counts how Lists were answered, for tests and diagnostics.
 	listings struct{ indexed, catalog, scanned, leaseProbes atomic.Int64 }
-	// searches counts how Searches proved the index's rows current: logs
-	// probed, rows the catalog vouched for, and catch-ups that probed
-	// every log after a hit's log proved the catalog wrong; and how the
-	// index was brought up to date: sessions read from what was appended
-	// alone (readAppended), read whole (readIndexed's whole read), and
-	// searched in memory because the index would not take them.
-	searches struct {
-		probes, vouched, reproved      atomic.Int64
-		appended, wholeReads, inMemory atomic.Int64
-	}
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -116,6 +119,9 @@ type Store struct {
 func Open(dir string, opts Options) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := opts.searchComponent(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(abs, dirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
@@ -145,7 +151,11 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 func newStore(abs string, root *os.Root, fsys vfs.FS, leases leaser, opts Options) *Store {
-	return &Store{dir: abs, root: root, fs: fsys, leases: leases, opts: opts.withDefaults()}
+	s := &Store{dir: abs, root: root, fs: fsys, leases: leases, opts: opts.withDefaults()}
+	if c, _ := s.opts.searchComponent(); c != nil { // checked by Open
+		s.search = c.Open(searchHost{s})
+	}
+	return s
 }
 
 // Dir returns the store's root directory.
@@ -164,7 +174,9 @@ func (s *Store) Close() error {
 		w.Close()
 	}
 	s.cacheCatalog(nil) // forget the cached catalog
-	s.closeSearch()
+	if s.search != nil {
+		s.search.Close()
+	}
 	if s.root != nil {
 		return s.root.Close()
 	}
@@ -242,7 +254,7 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 	return &writer{
 		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
 		rev: last.Through(), last: last.Meta, size: fi.Size(), lastOffset: last.Offset,
-		report: report, mark: s.markFor(id, lease.Generation(), marked),
+		report: report, mark: s.markFor(id, lease.Generation(), marked), feed: s.searchFeed(id, false),
 	}, nil
 }
 

@@ -41,9 +41,13 @@ func openUncheckedStore(t testing.TB) *Store {
 	return openUncheckedStoreWith(t, Options{})
 }
 
-// openUncheckedStoreWith is openUncheckedStore with opts.
+// openUncheckedStoreWith is openUncheckedStore with opts, and with the
+// search index unless opts has one (as the CLI opens stores).
 func openUncheckedStoreWith(t testing.TB, opts Options) *Store {
 	t.Helper()
+	if opts.Search == nil {
+		opts = withSearch(opts)
+	}
 	st, err := Open(t.TempDir(), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })

@@ -16,7 +16,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -44,7 +45,7 @@ func TestUmaskDoesNotLoosenModes(t *testing.T) {
 	for _, umask := range []int{0, 0o022, 0o077} {
 		old := syscall.Umask(umask)
 		root := filepath.Join(t.TempDir(), "store")
-		st, err := Open(root, Options{})
+		st, err := Open(root, Options{Search: searchindex.New()})
 		require.NoError(t, err)
 		s := sessiontest.New("modes")
 		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
@@ -130,7 +131,7 @@ func TestOtherUserCannotRead(t *testing.T) {
 	switch os.Getenv(roleEnv) {
 	case "create":
 		root := os.Getenv(storeEnv)
-		st, err := Open(root, Options{})
+		st, err := Open(root, Options{Search: searchindex.New()})
 		require.NoError(t, err)
 		defer st.Close()
 		for _, id := range []string{"closed", "traversable"} {
@@ -145,7 +146,7 @@ func TestOtherUserCannotRead(t *testing.T) {
 		return
 	case "read":
 		root := os.Getenv(storeEnv)
-		_, err := Open(root, Options{})
+		_, err := Open(root, Options{Search: searchindex.New()})
 		require.ErrorIs(t, err, ErrUnsafeRoot, "another user's store is not opened")
 		for _, id := range []session.SessionID{"closed", "traversable"} {
 			for _, name := range []string{LogFile, "lease.json", "lease.lock", SummaryFile} {
@@ -187,7 +188,7 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 	ids := []session.SessionID{"compacted", "repaired", "recovered"}
 	switch os.Getenv(roleEnv) {
 	case "create":
-		st, err := Open(os.Getenv(storeEnv), Options{})
+		st, err := Open(os.Getenv(storeEnv), Options{Search: searchindex.New()})
 		require.NoError(t, err)
 		defer st.Close()
 		for _, id := range ids {
@@ -195,7 +196,7 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 		}
 		return
 	case "use":
-		st, err := Open(os.Getenv(storeEnv), Options{})
+		st, err := Open(os.Getenv(storeEnv), Options{Search: searchindex.New()})
 		require.NoError(t, err)
 		defer st.Close()
 		page, err := st.List(ctx, summary.Query{})
@@ -220,7 +221,7 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 	root := filepath.Join(unprivtest.OwnedDir(t, unprivtest.Nobody), "store")
 	unprivtest.Run(t, unprivtest.Nobody, []string{roleEnv + "=create", storeEnv + "=" + root}, "TestRootLeavesFilesToOwner")
 
-	st, err := Open(root, Options{})
+	st, err := Open(root, Options{Search: searchindex.New()})
 	require.NoError(t, err, "root opens any user's store")
 	defer st.Close()
 	_, err = st.Compact(ctx, "compacted", CompactPolicy{KeepLast: 1}, 0)
@@ -348,7 +349,7 @@ func TestSearchIndexUnreadable(t *testing.T) {
 	fi, err := os.Stat(p)
 	require.NoError(t, err)
 
-	st, err = Open(st.Dir(), Options{})
+	st, err = Open(st.Dir(), Options{Search: searchindex.New()})
 	require.NoError(t, err)
 	defer st.Close()
 	requireSameAsHistory(t, st, qs, "unreadable index")

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -34,10 +35,10 @@ type writer struct {
 	size       int64       // log size after the last append
 	lastOffset int64       // offset of the last record
 	app        *appender.Appender
-	blobs      *blobWriter // nil with FullRecordsOnly
-	search     searchMark  // what the writer gave the search index last
-	failed     error       // set by the first I/O error; poisons the writer
-	lost       error       // set when fencing fails; every later call returns it
+	blobs      *blobWriter     // nil with FullRecordsOnly
+	feed       searchhost.Feed // what the writer tells the search index; nil: none
+	failed     error           // set by the first I/O error; poisons the writer
+	lost       error           // set when fencing fails; every later call returns it
 	closed     bool
 	mark       writerMark // the catalog mark of this lease (catalogmarks.go)
 }

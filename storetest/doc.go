@@ -8,7 +8,7 @@
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, storetest.Harness{
 //			New: func(t *testing.T) sessionstore.Store {
-//				st, err := jsonlstore.Open(t.TempDir(), jsonlstore.Options{})
+//				st, err := jsonlstore.Open(t.TempDir(), jsonlstore.Options{Search: fts.New()})
 //				if err != nil {
 //					t.Fatal(err)
 //				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 )
 
 // Exit statuses, the same for every command.
@@ -93,12 +94,14 @@ func WarnLogger(w io.Writer) *slog.Logger {
 	}))
 }
 
-// OpenDir opens the directory store at dir for a command. Only commands
+// OpenDir opens the directory store at dir for a command, with its
+// search index (fts), so that every command searches, verifies and
+// feeds the index as the store's users expect. Only commands
 // that write a new store (demo) create a missing one; the others say
 // that there is none (jsonlstore.ErrNoStore, with NoStoreHint) and create
 // nothing.
 func OpenDir(dir string, create bool, stderr io.Writer) (*jsonlstore.Store, error) {
-	opts := jsonlstore.Options{Logger: WarnLogger(stderr)}
+	opts := jsonlstore.Options{Logger: WarnLogger(stderr), Search: fts.New()}
 	if create {
 		return jsonlstore.Open(dir, opts)
 	}

@@ -1,4 +1,4 @@
-package jsonlstore
+package searchindex
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 )
 
 // The search index's file (ROOT/.search/index.db) is a cache whose
@@ -63,8 +63,8 @@ var searchSidecars = []string{"-wal", "-shm", "-journal"}
 
 // checkSearchEntry reports whether name is missing (fs.ErrNotExist), a
 // regular file of one link (nil), or anything else (errSearchJunk).
-func (s *Store) checkSearchEntry(name string) (fs.FileInfo, error) {
-	fi, err := s.fs.Lstat(name)
+func (x *Index) checkSearchEntry(name string) (fs.FileInfo, error) {
+	fi, err := x.fs.Lstat(name)
 	if err != nil {
 		return nil, opErr("search index", "", err)
 	}
@@ -76,15 +76,15 @@ func (s *Store) checkSearchEntry(name string) (fs.FileInfo, error) {
 
 // checkSearchDir reports whether .search is a directory: missing is
 // searchdb.ErrMissing, anything else errSearchJunk.
-func (s *Store) checkSearchDir() error {
-	fi, err := s.fs.Lstat(SearchDir)
+func (x *Index) checkSearchDir() error {
+	fi, err := x.fs.Lstat(x.dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return searchdb.ErrMissing
 	case err != nil:
 		return opErr("search index", "", err)
 	case !fi.IsDir():
-		return pathErr("search index", "", SearchDir, fmt.Errorf("%w: %s", errSearchJunk, fi.Mode().Type()))
+		return pathErr("search index", "", x.dir, fmt.Errorf("%w: %s", errSearchJunk, fi.Mode().Type()))
 	}
 	return nil
 }
@@ -92,18 +92,18 @@ func (s *Store) checkSearchDir() error {
 // lockSearch takes .search/lock, shared or exclusive, waiting up to
 // searchWait (then searchdb.ErrBusy). The lock file must be a regular
 // file (errSearchJunk otherwise); it is made when missing.
-func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) {
-	f, err := s.fs.OpenFile(searchLock, os.O_RDWR|os.O_CREATE, filePerm)
+func (x *Index) lockSearch(ctx context.Context, exclusive bool) (func(), error) {
+	f, err := x.fs.OpenFile(x.lock, os.O_RDWR|os.O_CREATE, filePerm)
 	if err != nil {
 		if errors.Is(err, vfs.ErrSymlink) || errors.Is(err, vfs.ErrNotRegular) || errors.Is(err, unix.EISDIR) {
 			err = fmt.Errorf("%w: %w", errSearchJunk, err)
 		}
-		return nil, pathErr("search index lock", "", searchLock, err)
+		return nil, pathErr("search index lock", "", x.lock, err)
 	}
 	fd, ok := f.(interface{ Fd() uintptr })
 	if fi, err := f.Stat(); !ok || err != nil || !fi.Mode().IsRegular() {
 		_ = f.Close() // nothing locked
-		return nil, pathErr("search index lock", "", searchLock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
+		return nil, pathErr("search index lock", "", x.lock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
 	}
 	how := unix.LOCK_SH
 	if exclusive {
@@ -118,7 +118,7 @@ func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 			_ = f.Close()
-			return nil, pathErr("search index lock", "", searchLock, err)
+			return nil, pathErr("search index lock", "", x.lock, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -126,7 +126,7 @@ func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 			if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %s held by another process for %s", searchdb.ErrBusy, searchLock, time.Duration(searchWait))
+			return nil, fmt.Errorf("%w: %s held by another process for %s", searchdb.ErrBusy, x.lock, time.Duration(searchWait))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -137,19 +137,19 @@ func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 // from being opened for a moment is tried again for up to wait
 // (openIndex). Errors: searchdb.ErrMissing (no .search or no index.db),
 // errSearchJunk, a permission error, searchdb's errors.
-func (s *Store) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searchdb.DB, vfs.Identity, error) {
-	if err := s.checkSearchDir(); err != nil {
+func (x *Index) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searchdb.DB, vfs.Identity, error) {
+	if err := x.checkSearchDir(); err != nil {
 		return nil, vfs.Identity{}, err
 	}
-	if _, err := s.fs.Lstat(searchFile); errors.Is(err, fs.ErrNotExist) {
+	if _, err := x.fs.Lstat(x.file); errors.Is(err, fs.ErrNotExist) {
 		return nil, vfs.Identity{}, searchdb.ErrMissing
 	}
-	unlock, err := s.lockSearch(ctx, false)
+	unlock, err := x.lockSearch(ctx, false)
 	if err != nil {
 		return nil, vfs.Identity{}, err
 	}
 	defer unlock() // SQLite has opened the -wal and -shm by then
-	fi, err := s.checkSearchEntry(searchFile)
+	fi, err := x.checkSearchEntry(x.file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, vfs.Identity{}, searchdb.ErrMissing
 	}
@@ -157,11 +157,11 @@ func (s *Store) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searc
 		return nil, vfs.Identity{}, err
 	}
 	for _, ext := range searchSidecars[:2] {
-		if _, err := s.checkSearchEntry(searchFile + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if _, err := x.checkSearchEntry(x.file + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, vfs.Identity{}, err
 		}
 	}
-	db, err := openIndex(ctx, s.abs(searchFile), wait)
+	db, err := openIndex(ctx, x.h.Abs(x.file), wait)
 	if err != nil {
 		return nil, vfs.Identity{}, err
 	}
@@ -195,24 +195,24 @@ func openIndex(ctx context.Context, path string, wait searchdb.Wait) (*searchdb.
 // file, removing what is there in their place (a file, a symlink — never
 // followed —, a FIFO, a directory where the lock belongs). Everything
 // else in .search is left alone.
-func (s *Store) fixSearchDir() error {
-	switch err := s.checkSearchDir(); {
+func (x *Index) fixSearchDir() error {
+	switch err := x.checkSearchDir(); {
 	case errors.Is(err, errSearchJunk):
-		s.opts.Logger.Warn("jsonlstore: search index directory is not a directory: replacing it", "err", err)
-		if err := s.fs.Remove(SearchDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		x.log.Warn("jsonlstore: search index directory is not a directory: replacing it", "err", err)
+		if err := x.fs.Remove(x.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return opErr("search index", "", err)
 		}
 		fallthrough
 	case errors.Is(err, searchdb.ErrMissing):
-		if err := s.fs.Mkdir(SearchDir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := x.fs.Mkdir(x.dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return opErr("search index", "", err)
 		}
 	case err != nil:
 		return err
 	}
-	if _, err := s.checkSearchEntry(searchLock); errors.Is(err, errSearchJunk) {
-		s.opts.Logger.Warn("jsonlstore: search index lock is not a regular file: replacing it", "err", err)
-		if err := s.fs.RemoveAll(searchLock); err != nil {
+	if _, err := x.checkSearchEntry(x.lock); errors.Is(err, errSearchJunk) {
+		x.log.Warn("jsonlstore: search index lock is not a regular file: replacing it", "err", err)
+		if err := x.fs.RemoveAll(x.lock); err != nil {
 			return opErr("search index", "", err)
 		}
 	}
@@ -222,19 +222,19 @@ func (s *Store) fixSearchDir() error {
 // newSearchIndex makes a new, empty index as a temporary file in
 // .search and opens it. finish makes it whole and durable and closes it
 // (before put puts it in place); drop removes it.
-func (s *Store) newSearchIndex(ctx context.Context) (db *searchdb.DB, name string, err error) {
-	name = SearchDir + "/" + searchTempPrefix + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+func (x *Index) newSearchIndex(ctx context.Context) (db *searchdb.DB, name string, err error) {
+	name = x.dir + "/" + searchTempPrefix + randomSuffix() + tmpSuffix
+	f, err := x.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		return nil, "", opErr("search index", "", err)
 	}
 	if err := f.Close(); err != nil {
-		s.dropSearchIndex(nil, name)
+		x.dropSearchIndex(nil, name)
 		return nil, "", opErr("search index", "", err)
 	}
-	db, err = searchdb.Open(ctx, s.abs(name), searchdb.OpenOptions{Create: true})
+	db, err = searchdb.Open(ctx, x.h.Abs(name), searchdb.OpenOptions{Create: true})
 	if err != nil {
-		s.dropSearchIndex(nil, name)
+		x.dropSearchIndex(nil, name)
 		return nil, "", err
 	}
 	return db, name, nil
@@ -242,7 +242,7 @@ func (s *Store) newSearchIndex(ctx context.Context) (db *searchdb.DB, name strin
 
 // finishSearchIndex makes the new index name whole in its file
 // (checkpointed), closes it, removes its -wal and -shm and syncs it.
-func (s *Store) finishSearchIndex(ctx context.Context, db *searchdb.DB, name string) error {
+func (x *Index) finishSearchIndex(ctx context.Context, db *searchdb.DB, name string) error {
 	err := db.Checkpoint(ctx)
 	if cerr := db.Close(); err == nil {
 		err = cerr
@@ -251,11 +251,11 @@ func (s *Store) finishSearchIndex(ctx context.Context, db *searchdb.DB, name str
 		return err
 	}
 	for _, ext := range searchSidecars {
-		if err := s.fs.Remove(name + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := x.fs.Remove(name + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return opErr("search index", "", err)
 		}
 	}
-	f, err := s.fs.OpenFile(name, os.O_RDONLY, 0)
+	f, err := x.fs.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return opErr("search index", "", err)
 	}
@@ -271,12 +271,12 @@ func (s *Store) finishSearchIndex(ctx context.Context, db *searchdb.DB, name str
 
 // dropSearchIndex closes (if db is not nil) and removes the new index
 // name.
-func (s *Store) dropSearchIndex(db *searchdb.DB, name string) {
+func (x *Index) dropSearchIndex(db *searchdb.DB, name string) {
 	if db != nil {
 		_ = db.Close() // removed below
 	}
 	for _, ext := range append([]string{""}, searchSidecars...) {
-		_ = s.fs.Remove(name + ext) // a leftover is swept by the next putSearchIndex
+		_ = x.fs.Remove(name + ext) // a leftover is swept by the next putSearchIndex
 	}
 }
 
@@ -286,40 +286,40 @@ func (s *Store) dropSearchIndex(db *searchdb.DB, name string) {
 // removed (whatever they are), then name is renamed over index.db
 // (a directory there is removed first), and .search synced. It reports
 // whether it put it in place.
-func (s *Store) putSearchIndex(ctx context.Context, name string, replace func(fs.FileInfo, error) bool) (bool, error) {
-	unlock, err := s.lockSearch(ctx, true)
+func (x *Index) putSearchIndex(ctx context.Context, name string, replace func(fs.FileInfo, error) bool) (bool, error) {
+	unlock, err := x.lockSearch(ctx, true)
 	if err != nil {
-		s.dropSearchIndex(nil, name)
+		x.dropSearchIndex(nil, name)
 		return false, err
 	}
 	defer unlock()
-	s.sweepSearchTemps(name)
-	fi, err := s.fs.Lstat(searchFile)
+	x.sweepSearchTemps(name)
+	fi, err := x.fs.Lstat(x.file)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.dropSearchIndex(nil, name)
+		x.dropSearchIndex(nil, name)
 		return false, opErr("search index", "", err)
 	}
 	if !replace(fi, err) {
-		s.dropSearchIndex(nil, name)
+		x.dropSearchIndex(nil, name)
 		return false, nil
 	}
 	for _, ext := range searchSidecars {
-		if err := s.fs.RemoveAll(searchFile + ext); err != nil {
-			s.dropSearchIndex(nil, name)
+		if err := x.fs.RemoveAll(x.file + ext); err != nil {
+			x.dropSearchIndex(nil, name)
 			return false, opErr("search index", "", err)
 		}
 	}
 	if fi != nil && fi.IsDir() {
-		if err := s.fs.RemoveAll(searchFile); err != nil {
-			s.dropSearchIndex(nil, name)
+		if err := x.fs.RemoveAll(x.file); err != nil {
+			x.dropSearchIndex(nil, name)
 			return false, opErr("search index", "", err)
 		}
 	}
-	if err := s.fs.Rename(name, searchFile); err != nil {
-		s.dropSearchIndex(nil, name)
+	if err := x.fs.Rename(name, x.file); err != nil {
+		x.dropSearchIndex(nil, name)
 		return false, opErr("search index", "", err)
 	}
-	if err := s.fs.SyncDir(SearchDir); err != nil {
+	if err := x.fs.SyncDir(x.dir); err != nil {
 		return true, opErr("search index", "", err)
 	}
 	return true, nil
@@ -327,8 +327,8 @@ func (s *Store) putSearchIndex(ctx context.Context, name string, replace func(fs
 
 // sweepSearchTemps removes new indexes' leftovers in .search (but keep)
 // that nobody has written for searchTempAge.
-func (s *Store) sweepSearchTemps(keep string) {
-	names, err := vfs.ReadDirNames(s.fs, SearchDir)
+func (x *Index) sweepSearchTemps(keep string) {
+	names, err := vfs.ReadDirNames(x.fs, x.dir)
 	if err != nil {
 		return
 	}
@@ -339,10 +339,10 @@ func (s *Store) sweepSearchTemps(keep string) {
 		for _, ext := range searchSidecars {
 			base = strings.TrimSuffix(base, ext)
 		}
-		if !strings.HasPrefix(base, searchTempPrefix) || !strings.HasSuffix(base, tmpSuffix) || SearchDir+"/"+base == keep {
+		if !strings.HasPrefix(base, searchTempPrefix) || !strings.HasSuffix(base, tmpSuffix) || x.dir+"/"+base == keep {
 			continue
 		}
-		fi, err := s.fs.Lstat(SearchDir + "/" + n)
+		fi, err := x.fs.Lstat(x.dir + "/" + n)
 		if err != nil || time.Since(fi.ModTime()) < searchTempAge {
 			fresh[base] = true
 			continue
@@ -354,29 +354,29 @@ func (s *Store) sweepSearchTemps(keep string) {
 			continue
 		}
 		for _, ext := range append([]string{""}, searchSidecars...) {
-			_ = s.fs.Remove(SearchDir + "/" + base + ext) // best effort: the next sweep tries again
+			_ = x.fs.Remove(x.dir + "/" + base + ext) // best effort: the next sweep tries again
 		}
 	}
 }
 
 // replaceSearchLocked puts a new, empty index in place of the file
 // found (nil: none) unless another process replaced it meanwhile, and
-// opens what is then in place (waiting for it as wait says). s.search.mu
+// opens what is then in place (waiting for it as wait says). x.mu
 // must be held.
-func (s *Store) replaceSearchLocked(ctx context.Context, found *vfs.Identity, wait searchdb.Wait) (*searchdb.DB, error) {
-	s.closeSearchLocked()
-	if err := s.fixSearchDir(); err != nil {
+func (x *Index) replaceSearchLocked(ctx context.Context, found *vfs.Identity, wait searchdb.Wait) (*searchdb.DB, error) {
+	x.closeSearchLocked()
+	if err := x.fixSearchDir(); err != nil {
 		return nil, err
 	}
-	db, name, err := s.newSearchIndex(ctx)
+	db, name, err := x.newSearchIndex(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.finishSearchIndex(ctx, db, name); err != nil {
-		s.dropSearchIndex(nil, name)
+	if err := x.finishSearchIndex(ctx, db, name); err != nil {
+		x.dropSearchIndex(nil, name)
 		return nil, err
 	}
-	_, err = s.putSearchIndex(ctx, name, func(now fs.FileInfo, err error) bool {
+	_, err = x.putSearchIndex(ctx, name, func(now fs.FileInfo, err error) bool {
 		if found == nil || now == nil {
 			return found == nil && now == nil
 		}
@@ -385,7 +385,7 @@ func (s *Store) replaceSearchLocked(ctx context.Context, found *vfs.Identity, wa
 	if err != nil {
 		return nil, err
 	}
-	return s.openSearchLocked(ctx, false, wait)
+	return x.openSearchLocked(ctx, false, wait)
 }
 
 // searchIndexBad reports whether err says the index on disk is no sound
@@ -400,21 +400,20 @@ func searchIndexBad(err error) bool {
 // searchdb.ErrMissing. With create, a missing, damaged, outdated or
 // junk index is replaced by a new one; an index this user may not read
 // or write stays an error (fs.ErrPermission). An index another process
-// keeps busy is tried again for up to wait. si.mu must be held.
-func (s *Store) openSearchLocked(ctx context.Context, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
-	si := &s.search
-	if si.closed {
+// keeps busy is tried again for up to wait. x.mu must be held.
+func (x *Index) openSearchLocked(ctx context.Context, create bool, wait searchdb.Wait) (*searchdb.DB, error) {
+	if x.closed {
 		return nil, sessionstore.ErrClosed
 	}
-	if si.db != nil {
-		if fi, err := s.fs.Lstat(searchFile); err == nil && vfs.IdentityOf(fi) == si.dbID {
-			return si.db, nil
+	if x.db != nil {
+		if fi, err := x.fs.Lstat(x.file); err == nil && vfs.IdentityOf(fi) == x.dbID {
+			return x.db, nil
 		}
 	}
-	s.closeSearchLocked()
-	db, id, err := s.openSearchIndex(ctx, wait)
+	x.closeSearchLocked()
+	db, id, err := x.openSearchIndex(ctx, wait)
 	if err == nil {
-		si.db, si.dbID = db, id
+		x.db, x.dbID = db, id
 		return db, nil
 	}
 	if !create || !errors.Is(err, searchdb.ErrMissing) && !searchIndexBad(err) {
@@ -422,21 +421,21 @@ func (s *Store) openSearchLocked(ctx context.Context, create bool, wait searchdb
 	}
 	var found *vfs.Identity
 	if searchIndexBad(err) {
-		s.opts.Logger.Warn("jsonlstore: search index damaged, of another version, or not a file: building it anew", "err", err)
+		x.log.Warn("jsonlstore: search index damaged, of another version, or not a file: building it anew", "err", err)
 		// What is found there now (nothing, when .search is no
 		// directory): it is replaced unless another process replaced it
 		// meanwhile.
-		if fi, err := s.fs.Lstat(searchFile); err == nil {
+		if fi, err := x.fs.Lstat(x.file); err == nil {
 			id := vfs.IdentityOf(fi)
 			found = &id
 		}
 	}
-	return s.replaceSearchLocked(ctx, found, wait)
+	return x.replaceSearchLocked(ctx, found, wait)
 }
 
-func (s *Store) closeSearchLocked() {
-	if s.search.db != nil {
-		_ = s.search.db.Close() // a cache: what it did not write, a later search redoes
-		s.search.db = nil
+func (x *Index) closeSearchLocked() {
+	if x.db != nil {
+		_ = x.db.Close() // a cache: what it did not write, a later search redoes
+		x.db = nil
 	}
 }

@@ -1,4 +1,4 @@
-package jsonlstore
+package searchindex
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -56,24 +57,33 @@ type searchEvent struct {
 	msgs    []session.Message // the new messages, first being message u.FromMessages
 }
 
-// searchMark is what a writer gave the index last: the revision and its
-// messages. known is false until the writer's first append.
-type searchMark struct {
+// feed is a writer's feed (searchhost.Feed): what the writer gave the
+// index last, the revision and its messages. known is false until the
+// writer's first append (or, for a writer that created its session with
+// one revision, true from the start: the index holds nothing of it).
+// The writer calls it under its own lock.
+type feed struct {
+	x     *Index
+	id    session.SessionID
 	known bool
 	rev   uint64
 	msgs  sessnap.Messages
 }
 
-// indexAppended queues the index update of revision rec of w's session,
-// whose snapshot is snap, just made durable; fi is the log's state ending
-// with it (logStatAt), nil when unknown. It costs no I/O: the docs are
+// Feed implements searchhost.Index.
+func (x *Index) Feed(id session.SessionID, created bool) searchhost.Feed {
+	return &feed{x: x, id: id, known: created}
+}
+
+// Appended queues the index update of revision rec of the writer's
+// session, whose snapshot is snap, just made durable; fi is the log's
+// state ending with it, nil when unknown. It costs no I/O: the docs are
 // made when the queue is written.
-func (w *writer) indexAppended(rec *record.Rec, snap *sessnap.Snapshot, fi fs.FileInfo) {
-	ev := searchEvent{id: w.id}
-	m := &w.search
+func (m *feed) Appended(rec *record.Rec, snap *sessnap.Snapshot, fi fs.FileInfo) {
+	ev := searchEvent{id: m.id}
 	if m.known && m.rev+1 == rec.Rev && continues(m.msgs, snap.Messages) {
 		if fi != nil {
-			ev.u = searchdb.Update{ID: w.id, FromRev: m.rev, FromMessages: len(m.msgs), Rev: rec.Rev,
+			ev.u = searchdb.Update{ID: m.id, FromRev: m.rev, FromMessages: len(m.msgs), Rev: rec.Rev,
 				Messages: len(snap.Messages), Extend: true, Title: snap.Title, TitleRev: rec.Rev, Updated: rec.Time,
 				Project: snap.Workspace.Project, Labels: snap.Labels, Proof: proofOf(fi)}
 			ev.msgs = snap.Messages[len(m.msgs):]
@@ -83,8 +93,8 @@ func (w *writer) indexAppended(rec *record.Rec, snap *sessnap.Snapshot, fi fs.Fi
 	} else {
 		ev.catchUp = true // the writer does not know what the index holds
 	}
-	*m = searchMark{known: true, rev: rec.Rev, msgs: snap.Messages}
-	w.s.queueSearch(ev)
+	m.known, m.rev, m.msgs = true, rec.Rev, snap.Messages
+	m.x.queueSearch(ev)
 }
 
 // continues reports whether next begins with prev's messages, known for
@@ -109,15 +119,15 @@ func continues(prev, next sessnap.Messages) bool {
 	return true
 }
 
-// indexDeleted queues the removal of session id from the index.
-func (s *Store) indexDeleted(id session.SessionID) {
-	s.queueSearch(searchEvent{id: id, deleted: true})
+// Deleted implements searchhost.Index.
+func (x *Index) Deleted(id session.SessionID) {
+	x.queueSearch(searchEvent{id: id, deleted: true})
 }
 
-func (s *Store) queueSearch(ev searchEvent) {
-	f := &s.search.feed
-	s.search.feedMu.Lock()
-	defer s.search.feedMu.Unlock()
+func (x *Index) queueSearch(ev searchEvent) {
+	f := &x.feed
+	x.feedMu.Lock()
+	defer x.feedMu.Unlock()
 	for i := range ev.msgs {
 		for j := range ev.msgs[i].Parts {
 			p := &ev.msgs[i].Parts[j]
@@ -142,51 +152,51 @@ func (s *Store) queueSearch(ev searchEvent) {
 		}
 		f.pending, f.bytes = kept, 0
 	}
-	if f.timer == nil && !s.closed.Load() {
-		f.timer = time.AfterFunc(searchFlushDelay, func() { s.flushSearch(context.Background(), searchdb.NoWait) })
+	if f.timer == nil && !x.closing.Load() {
+		f.timer = time.AfterFunc(searchFlushDelay, func() { x.flushSearch(context.Background(), searchdb.NoWait) })
 	}
 }
 
 // flushSearch writes the queued updates to the index, waiting for
 // another process's write as wait says. Sessions whose update does not
 // build on what the index holds are read from their logs.
-func (s *Store) flushSearch(ctx context.Context, wait searchdb.Wait) {
-	f := &s.search.feed
-	events := s.takeQueue()
+func (x *Index) flushSearch(ctx context.Context, wait searchdb.Wait) {
+	f := &x.feed
+	events := x.takeQueue()
 	if len(events) == 0 {
 		return
 	}
-	err := s.writeSearch(ctx, events, wait)
+	err := x.writeSearch(ctx, events, wait)
 	if !errors.Is(err, searchdb.ErrBusy) {
-		if err != nil && !errors.Is(err, searchdb.ErrMissing) && !s.closed.Load() {
-			s.opts.Logger.Warn("jsonlstore: search index not updated", "err", err)
+		if err != nil && !errors.Is(err, searchdb.ErrMissing) && !x.closing.Load() {
+			x.log.Warn("jsonlstore: search index not updated", "err", err)
 		}
-		s.search.feedMu.Lock()
+		x.feedMu.Lock()
 		f.tries = 0
-		s.search.feedMu.Unlock()
+		x.feedMu.Unlock()
 		return
 	}
 	// Busy: put the events back before any queued since, and try again
 	// later, backing off; after searchRetries, drop them.
-	s.search.feedMu.Lock()
-	defer s.search.feedMu.Unlock()
+	x.feedMu.Lock()
+	defer x.feedMu.Unlock()
 	f.tries++
-	if f.tries > searchRetries || s.closed.Load() {
+	if f.tries > searchRetries || x.closing.Load() {
 		f.tries = 0
 		return
 	}
 	f.pending = append(events, f.pending...)
 	if f.timer == nil {
-		f.timer = time.AfterFunc(searchFlushDelay<<f.tries, func() { s.flushSearch(context.Background(), searchdb.NoWait) })
+		f.timer = time.AfterFunc(searchFlushDelay<<f.tries, func() { x.flushSearch(context.Background(), searchdb.NoWait) })
 	}
 }
 
 // writeSearch applies events to the index in one transaction, then reads
 // from their logs the sessions whose update did not apply.
-func (s *Store) writeSearch(ctx context.Context, events []searchEvent, wait searchdb.Wait) error {
-	s.search.mu.Lock()
-	defer s.search.mu.Unlock()
-	db, err := s.openSearchLocked(ctx, false, wait)
+func (x *Index) writeSearch(ctx context.Context, events []searchEvent, wait searchdb.Wait) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	db, err := x.openSearchLocked(ctx, false, wait)
 	if err != nil {
 		return err // missing: the first search builds it; busy: tried again later
 	}
@@ -224,7 +234,7 @@ func (s *Store) writeSearch(ctx context.Context, events []searchEvent, wait sear
 			behind = append(behind, ups[i].ID)
 		}
 	}
-	return s.refreshLocked(ctx, db, behind, wait)
+	return x.refreshLocked(ctx, db, behind, wait)
 }
 
 // update is the event's update with the docs of its messages; ok is
@@ -245,8 +255,8 @@ func (ev *searchEvent) update() (searchdb.Update, bool) {
 // logs (each once): from what was appended since a row's revision where
 // it can (readIndexed), and not at all where another process has brought
 // a row further meanwhile.
-func (s *Store) refreshLocked(ctx context.Context, db *searchdb.DB, ids []session.SessionID, wait searchdb.Wait) error {
-	if len(ids) == 0 || s.closed.Load() {
+func (x *Index) refreshLocked(ctx context.Context, db *searchdb.DB, ids []session.SessionID, wait searchdb.Wait) error {
+	if len(ids) == 0 || x.closing.Load() {
 		return nil
 	}
 	seen := map[session.SessionID]bool{}
@@ -267,7 +277,7 @@ func (s *Store) refreshLocked(ctx context.Context, db *searchdb.DB, ids []sessio
 		if st, ok := states[id]; ok {
 			hint = &st
 		}
-		ix, err := s.readIndexed(ctx, id, hint)
+		ix, err := x.readIndexed(ctx, id, hint)
 		if err != nil {
 			continue // deleted, unreadable: the next search sees to it
 		}
@@ -276,33 +286,35 @@ func (s *Store) refreshLocked(ctx context.Context, db *searchdb.DB, ids []sessio
 	if len(reads) == 0 {
 		return nil
 	}
-	return s.applyLocked(ctx, db, reads, states, make([]bool, len(reads)), wait)
+	return x.applyLocked(ctx, db, reads, states, make([]bool, len(reads)), wait)
 }
 
-// closeSearch writes what is queued (waiting a little for another
-// process) and closes the index.
-func (s *Store) closeSearch() {
-	s.flushSearch(context.Background(), searchWait)
-	s.search.mu.Lock()
-	s.closeSearchLocked()
-	s.search.closed = true
-	s.search.mu.Unlock()
+// Close implements searchhost.Index: it writes what is queued (waiting
+// a little for another process) and closes the index.
+func (x *Index) Close() {
+	x.closing.Store(true)
+	x.flushSearch(context.Background(), searchWait)
+	x.mu.Lock()
+	x.closeSearchLocked()
+	x.closed = true
+	x.mu.Unlock()
 }
 
-// FlushSearch writes the search index updates that appends queued, now,
+// Flush implements searchhost.Index (the store's FlushSearch): it writes
+// the search index updates that appends queued, now,
 // waiting up to a few seconds for another process's write to the index;
 // it returns what kept it from writing them (they are then left to the
 // next search). Appends need not call it: the store writes its queue
 // soon after each append, and when it is closed.
-func (s *Store) FlushSearch(ctx context.Context) error {
-	if s.closed.Load() {
+func (x *Index) Flush(ctx context.Context) error {
+	if x.closing.Load() {
 		return sessionstore.ErrClosed
 	}
-	events := s.takeQueue()
+	events := x.takeQueue()
 	if len(events) == 0 {
 		return nil
 	}
-	err := s.writeSearch(ctx, events, searchWait)
+	err := x.writeSearch(ctx, events, searchWait)
 	if errors.Is(err, searchdb.ErrMissing) {
 		return nil // no index: the first search builds it
 	}
@@ -310,10 +322,10 @@ func (s *Store) FlushSearch(ctx context.Context) error {
 }
 
 // takeQueue empties the queue and returns what it held.
-func (s *Store) takeQueue() []searchEvent {
-	s.search.feedMu.Lock()
-	defer s.search.feedMu.Unlock()
-	f := &s.search.feed
+func (x *Index) takeQueue() []searchEvent {
+	x.feedMu.Lock()
+	defer x.feedMu.Unlock()
+	f := &x.feed
 	events := f.pending
 	f.pending, f.bytes = nil, 0
 	if f.timer != nil {

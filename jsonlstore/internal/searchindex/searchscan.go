@@ -1,4 +1,4 @@
-package jsonlstore
+package searchindex
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -104,38 +105,38 @@ func (ix *indexed) extend(st searchdb.State) (searchdb.Update, bool) {
 // are read for message counts and titles) for the revision each message
 // and the title appeared at: the cost of reading the log and the latest
 // revision's content once.
-func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searchdb.State) (*indexed, error) {
+func (x *Index) readIndexed(ctx context.Context, id session.SessionID, st *searchdb.State) (*indexed, error) {
 	var out *indexed
-	err := s.read(ctx, id, func(v *view) error {
-		fi, err := v.f.Stat()
+	err := x.h.ReadLog(ctx, id, func(v searchhost.Log) error {
+		fi, err := v.Stat()
 		if err != nil {
 			return err
 		}
 		// The proof is taken before the log is read: a later append makes
 		// it stale, never the other way round.
 		proof := proofOf(fi)
-		if proof.Size != v.size {
-			proof.Size = v.size
+		if size := v.Size(); proof.Size != size {
+			proof.Size = size
 		}
 		if st != nil {
-			if ix := s.readAppended(id, v, st, proof); ix != nil {
-				s.searches.appended.Add(1)
+			if ix := readAppended(id, v, st, proof); ix != nil {
+				x.stats.appended.Add(1)
 				out = ix
 				return nil
 			}
 		}
-		last, rec, err := s.loadLatest(id, v, false)
+		last, rec, err := v.LoadLatest()
 		if err != nil {
 			return err
 		}
 		msgs := rec.Snapshot.Messages
 		if st != nil {
-			if ix := s.readAfter(id, v, last, &rec, st, proof); ix != nil {
+			if ix := readAfter(id, v, last, &rec, st, proof); ix != nil {
 				out = ix
 				return nil
 			}
 		}
-		counts, titleRev, err := s.historyCounts(id, v, rec.Revision)
+		counts, titleRev, err := historyCounts(v, rec.Revision)
 		if err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searc
 			doc, _ := fulltext.MessageDoc(&msgs[i]) // loaded with its content
 			docs[i] = searchdb.Message{Index: i, Rev: revs[i], Doc: doc}
 		}
-		s.searches.wholeReads.Add(1)
+		x.stats.wholeReads.Add(1)
 		out = newIndexed(head, 0, fulltext.Digest{}, docs)
 		return nil
 	})
@@ -176,12 +177,12 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searc
 // session's size. The row's digest is continued over the new messages.
 // It returns nil when any of this does not hold (readIndexed then reads
 // more).
-func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, proof searchdb.Proof) *indexed {
+func readAppended(id session.SessionID, v searchhost.Log, st *searchdb.State, proof searchdb.Proof) *indexed {
 	p := st.Proof
-	if st.Rev == 0 || p.Dev != proof.Dev || p.Ino != proof.Ino || p.Size > v.size {
+	if st.Rev == 0 || p.Dev != proof.Dev || p.Ino != proof.Ino || p.Size > v.Size() {
 		return nil
 	}
-	last, _, err := s.latest(id, v)
+	last, err := v.Latest()
 	if err != nil || last.Rev < st.Rev {
 		return nil
 	}
@@ -193,7 +194,7 @@ func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, 
 			return nil
 		}
 		after = append(after, r.Clone())
-		prev, err := v.back.Before(r)
+		prev, err := v.Before(r)
 		if err != nil || prev == nil {
 			return nil
 		}
@@ -252,9 +253,7 @@ func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, 
 	if err := json.Unmarshal(arr, &msgs); err != nil || len(msgs) != len(revs) {
 		return nil
 	}
-	c := s.newBlobCache(id)
-	defer c.Close()
-	if err := msgs.Resolve(c.fetch); err != nil {
+	if err := v.Resolve(msgs); err != nil {
 		return nil // a whole read reports it
 	}
 	docs := make([]searchdb.Message, len(msgs))
@@ -271,7 +270,7 @@ func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, 
 // after st.Rev alone, and the latest revision's messages rec. It returns
 // nil when they do not merely add messages to the row's (or are not all
 // in the log).
-func (s *Store) readAfter(id session.SessionID, v *view, last *record.Rec, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
+func readAfter(id session.SessionID, v searchhost.Log, last *record.Rec, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
 	msgs := rec.Snapshot.Messages
 	if st.Rev == 0 || st.Rev > rec.Revision || st.Messages > len(msgs) {
 		return nil
@@ -283,7 +282,7 @@ func (s *Store) readAfter(id session.SessionID, v *view, last *record.Rec, rec *
 			return nil
 		}
 		after = append(after, r.Clone())
-		prev, err := v.back.Before(r)
+		prev, err := v.Before(r)
 		if err != nil || prev == nil {
 			return nil // archived, or damage the whole read reports
 		}
@@ -355,8 +354,8 @@ var errShortHistory = errors.New("jsonlstore: the history ends before its latest
 // historyCounts reads session id's history up to revision last and
 // returns each revision's message count and the revision its title (as
 // at last) was set at.
-func (s *Store) historyCounts(id session.SessionID, v *view, last uint64) ([]fulltext.Count, uint64, error) {
-	h := s.scanHistory(id, v)
+func historyCounts(v searchhost.Log, last uint64) ([]fulltext.Count, uint64, error) {
+	h := v.History()
 	defer h.Close()
 	counts := make([]fulltext.Count, 0, last)
 	var conv record.Conversation

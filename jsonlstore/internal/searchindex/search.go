@@ -1,4 +1,4 @@
-package jsonlstore
+package searchindex
 
 import (
 	"context"
@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"sync"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
-	"github.com/sessionstore/sessionstore/internal/vfs"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -45,7 +43,7 @@ import (
 //     Those hits are ranked as the index ranks them once it holds them,
 //     and the row is left to the writers' queues and later searches.
 //   - The state of a log is the catalog's entry where the catalog can be
-//     believed and the session has no mark (catalog.go: such a log has
+//     believed and the session has no mark (Host.Sessions: such a log has
 //     not changed since its entry was made), a probe of the log
 //     otherwise; and a hit from a row taken as current on the catalog's
 //     word counts only once a probe of its log agrees. One that does not
@@ -55,42 +53,18 @@ import (
 //   - A missing index is created by the first search, which indexes every
 //     session (the store's Logger hears that the index is being built); a
 //     damaged one, or one of another version, is removed and built anew.
-//     ReindexSearch rebuilds it on request.
+//     Reindex (the store's ReindexSearch) rebuilds it on request.
 //   - Where the index cannot be opened (another user's, junk at its
 //     path), every session is searched in memory from its log: slower,
 //     never wrong.
-
-// Where the search index lives, relative to the root.
-const (
-	// SearchDir is the directory of the search index. Its name starts
-	// with a dot, so it is never a session; backups leave it out.
-	SearchDir  = ".search"
-	searchFile = SearchDir + "/index.db"
-	searchLock = SearchDir + "/lock"
-)
 
 // manyStale is how many sessions a search must bring into the index
 // before the Logger hears that the index is being built.
 const manyStale = 64
 
-// searchIndex is the store's handle on its search index and the queue of
-// what writers appended.
-type searchIndex struct {
-	mu     sync.Mutex // guards db, dbID and closed; held across a use of db
-	db     *searchdb.DB
-	dbID   vfs.Identity
-	closed bool // by Close: nothing opens the index any more
-
-	feedMu sync.Mutex // guards feed
-	feed   searchFeed
-}
-
-// Search implements sessionstore.Store: it brings the index up to
-// date with every session on disk (see above), then queries it.
-func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
-	if s.closed.Load() {
-		return sessionstore.SearchResult{}, sessionstore.ErrClosed
-	}
+// Search implements searchhost.Index: it brings the index up to date
+// with every session on disk (see above), then queries it.
+func (x *Index) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
 	if err := ctx.Err(); err != nil {
 		return sessionstore.SearchResult{}, err
 	}
@@ -101,59 +75,59 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	fq, _ := fulltext.Parse(q.Text) // checked by Normalize
 	// This handle's queue, if the index is free: what it does not write
 	// now, the search reads from the logs, and the queue tries again.
-	s.flushSearch(ctx, searchdb.NoWait)
-	s.search.mu.Lock()
-	res, cl, err := s.searchLocked(ctx, q, fq)
-	s.search.mu.Unlock()
+	x.flushSearch(ctx, searchdb.NoWait)
+	x.mu.Lock()
+	res, cl, err := x.searchLocked(ctx, q, fq)
+	x.mu.Unlock()
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	s.keepCatalog(ctx, cl) // as a listing does
+	cl.keep(ctx) // as a listing does
 	return res, nil
 }
 
-// searchLocked is Search with s.search.mu held. It also says what the
+// searchLocked is Search with x.mu held. It also says what the
 // catalog needs.
-func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
-	db, err := s.openSearchLocked(ctx, true, searchWait)
+func (x *Index) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogKeep, error) {
+	db, err := x.openSearchLocked(ctx, true, searchWait)
 	if err != nil {
 		if endsStoreWide(err) {
-			return sessionstore.SearchResult{}, catalogList{}, err
+			return sessionstore.SearchResult{}, catalogKeep{}, err
 		}
-		s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
+		x.log.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
 		db = nil
 	}
-	res, cl, err := s.searchWith(ctx, db, q, fq)
+	res, cl, err := x.searchWith(ctx, db, q, fq)
 	if db != nil && searchIndexBad(err) {
 		// Found damaged in use (pages SQLite finds corrupt, a schema
 		// another process changed): replaced by a new index, and the
 		// search done again.
-		s.opts.Logger.Warn("jsonlstore: search index damaged: building it anew", "err", err)
-		id := s.search.dbID
-		if db, err = s.replaceSearchLocked(ctx, &id, searchWait); err != nil {
+		x.log.Warn("jsonlstore: search index damaged: building it anew", "err", err)
+		id := x.dbID
+		if db, err = x.replaceSearchLocked(ctx, &id, searchWait); err != nil {
 			if endsStoreWide(err) {
-				return sessionstore.SearchResult{}, catalogList{}, err
+				return sessionstore.SearchResult{}, catalogKeep{}, err
 			}
-			s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
+			x.log.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
 			db = nil
 		}
-		res, cl, err = s.searchWith(ctx, db, q, fq)
+		res, cl, err = x.searchWith(ctx, db, q, fq)
 	}
 	if db != nil && (searchIndexBad(err) || errors.Is(err, searchdb.ErrSlow)) {
-		s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
-		res, cl, err = s.searchWith(ctx, nil, q, fq)
+		x.log.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
+		res, cl, err = x.searchWith(ctx, nil, q, fq)
 	}
 	return res, cl, err
 }
 
 // searchWith runs a search with the index db (nil: none, every session
 // is searched in memory).
-func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
+func (x *Index) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogKeep, error) {
 	rebuild := false // the catalog was caught out by a log changed behind its back
 	for probeAll := false; ; probeAll = true {
-		cu, err := s.catchUpLocked(ctx, db, probeAll, searchdb.NoWait)
+		cu, err := x.catchUpLocked(ctx, db, probeAll, searchdb.NoWait)
 		if rebuild {
-			cu.catalog.up = upkeepRebuild
+			cu.catalog.rebuild = true
 		}
 		if err != nil {
 			return sessionstore.SearchResult{}, cu.catalog, err
@@ -174,10 +148,10 @@ func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 				}
 				dir, ok := dirs[id]
 				if !ok {
-					dir = s.isSessionDir(id)
+					dir = x.h.IsSession(id)
 					if p, vouched := cu.vouched[id]; vouched && dir {
-						s.searches.probes.Add(1)
-						if ls := probedState(vfs.Probe(s.fs, logPath(id))); !ls.ok || ls.proof != p {
+						x.stats.probes.Add(1)
+						if ls := probedState(x.h.ProbeLog(id)); !ls.ok || ls.proof != p {
 							wrong, dir = append(wrong, id), false
 						}
 					}
@@ -197,8 +171,8 @@ func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 			// catalog's back: the search proves every row by its log,
 			// and in the last case the catalog is rebuilt, as a listing
 			// does.
-			s.searches.reproved.Add(1)
-			rebuild = s.changedWithoutMark(wrong)
+			x.stats.reproved.Add(1)
+			rebuild = x.h.ChangedWithoutMark(wrong)
 			continue
 		}
 		if cu.mem != nil {
@@ -214,27 +188,6 @@ func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 		}
 		return res, cu.catalog, nil
 	}
-}
-
-// changedWithoutMark reports whether a session of ids, unmarked when the
-// catalog vouched for it, has no mark now: its log changed behind the
-// catalog's back (a program without the catalog, a hand edit), or the
-// session is gone.
-func (s *Store) changedWithoutMark(ids []session.SessionID) bool {
-	marks, err := s.readMarks()
-	if err != nil {
-		return false
-	}
-	for _, id := range ids {
-		if len(marks.gens[id]) == 0 {
-			if s.isSessionDir(id) {
-				s.opts.Logger.Warn("jsonlstore: catalog entry changed without a mark (a program without the catalog, or a hand edit); searching by every log and rebuilding the catalog",
-					"session", id)
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // logState is the state of a session's log as a search found it:
@@ -256,94 +209,59 @@ func probedState(fi fs.FileInfo, err error) logState {
 
 // logStates returns the names in the root that may be sessions and the
 // state of each one's log, to prove the index's rows current. Where the
-// catalog can be believed (catalog.go), an unmarked session's entry
+// catalog can be believed (Host.Sessions), an unmarked session's entry
 // describes its log as it is, and stands in for a probe; the other
-// sessions' logs are probed (vfs.Probe: one system call each, on every
-// core). With probeAll, or without a catalog to believe, every log is
-// probed and the names are the root's: ten thousand sessions cost ten
-// thousand cheap calls. A name is a session when its log matches its row
-// (the row was read through the store, from a session directory) or,
-// when it does not, when it is a session directory (isSessionDir). cl
-// says what the catalog needs.
-func (s *Store) logStates(ctx context.Context, probeAll bool) (ids []session.SessionID, logs []logState, cl catalogList, err error) {
-	if !probeAll {
-		if v, ok := s.vouch(&cl); ok {
-			ids, logs, ok = s.vouchedStates(v)
-			v.lc.release()
-			if ok {
-				err = s.probeLogs(ctx, ids, logs)
-				return ids, logs, cl, err
-			}
-		}
-	}
-	names, err := vfs.ReadDirNames(s.fs, ".")
+// sessions' logs are probed (one system call each, on every core). With
+// probeAll, or without a catalog to believe, every log is probed: ten
+// thousand sessions cost ten thousand cheap calls. A name is a session
+// when its log matches its row (the row was read through the store,
+// from a session directory) or, when it does not, when it is a session
+// directory (Host.IsSession). cl says what the catalog needs.
+func (x *Index) logStates(ctx context.Context, probeAll bool) (ids []session.SessionID, logs []logState, cl catalogKeep, err error) {
+	ss, err := x.h.Sessions(ctx, probeAll)
 	if err != nil {
-		return nil, nil, cl, opErr("list root", "", err)
+		return nil, nil, cl, err
 	}
-	for _, n := range names {
-		if sessionstore.ValidateID(session.SessionID(n)) == nil {
-			ids = append(ids, session.SessionID(n))
+	cl.keepFn = ss.Keep
+	logs = make([]logState, len(ss.IDs))
+	for i, l := range ss.Logs {
+		if l.Vouched {
+			logs[i] = logState{proof: searchdb.Proof(l.Proof), ok: true, vouched: true}
 		}
 	}
-	logs = make([]logState, len(ids))
-	err = s.probeLogs(ctx, ids, logs)
-	return ids, logs, cl, err
+	err = x.probeLogs(ctx, ss.IDs, logs)
+	return ss.IDs, logs, cl, err
 }
 
-// vouchedStates returns the sessions v knows to be under the root, with
-// the states its entries vouch for; those it does not vouch for (v.look)
-// are left to probe. ok is false for an entry whose ID is not a
-// session's (a damaged catalog: no path it names is read).
-func (s *Store) vouchedStates(v vouched) (ids []session.SessionID, logs []logState, ok bool) {
-	f := v.lc.f
-	ids = make([]session.SessionID, 0, f.Len()+len(v.look))
-	logs = make([]logState, 0, f.Len()+len(v.look))
-	for i := range f.Len() {
-		if v.gone[i] {
-			continue
-		}
-		id := f.EntryID(i)
-		if sessionstore.ValidateID(id) != nil {
-			return nil, nil, false
-		}
-		ls := logState{}
-		if _, look := v.look[id]; !look {
-			l := f.Log(i)
-			ls = logState{proof: searchdb.Proof(l), ok: true, vouched: true}
-		}
-		ids, logs = append(ids, id), append(logs, ls)
+// catalogKeep is what the catalog needs after a search: the host's Keep,
+// told whether a log was found changed behind the catalog's back.
+type catalogKeep struct {
+	keepFn  func(ctx context.Context, rebuild bool)
+	rebuild bool
+}
+
+func (c catalogKeep) keep(ctx context.Context) {
+	if c.keepFn != nil {
+		c.keepFn(ctx, c.rebuild)
 	}
-	for id, i := range v.look {
-		if i < 0 { // new: not in the catalog
-			ids, logs = append(ids, id), append(logs, logState{})
-		}
-	}
-	return ids, logs, true
 }
 
 // probeLogs probes the log of every session of ids whose state the
 // catalog did not vouch for, on every core.
-func (s *Store) probeLogs(ctx context.Context, ids []session.SessionID, logs []logState) error {
+func (x *Index) probeLogs(ctx context.Context, ids []session.SessionID, logs []logState) error {
 	var todo []int
 	for i := range logs {
 		if !logs[i].vouched {
 			todo = append(todo, i)
 		}
 	}
-	s.searches.probes.Add(int64(len(todo)))
-	s.searches.vouched.Add(int64(len(ids) - len(todo)))
+	x.stats.probes.Add(int64(len(todo)))
+	x.stats.vouched.Add(int64(len(ids) - len(todo)))
 	return parallel(ctx, len(todo), func(k int) error {
 		i := todo[k]
-		logs[i] = probedState(vfs.Probe(s.fs, logPath(ids[i])))
+		logs[i] = probedState(x.h.ProbeLog(ids[i]))
 		return nil
 	})
-}
-
-// isSessionDir reports whether name in the root is a directory (not a
-// symlink to one), as sessionIDs lists sessions.
-func (s *Store) isSessionDir(id session.SessionID) bool {
-	fi, err := s.fs.Lstat(sessionDir(id))
-	return err == nil && fi.IsDir()
 }
 
 // caughtUp is what bringing the index up to date found.
@@ -358,7 +276,7 @@ type caughtUp struct {
 	vouched map[session.SessionID]searchdb.Proof
 	// catalog is what the catalog needs (a search keeps it as a listing
 	// does).
-	catalog catalogList
+	catalog catalogKeep
 	// pending are what the index could not take of the sessions read,
 	// to search beside it (searchdb.Pending).
 	pending []searchdb.Pending
@@ -370,8 +288,8 @@ type caughtUp struct {
 // sessions that are gone are removed, sessions whose log is not the one
 // their row was read from are read again (logStates says how a search
 // knows). With db nil (no usable index) every session is read into
-// memory. s.search.mu must be held.
-func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll bool, wait searchdb.Wait) (caughtUp, error) {
+// memory. x.mu must be held.
+func (x *Index) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll bool, wait searchdb.Wait) (caughtUp, error) {
 	cu := caughtUp{skip: map[session.SessionID]bool{}, vouched: map[session.SessionID]searchdb.Proof{}}
 	// The logs' states are found while the index's rows are read.
 	var (
@@ -382,7 +300,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	probed := make(chan struct{})
 	go func() {
 		defer close(probed)
-		ids, logs, cu.catalog, errIDs = s.logStates(ctx, probeAll)
+		ids, logs, cu.catalog, errIDs = x.logStates(ctx, probeAll)
 	}()
 	// Only the rows' proofs: what else the index holds is read below for
 	// the rows found stale.
@@ -394,7 +312,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 				<-probed
 				return cu, err
 			}
-			s.opts.Logger.Warn("jsonlstore: search index unreadable: searching the logs", "err", err)
+			x.log.Warn("jsonlstore: search index unreadable: searching the logs", "err", err)
 			db = nil
 		}
 	}
@@ -408,7 +326,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		ls := &logs[i]
 		p, ok := proofs[id]
 		current := ls.ok && ok && p == ls.proof
-		if !current && !s.isSessionDir(id) {
+		if !current && !x.h.IsSession(id) {
 			continue // gone, or no session directory
 		}
 		onDisk[id] = true
@@ -435,7 +353,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 				return cu, err
 			}
 			// The stale rows are then replaced whole, not extended.
-			s.opts.Logger.Warn("jsonlstore: search index rows unreadable: indexing the stale sessions anew", "err", err)
+			x.log.Warn("jsonlstore: search index rows unreadable: indexing the stale sessions anew", "err", err)
 			states = map[session.SessionID]searchdb.State{}
 		}
 	}
@@ -454,7 +372,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		}
 	}
 	if len(stale) >= manyStale {
-		s.opts.Logger.Warn("jsonlstore: search index is being built", "sessions", len(stale), "of", len(ids))
+		x.log.Warn("jsonlstore: search index is being built", "sessions", len(stale), "of", len(ids))
 	}
 	read := make([]*indexed, len(stale))
 	errs := make([]error, len(stale))
@@ -463,7 +381,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		if st, ok := states[stale[i]]; ok {
 			hint = &st
 		}
-		read[i], errs[i] = s.readIndexed(ctx, stale[i], hint)
+		read[i], errs[i] = x.readIndexed(ctx, stale[i], hint)
 		return nil
 	})
 	if err != nil {
@@ -485,12 +403,12 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	}
 	applied := make([]bool, len(reads))
 	if db != nil {
-		if err := s.applyLocked(ctx, db, reads, states, applied, wait); err != nil {
+		if err := x.applyLocked(ctx, db, reads, states, applied, wait); err != nil {
 			if endsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
 			if !errors.Is(err, searchdb.ErrBusy) {
-				s.opts.Logger.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
+				x.log.Warn("jsonlstore: search index not updated: searching the logs", "err", err)
 			}
 		}
 	}
@@ -503,7 +421,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		// unwritable, or it changed meanwhile beyond what was read): what
 		// was read is searched beside the index. The index's row serves
 		// for what it holds as the session still has it.
-		s.searches.inMemory.Add(1)
+		x.stats.inMemory.Add(1)
 		id := ix.head.ID
 		st, has := states[id]
 		if db != nil && has {
@@ -513,7 +431,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 			}
 		}
 		if !ix.whole() {
-			whole, err := s.readIndexed(ctx, id, nil)
+			whole, err := x.readIndexed(ctx, id, nil)
 			if err != nil {
 				cu.unreadable = append(cu.unreadable, summary.UnreadableOf(id, err))
 				cu.skip[id] = true
@@ -593,7 +511,7 @@ const searchRebases = 3
 // revision the read went through is extended from it; a read of the
 // whole log replaces any other. The error is what kept it from writing
 // the rest.
-func (s *Store) applyLocked(ctx context.Context, db *searchdb.DB, reads []*indexed, states map[session.SessionID]searchdb.State, applied []bool, wait searchdb.Wait) error {
+func (x *Index) applyLocked(ctx context.Context, db *searchdb.DB, reads []*indexed, states map[session.SessionID]searchdb.State, applied []bool, wait searchdb.Wait) error {
 	for round := 0; ; round++ {
 		var ups []searchdb.Update
 		var upK []int
@@ -639,7 +557,8 @@ func (s *Store) applyLocked(ctx context.Context, db *searchdb.DB, reads []*index
 // searchBatch is how many sessions one transaction of a catch-up takes.
 const searchBatch = 32
 
-// ReindexSearch rebuilds the search index from the logs, as a new file:
+// Reindex implements searchhost.Index (the store's ReindexSearch): it
+// rebuilds the search index from the logs, as a new file:
 // every session is indexed into a new index beside the old one, which
 // then replaces it (so nothing of the old file survives: rows, triggers,
 // damage). Searches meanwhile stay correct (they use the old index, and
@@ -647,43 +566,43 @@ const searchBatch = 32
 // the store never puts there (a directory, a symlink, a FIFO) is
 // replaced; an index this user may not read or write is a permission
 // error, and is left alone. It reports what it indexed.
-func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexReport, error) {
-	if s.closed.Load() {
+func (x *Index) Reindex(ctx context.Context) (sessionstore.SearchIndexReport, error) {
+	if x.closing.Load() {
 		return sessionstore.SearchIndexReport{}, sessionstore.ErrClosed
 	}
-	s.flushSearch(ctx, searchWait)
-	s.search.mu.Lock()
-	defer s.search.mu.Unlock()
-	if s.search.closed {
+	x.flushSearch(ctx, searchWait)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
 		return sessionstore.SearchIndexReport{}, sessionstore.ErrClosed
 	}
-	if err := s.fixSearchDir(); err != nil {
+	if err := x.fixSearchDir(); err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
-	if fi, err := s.fs.Lstat(searchFile); err == nil && fi.Mode().IsRegular() {
+	if fi, err := x.fs.Lstat(x.file); err == nil && fi.Mode().IsRegular() {
 		// Another user's index is theirs to remove, not ours to replace.
-		if err := searchdb.Accessible(s.abs(searchFile)); errors.Is(err, fs.ErrPermission) {
-			return sessionstore.SearchIndexReport{}, opErr("search index", "", fmt.Errorf("%w (remove %s to rebuild it)", err, s.abs(SearchDir)))
+		if err := searchdb.Accessible(x.h.Abs(x.file)); errors.Is(err, fs.ErrPermission) {
+			return sessionstore.SearchIndexReport{}, opErr("search index", "", fmt.Errorf("%w (remove %s to rebuild it)", err, x.h.Abs(x.dir)))
 		}
 	}
-	db, name, err := s.newSearchIndex(ctx)
+	db, name, err := x.newSearchIndex(ctx)
 	if err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
-	cu, err := s.catchUpLocked(ctx, db, true, searchWait)
+	cu, err := x.catchUpLocked(ctx, db, true, searchWait)
 	if err == nil && (cu.mem != nil || len(cu.pending) > 0) {
 		err = opErr("search index", "", errors.New("some sessions could not be written to the new index"))
 	}
 	if err != nil {
-		s.dropSearchIndex(db, name)
+		x.dropSearchIndex(db, name)
 		return sessionstore.SearchIndexReport{}, err
 	}
-	if err := s.finishSearchIndex(ctx, db, name); err != nil {
-		s.dropSearchIndex(nil, name)
+	if err := x.finishSearchIndex(ctx, db, name); err != nil {
+		x.dropSearchIndex(nil, name)
 		return sessionstore.SearchIndexReport{}, err
 	}
-	s.closeSearchLocked()
-	if _, err := s.putSearchIndex(ctx, name, func(fs.FileInfo, error) bool { return true }); err != nil {
+	x.closeSearchLocked()
+	if _, err := x.putSearchIndex(ctx, name, func(fs.FileInfo, error) bool { return true }); err != nil {
 		return sessionstore.SearchIndexReport{}, err
 	}
 	return sessionstore.SearchIndexReport{Sessions: cu.indexed, Unreadable: cu.unreadable}, nil

@@ -1,0 +1,175 @@
+package searchindex
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Index is a store's search index and the queue of what its writers
+// appended (searchhost.Index).
+type Index struct {
+	h   searchhost.Host
+	fs  vfs.FS
+	log *slog.Logger
+	// The index's paths in the root: its directory, its file, the lock
+	// that keeps a file from being replaced while it is opened
+	// (searchfile.go).
+	dir, file, lock string
+	// closing: the store is closing; the queue is written one last
+	// time, and nothing is read from the logs any more.
+	closing atomic.Bool
+
+	mu     sync.Mutex // guards db, dbID and closed; held across a use of db
+	db     *searchdb.DB
+	dbID   vfs.Identity
+	closed bool // by Close: nothing opens the index any more
+
+	feedMu sync.Mutex // guards feed
+	feed   searchFeed
+
+	stats struct {
+		probes, vouched, reproved      atomic.Int64
+		appended, wholeReads, inMemory atomic.Int64
+	}
+}
+
+var _ searchhost.Index = (*Index)(nil)
+
+// open is the Index of the store that h is.
+func open(h searchhost.Host) *Index {
+	dir := h.Dir()
+	return &Index{h: h, fs: h.FS(), log: h.Logger(), dir: dir, file: dir + "/index.db", lock: dir + "/lock"}
+}
+
+// Stats implements searchhost.Index.
+func (x *Index) Stats() searchhost.Stats {
+	return searchhost.Stats{
+		Probes: x.stats.probes.Load(), Vouched: x.stats.vouched.Load(), Reproved: x.stats.reproved.Load(),
+		Appended: x.stats.appended.Load(), WholeReads: x.stats.wholeReads.Load(), InMemory: x.stats.inMemory.Load(),
+	}
+}
+
+// Files and directories the index makes are the store's owner's alone,
+// as the store's own (jsonlstore's dirPerm and filePerm).
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+	// tmpSuffix ends the name of a new index being made.
+	tmpSuffix = ".tmp"
+)
+
+// opErr wraps an error of the index's operation op, as the store wraps
+// its own (the index's errors are the store's).
+func opErr(op string, id session.SessionID, err error) error {
+	return &sessionstore.OpError{Store: "jsonlstore", Op: op, ID: id, Err: err}
+}
+
+// pathErr is opErr naming the file at fault, relative to the root.
+func pathErr(op string, id session.SessionID, path string, err error) error {
+	return &sessionstore.OpError{Store: "jsonlstore", Op: op, ID: id, Path: path, Err: err}
+}
+
+// endsStoreWide reports whether err ends the whole search rather than
+// one session's part in it: the store closed, the caller's context done.
+func endsStoreWide(err error) bool {
+	return errors.Is(err, sessionstore.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// randomSuffix is 8 random bytes in hex, for a new index's temporary
+// name.
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// parallel calls fn(i) for i in [0, n) from a few goroutines (the work
+// is mostly system calls and reads of logs) and returns the first error.
+// All have returned when it returns.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), 8, n)
+	if workers <= 1 {
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		next    atomic.Int64
+		failed  atomic.Bool
+		errOnce sync.Once
+		first   error
+		wg      sync.WaitGroup
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { first = err })
+		failed.Store(true)
+	}
+	for range workers {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					fail(err)
+					return
+				}
+				if err := fn(i); err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// Component is the search index a store is opened with
+// (searchhost.Component; jsonlstore/fts.New returns it). Each store
+// opened with it has an Index of its own.
+type Component struct {
+	// For tests: wrap, if set, stands between the store and each Index
+	// the component opens; opened, if set, is told each Index.
+	wrap   func(searchhost.Host) searchhost.Host
+	opened func(*Index)
+}
+
+// New returns the component.
+func New() Component { return Component{} }
+
+// Open implements searchhost.Component.
+func (c Component) Open(h searchhost.Host) searchhost.Index {
+	if c.wrap != nil {
+		h = c.wrap(h)
+	}
+	x := open(h)
+	if c.opened != nil {
+		c.opened(x)
+	}
+	return x
+}
+
+// SearchIndexName implements jsonlstore.SearchIndex.
+func (Component) SearchIndexName() string { return "fts (SQLite FTS5, ROOT/.search/index.db)" }
+
+var _ searchhost.Component = Component{}

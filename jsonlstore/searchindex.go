@@ -1,0 +1,328 @@
+package jsonlstore
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/sessnap"
+)
+
+// The full-text search index (FORMAT.md "The search index") is a
+// component a store is opened with (Options.Search), not part of the
+// store: it keeps a SQLite database, and a program that never searches
+// should not link SQLite. This file is the store's side of the seam
+// (package searchhost): the methods that hand a search to the index, and
+// the host the index reaches the store's files through — the root, the
+// sessions' logs read as records, the catalog's word on them. The index
+// itself (jsonlstore/internal/searchindex) never imports the store.
+//
+// A store opened without an index still leaves the index correct for a
+// store opened with one: the index holds, per session, the state of the
+// log it was read from, and a search reads again every session whose log
+// is not in that state, whoever appended to it.
+
+// SearchDir is the directory in the root that the search index keeps its
+// files in. Its name starts with a dot, so it is never a session; backups
+// leave it out.
+const SearchDir = ".search"
+
+// SearchIndex is a full-text search index a store is opened with
+// (Options.Search). The one there is comes from package
+// github.com/sessionstore/sessionstore/jsonlstore/fts (fts.New()): an
+// SQLite FTS5 index in ROOT/.search/. The store reaches it through
+// methods of an internal interface, so Open refuses any other
+// implementation (ErrNoSearch).
+type SearchIndex interface {
+	// SearchIndexName names the index, for messages.
+	SearchIndexName() string
+}
+
+// searchComponent is opts.Search as the store uses it; nil without one.
+func (o Options) searchComponent() (searchhost.Component, error) {
+	if o.Search == nil {
+		return nil, nil
+	}
+	c, ok := o.Search.(searchhost.Component)
+	if !ok {
+		return nil, opErr("open", "", fmtNoSearch(o.Search))
+	}
+	return c, nil
+}
+
+// SearchIndexState is what VerifySearch found the search index to be.
+type SearchIndexState string
+
+// The states of the search index. SearchIndexDamaged and
+// SearchIndexUnreadable are problems; searches answer correctly in every
+// state (they rebuild a damaged index, and read the logs where there is
+// no usable one).
+const (
+	// SearchIndexSound: the file passes SQLite's check and its schema is
+	// the index's.
+	SearchIndexSound SearchIndexState = "sound"
+	// SearchIndexMissing: there is none; the next search builds it.
+	SearchIndexMissing SearchIndexState = "missing"
+	// SearchIndexDamaged: the file fails SQLite's check, holds objects
+	// that are not the index's (a trigger, a view), is of another
+	// version's schema, or is not a regular file of its own. The next search or
+	// `sessions reindex` replaces it with a new file.
+	SearchIndexDamaged SearchIndexState = "damaged"
+	// SearchIndexOtherVersion: another version of the program made it;
+	// the next search replaces it with one of this version's.
+	SearchIndexOtherVersion SearchIndexState = "other version"
+	// SearchIndexUnreadable: this user may not read or write it (another
+	// user's). Searches read the logs instead; nothing replaces it.
+	SearchIndexUnreadable SearchIndexState = "unreadable"
+)
+
+// SearchVerifyReport is what VerifySearch found.
+type SearchVerifyReport struct {
+	State SearchIndexState `json:"state"`
+	// Sessions is the number of sessions the index has rows of (sound
+	// only).
+	Sessions int `json:"sessions"`
+	// Problems say what is wrong (damaged or unreadable).
+	Problems []string `json:"problems,omitempty"`
+	// Notes are no failure.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// OK reports whether the index has no problem.
+func (r *SearchVerifyReport) OK() bool { return len(r.Problems) == 0 }
+
+// Search implements sessionstore.Store: the store's search index brings
+// itself up to date with every session on disk, whoever wrote it, then
+// answers. Without a search index (Options.Search) it is ErrNoSearch.
+func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
+	if err := s.searchUsable(); err != nil {
+		return sessionstore.SearchResult{}, err
+	}
+	return s.search.Search(ctx, q)
+}
+
+// ReindexSearch rebuilds the search index from the logs, as a new file:
+// every session is indexed into a new index beside the old one, which
+// then replaces it (so nothing of the old file survives: rows, triggers,
+// damage). Searches meanwhile stay correct (they use the old index, and
+// index what they find missing). Whatever is at the index's paths that
+// the store never puts there (a directory, a symlink, a FIFO) is
+// replaced; an index this user may not read or write is a permission
+// error, and is left alone. It reports what it indexed. Without a search
+// index (Options.Search) it is ErrNoSearch.
+func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexReport, error) {
+	if err := s.searchUsable(); err != nil {
+		return sessionstore.SearchIndexReport{}, err
+	}
+	return s.search.Reindex(ctx)
+}
+
+// VerifySearch checks the search index (ROOT/.search/): that what is at
+// its paths is what the store keeps there, that its file passes
+// SQLite's quick_check (the structure of every page, and FTS5's check
+// of its data), and that its schema is exactly the index's. It modifies
+// nothing and is safe while agents write and search; a damaged index is
+// left for the next search or `sessions reindex` to replace. It costs a
+// read of the whole file. Errors: ctx's, a closed store, I/O that keeps
+// it from looking, ErrNoSearch without a search index (Options.Search).
+func (s *Store) VerifySearch(ctx context.Context) (SearchVerifyReport, error) {
+	if err := s.searchUsable(); err != nil {
+		return SearchVerifyReport{}, err
+	}
+	r, err := s.search.Verify(ctx)
+	return SearchVerifyReport{State: SearchIndexState(r.State), Sessions: r.Sessions, Problems: r.Problems, Notes: r.Notes}, err
+}
+
+// FlushSearch writes the search index updates that appends queued, now,
+// waiting up to a few seconds for another process's write to the index;
+// it returns what kept it from writing them (they are then left to the
+// next search). Appends need not call it: the store writes its queue
+// soon after each append, and when it is closed. Without a search index
+// (Options.Search) it is ErrNoSearch.
+func (s *Store) FlushSearch(ctx context.Context) error {
+	if err := s.searchUsable(); err != nil {
+		return err
+	}
+	return s.search.Flush(ctx)
+}
+
+// searchUsable is ErrClosed for a closed store, ErrNoSearch for one
+// opened without a search index.
+func (s *Store) searchUsable() error {
+	switch {
+	case s.closed.Load():
+		return sessionstore.ErrClosed
+	case s.search == nil:
+		return ErrNoSearch
+	}
+	return nil
+}
+
+// searchFeed is the feed of a writer of session id (created: it created
+// the session with one revision), nil without a search index.
+func (s *Store) searchFeed(id session.SessionID, created bool) searchhost.Feed {
+	if s.search == nil {
+		return nil
+	}
+	return s.search.Feed(id, created)
+}
+
+// indexAppended tells the search index, if any, that revision rec of
+// w's session, whose snapshot is snap, is durable; fi is the log's state
+// ending with it (logStatAt), nil when unknown.
+func (w *writer) indexAppended(rec *record.Rec, snap *sessnap.Snapshot, fi fs.FileInfo) {
+	if w.feed != nil {
+		w.feed.Appended(rec, snap, fi)
+	}
+}
+
+// indexDeleted tells the search index, if any, that session id is gone.
+func (s *Store) indexDeleted(id session.SessionID) {
+	if s.search != nil {
+		s.search.Deleted(id)
+	}
+}
+
+// searchHost is the store as its search index sees it
+// (searchhost.Host).
+type searchHost struct{ s *Store }
+
+var _ searchhost.Host = searchHost{}
+
+func (h searchHost) FS() vfs.FS             { return h.s.fs }
+func (h searchHost) Abs(name string) string { return h.s.abs(name) }
+func (h searchHost) Dir() string            { return SearchDir }
+func (h searchHost) Logger() *slog.Logger   { return h.s.opts.Logger }
+func (h searchHost) IsSession(id session.SessionID) bool {
+	fi, err := h.s.fs.Lstat(sessionDir(id))
+	return err == nil && fi.IsDir()
+}
+
+func (h searchHost) ProbeLog(id session.SessionID) (fs.FileInfo, error) {
+	return vfs.Probe(h.s.fs, logPath(id))
+}
+
+// Sessions implements searchhost.Host: where the catalog can be believed
+// (catalog.go), an unmarked session's entry describes its log as it is,
+// and stands in for a probe. Otherwise, or with probeAll, the names are
+// the root's.
+func (h searchHost) Sessions(ctx context.Context, probeAll bool) (searchhost.Sessions, error) {
+	s := h.s
+	var cl catalogList
+	keep := func(cl catalogList) func(context.Context, bool) {
+		return func(ctx context.Context, rebuild bool) {
+			if rebuild {
+				cl.up = upkeepRebuild
+			}
+			s.keepCatalog(ctx, cl)
+		}
+	}
+	if !probeAll {
+		if v, ok := s.vouch(&cl); ok {
+			ids, logs, ok := vouchedStates(v)
+			v.lc.release()
+			if ok {
+				return searchhost.Sessions{IDs: ids, Logs: logs, Keep: keep(cl)}, nil
+			}
+		}
+	}
+	names, err := vfs.ReadDirNames(s.fs, ".")
+	if err != nil {
+		return searchhost.Sessions{}, opErr("list root", "", err)
+	}
+	var ids []session.SessionID
+	for _, n := range names {
+		if sessionstore.ValidateID(session.SessionID(n)) == nil {
+			ids = append(ids, session.SessionID(n))
+		}
+	}
+	return searchhost.Sessions{IDs: ids, Logs: make([]searchhost.LogState, len(ids)), Keep: keep(cl)}, nil
+}
+
+// vouchedStates returns the sessions v knows to be under the root, with
+// the states its entries vouch for; those it does not vouch for (v.look)
+// are left to probe. ok is false for an entry whose ID is not a
+// session's (a damaged catalog: no path it names is read).
+func vouchedStates(v vouched) (ids []session.SessionID, logs []searchhost.LogState, ok bool) {
+	f := v.lc.f
+	ids = make([]session.SessionID, 0, f.Len()+len(v.look))
+	logs = make([]searchhost.LogState, 0, f.Len()+len(v.look))
+	for i := range f.Len() {
+		if v.gone[i] {
+			continue
+		}
+		id := f.EntryID(i)
+		if sessionstore.ValidateID(id) != nil {
+			return nil, nil, false
+		}
+		ls := searchhost.LogState{}
+		if _, look := v.look[id]; !look {
+			ls = searchhost.LogState{Proof: searchhost.Proof(f.Log(i)), Vouched: true}
+		}
+		ids, logs = append(ids, id), append(logs, ls)
+	}
+	for id, i := range v.look {
+		if i < 0 { // new: not in the catalog
+			ids, logs = append(ids, id), append(logs, searchhost.LogState{})
+		}
+	}
+	return ids, logs, true
+}
+
+// ChangedWithoutMark implements searchhost.Host.
+func (h searchHost) ChangedWithoutMark(ids []session.SessionID) bool {
+	marks, err := h.s.readMarks()
+	if err != nil {
+		return false
+	}
+	for _, id := range ids {
+		if len(marks.gens[id]) == 0 && h.IsSession(id) {
+			h.s.opts.Logger.Warn("jsonlstore: catalog entry changed without a mark (a program without the catalog, or a hand edit); searching by every log and rebuilding the catalog",
+				"session", id)
+			return true
+		}
+	}
+	return false
+}
+
+// ReadLog implements searchhost.Host with the store's reads (view.go).
+func (h searchHost) ReadLog(ctx context.Context, id session.SessionID, fn func(searchhost.Log) error) error {
+	return h.s.read(ctx, id, func(v *view) error {
+		return fn(logRead{s: h.s, id: id, v: v})
+	})
+}
+
+// logRead is a view of a log as the search index reads it
+// (searchhost.Log).
+type logRead struct {
+	s  *Store
+	id session.SessionID
+	v  *view
+}
+
+func (l logRead) Stat() (fs.FileInfo, error) { return l.v.f.Stat() }
+func (l logRead) Size() int64                { return l.v.size }
+
+func (l logRead) Latest() (*record.Rec, error) {
+	last, _, err := l.s.latest(l.id, l.v)
+	return last, err
+}
+
+func (l logRead) Before(r *record.Rec) (*record.Rec, error) { return l.v.back.Before(r) }
+
+func (l logRead) LoadLatest() (*record.Rec, sessionstore.Record, error) {
+	return l.s.loadLatest(l.id, l.v, false)
+}
+
+func (l logRead) History() searchhost.History { return l.s.scanHistory(l.id, l.v) }
+
+func (l logRead) Resolve(msgs sessnap.Messages) error {
+	c := l.s.newBlobCache(l.id)
+	defer c.Close()
+	return msgs.Resolve(c.fetch)
+}
