@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
@@ -275,6 +276,11 @@ func vouchedStates(v vouched) (ids []session.SessionID, logs []searchhost.LogSta
 }
 
 // ChangedWithoutMark implements searchhost.Host.
+func (h searchHost) Held(ctx context.Context, id session.SessionID) bool {
+	st, err := h.s.leases.inspect(ctx, h.s.abs(sessionDir(id)))
+	return err == nil && st.State == fslease.Held
+}
+
 func (h searchHost) ChangedWithoutMark(ids []session.SessionID) bool {
 	marks, err := h.s.readMarks()
 	if err != nil {

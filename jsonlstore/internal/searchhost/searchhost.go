@@ -54,6 +54,9 @@ type Host interface {
 	// behind the catalog's back (a program without the catalog, a hand
 	// edit), or it is gone. It logs the first such session.
 	ChangedWithoutMark(ids []session.SessionID) bool
+	// Held reports whether a live process holds session id's lease
+	// (false when that cannot be told).
+	Held(ctx context.Context, id session.SessionID) bool
 
 	// ReadLog calls fn with a read of session id's log: one open file,
 	// read again on a fresh view when it changes under the read (fn is
@@ -157,8 +160,11 @@ type VerifyReport struct {
 // probed, rows the catalog vouched for, catch-ups that probed every log
 // after a hit's log proved the catalog wrong) and how the index was
 // brought up to date (sessions read from what was appended alone, read
-// whole, searched in memory because the index would not take them).
+// whole, searched in memory because the index would not take them, left
+// to their holders to write), and how often the queue was written (or
+// tried).
 type Stats struct {
 	Probes, Vouched, Reproved      int64
 	Appended, WholeReads, InMemory int64
+	LeftToHolder, FeedWrites       int64
 }

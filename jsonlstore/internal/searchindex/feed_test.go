@@ -5,8 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -186,9 +188,10 @@ func TestSearchBusyIndexNeverHoldsAnAppend(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.Zero(t, time.Since(start), "appends never wait for the index")
-		// Every retry finds the index busy; after the last the queue is dropped.
+		// Every retry finds the index busy (after waiting searchFeedWait
+		// for it); after the last the queue is dropped.
 		for try := 0; try <= searchRetries; try++ {
-			time.Sleep(searchFlushDelay << try)
+			time.Sleep(searchFlushDelay<<try + time.Duration(searchFeedWait))
 			synctest.Wait()
 		}
 		x.feedMu.Lock()
@@ -217,6 +220,7 @@ func TestSearchRowMovedOnDuringCatchUp(t *testing.T) {
 	var other *Index
 	onLog := func() {}
 	st, x := openStore(t, t.TempDir(), jsonlstore.Options{BlobThreshold: -1}, func() { onLog() })
+	x.holderWindow = 0 // the quiet writer does not index: every search writes what it read
 	s := sessiontest.New("moved")
 	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first words", sessiontest.Epoch)))
 	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
@@ -269,4 +273,121 @@ func TestSearchRowMovedOnDuringCatchUp(t *testing.T) {
 	states, err := x.States(ctx)
 	require.NoError(t, err)
 	require.Equal(t, rev, states["moved"].Rev, "extended from the row the other handle wrote")
+}
+
+// TestSearchQueueWritesOneBatchAtATime: while another process holds the
+// index's write lock, appends go on and the queue's timer tries one
+// write at a time (each waiting searchFeedWait), not one per append:
+// what is appended meanwhile joins the next write, and once the lock is
+// free one write takes it all.
+func TestSearchQueueWritesOneBatchAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st, x := openStore(t, t.TempDir(), jsonlstore.Options{}, nil)
+		s := sessiontest.New("batched")
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first", sessiontest.Epoch)))
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
+		require.NoError(t, err)
+		synctest.Wait()
+
+		lock, err := sql.Open("sqlite", "file:"+filepath.Join(st.Dir(), x.file)+"?_txlock=immediate")
+		require.NoError(t, err)
+		defer lock.Close()
+		tx, err := lock.Begin()
+		require.NoError(t, err)
+		before := x.Stats().FeedWrites
+		const appends = 20
+		for i := range appends {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, fmt.Sprintf("cormorant%d", i), sessiontest.Epoch)))
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+			require.NoError(t, err)
+			time.Sleep(searchFlushDelay) // each append's timer has fired
+			synctest.Wait()
+		}
+		// 20 appends over 2 s: a write waits searchFeedWait (1 s), the
+		// next starts searchFlushDelay<<tries after it.
+		require.LessOrEqual(t, x.Stats().FeedWrites-before, int64(3), "one write at a time")
+		require.NoError(t, tx.Rollback())
+		time.Sleep(searchFlushDelay << searchRetries)
+		synctest.Wait()
+		states, err := x.States(ctx)
+		require.NoError(t, err)
+		require.Equal(t, w.Revision(), states["batched"].Rev, "the queue written once the lock was free")
+		require.Equal(t, 1+appends, states["batched"].Messages)
+		require.NoError(t, w.Release(ctx))
+	})
+}
+
+// TestSearchLeavesARecentRowToItsHolder: a row behind its log by appends
+// made within searchHolderWindow of its revision, in a session a live
+// process holds, is searched beside the index and left for the holder's
+// queue to write; one behind by more, or of a session nobody holds, is
+// written by the search. Either way the search finds what was appended.
+func TestSearchLeavesARecentRowToItsHolder(t *testing.T) {
+	ctx := t.Context()
+	st, x := openStore(t, t.TempDir(), jsonlstore.Options{BlobThreshold: -1}, nil)
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", 80) // 2 KiB a message: appends are deltas
+	for _, id := range []session.SessionID{"held", "free"} {
+		s := sessiontest.New(string(id))
+		for i := range 20 {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, fmt.Sprintf("message%03d %s", i, filler), sessiontest.Epoch)))
+		}
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		require.NoError(t, w.Release(ctx))
+	}
+	q := newQuietWriter(t, st.Dir(), "held")
+	rowOf := func(id session.SessionID) searchdb.State {
+		states, err := x.States(ctx)
+		require.NoError(t, err)
+		return states[id]
+	}
+	search := func(word string, want int) {
+		t.Helper()
+		res, err := st.Search(ctx, sessionstore.SearchQuery{Text: word})
+		require.NoError(t, err)
+		require.Len(t, res.Hits, want, "search %q", word)
+	}
+	// The holder's first append after taking the lease is a full record
+	// (a search reads the session whole after it); the index is brought
+	// past it.
+	q.add(t, "warming up")
+	x.holderWindow = 0
+	search("nothing", 0)
+	x.holderWindow = searchHolderWindow
+	was := rowOf("held")
+
+	// Held, appended just now: found, and the row left to the holder.
+	rev := q.add(t, "heron one", "heron two")
+	left := x.Stats().LeftToHolder
+	search("heron", 2)
+	require.Equal(t, left+1, x.Stats().LeftToHolder)
+	require.Equal(t, was.Rev, rowOf("held").Rev, "left to the holder")
+
+	// The same row, its log's last append long after the row's revision
+	// (a holder that does not index): the search writes it.
+	require.NoError(t, os.Chtimes(filepath.Join(st.Dir(), "held", jsonlstore.LogFile), time.Now(), time.Unix(0, was.Proof.Mtime).Add(searchHolderWindow+time.Second)))
+	search("heron", 2)
+	require.Equal(t, left+1, x.Stats().LeftToHolder)
+	require.Equal(t, rev, rowOf("held").Rev, "written by the search")
+
+	// Nobody holds it: the search writes it.
+	other, err := jsonlstore.Open(st.Dir(), jsonlstore.Options{BlobThreshold: -1})
+	require.NoError(t, err)
+	w, err := other.Acquire(ctx, "free", sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	rec, err := other.Load(ctx, "free")
+	require.NoError(t, err)
+	s, err := rec.Session()
+	require.NoError(t, err)
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "egret", sessiontest.Epoch)))
+	rev, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	require.NoError(t, other.Close())
+	search("egret", 1)
+	require.Equal(t, left+1, x.Stats().LeftToHolder)
+	require.Equal(t, rev, rowOf("free").Rev, "written by the search")
 }

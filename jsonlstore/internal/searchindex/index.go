@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -42,7 +43,12 @@ type Index struct {
 	stats struct {
 		probes, vouched, reproved      atomic.Int64
 		appended, wholeReads, inMemory atomic.Int64
+		leftToHolder, feedWrites       atomic.Int64
 	}
+
+	// holderWindow is searchHolderWindow; tests whose writers do not
+	// index set it to 0, so that every search writes what it reads.
+	holderWindow time.Duration
 }
 
 var _ searchhost.Index = (*Index)(nil)
@@ -50,14 +56,20 @@ var _ searchhost.Index = (*Index)(nil)
 // open is the Index of the store that h is.
 func open(h searchhost.Host) *Index {
 	dir := h.Dir()
-	return &Index{h: h, fs: h.FS(), log: h.Logger(), dir: dir, file: dir + "/index.db", lock: dir + "/lock"}
+	return &Index{h: h, fs: h.FS(), log: h.Logger(), dir: dir, file: dir + "/index.db", lock: dir + "/lock", holderWindow: searchHolderWindow}
 }
+
+// SetHolderWindow sets how far a row may lag its held session's log and
+// be left to the holder (searchHolderWindow; 0: never). For tests whose
+// writers do not index.
+func (x *Index) SetHolderWindow(d time.Duration) { x.holderWindow = d }
 
 // Stats implements searchhost.Index.
 func (x *Index) Stats() searchhost.Stats {
 	return searchhost.Stats{
 		Probes: x.stats.probes.Load(), Vouched: x.stats.vouched.Load(), Reproved: x.stats.reproved.Load(),
 		Appended: x.stats.appended.Load(), WholeReads: x.stats.wholeReads.Load(), InMemory: x.stats.inMemory.Load(),
+		LeftToHolder: x.stats.leftToHolder.Load(), FeedWrites: x.stats.feedWrites.Load(),
 	}
 }
 

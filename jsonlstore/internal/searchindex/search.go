@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
@@ -403,7 +404,7 @@ func (x *Index) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	}
 	applied := make([]bool, len(reads))
 	if db != nil {
-		if err := x.applyLocked(ctx, db, reads, states, applied, wait); err != nil {
+		if err := x.applyOwnLocked(ctx, db, reads, states, applied, wait); err != nil {
 			if endsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
@@ -493,6 +494,60 @@ func (ix *indexed) pendingWhole() searchdb.Pending {
 // titleDoc is the document of ix's title, alone in a slice.
 func (ix *indexed) titleDoc() []searchdb.Message {
 	return []searchdb.Message{{Index: -1, Rev: ix.head.TitleRev, Doc: fulltext.Doc{Text: ix.head.Title}}}
+}
+
+// searchHolderWindow is how far, in time of its appends, a row may lag
+// its log and still be left to the session's holder to write: a row of
+// a session whose lease a live writer holds, behind its log by appends
+// made within this window after the row's revision, is searched beside
+// the index (searchdb.Pending) and not written, since the holder's own
+// queue (searchfeed.go) is about to write it, and two processes writing
+// the same rows only make each other wait (under load, searches that
+// wrote what writers were about to write kept the index's write lock so
+// busy that the writers' queues fell further behind, and every search
+// read more). A row that lags by more (its holder does not index, or
+// cannot keep up) is written by the search, so what a search reads
+// beside the index stays bounded by the window's appends.
+const searchHolderWindow = 2 * time.Second
+
+// applyOwnLocked is applyLocked for the reads this search writes itself:
+// not those left to their holders (searchHolderWindow), which stay
+// unapplied.
+func (x *Index) applyOwnLocked(ctx context.Context, db *searchdb.DB, reads []*indexed, states map[session.SessionID]searchdb.State, applied []bool, wait searchdb.Wait) error {
+	var own []*indexed
+	var at []int
+	for k, ix := range reads {
+		if x.leftToHolder(ctx, ix, states) {
+			x.stats.leftToHolder.Add(1)
+			continue
+		}
+		own, at = append(own, ix), append(at, k)
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	ok := make([]bool, len(own))
+	err := x.applyLocked(ctx, db, own, states, ok, wait)
+	for j, k := range at {
+		applied[k] = ok[j]
+	}
+	return err
+}
+
+// leftToHolder reports whether the search leaves ix, a read of what was
+// appended after its row, to the session's holder to write: the row is
+// of the same log, its revision's append is within x.holderWindow of
+// the log's last, and a live process holds the session's lease.
+func (x *Index) leftToHolder(ctx context.Context, ix *indexed, states map[session.SessionID]searchdb.State) bool {
+	st, ok := states[ix.head.ID]
+	if !ok || ix.whole() || x.holderWindow <= 0 {
+		return false
+	}
+	p, q := st.Proof, ix.head.Proof
+	if p.Dev != q.Dev || p.Ino != q.Ino || q.Mtime-p.Mtime > x.holderWindow.Nanoseconds() {
+		return false
+	}
+	return x.h.Held(ctx, ix.head.ID)
 }
 
 // searchRebases is how often a catch-up builds again, on the rows as they

@@ -37,6 +37,9 @@ const (
 	// searchWait is how long a search, a close or a rebuild waits for
 	// another process's write to the index.
 	searchWait = searchdb.Wait(5 * time.Second)
+	// searchFeedWait is how long the queue's timer write waits for
+	// another process's write to the index.
+	searchFeedWait = searchdb.Wait(time.Second)
 )
 
 // searchFeed is the queue of index updates.
@@ -45,6 +48,9 @@ type searchFeed struct {
 	bytes   int
 	timer   *time.Timer
 	tries   int
+	// flushing is set while the timer's write runs: one at a time, so
+	// that what is queued while it waits for the index joins the next.
+	flushing bool
 }
 
 // searchEvent is one queued update: a session deleted, one to read from
@@ -152,8 +158,32 @@ func (x *Index) queueSearch(ev searchEvent) {
 		}
 		f.pending, f.bytes = kept, 0
 	}
-	if f.timer == nil && !x.closing.Load() {
-		f.timer = time.AfterFunc(searchFlushDelay, func() { x.flushSearch(context.Background(), searchdb.NoWait) })
+	if f.timer == nil && !f.flushing && !x.closing.Load() {
+		f.timer = time.AfterFunc(searchFlushDelay, x.feedFlush)
+	}
+}
+
+// feedFlush is the timer's write of the queue. Only one runs at a time:
+// appends made while it waits for another process's write to the index
+// are written by the next, in one transaction, so that a busy index
+// gets fewer, larger writes instead of a line of small ones (each
+// waiting for the index, and each holding it while others wait).
+func (x *Index) feedFlush() {
+	f := &x.feed
+	x.feedMu.Lock()
+	if f.flushing {
+		f.timer = nil // the running write arms the next
+		x.feedMu.Unlock()
+		return
+	}
+	f.flushing = true
+	x.feedMu.Unlock()
+	x.flushSearch(context.Background(), searchFeedWait)
+	x.feedMu.Lock()
+	defer x.feedMu.Unlock()
+	f.flushing = false
+	if len(f.pending) > 0 && f.timer == nil && !x.closing.Load() {
+		f.timer = time.AfterFunc(searchFlushDelay, x.feedFlush)
 	}
 }
 
@@ -166,6 +196,7 @@ func (x *Index) flushSearch(ctx context.Context, wait searchdb.Wait) {
 	if len(events) == 0 {
 		return
 	}
+	x.stats.feedWrites.Add(1)
 	err := x.writeSearch(ctx, events, wait)
 	if !errors.Is(err, searchdb.ErrBusy) {
 		if err != nil && !errors.Is(err, searchdb.ErrMissing) && !x.closing.Load() {
@@ -187,7 +218,7 @@ func (x *Index) flushSearch(ctx context.Context, wait searchdb.Wait) {
 	}
 	f.pending = append(events, f.pending...)
 	if f.timer == nil {
-		f.timer = time.AfterFunc(searchFlushDelay<<f.tries, func() { x.flushSearch(context.Background(), searchdb.NoWait) })
+		f.timer = time.AfterFunc(searchFlushDelay<<f.tries, x.feedFlush)
 	}
 }
 
