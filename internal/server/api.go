@@ -552,7 +552,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": rec.ID, "revision": rec.Revision, "total": len(rec.Snapshot.Messages),
-		"messages": tail(rec.Snapshot.Messages, n)})
+		"messages": sessnap.Messages(tail(rec.Snapshot.Messages, n))})
 	return nil
 }
 
