@@ -27,8 +27,10 @@ import (
 //     per line, so that search finds what the item says.
 //
 // The message's role is the item's role (user, assistant, system;
-// developer is system), tool for an item whose type ends in "_output"
-// (a tool's result), assistant for any other item (a call, reasoning).
+// developer is system), tool for an item whose type ends in "_output" or
+// "_result" (a tool's result: the Python SDK's function_call_output, the
+// TypeScript SDK's function_call_result), assistant for any other item (a
+// call, reasoning).
 // A message that holds no item part (one a Go agent, the CLI or an
 // import wrote) reads as an easy input message, {"role", "content"} of
 // its text (role user for a tool message, which the SDK has no role
@@ -122,7 +124,7 @@ func itemRole(obj map[string]any) session.Role {
 	case "system", "developer":
 		return session.RoleSystem
 	}
-	if t, _ := obj["type"].(string); strings.HasSuffix(t, "_output") {
+	if t, _ := obj["type"].(string); strings.HasSuffix(t, "_output") || strings.HasSuffix(t, "_result") {
 		return session.RoleTool
 	}
 	return session.RoleAssistant
