@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -56,17 +59,40 @@ type listener struct {
 	uid  int
 	log  func(msg string, args ...any)
 
-	slots chan struct{} // one per connection open
+	slots    chan struct{}   // one per connection open
+	refusing chan struct{}   // one per connection being refused
+	wg       *sync.WaitGroup // the refusing goroutines
 }
+
+// maxRefusing bounds the connections being refused at once; past it a
+// connection to refuse is closed without an answer.
+const maxRefusing = 16
 
 // refuse answers a connection the server will not serve with a complete
 // HTTP response saying why, so that any client shows the reason, and
-// closes it.
-func refuse(c net.Conn, status string, msg string) {
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	body := fmt.Sprintf(`{"error":%q,"code":"refused"}`+"\n", msg)
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, len(body), body)
-	_ = c.Close()
+// closes it. It reads the request first (within a second, its body up to
+// 64 KiB), as a client writes its request before it reads: an answer
+// before that, or a close with the request unread, reaches the client as
+// a broken pipe or a reset instead of the reason. It runs on a goroutine
+// of its own (the server's refusing group), so that a slow client never
+// holds up the accept loop.
+func (l *listener) refuse(c net.Conn, status string, msg string) {
+	select {
+	case l.refusing <- struct{}{}:
+	default:
+		_ = c.Close()
+		return
+	}
+	l.wg.Go(func() {
+		defer func() { <-l.refusing }()
+		defer func() { _ = c.Close() }()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if req, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, 64<<10))); err == nil {
+			_, _ = io.Copy(io.Discard, req.Body)
+		}
+		body := fmt.Sprintf(`{"error":%q,"code":"refused"}`+"\n", msg)
+		_, _ = fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, len(body), body)
+	})
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -85,12 +111,12 @@ func (l *listener) Accept() (net.Conn, error) {
 			p, err = peerOf(uc)
 			if err != nil {
 				l.log("refused a connection whose peer is unknown", "err", err)
-				refuse(c, "403 Forbidden", "server: the peer's credentials cannot be read: "+err.Error())
+				l.refuse(c, "403 Forbidden", "server: the peer's credentials cannot be read: "+err.Error())
 				continue
 			}
 			if p.uid != l.uid {
 				l.log("refused another user's connection", "uid", p.uid, "pid", p.pid)
-				refuse(c, "403 Forbidden", fmt.Sprintf("server: this server serves uid %d only; the connecting process (pid %d) runs as uid %d", l.uid, p.pid, p.uid))
+				l.refuse(c, "403 Forbidden", fmt.Sprintf("server: this server serves uid %d only; the connecting process (pid %d) runs as uid %d", l.uid, p.pid, p.uid))
 				continue
 			}
 		}
@@ -98,7 +124,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		case l.slots <- struct{}{}:
 		default:
 			l.log("refused a connection: too many open", "limit", cap(l.slots))
-			refuse(c, "503 Service Unavailable", fmt.Sprintf("server: too many connections (at most %d); close idle ones and retry", cap(l.slots)))
+			l.refuse(c, "503 Service Unavailable", fmt.Sprintf("server: too many connections (at most %d); close idle ones and retry", cap(l.slots)))
 			continue
 		}
 		return &peerConn{Conn: c, peer: p, done: func() { <-l.slots }}, nil

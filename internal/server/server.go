@@ -83,6 +83,8 @@ type Server struct {
 
 	connMu    sync.Mutex
 	connSlots chan struct{}
+	refusing  chan struct{}
+	refusals  sync.WaitGroup // connections being refused (listener.refuse)
 
 	ctx    context.Context // the server's life: requests and watchers end with it
 	cancel context.CancelFunc
@@ -123,7 +125,7 @@ func (s *Server) logger() *slog.Logger {
 // user are served (their credentials come from the kernel). It returns
 // when l fails or Shutdown is called (http.ErrServerClosed).
 func (s *Server) ServeUnix(l net.Listener) error {
-	return s.http.Serve(&listener{Listener: l, unix: true, uid: s.uid, log: s.logger().Warn, slots: s.slots()})
+	return s.http.Serve(s.listener(l, true))
 }
 
 // ServeTCP serves l, a loopback TCP listener (ListenTCP): every request
@@ -132,17 +134,18 @@ func (s *Server) ServeTCP(l net.Listener) error {
 	if s.opts.Token == "" {
 		return ErrNoToken
 	}
-	return s.http.Serve(&listener{Listener: l, log: s.logger().Warn, slots: s.slots()})
+	return s.http.Serve(s.listener(l, false))
 }
 
-// slots returns the connection slots every listener shares.
-func (s *Server) slots() chan struct{} {
+// listener wraps l; every listener shares the connection slots.
+func (s *Server) listener(l net.Listener, unix bool) *listener {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
 	if s.connSlots == nil {
 		s.connSlots = make(chan struct{}, s.opts.MaxConns)
+		s.refusing = make(chan struct{}, maxRefusing)
 	}
-	return s.connSlots
+	return &listener{Listener: l, unix: unix, uid: s.uid, log: s.logger().Warn, slots: s.connSlots, refusing: s.refusing, wg: &s.refusals}
 }
 
 // Shutdown stops accepting, ends watchers, waits for requests in
@@ -151,6 +154,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
 	err := s.http.Shutdown(ctx)
 	s.wg.Wait()
+	s.refusals.Wait() // each ends within its deadline
 	s.releaseAll(s.handles.all())
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		_ = s.http.Close()
