@@ -95,3 +95,66 @@ func p50(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkEightWriters measures issue 29's second target: 8 clients
+// appending to 8 sessions through one server, against 8 Go writers in
+// process on a store of their own in the same directory, alternating
+// rounds in one loop. Each round, every writer appends one message at
+// once; the throughput of each is 8 messages over the round's time, and
+// ratio is the server's over the in-process writers' (the target: ≥ 0.8).
+func BenchmarkEightWriters(b *testing.B) {
+	const n = 8
+	ctx := context.Background()
+	ts := startServer(b, Options{})
+	st := openStore(b, filepath.Join(ts.dir, "st2"))
+	ids, handles := make([]string, n), make([]string, n)
+	clients := make([]*http.Client, n)
+	writers := make([]*Writer, n)
+	for i := range n {
+		ids[i], handles[i] = ts.create()
+		clients[i] = unixClient(ts.socket)
+		b.Cleanup(clients[i].CloseIdleConnections)
+		w, err := Create(ctx, st, CreateOptions{}, sessionstore.AcquireOptions{})
+		require.NoError(b, err)
+		writers[i] = w
+		b.Cleanup(func() { require.NoError(b, w.Release(ctx)) })
+	}
+	round := func(fn func(i int) error) time.Duration {
+		start := time.Now()
+		errs := make(chan error, n)
+		for i := range n {
+			go func() { errs <- fn(i) }()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	var server, inproc time.Duration
+	for k := 0; b.Loop(); k++ {
+		text := fmt.Sprintf("message %d: the quick brown fox jumps over the lazy dog", k)
+		server += round(func(i int) error {
+			body := fmt.Sprintf(`{"handle":%q,"items":[{"role":"user","content":%q}]}`, handles[i], text)
+			resp, err := clients[i].Post("http://sessions/v1/sessions/"+ids[i]+"/items", "application/json", bytes.NewReader([]byte(body)))
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", resp.StatusCode)
+			}
+			return nil
+		})
+		inproc += round(func(i int) error {
+			_, err := writers[i].AddMessages(ctx, 0, []session.Message{session.TextMessage(session.RoleUser, text, time.Time{})})
+			return err
+		})
+	}
+	msgs := float64(n * b.N)
+	b.ReportMetric(msgs/server.Seconds(), "server-msgs/s")
+	b.ReportMetric(msgs/inproc.Seconds(), "inproc-msgs/s")
+	b.ReportMetric(inproc.Seconds()/server.Seconds(), "ratio")
+}
