@@ -705,8 +705,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return apiErrorf(http.StatusInternalServerError, "internal", "server: the connection cannot stream")
 	}
+	// A watch ends when its client leaves or the server shuts down.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
 	ch, err := s.st.Watch(ctx)
 	if err != nil {
 		return err

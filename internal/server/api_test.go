@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -399,4 +400,51 @@ func TestRefusedInputKeepsTheWriter(t *testing.T) {
 	require.Len(t, rec.Snapshot.Messages, 1)
 	require.Empty(t, rec.Snapshot.Labels)
 	require.False(t, rec.Snapshot.Messages[0].CreatedAt.IsZero(), "a message without a time is stamped")
+}
+
+// TestShutdownEndsWatchers: a watch does not hold up Shutdown, and a
+// write in progress when it starts is finished and answered.
+func TestShutdownEndsWatchers(t *testing.T) {
+	dir := shortTemp(t)
+	st := openStore(t, dir+"/st")
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	srv := New(st, Options{Hooks: func(p string) {
+		if p == "append" {
+			close(entered)
+			<-proceed
+		}
+	}})
+	l, err := ListenUnix(context.Background(), dir+"/s.sock")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeUnix(l) }()
+	ts := &testServer{t: t, st: st, srv: srv, c: unixClient(dir + "/s.sock")}
+	defer ts.c.CloseIdleConnections()
+	id, h := ts.create()
+
+	resp, err := ts.c.Get("http://sessions/v1/watch")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	wrote := make(chan answer, 1)
+	go func() {
+		wrote <- ts.do("POST", path("/v1/sessions/%s/items", id), map[string]any{"handle": h, "items": []any{map[string]any{"content": "in flight"}}})
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(ctx) }()
+	<-srv.ctx.Done() // Shutdown has begun
+	close(proceed)
+	a := <-wrote
+	require.Equal(t, http.StatusOK, a.status, "the write in progress finished: %s", a.raw)
+	require.NoError(t, <-shut)
+	require.ErrorIs(t, <-done, http.ErrServerClosed)
+	_, err = io.ReadAll(resp.Body)
+	require.NoError(t, err, "the stream ended cleanly")
+	rec, err := st.Load(context.Background(), session.SessionID(id))
+	require.NoError(t, err)
+	require.Len(t, rec.Snapshot.Messages, 1)
 }

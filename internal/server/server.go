@@ -86,7 +86,7 @@ type Server struct {
 	refusing  chan struct{}
 	refusals  sync.WaitGroup // connections being refused (listener.refuse)
 
-	ctx    context.Context // the server's life: requests and watchers end with it
+	ctx    context.Context // the server's life: watchers and the sweeper end with it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the sweeper
 }
@@ -101,7 +101,6 @@ func New(st sessionstore.Store, opts Options) *Server {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if pc, ok := c.(*peerConn); ok {
 				return context.WithValue(ctx, peerKey{}, pc.peer)
@@ -149,7 +148,8 @@ func (s *Server) listener(l net.Listener, unix bool) *listener {
 }
 
 // Shutdown stops accepting, ends watchers, waits for requests in
-// progress (until ctx is done), then releases every handle's lease.
+// progress (until ctx is done: a write in progress finishes, and is
+// answered), then releases every handle's lease.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
 	err := s.http.Shutdown(ctx)
