@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -104,8 +105,8 @@ func TestServe(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "sessions"), "--dir", dir, "serve", "--socket", socket)
 	cmd.Env = clitest.CleanEnv(t)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -143,4 +144,23 @@ func TestServe(t *testing.T) {
 	require.Contains(t, r.Stdout, "over the socket")
 	r = inProcess(t, "--dir", dir, "lease", "s1", "--json")
 	require.Contains(t, r.Stdout, `"state": "free"`, "the server released the lease it held")
+}
+
+// lockedBuffer is a command's stderr that a test may read while the
+// command writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
