@@ -95,7 +95,7 @@ func TestNewAppendLabel(t *testing.T) {
 // on a socket of mode 0600, answers, and on SIGTERM releases the leases
 // it holds and removes its socket.
 func TestServe(t *testing.T) {
-	base, err := os.MkdirTemp("", "serve")
+	base, err := os.MkdirTemp("", "serve") //nolint:usetesting // a unix socket path is at most 104 bytes on darwin; t.TempDir's can be longer
 	require.NoError(t, err)
 	defer func() { _ = os.RemoveAll(base) }()
 	dir := filepath.Join(base, "st")

@@ -36,7 +36,7 @@ type testServer struct {
 // path is at most 104 bytes on darwin, 108 on linux).
 func shortTemp(tb testing.TB) string {
 	tb.Helper()
-	d, err := os.MkdirTemp("", "srv")
+	d, err := os.MkdirTemp("", "srv") //nolint:usetesting // a unix socket path is at most 104 bytes on darwin; t.TempDir's can be longer
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = os.RemoveAll(d) })
 	return d
