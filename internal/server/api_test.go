@@ -204,7 +204,7 @@ func TestHostileRequests(t *testing.T) {
 		{"oversized body", "POST", items, map[string]any{"handle": h, "items": []any{map[string]any{"content": strings.Repeat("x", 5000)}}}, 413, "too_large", "larger than 4096"},
 		{"no handle", "POST", items, map[string]any{"items": []any{}}, 400, "no_handle", "names its handle"},
 		{"unknown handle", "POST", items, map[string]any{"handle": "ffff", "items": []any{}}, 404, "unknown_handle", "no such handle"},
-		{"another session's handle", "POST", items, map[string]any{"handle": h2, "items": []any{}}, 400, "handle_mismatch", string(other)},
+		{"another session's handle", "POST", items, map[string]any{"handle": h2, "items": []any{}}, 400, "handle_mismatch", other},
 		{"stale revision", "POST", items, map[string]any{"handle": h, "revision": 1, "items": []any{map[string]any{"content": "x"}}}, 409, "conflict", "not 1"},
 		{"bad ID", "GET", "/v1/sessions/..%2F..%2Fetc/messages", nil, 400, "invalid_id", "invalid session id"},
 		{"bad ID to write", "POST", "/v1/sessions/a%20b/items", map[string]any{"handle": h, "items": []any{}}, 400, "invalid_id", "invalid session id"},

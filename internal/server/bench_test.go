@@ -43,7 +43,7 @@ func BenchmarkAddMessage(b *testing.B) {
 	rttSocket := filepath.Join(ts.dir, "rtt.sock")
 	l, err := ListenUnix(ctx, rttSocket)
 	require.NoError(b, err)
-	rtt := &http.Server{Handler: nop}
+	rtt := &http.Server{Handler: nop, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = rtt.Serve(l) }()
 	b.Cleanup(func() { _ = rtt.Shutdown(ctx) })
 	rttClient := unixClient(rttSocket)
