@@ -11,12 +11,12 @@ BENCHTIME ?= 2s
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)/golangci-lint
 
-.PHONY: seeds all test fmt-check vet test-race lint lint-install demo bench bench-quick bench-go soak fuzz mutate-sync
+.PHONY: seeds all test fmt-check vet test-race test-python test-typescript lint lint-install demo bench bench-quick bench-go soak fuzz mutate-sync
 
 all: test
 
-## test: gofmt check, vet (linux and darwin), race tests
-test: fmt-check vet test-race
+## test: gofmt check, vet (linux and darwin), race tests, the clients' tests
+test: fmt-check vet test-race test-python test-typescript
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -28,6 +28,23 @@ vet:
 
 test-race:
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+## test-python: the Python client's tests (clients/python, standard library
+## only) against a `sessions serve` built from this tree; python3 is required
+test-python:
+	@command -v python3 >/dev/null 2>&1 || { echo "test-python: python3 is required (.ci/run installs it)" >&2; exit 1; }
+	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
+	$(GO) build -o "$$bin/sessions" ./cmd/sessions && \
+	cd clients/python && SESSIONS_BIN="$$bin/sessions" python3 -m unittest -v
+
+## test-typescript: the TypeScript client's tests (clients/typescript), with
+## the real @openai/agents from npm (npm ci, pinned by package-lock.json) and
+## a local fake model; node (20 or later) and npm are required
+test-typescript:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "test-typescript: node and npm are required (.ci/run installs them)" >&2; exit 1; }
+	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
+	$(GO) build -o "$$bin/sessions" ./cmd/sessions && \
+	cd clients/typescript && npm ci --no-audit --no-fund && SESSIONS_BIN="$$bin/sessions" npm test
 
 ## lint: golangci-lint (config: .golangci.yml) over every package, tests included; linux and darwin, as vet
 lint: lint-install

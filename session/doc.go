@@ -39,6 +39,11 @@
 //   - The conversation only grows: messages are appended, never edited or
 //     removed, and a message's ID is unique within it. A compaction message
 //     replaces earlier messages for the model, not in the conversation.
+//     (A store's revisions are snapshots: a writer that removes the last
+//     messages, as the Agents SDK's pop_item and clear_session ask of
+//     sessions serve, stores a revision whose conversation is a prefix of
+//     the one before, restored into a new Session; the earlier revisions
+//     keep every message.)
 //
 // # Sub-agents
 //

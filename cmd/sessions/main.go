@@ -49,6 +49,10 @@ func init() {
 		{name: "migrate", usage: migrateUsage, summary: "copy every session between a directory and PostgreSQL, verbatim, then verify", run: cmdMigrate},
 		{name: "search", usage: "TEXT... [--label K=V] [--project DIR | --here] [--no-tools] [--limit N] [--json]", summary: "find the sessions and messages where words were said", run: cmdSearch},
 		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the catalog and the search index) from the records", run: cmdReindex},
+		{name: "new", usage: "[--id ID] [--title T] [--label K=V] [--project DIR | --here]", summary: "create an empty session and print its ID", run: cmdNew},
+		{name: "append", usage: "ID [--wait D] < messages.jsonl", summary: "append messages (JSON lines on stdin) to a session", run: cmdAppend},
+		{name: "label", usage: "ID KEY=VALUE... [--rm KEY] [--wait D]", summary: "set and remove a session's labels", run: cmdLabel},
+		{name: "serve", usage: "[--socket PATH] [--tcp ADDR --token-file FILE] [--grace D] [--verbose]", summary: "serve the store to agents in any language over HTTP (API.md)", run: cmdServe},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
 	} {
@@ -130,8 +134,8 @@ Commands:
 The store is --dir DIR (before or after the command), else $SESSIONSTORE_DIR,
 else $XDG_DATA_HOME/sessionstore, else ~/.local/share/sessionstore. A
 postgres:// URL in its place names a PostgreSQL store; every command but
-repair, backup, compact and demo works on either. Only demo and import create
-a missing store. A session is named by its ID or a unique prefix of it, in either case.
+repair, backup, compact and demo works on either. Only demo, import and new
+create a missing store. A session is named by its ID or a unique prefix of it, in either case.
 
 %s
 
