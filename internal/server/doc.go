@@ -22,7 +22,7 @@
 // the OpenAI Agents SDK's, stored one per message so that they come back
 // exactly and their text is searchable (items.go).
 //
-//	st, _ := jsonlstore.Open(dir, jsonlstore.Options{})
+//	st, _ := jsonlstore.Open(dir, jsonlstore.Options{Search: fts.New()})
 //	srv := server.New(st, server.Options{})
 //	l, _ := server.ListenUnix(ctx, path)
 //	go srv.ServeUnix(l)
