@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -58,7 +59,7 @@ type manifest struct {
 	Segments []archiveSegment `json:"segments"`
 }
 
-func archiveDir(id session.SessionID) string { return sessionDir(id) + "/" + ArchiveDir }
+func archiveDir(id session.SessionID) string { return layout.SessionDir(id) + "/" + ArchiveDir }
 
 func segmentName(first, last uint64) string {
 	return fmt.Sprintf("%020d-%020d.zst", first, last)
@@ -74,7 +75,7 @@ func readManifest(fsys vfs.FS, id session.SessionID) (manifest, error) {
 	if err != nil {
 		return m, err
 	}
-	if !unframeJSON(b, &m) || m.Version != manifestVersion {
+	if !layout.UnframeJSON(b, &m) || m.Version != manifestVersion {
 		return m, errors.New("archive manifest is damaged or from an unknown version")
 	}
 	for _, seg := range m.Segments {
@@ -129,7 +130,7 @@ func newSegmentDecoder(r io.Reader) (*zstd.Decoder, error) {
 // openSegment opens the segment file name and its capped decoder, and
 // returns a function that closes both.
 func (s *Store) openSegment(name string) (*zstd.Decoder, func(), error) {
-	f, err := s.fs.OpenFile(name, osRDONLY, 0)
+	f, err := s.fs.OpenFile(name, layout.RDONLY, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +147,7 @@ func (s *Store) openSegment(name string) (*zstd.Decoder, func(), error) {
 // the file (accessErr), which says nothing about what it holds.
 func archiveCorruption(id session.SessionID, file string, rev uint64, err error) error {
 	if accessErr(err) {
-		return pathErr("read", id, archiveDir(id)+"/"+file, err)
+		return layout.PathErr("read", id, archiveDir(id)+"/"+file, err)
 	}
 	return &sessionstore.CorruptionError{ID: id, Path: archiveDir(id) + "/" + file, Revision: rev, Err: err}
 }
@@ -158,19 +159,19 @@ func (s *Store) writeManifest(id session.SessionID, m manifest) error {
 	if err != nil {
 		return err
 	}
-	return vfs.WriteFileAtomic(s.fs, archiveDir(id), manifestFile, b, filePerm, true, "."+randomSuffix())
+	return vfs.WriteFileAtomic(s.fs, archiveDir(id), manifestFile, b, layout.FilePerm, true, "."+layout.RandomSuffix())
 }
 
 // ensureArchiveDir creates the archive directory (durably) if missing.
 func (s *Store) ensureArchiveDir(id session.SessionID) error {
-	err := s.fs.Mkdir(archiveDir(id), dirPerm)
+	err := s.fs.Mkdir(archiveDir(id), layout.DirPerm)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return s.fs.SyncDir(sessionDir(id))
+	return s.fs.SyncDir(layout.SessionDir(id))
 }
 
 var _ = os.O_RDONLY

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -168,13 +169,13 @@ func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload 
 // synced, renamed, and the directory synced.
 func (s *Store) copySegment(id session.SessionID, old, new string) (err error) {
 	dir := archiveDir(id)
-	src, err := s.fs.OpenFile(dir+"/"+old, osRDONLY, 0)
+	src, err := s.fs.OpenFile(dir+"/"+old, layout.RDONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = src.Close() }() // read-only
-	tmp := dir + "/.segment-" + randomSuffix() + tmpSuffix
-	dst, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	tmp := dir + "/.segment-" + layout.RandomSuffix() + layout.TmpSuffix
+	dst, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return err
 	}

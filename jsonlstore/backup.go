@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -104,7 +105,7 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		defer src.close()
 		sb, err := src.copyInto(dst)
 		if err != nil {
-			return opErr("backup", id, err) // writing the copy failed: the backup stops
+			return layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
 		}
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
@@ -127,16 +128,16 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 // existing ancestor of dest is compared with the root by identity, so a
 // symlink or another path to the root is caught too.
 func (s *Store) checkBackupDest(dest string) error {
-	if s.root == nil {
+	if s.osRoot == nil {
 		return nil // a simulated file system: nothing on disk to land in
 	}
 	abs, err := filepath.Abs(dest)
 	if err != nil {
 		return err
 	}
-	root, err := s.root.Stat(".")
+	root, err := s.osRoot.Stat(".")
 	if err != nil {
-		return opErr("backup", "", err)
+		return layout.OpErr("backup", "", err)
 	}
 	for p := abs; ; p = filepath.Dir(p) {
 		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, root) {
@@ -164,7 +165,7 @@ type backupSource struct {
 // openBackupSource opens what a backup of session id reads. Its errors are
 // about the source session alone.
 func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err error) {
-	if err := s.exists(id); err != nil {
+	if err := s.root.Exists(id); err != nil {
 		return nil, err
 	}
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
@@ -172,7 +173,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		if lerr := s.logErr(id, err); lerr != nil {
 			return nil, lerr
 		}
-		return nil, opErr("backup", id, err)
+		return nil, layout.OpErr("backup", id, err)
 	}
 	src := &backupSource{s: s, id: id, v: v}
 	defer func() {
@@ -197,7 +198,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		}
 	}
 	for _, seg := range src.segs {
-		f, err := s.fs.OpenFile(archiveDir(id)+"/"+seg.File, osRDONLY, 0)
+		f, err := s.fs.OpenFile(archiveDir(id)+"/"+seg.File, layout.RDONLY, 0)
 		if err != nil {
 			return nil, archiveCorruption(id, seg.File, seg.First, err)
 		}
@@ -218,11 +219,11 @@ func (src *backupSource) close() {
 func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 	id := src.id
 	sb := SessionBackup{ID: id}
-	if _, err := dst.fs.Lstat(sessionDir(id)); err == nil {
+	if _, err := dst.fs.Lstat(layout.SessionDir(id)); err == nil {
 		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
 	}
-	tmp := tmpDirPrefix + string(id) + "-" + randomSuffix()
-	if err := dst.fs.Mkdir(tmp, dirPerm); err != nil {
+	tmp := layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()
+	if err := dst.fs.Mkdir(tmp, layout.DirPerm); err != nil {
 		return sb, err
 	}
 	published := false
@@ -236,7 +237,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 	}
 	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
 	if len(src.segs) > 0 {
-		if err := dst.fs.Mkdir(tmp+"/"+ArchiveDir, dirPerm); err != nil {
+		if err := dst.fs.Mkdir(tmp+"/"+ArchiveDir, layout.DirPerm); err != nil {
 			return sb, err
 		}
 		for i, seg := range src.segs {
@@ -264,11 +265,11 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 		return sb, err
 	}
 	if len(names) > 0 {
-		if err := dst.fs.Mkdir(tmp+"/"+BlobDir, dirPerm); err != nil {
+		if err := dst.fs.Mkdir(tmp+"/"+BlobDir, layout.DirPerm); err != nil {
 			return sb, err
 		}
 		for _, name := range names {
-			f, err := src.s.fs.OpenFile(blobDir(id)+"/"+name, osRDONLY, 0)
+			f, err := src.s.fs.OpenFile(blobDir(id)+"/"+name, layout.RDONLY, 0)
 			if err != nil {
 				return sb, err
 			}
@@ -286,7 +287,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 	if err := dst.fs.SyncDir(tmp); err != nil {
 		return sb, err
 	}
-	if err := dst.fs.RenameNoReplace(tmp, sessionDir(id)); err != nil {
+	if err := dst.fs.RenameNoReplace(tmp, layout.SessionDir(id)); err != nil {
 		return sb, err
 	}
 	published = true
@@ -295,7 +296,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 
 // copyInto writes r into a new file name of fsys and syncs it.
 func copyInto(fsys vfs.FS, name string, r io.Reader) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return err
 	}

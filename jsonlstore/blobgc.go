@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -77,7 +78,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 		return c, nil
 	}
 	if err != nil {
-		return c, opErr("collect blobs of", id, err)
+		return c, layout.OpErr("collect blobs of", id, err)
 	}
 	present := map[string]string{} // hash -> file name
 	for _, e := range entries {
@@ -97,7 +98,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 	}
 	refs, unread, err := s.blobRefs(ctx, id)
 	if err != nil {
-		return c, opErr("collect blobs of", id, err)
+		return c, layout.OpErr("collect blobs of", id, err)
 	}
 	if unread != "" {
 		// Any blob may be one the unread page references: keep them all.
@@ -115,7 +116,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 			continue
 		}
 		if err := s.fs.Remove(p); err != nil {
-			return c, opErr("collect blobs of", id, err)
+			return c, layout.OpErr("collect blobs of", id, err)
 		}
 		w.blobs.forget(hash)
 		c.Blobs++
@@ -199,7 +200,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 // forensicRefs scans session id's forensic copies for references,
 // streaming (they may be large).
 func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page bool)) error {
-	dir := sessionDir(id) + "/" + ForensicDir
+	dir := layout.SessionDir(id) + "/" + ForensicDir
 	entries, err := s.fs.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -216,7 +217,7 @@ func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page boo
 		if !e.Type().IsRegular() {
 			continue
 		}
-		f, err := s.fs.OpenFile(dir+"/"+e.Name(), osRDONLY, 0)
+		f, err := s.fs.OpenFile(dir+"/"+e.Name(), layout.RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -244,6 +245,6 @@ func isBlobTemp(name string) bool {
 	if !ok {
 		return false
 	}
-	suffix, ok := strings.CutSuffix(rest, tmpSuffix)
-	return ok && isSuffix(suffix)
+	suffix, ok := strings.CutSuffix(rest, layout.TmpSuffix)
+	return ok && layout.IsSuffix(suffix)
 }

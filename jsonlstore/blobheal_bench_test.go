@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // BenchmarkBlobPutExisting is the writer's check of a blob it finds under
@@ -22,7 +23,7 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 	}{{"blob=raw", healImage()}, {"blob=zst", text}} {
 		st := openUncheckedStore(b)
 		dir := st.fs
-		require.NoError(b, dir.Mkdir("s", dirPerm))
+		require.NoError(b, dir.Mkdir("s", layout.DirPerm))
 		w := newBlobWriter(dir, "s", 1)
 		hash := blob.Hash(tc.content)
 		require.NoError(b, w.put(hash, tc.content))
@@ -46,7 +47,7 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 		b.Run(tc.name+"/op=write", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
-				require.NoError(b, dir.Mkdir("w", dirPerm))
+				require.NoError(b, dir.Mkdir("w", layout.DirPerm))
 				w := newBlobWriter(dir, "w", 1)
 				require.NoError(b, w.put(hash, tc.content))
 				require.NoError(b, w.sync())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // Reading a blob: which file is the blob, and what reading one may cost.
@@ -66,13 +67,13 @@ const (
 // returned, not the compressed file's content.
 func openBlob(fsys vfs.FS, prefix, hash string, hint blobHint) (vfs.File, string, bool, error) {
 	if hint != hintZst {
-		f, err := fsys.OpenFile(prefix+hash, osRDONLY, 0)
+		f, err := fsys.OpenFile(prefix+hash, layout.RDONLY, 0)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return f, hash, false, err
 		}
 	}
 	name := blobName(hash, true)
-	f, err := fsys.OpenFile(prefix+name, osRDONLY, 0)
+	f, err := fsys.OpenFile(prefix+name, layout.RDONLY, 0)
 	if hint == hintZst && errors.Is(err, fs.ErrNotExist) {
 		return openBlob(fsys, prefix, hash, hintNone) // listed, and gone since: look again
 	}

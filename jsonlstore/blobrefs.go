@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -37,7 +38,7 @@ func (b *blobWriter) checkRefs(id session.SessionID, msgs sessnap.Messages) erro
 		}
 		size, ok, err := blobSize(b.fs, b.dir+"/"+BlobDir, hash)
 		if err != nil {
-			return 0, false, opErr("session", id, fmt.Errorf("blob %s: %w", hash, err))
+			return 0, false, layout.OpErr("session", id, fmt.Errorf("blob %s: %w", hash, err))
 		}
 		if ok {
 			if b.sizes == nil {
@@ -96,7 +97,7 @@ func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.
 	case !blob.ValidHash(ref.SHA256) || err == nil && !ok:
 		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, id, ref.SHA256)
 	case err != nil:
-		return nil, opErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))
+		return nil, layout.OpErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))
 	}
 	return s.readBlob(id, ref)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -124,7 +125,7 @@ func TestImportCopiesBlobs(t *testing.T) {
 				require.ErrorIs(t, err, ErrBlob)
 				require.NotErrorIs(t, err, sessionstore.ErrNotFound, "the source's missing content is not a missing session")
 				require.Equal(t, rev, ce.Revision)
-				require.Equal(t, logPath(id), ce.Path)
+				require.Equal(t, layout.LogPath(id), ce.Path)
 				requireNoSession(t, dst, id)
 			})
 		}

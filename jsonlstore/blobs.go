@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -39,7 +40,7 @@ const (
 	zstSuffix     = ".zst"
 )
 
-func blobDir(id session.SessionID) string { return sessionDir(id) + "/" + BlobDir }
+func blobDir(id session.SessionID) string { return layout.SessionDir(id) + "/" + BlobDir }
 
 // blobName returns the file name of a blob of hash, compressed or not.
 func blobName(hash string, compressed bool) string {
@@ -135,10 +136,10 @@ func (b *blobWriter) put(hash string, content []byte) error {
 	}
 	var data []byte
 	if name == "" { // a new blob
-		if err := b.fs.Mkdir(dir, dirPerm); err == nil {
+		if err := b.fs.Mkdir(dir, layout.DirPerm); err == nil {
 			b.dirMade = true
 		} else if !errors.Is(err, fs.ErrExist) {
-			return opErr("blobs", "", err)
+			return layout.OpErr("blobs", "", err)
 		}
 		var compressed bool
 		data, compressed = b.compress(content)
@@ -148,12 +149,12 @@ func (b *blobWriter) put(hash string, content []byte) error {
 	} else {
 		data = blobEncoder().EncodeAll(content, make([]byte, 0, len(content)/2))
 	}
-	tmp := dir + "/" + blobTmpPrefix + randomSuffix() + tmpSuffix
-	f, err := b.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	tmp := dir + "/" + blobTmpPrefix + layout.RandomSuffix() + layout.TmpSuffix
+	f, err := b.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
-		return pathErr("write blob", "", dir+"/"+hash, err)
+		return layout.PathErr("write blob", "", dir+"/"+hash, err)
 	}
-	err = writeAll(f, data)
+	err = layout.WriteAll(f, data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -165,7 +166,7 @@ func (b *blobWriter) put(hash string, content []byte) error {
 	}
 	if err != nil {
 		_ = b.fs.Remove(tmp)
-		return pathErr("write blob", "", dir+"/"+hash, err)
+		return layout.PathErr("write blob", "", dir+"/"+hash, err)
 	}
 	b.known[hash] = true
 	if _, ok := b.sizes[hash]; ok {
@@ -186,28 +187,28 @@ func (b *blobWriter) putNew(hash string, content []byte) error {
 	d := &b.deferred
 	if d.dir == nil {
 		dir := b.dir + "/" + BlobDir
-		if err := b.fs.Mkdir(dir, dirPerm); err != nil {
-			return opErr("blobs", "", err)
+		if err := b.fs.Mkdir(dir, layout.DirPerm); err != nil {
+			return layout.OpErr("blobs", "", err)
 		}
 		b.dirMade = true
 		sub, err := vfs.Sub(b.fs, dir)
 		if err != nil {
-			return opErr("blobs", "", err)
+			return layout.OpErr("blobs", "", err)
 		}
 		d.dir = sub
 	}
 	data, compressed := b.compress(content)
 	name := blobName(hash, compressed)
-	f, err := d.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := d.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err == nil {
-		if err = writeAll(f, data); err == nil {
+		if err = layout.WriteAll(f, data); err == nil {
 			err = d.add(f) // synced and closed by sync
 		} else {
 			_ = f.Close() // the session is abandoned: the error is the write's
 		}
 	}
 	if err != nil {
-		return pathErr("write blob", "", b.dir+"/"+BlobDir+"/"+name, err)
+		return layout.PathErr("write blob", "", b.dir+"/"+BlobDir+"/"+name, err)
 	}
 	b.known[hash] = true
 	b.pending = append(b.pending, hash)
@@ -234,7 +235,7 @@ func (b *blobWriter) sync() error {
 		return nil
 	}
 	if err := b.deferred.sync(); err != nil {
-		return opErr("sync blobs", "", err)
+		return layout.OpErr("sync blobs", "", err)
 	}
 	if d := b.deferred.dir; d != nil {
 		err := d.SyncDir(".")
@@ -243,17 +244,17 @@ func (b *blobWriter) sync() error {
 		}
 		b.deferred.dir = nil
 		if err != nil {
-			return opErr("sync blobs", "", err)
+			return layout.OpErr("sync blobs", "", err)
 		}
 		b.pending, b.dirMade = b.pending[:0], false
 		return nil
 	}
 	if err := b.fs.SyncDir(b.dir + "/" + BlobDir); err != nil {
-		return opErr("sync blobs", "", err)
+		return layout.OpErr("sync blobs", "", err)
 	}
 	if b.dirMade {
 		if err := b.fs.SyncDir(b.dir); err != nil {
-			return opErr("sync blobs", "", err)
+			return layout.OpErr("sync blobs", "", err)
 		}
 	}
 	b.pending, b.dirMade = b.pending[:0], false
@@ -344,7 +345,7 @@ func (s *Store) blobErr(id session.SessionID, name string, err error) error {
 		return err
 	}
 	if accessErr(err) { // no evidence of damage: the blob may be sound
-		return pathErr("read", id, blobDir(id)+"/"+name, err)
+		return layout.PathErr("read", id, blobDir(id)+"/"+name, err)
 	}
 	return &sessionstore.CorruptionError{ID: id, Path: blobDir(id) + "/" + name, Err: fmt.Errorf("%w: %w", ErrBlob, err)}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -269,11 +270,11 @@ func blobPowerCheck(crashed *vfs.Sim, p crashtest.Point[blobAck], _ crashtest.Cr
 	ctx := context.Background()
 	st := newStore(fltRoot, nil, crashed, newSimLeaser(crashed, fltRoot), Options{})
 	defer st.Close()
-	if got, err := recordedCap(crashed, sessionDir(blPowerID)); p.Ack.acked > 0 && (err != nil || got < sessionstore.DefaultMaxRecordBytes) {
+	if got, err := layout.RecordedCap(crashed, layout.SessionDir(blPowerID)); p.Ack.acked > 0 && (err != nil || got < sessionstore.DefaultMaxRecordBytes) {
 		return crashtest.Violate("record-cap", "settings.json records cap %d (%v)", got, err)
 	}
 	if p.Ack.imported {
-		if got, err := recordedCap(crashed, sessionDir(blImportID)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
+		if got, err := layout.RecordedCap(crashed, layout.SessionDir(blImportID)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
 			return crashtest.Violate("record-cap", "%s: settings.json records cap %d (%v)", blImportID, got, err)
 		}
 		for rev := uint64(1); rev <= blImportN; rev++ {

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -115,7 +116,7 @@ var _ Compactor = (*writer)(nil)
 // validate refuses a policy no caller can mean.
 func (p CompactPolicy) validate() error {
 	if p.KeepLast < 0 || p.KeepSince < 0 {
-		return opErr("compact", "", fmt.Errorf("negative policy %+v", p))
+		return layout.OpErr("compact", "", fmt.Errorf("negative policy %+v", p))
 	}
 	return nil
 }
@@ -152,11 +153,11 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	id := w.id
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return rep, opErr("compact", id, err)
+		return rep, layout.OpErr("compact", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	if v.id != w.logID || v.size != w.size {
-		return rep, opErr("compact", id, errors.New("log changed under its holder"))
+		return rep, layout.OpErr("compact", id, errors.New("log changed under its holder"))
 	}
 	// Step 0: the manifest, and what crashed compactions left.
 	m, err := readManifest(s.fs, id)
@@ -165,7 +166,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	}
 	left, err := s.leftovers(id, v, m)
 	if err != nil {
-		return rep, opErr("compact", id, err)
+		return rep, layout.OpErr("compact", id, err)
 	}
 
 	// Step 1, while finding the cut: stream the trimmed records into a
@@ -189,7 +190,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 		return enc.write(r, v)
 	})
 	if err != nil {
-		return rep, opErr("compact", id, err)
+		return rep, layout.OpErr("compact", id, err)
 	}
 	rep = pl.report(rep, w.size)
 	switch {
@@ -199,7 +200,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	case rep.Skipped != "":
 		rep.Reclaimed, err = s.reclaim(id, m, left)
 		if err != nil {
-			return rep, opErr("compact", id, fmt.Errorf("reclaim: %w", err))
+			return rep, layout.OpErr("compact", id, fmt.Errorf("reclaim: %w", err))
 		}
 		return rep, nil
 	}
@@ -210,13 +211,13 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	// give it its name.
 	rep.Reclaimed = s.removeLeftovers(id, left)
 	if err := enc.finish(&seg); err != nil {
-		return rep, opErr("compact", id, fmt.Errorf("write segment: %w", err))
+		return rep, layout.OpErr("compact", id, fmt.Errorf("write segment: %w", err))
 	}
 	if err := s.verifySegmentFile(enc.tmp, seg); err != nil {
-		return rep, opErr("compact", id, fmt.Errorf("verify segment: %w", err))
+		return rep, layout.OpErr("compact", id, fmt.Errorf("verify segment: %w", err))
 	}
 	if err := s.fs.Rename(enc.tmp, rep.Segment); err != nil {
-		return rep, opErr("compact", id, err)
+		return rep, layout.OpErr("compact", id, err)
 	}
 	enc = nil
 	rep.ArchiveBytes = seg.ZstBytes
@@ -233,7 +234,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	}
 	m.Segments = append(kept, seg)
 	if err := s.writeManifest(id, m); err != nil {
-		return rep, opErr("compact", id, fmt.Errorf("manifest: %w", err))
+		return rep, layout.OpErr("compact", id, fmt.Errorf("manifest: %w", err))
 	}
 
 	// Step 4: the new log.
@@ -372,16 +373,16 @@ func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) 
 		_, err := io.Copy(out, io.NewSectionReader(v.f, cut, v.size-cut))
 		return err
 	}); err != nil {
-		return opErr("compact", id, err)
+		return layout.OpErr("compact", id, err)
 	}
 	fail := func(err error) error {
 		w.failed = err
-		return opErr("compact", id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, err))
+		return layout.OpErr("compact", id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, err))
 	}
-	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
+	if err := s.fs.SyncDir(layout.SessionDir(id)); err != nil {
 		return fail(err)
 	}
-	nf, err := s.fs.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
+	nf, err := s.fs.OpenFile(layout.LogPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return fail(err)
 	}
@@ -507,8 +508,8 @@ func (s *Store) newSegmentWriter(id session.SessionID) (*segmentWriter, error) {
 	if err := s.ensureArchiveDir(id); err != nil {
 		return nil, err
 	}
-	tmp := archiveDir(id) + "/.segment-" + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	tmp := archiveDir(id) + "/.segment-" + layout.RandomSuffix() + layout.TmpSuffix
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return nil, err
 	}

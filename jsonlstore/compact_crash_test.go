@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -174,7 +175,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	require.NoError(t, err)
 	ack.rev = 1
 	appendTo(w, 24)
-	log, err := sim.ReadFile(logPath(ccID))
+	log, err := sim.ReadFile(layout.LogPath(ccID))
 	require.NoError(t, err)
 	for rev, kind := range revisionKinds(log) {
 		want := record.KindDelta
@@ -192,7 +193,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	// C2: the rename of the new log fails. Nothing was replaced: the
 	// writer is not poisoned, and the segment it published (13-29) is
 	// listed but overlaps the log.
-	faulty.Inject(vfs.Fault{Op: vfs.OpRename, Match: func(n string) bool { return n == logPath(ccID) }})
+	faulty.Inject(vfs.Fault{Op: vfs.OpRename, Match: func(n string) bool { return n == layout.LogPath(ccID) }})
 	_, err = compact("C2 holder, log rename fails", 30, writerCompact(w, CompactPolicy{KeepLast: 10}))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, sessionstore.ErrWriterFailed)
@@ -316,13 +317,13 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 	// What a crashed compaction left: temporary logs in the session
 	// directory, and leftovers in archive/.
 	var temps []string
-	entries, err := crashed.ReadDir(sessionDir(ccID))
+	entries, err := crashed.ReadDir(layout.SessionDir(ccID))
 	if err != nil {
 		return crashtest.Violate("leftovers", "%w", err)
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "."+LogFile+".compact-") {
-			temps = append(temps, sessionDir(ccID)+"/"+e.Name())
+			temps = append(temps, layout.SessionDir(ccID)+"/"+e.Name())
 		}
 	}
 	wantReclaimed, err := ccLeftovers(crashed, ccID, first)
@@ -354,7 +355,7 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 		return crashtest.Violate("append", "new holder's append of %d: %d, %v", next, got, err)
 	}
 	// KeepLast 2 keeps next-1, and its chain from its full record.
-	log, err := crashed.ReadFile(logPath(ccID))
+	log, err := crashed.ReadFile(layout.LogPath(ccID))
 	if err != nil {
 		return crashtest.Violate("recompact", "%w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -68,7 +69,7 @@ func TestCreateKilledAfterPublish(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, uint64(createKillRevs), res.Latest)
 			require.Equal(t, uint64(1), res.Generation)
-			_, err = os.Lstat(filepath.Join(dir, sessionDir(id), SummaryFile))
+			_, err = os.Lstat(filepath.Join(dir, layout.SessionDir(id), SummaryFile))
 			require.ErrorIs(t, err, fs.ErrNotExist, "killed before the summary was written")
 
 			ls, err := st.Lease(ctx, id)
@@ -167,7 +168,7 @@ type killingFS struct {
 
 func (k *killingFS) RenameNoReplace(oldname, newname string) error {
 	err := k.FS.RenameNoReplace(oldname, newname)
-	if err == nil && strings.HasPrefix(oldname, tmpDirPrefix) {
+	if err == nil && strings.HasPrefix(oldname, layout.TmpDirPrefix) {
 		k.published = true
 		if k.at == createKillRename {
 			killSelf()

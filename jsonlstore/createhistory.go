@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -122,7 +123,7 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 			return nil, err
 		}
 		if _, err := bw.Write(line); err != nil {
-			return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
+			return nil, layout.OpErr("create", id, fmt.Errorf("write log: %w", err))
 		}
 		// The summary and the writer need the last record's envelope and
 		// place, and its snapshot.
@@ -147,13 +148,13 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		}
 	}
 	if err = blobs.sync(); err != nil {
-		return nil, opErr("create", id, err)
+		return nil, layout.OpErr("create", id, err)
 	}
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
+		return nil, layout.OpErr("create", id, fmt.Errorf("write log: %w", err))
 	}
 	if release {
 		// Nothing more is written under the lease that a reader could not
@@ -161,19 +162,19 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		// record is released before publish syncs the directory, so that
 		// the session is published released.
 		if err = b.lease.MarkReleased(ctx); err != nil {
-			return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
+			return nil, layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
 		}
 	}
 	if err = b.publish(ctx); err != nil {
 		return nil, err
 	}
-	blobs.moved(sessionDir(id))
+	blobs.moved(layout.SessionDir(id))
 	if blobs != nil {
 		blobs.deferred.on = false // the writer's appends sync each blob before its record
 	}
 	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()}, b.marked)
 	if err != nil {
-		return nil, opErr("create", id, err)
+		return nil, layout.OpErr("create", id, err)
 	}
 	if last.Rev == 1 {
 		w.search = searchMark{known: true} // a new session of one revision: the index holds nothing of it
@@ -188,7 +189,7 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 type vfsWriter struct{ f vfs.File }
 
 func (w vfsWriter) Write(p []byte) (int, error) {
-	if err := writeAll(w.f, p); err != nil {
+	if err := layout.WriteAll(w.f, p); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -78,7 +79,7 @@ var sessionFiles = []string{fslease.LockFile, fslease.RecordFile, SummaryFile, A
 // damaged is the corruption error for session id whose log is unusable
 // because of cause.
 func damaged(id session.SessionID, cause error) error {
-	return &sessionstore.CorruptionError{ID: id, Path: logPath(id), Err: fmt.Errorf("%w: %w", ErrNoLog, cause)}
+	return &sessionstore.CorruptionError{ID: id, Path: layout.LogPath(id), Err: fmt.Errorf("%w: %w", ErrNoLog, cause)}
 }
 
 // logErr classifies err, met opening or stating session id's log: the
@@ -92,36 +93,36 @@ func (s *Store) logErr(id session.SessionID, err error) error {
 	if !missing && !errors.Is(err, vfs.ErrNotRegular) && !errors.Is(err, vfs.ErrSymlink) && !errors.Is(err, syscall.EISDIR) {
 		return nil
 	}
-	if xerr := s.exists(id); xerr != nil {
+	if xerr := s.root.Exists(id); xerr != nil {
 		return xerr
 	}
 	if !missing {
 		return damaged(id, err)
 	}
 	for _, name := range sessionFiles {
-		_, lerr := s.fs.Lstat(sessionDir(id) + "/" + name)
+		_, lerr := s.fs.Lstat(layout.SessionDir(id) + "/" + name)
 		if lerr == nil {
 			return damaged(id, errLogMissing)
 		}
 		if !errors.Is(lerr, fs.ErrNotExist) {
-			return opErr("session", id, lerr)
+			return layout.OpErr("session", id, lerr)
 		}
 	}
-	return fmt.Errorf("%w: %s holds %w (no %s)", sessionstore.ErrNotFound, sessionDir(id), errNotSession, LogFile)
+	return fmt.Errorf("%w: %s holds %w (no %s)", sessionstore.ErrNotFound, layout.SessionDir(id), errNotSession, LogFile)
 }
 
 // statLog describes session id's log, which must be a regular file; any
 // other outcome is classified as logErr does.
 func (s *Store) statLog(id session.SessionID) (fs.FileInfo, error) {
-	fi, err := s.fs.Lstat(logPath(id))
+	fi, err := s.fs.Lstat(layout.LogPath(id))
 	if err == nil {
-		err = kindErr(logPath(id), fi)
+		err = kindErr(layout.LogPath(id), fi)
 	}
 	if err != nil {
 		if lerr := s.logErr(id, err); lerr != nil {
 			return nil, lerr
 		}
-		return nil, opErr("session", id, err)
+		return nil, layout.OpErr("session", id, err)
 	}
 	return fi, nil
 }
@@ -158,7 +159,7 @@ const breakLink = "cp " + LogFile + " " + LogFile + ".new && mv " + LogFile + ".
 // another name: writing to it would write there too.
 func linkErr(id session.SessionID, fi fs.FileInfo) error {
 	if n := vfs.Links(fi); n > 1 {
-		return fmt.Errorf("%w: session %s: %s has %d links; give it a file of its own: %s", ErrLinkedLog, id, logPath(id), n, breakLink)
+		return fmt.Errorf("%w: session %s: %s has %d links; give it a file of its own: %s", ErrLinkedLog, id, layout.LogPath(id), n, breakLink)
 	}
 	return nil
 }
@@ -205,13 +206,13 @@ func endsStoreWide(err error) bool {
 // another name (a hard link): a holder refuses to append to such a log,
 // and replaces such a summary.json rather than write through it.
 func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
-	for _, name := range []string{logPath(id), summaryPath(id)} {
+	for _, name := range []string{layout.LogPath(id), layout.SummaryPath(id)} {
 		fi, err := s.fs.Lstat(name)
 		if err != nil || !fi.Mode().IsRegular() || vfs.Links(fi) < 2 {
 			continue // what is missing or of another kind, verifyLog reports
 		}
 		msg := fmt.Sprintf("%d hard links: the next holder replaces it with a file of its own instead of writing through the link", vfs.Links(fi))
-		if name == logPath(id) {
+		if name == layout.LogPath(id) {
 			msg = fmt.Sprintf("%d hard links: no holder appends to it (%v) until it has a file of its own (%s); reading is unaffected",
 				vfs.Links(fi), ErrLinkedLog, breakLink)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -52,7 +53,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 			}
 			buf = record.AppendExportLine(buf[:0], r.Meta, snap)
 			if _, err := w.Write(buf); err != nil {
-				return opErr("export", id, err)
+				return layout.OpErr("export", id, err)
 			}
 			yielded = r.Through()
 		}
@@ -73,7 +74,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 			return err
 		}
 		if out, err = export.Indent(snap); err != nil {
-			return opErr("export", id, err)
+			return layout.OpErr("export", id, err)
 		}
 		return nil
 	})
@@ -81,7 +82,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		return err
 	}
 	if _, err := w.Write(out); err != nil {
-		return opErr("export", id, err)
+		return layout.OpErr("export", id, err)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -109,7 +110,7 @@ func writeFormat4Fixture(t testing.TB, root, name string) {
 		b[100] ^= 0x20
 		require.NoError(t, os.WriteFile(filepath.Join(blobs, image), b, 0o600))
 	case "v4-blob-torn":
-		require.NoError(t, os.WriteFile(filepath.Join(blobs, blobTmpPrefix+"0123456789abcdef"+tmpSuffix), []byte("half a bl"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(blobs, blobTmpPrefix+"0123456789abcdef"+layout.TmpSuffix), []byte("half a bl"), 0o600))
 		orphan := []byte("a blob whose record was never written")
 		require.NoError(t, os.WriteFile(filepath.Join(blobs, hashOf(orphan)), orphan, 0o600))
 	}
@@ -232,7 +233,7 @@ func TestFormat4Fixtures(t *testing.T) {
 			if name == "v4-blob-torn" {
 				rep, err := st.Repair(ctx, id, RepairOptions{})
 				require.NoError(t, err)
-				require.Contains(t, rep.Recovery.Swept, name+"/"+BlobDir+"/"+blobTmpPrefix+"0123456789abcdef"+tmpSuffix, "the repair's takeover sweeps the temporary file")
+				require.Contains(t, rep.Recovery.Swept, name+"/"+BlobDir+"/"+blobTmpPrefix+"0123456789abcdef"+layout.TmpSuffix, "the repair's takeover sweeps the temporary file")
 				require.Equal(t, BlobCollection{Blobs: 1, Bytes: int64(len("a blob whose record was never written"))}, rep.Blobs)
 				entries, err := os.ReadDir(filepath.Join(root, name, BlobDir))
 				require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -68,7 +69,7 @@ func compactedFixture(tb testing.TB) archivedFixture {
 	a.manifest, err = os.ReadFile(filepath.Join(dir, manifestFile))
 	require.NoError(tb, err)
 	var m manifest
-	require.True(tb, unframeJSON(a.manifest, &m))
+	require.True(tb, layout.UnframeJSON(a.manifest, &m))
 	require.Len(tb, m.Segments, 1)
 	a.segName = m.Segments[0].File
 	a.segment, err = os.ReadFile(filepath.Join(dir, a.segName))

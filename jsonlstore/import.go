@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -91,7 +92,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	defer stop()
 	var srcErr error // the source's own error, reported as it is
 	rd := record.NewReader(id, MaxReadRecordBytes, record.Seq{})
-	rd.Read(record.Source{Path: logPath(id), NextLine: func() ([]byte, error) {
+	rd.Read(record.Source{Path: layout.LogPath(id), NextLine: func() ([]byte, error) {
 		line, err, ok := next()
 		switch {
 		case !ok:
@@ -136,7 +137,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			}
 		}
 		if _, err := bw.Write(r.Line()); err != nil {
-			return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
+			return 0, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
 		}
 		n++
 		size += r.LineLen
@@ -144,11 +145,11 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	}
 	switch err := rd.Err(); {
 	case srcErr != nil:
-		return 0, opErr("import", id, srcErr)
+		return 0, layout.OpErr("import", id, srcErr)
 	case err != nil:
 		return 0, err
 	case last == nil:
-		return 0, opErr("import", id, errors.New("no records"))
+		return 0, layout.OpErr("import", id, errors.New("no records"))
 	case last.Kind == record.KindGap:
 		return 0, gapError(id, last) // a log ends with a readable revision
 	}
@@ -156,16 +157,16 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
+		return 0, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
 	}
 	if err = copied.sync(); err != nil {
-		return 0, opErr("import", id, err)
+		return 0, layout.OpErr("import", id, err)
 	}
 	if largest > s.opts.MaxRecordBytes {
 		// Replaces the store's own cap, recorded at the start; synced with
 		// the directory before publish.
-		data, _ := json.Marshal(sessionSettings{MaxRecordBytes: largest}) // an int: cannot fail
-		if err = s.writeSettings(b.tmp, data, false); err != nil {
+		data, _ := json.Marshal(layout.Settings{MaxRecordBytes: largest}) // an int: cannot fail
+		if err = s.root.WriteSettings(b.tmp, data, false); err != nil {
 			return 0, err
 		}
 	}
@@ -179,10 +180,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		err = b.lease.Release(context.WithoutCancel(ctx))
 		b.lease = nil
 		if err != nil {
-			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
+			return 0, layout.OpErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 		if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, last.Gen)); err != nil {
-			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
+			return 0, layout.OpErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 	}
 	if err = b.publish(ctx); err != nil {
@@ -196,7 +197,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	_ = b.log.Close() // written and synced above; nothing is written after
 	b.log = nil
 	if err != nil {
-		return n, opErr("import", id, fmt.Errorf("release: %w", err))
+		return n, layout.OpErr("import", id, fmt.Errorf("release: %w", err))
 	}
 	return n, nil
 }
@@ -209,7 +210,7 @@ func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessna
 	if err != nil || fi.Size() != last.End() {
 		return // none is better than a wrong one
 	}
-	dir, err := vfs.Sub(s.fs, sessionDir(b.id))
+	dir, err := vfs.Sub(s.fs, layout.SessionDir(b.id))
 	if err != nil {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -65,7 +66,7 @@ func TestKillDuringAppend(t *testing.T) {
 		s := killEpoch(t, st, dir, id, seed, rng, n, false)
 		t.Logf("%s: %s", id, s)
 		total.add(s)
-		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(logPath(id)))) {
+		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(layout.LogPath(id)))) {
 			kinds[k] += n
 		}
 	}
@@ -169,7 +170,7 @@ func (s killStats) String() string {
 func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed uint64, rng *rand.Rand, rounds int, blobs bool) killStats {
 	t.Helper()
 	ctx := t.Context()
-	logFile := filepath.Join(dir, filepath.FromSlash(logPath(id)))
+	logFile := filepath.Join(dir, filepath.FromSlash(layout.LogPath(id)))
 	var (
 		s           = killStats{rounds: rounds}
 		latest      uint64 // the log's last revision when the previous round ended

@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -70,10 +71,10 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 			log = append(log, line...)
 		}
 		dir := filepath.Join(root, string(id))
-		if err := os.Mkdir(dir, dirPerm); err != nil {
+		if err := os.Mkdir(dir, layout.DirPerm); err != nil {
 			tb.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, LogFile), log, filePerm); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, LogFile), log, layout.FilePerm); err != nil {
 			tb.Fatal(err)
 		}
 		fi, err := os.Lstat(filepath.Join(dir, LogFile))
@@ -87,11 +88,11 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, SummaryFile), sf, filePerm); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, SummaryFile), sf, layout.FilePerm); err != nil {
 			tb.Fatal(err)
 		}
 		for name, b := range leaseFiles {
-			if err := os.WriteFile(filepath.Join(dir, name), b, filePerm); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, name), b, layout.FilePerm); err != nil {
 				tb.Fatal(err)
 			}
 		}

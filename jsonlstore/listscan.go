@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -66,7 +67,7 @@ func (s *Store) listIndexed(ctx context.Context, q summary.Query) (_ summary.Pag
 	var todo []int
 	for i := range page.Items {
 		if page.Items[i].Lease.State == summary.LeaseFree {
-			if fi, err := vfs.Probe(s.fs, sessionDir(page.Items[i].ID)+"/"+fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
+			if fi, err := vfs.Probe(s.fs, layout.SessionDir(page.Items[i].ID)+"/"+fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
 				continue
 			}
 		}
@@ -161,7 +162,7 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 // directory, opened once (vfs.Sub): on the real file system that saves
 // resolving the directory again for each.
 func (s *Store) scanSession(ctx context.Context, id session.SessionID) (scanned, error) {
-	if dir, err := vfs.Sub(s.fs, sessionDir(id)); err == nil {
+	if dir, err := vfs.Sub(s.fs, layout.SessionDir(id)); err == nil {
 		k, ok := readSummaryKeys(dir, id)
 		var fi fs.FileInfo
 		if ok {
@@ -328,7 +329,7 @@ var summaryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); retur
 // a 512-byte buffer, it reads a small file with one read and the read
 // that sees its end.
 func readSmallFile(fsys vfs.FS, name string, limit int64, buf *[]byte) ([]byte, error) {
-	f, err := fsys.OpenFile(name, osRDONLY, 0)
+	f, err := fsys.OpenFile(name, layout.RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +356,7 @@ func readSmallFile(fsys vfs.FS, name string, limit int64, buf *[]byte) ([]byte, 
 
 func decodeSummaryKeys(b []byte, id session.SessionID) (summaryKeys, bool) {
 	var k summaryKeys
-	if !unframeJSON(b, &k) {
+	if !layout.UnframeJSON(b, &k) {
 		return summaryKeys{}, false
 	}
 	if k.Version != summaryVersion ||

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -211,7 +212,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 	const bigCap = 4 << 20
 	big := openTestStoreWith(t, Options{MaxRecordBytes: bigCap})
 	s, input := writeWide(t, big, "wide")
-	got, err := recordedCap(big.fs, sessionDir("wide"))
+	got, err := layout.RecordedCap(big.fs, layout.SessionDir("wide"))
 	require.NoError(t, err)
 	require.Equal(t, bigCap, got)
 
@@ -237,7 +238,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 		_, err = w.Append(ctx, uint64(len(s.Conversation())), sessiontest.Snap(t, s))
 		require.NoError(t, err)
 		require.NoError(t, w.Release(ctx))
-		got, err := recordedCap(small.fs, sessionDir("wide"))
+		got, err := layout.RecordedCap(small.fs, layout.SessionDir("wide"))
 		require.NoError(t, err)
 		require.Equal(t, bigCap, got)
 
@@ -246,7 +247,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 		fw, err := small.Fork(ctx, "wide", 0, forkID, sessionstore.AcquireOptions{})
 		require.NoError(t, err, "cap %d", own)
 		require.NoError(t, fw.Release(ctx))
-		got, err = recordedCap(small.fs, sessionDir(forkID))
+		got, err = layout.RecordedCap(small.fs, layout.SessionDir(forkID))
 		require.NoError(t, err)
 		require.Equal(t, bigCap, got, "the fork records its source's cap")
 		require.NoError(t, small.Close())

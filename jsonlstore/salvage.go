@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -196,7 +197,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 			// I/O error) is no evidence of damage: setting aside the
 			// revisions that reference it would lose acknowledged
 			// revisions. Salvage refuses, and changes nothing.
-			return nil, opErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
+			return nil, layout.OpErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
 		}
 		if err != nil {
 			note(err, sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
@@ -223,7 +224,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	var ne *sessionstore.NewerRecordError
 	switch err := rd.Err(); {
 	case errors.As(err, &ne):
-		return nil, opErr("repair", id, fmt.Errorf("the log holds records of a newer version, which this program never removes: %w", ne))
+		return nil, layout.OpErr("repair", id, fmt.Errorf("the log holds records of a newer version, which this program never removes: %w", ne))
 	case err != nil:
 		return nil, err
 	case !have:
@@ -273,7 +274,7 @@ func (s *Store) sameBytes(v *view, a, b, n int64) bool {
 func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *RepairReport) error {
 	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return opErr("repair", id, err)
+		return layout.OpErr("repair", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	pl, err := s.planSalvage(ctx, id, v)
@@ -289,7 +290,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	if k := len(pl.pieces) - 1; pl.pieces[k].gap != nil {
 		line, err := s.restoringRecord(ctx, id, v, pl)
 		if err != nil {
-			return opErr("repair", id, fmt.Errorf("restore the last readable revision: %w", err))
+			return layout.OpErr("repair", id, fmt.Errorf("restore the last readable revision: %w", err))
 		}
 		pl.pieces = append(pl.pieces, salvagePiece{line: line})
 		restored = pl.last.Through() + 1
@@ -299,7 +300,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		sp := &pl.spans[i]
 		name, err := s.saveForensic(id, "repair", sp.off, v, sp.n)
 		if err != nil {
-			return opErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
+			return layout.OpErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
 		}
 		sp.file = name
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -307,7 +308,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	}
 	name, err := s.moveSummaryAside(id)
 	if err != nil {
-		return opErr("repair", id, fmt.Errorf("move summary aside: %w", err))
+		return layout.OpErr("repair", id, fmt.Errorf("move summary aside: %w", err))
 	}
 	if name != "" {
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -343,7 +344,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		}
 		return nil
 	}); err != nil {
-		return opErr("repair", id, err)
+		return layout.OpErr("repair", id, err)
 	}
 	rep.Salvaged = &SalvageReport{Kept: pl.keptN, DuplicatesRemoved: pl.dups, Gaps: pl.gaps, Restored: restored}
 	rep.Found = pl.found
@@ -419,7 +420,7 @@ func (s *Store) publishLog(id session.SessionID, what string, fill func(w io.Wri
 	if err != nil {
 		return 0, err
 	}
-	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
+	if err := s.fs.SyncDir(layout.SessionDir(id)); err != nil {
 		return n, fmt.Errorf("sync session directory: %w", err)
 	}
 	return n, nil
@@ -430,8 +431,8 @@ func (s *Store) publishLog(id session.SessionID, what string, fill func(w io.Wri
 // syncs it and renames it over log.jsonl, and returns its size. The
 // rename is durable once the caller syncs the session directory.
 func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Writer) error) (int64, error) {
-	tmp := sessionDir(id) + "/." + LogFile + "." + what + "-" + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	tmp := layout.SessionDir(id) + "/." + LogFile + "." + what + "-" + layout.RandomSuffix() + layout.TmpSuffix
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return 0, err
 	}
@@ -447,7 +448,7 @@ func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Write
 		_ = s.fs.Remove(tmp)
 		return 0, fmt.Errorf("write new log: %w", err)
 	}
-	if err := s.fs.Rename(tmp, logPath(id)); err != nil {
+	if err := s.fs.Rename(tmp, layout.LogPath(id)); err != nil {
 		_ = s.fs.Remove(tmp)
 		return 0, fmt.Errorf("replace log: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -177,7 +178,7 @@ func (s *Store) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 					dir = s.isSessionDir(id)
 					if p, vouched := cu.vouched[id]; vouched && dir {
 						s.searches.probes.Add(1)
-						if ls := probedState(vfs.Probe(s.fs, logPath(id))); !ls.ok || ls.proof != p {
+						if ls := probedState(vfs.Probe(s.fs, layout.LogPath(id))); !ls.ok || ls.proof != p {
 							wrong, dir = append(wrong, id), false
 						}
 					}
@@ -278,7 +279,7 @@ func (s *Store) logStates(ctx context.Context, probeAll bool) (ids []session.Ses
 	}
 	names, err := vfs.ReadDirNames(s.fs, ".")
 	if err != nil {
-		return nil, nil, cl, opErr("list root", "", err)
+		return nil, nil, cl, layout.OpErr("list root", "", err)
 	}
 	for _, n := range names {
 		if sessionstore.ValidateID(session.SessionID(n)) == nil {
@@ -334,7 +335,7 @@ func (s *Store) probeLogs(ctx context.Context, ids []session.SessionID, logs []l
 	s.searches.vouched.Add(int64(len(ids) - len(todo)))
 	return parallel(ctx, len(todo), func(k int) error {
 		i := todo[k]
-		logs[i] = probedState(vfs.Probe(s.fs, logPath(ids[i])))
+		logs[i] = probedState(vfs.Probe(s.fs, layout.LogPath(ids[i])))
 		return nil
 	})
 }
@@ -342,7 +343,7 @@ func (s *Store) probeLogs(ctx context.Context, ids []session.SessionID, logs []l
 // isSessionDir reports whether name in the root is a directory (not a
 // symlink to one), as sessionIDs lists sessions.
 func (s *Store) isSessionDir(id session.SessionID) bool {
-	fi, err := s.fs.Lstat(sessionDir(id))
+	fi, err := s.fs.Lstat(layout.SessionDir(id))
 	return err == nil && fi.IsDir()
 }
 
@@ -662,8 +663,8 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	}
 	if fi, err := s.fs.Lstat(searchFile); err == nil && fi.Mode().IsRegular() {
 		// Another user's index is theirs to remove, not ours to replace.
-		if err := searchdb.Accessible(s.abs(searchFile)); errors.Is(err, fs.ErrPermission) {
-			return sessionstore.SearchIndexReport{}, opErr("search index", "", fmt.Errorf("%w (remove %s to rebuild it)", err, s.abs(SearchDir)))
+		if err := searchdb.Accessible(s.root.Abs(searchFile)); errors.Is(err, fs.ErrPermission) {
+			return sessionstore.SearchIndexReport{}, layout.OpErr("search index", "", fmt.Errorf("%w (remove %s to rebuild it)", err, s.root.Abs(SearchDir)))
 		}
 	}
 	db, name, err := s.newSearchIndex(ctx)
@@ -672,7 +673,7 @@ func (s *Store) ReindexSearch(ctx context.Context) (sessionstore.SearchIndexRepo
 	}
 	cu, err := s.catchUpLocked(ctx, db, true, searchWait)
 	if err == nil && (cu.mem != nil || len(cu.pending) > 0) {
-		err = opErr("search index", "", errors.New("some sessions could not be written to the new index"))
+		err = layout.OpErr("search index", "", errors.New("some sessions could not be written to the new index"))
 	}
 	if err != nil {
 		s.dropSearchIndex(db, name)

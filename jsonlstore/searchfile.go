@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 )
 
@@ -66,10 +67,10 @@ var searchSidecars = []string{"-wal", "-shm", "-journal"}
 func (s *Store) checkSearchEntry(name string) (fs.FileInfo, error) {
 	fi, err := s.fs.Lstat(name)
 	if err != nil {
-		return nil, opErr("search index", "", err)
+		return nil, layout.OpErr("search index", "", err)
 	}
 	if !fi.Mode().IsRegular() || vfs.Links(fi) != 1 {
-		return fi, pathErr("search index", "", name, fmt.Errorf("%w: %s with %d links", errSearchJunk, fi.Mode().Type(), vfs.Links(fi)))
+		return fi, layout.PathErr("search index", "", name, fmt.Errorf("%w: %s with %d links", errSearchJunk, fi.Mode().Type(), vfs.Links(fi)))
 	}
 	return fi, nil
 }
@@ -82,9 +83,9 @@ func (s *Store) checkSearchDir() error {
 	case errors.Is(err, fs.ErrNotExist):
 		return searchdb.ErrMissing
 	case err != nil:
-		return opErr("search index", "", err)
+		return layout.OpErr("search index", "", err)
 	case !fi.IsDir():
-		return pathErr("search index", "", SearchDir, fmt.Errorf("%w: %s", errSearchJunk, fi.Mode().Type()))
+		return layout.PathErr("search index", "", SearchDir, fmt.Errorf("%w: %s", errSearchJunk, fi.Mode().Type()))
 	}
 	return nil
 }
@@ -93,17 +94,17 @@ func (s *Store) checkSearchDir() error {
 // searchWait (then searchdb.ErrBusy). The lock file must be a regular
 // file (errSearchJunk otherwise); it is made when missing.
 func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) {
-	f, err := s.fs.OpenFile(searchLock, os.O_RDWR|os.O_CREATE, filePerm)
+	f, err := s.fs.OpenFile(searchLock, os.O_RDWR|os.O_CREATE, layout.FilePerm)
 	if err != nil {
 		if errors.Is(err, vfs.ErrSymlink) || errors.Is(err, vfs.ErrNotRegular) || errors.Is(err, unix.EISDIR) {
 			err = fmt.Errorf("%w: %w", errSearchJunk, err)
 		}
-		return nil, pathErr("search index lock", "", searchLock, err)
+		return nil, layout.PathErr("search index lock", "", searchLock, err)
 	}
 	fd, ok := f.(interface{ Fd() uintptr })
 	if fi, err := f.Stat(); !ok || err != nil || !fi.Mode().IsRegular() {
 		_ = f.Close() // nothing locked
-		return nil, pathErr("search index lock", "", searchLock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
+		return nil, layout.PathErr("search index lock", "", searchLock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
 	}
 	how := unix.LOCK_SH
 	if exclusive {
@@ -118,7 +119,7 @@ func (s *Store) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 			_ = f.Close()
-			return nil, pathErr("search index lock", "", searchLock, err)
+			return nil, layout.PathErr("search index lock", "", searchLock, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -161,7 +162,7 @@ func (s *Store) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searc
 			return nil, vfs.Identity{}, err
 		}
 	}
-	db, err := openIndex(ctx, s.abs(searchFile), wait)
+	db, err := openIndex(ctx, s.root.Abs(searchFile), wait)
 	if err != nil {
 		return nil, vfs.Identity{}, err
 	}
@@ -200,12 +201,12 @@ func (s *Store) fixSearchDir() error {
 	case errors.Is(err, errSearchJunk):
 		s.opts.Logger.Warn("jsonlstore: search index directory is not a directory: replacing it", "err", err)
 		if err := s.fs.Remove(SearchDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return opErr("search index", "", err)
+			return layout.OpErr("search index", "", err)
 		}
 		fallthrough
 	case errors.Is(err, searchdb.ErrMissing):
-		if err := s.fs.Mkdir(SearchDir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return opErr("search index", "", err)
+		if err := s.fs.Mkdir(SearchDir, layout.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return layout.OpErr("search index", "", err)
 		}
 	case err != nil:
 		return err
@@ -213,7 +214,7 @@ func (s *Store) fixSearchDir() error {
 	if _, err := s.checkSearchEntry(searchLock); errors.Is(err, errSearchJunk) {
 		s.opts.Logger.Warn("jsonlstore: search index lock is not a regular file: replacing it", "err", err)
 		if err := s.fs.RemoveAll(searchLock); err != nil {
-			return opErr("search index", "", err)
+			return layout.OpErr("search index", "", err)
 		}
 	}
 	return nil
@@ -223,16 +224,16 @@ func (s *Store) fixSearchDir() error {
 // .search and opens it. finish makes it whole and durable and closes it
 // (before put puts it in place); drop removes it.
 func (s *Store) newSearchIndex(ctx context.Context) (db *searchdb.DB, name string, err error) {
-	name = SearchDir + "/" + searchTempPrefix + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	name = SearchDir + "/" + searchTempPrefix + layout.RandomSuffix() + layout.TmpSuffix
+	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
-		return nil, "", opErr("search index", "", err)
+		return nil, "", layout.OpErr("search index", "", err)
 	}
 	if err := f.Close(); err != nil {
 		s.dropSearchIndex(nil, name)
-		return nil, "", opErr("search index", "", err)
+		return nil, "", layout.OpErr("search index", "", err)
 	}
-	db, err = searchdb.Open(ctx, s.abs(name), searchdb.OpenOptions{Create: true})
+	db, err = searchdb.Open(ctx, s.root.Abs(name), searchdb.OpenOptions{Create: true})
 	if err != nil {
 		s.dropSearchIndex(nil, name)
 		return nil, "", err
@@ -252,19 +253,19 @@ func (s *Store) finishSearchIndex(ctx context.Context, db *searchdb.DB, name str
 	}
 	for _, ext := range searchSidecars {
 		if err := s.fs.Remove(name + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return opErr("search index", "", err)
+			return layout.OpErr("search index", "", err)
 		}
 	}
 	f, err := s.fs.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
-		return opErr("search index", "", err)
+		return layout.OpErr("search index", "", err)
 	}
 	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return opErr("search index", "", err)
+		return layout.OpErr("search index", "", err)
 	}
 	return nil
 }
@@ -297,7 +298,7 @@ func (s *Store) putSearchIndex(ctx context.Context, name string, replace func(fs
 	fi, err := s.fs.Lstat(searchFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.dropSearchIndex(nil, name)
-		return false, opErr("search index", "", err)
+		return false, layout.OpErr("search index", "", err)
 	}
 	if !replace(fi, err) {
 		s.dropSearchIndex(nil, name)
@@ -306,21 +307,21 @@ func (s *Store) putSearchIndex(ctx context.Context, name string, replace func(fs
 	for _, ext := range searchSidecars {
 		if err := s.fs.RemoveAll(searchFile + ext); err != nil {
 			s.dropSearchIndex(nil, name)
-			return false, opErr("search index", "", err)
+			return false, layout.OpErr("search index", "", err)
 		}
 	}
 	if fi != nil && fi.IsDir() {
 		if err := s.fs.RemoveAll(searchFile); err != nil {
 			s.dropSearchIndex(nil, name)
-			return false, opErr("search index", "", err)
+			return false, layout.OpErr("search index", "", err)
 		}
 	}
 	if err := s.fs.Rename(name, searchFile); err != nil {
 		s.dropSearchIndex(nil, name)
-		return false, opErr("search index", "", err)
+		return false, layout.OpErr("search index", "", err)
 	}
 	if err := s.fs.SyncDir(SearchDir); err != nil {
-		return true, opErr("search index", "", err)
+		return true, layout.OpErr("search index", "", err)
 	}
 	return true, nil
 }
@@ -339,7 +340,7 @@ func (s *Store) sweepSearchTemps(keep string) {
 		for _, ext := range searchSidecars {
 			base = strings.TrimSuffix(base, ext)
 		}
-		if !strings.HasPrefix(base, searchTempPrefix) || !strings.HasSuffix(base, tmpSuffix) || SearchDir+"/"+base == keep {
+		if !strings.HasPrefix(base, searchTempPrefix) || !strings.HasSuffix(base, layout.TmpSuffix) || SearchDir+"/"+base == keep {
 			continue
 		}
 		fi, err := s.fs.Lstat(SearchDir + "/" + n)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -79,7 +80,7 @@ func encodeSummaryFile(sf summaryFile) ([]byte, error) {
 // checks that Version is summaryVersion.
 func decodeSummaryFile(b []byte, id session.SessionID) (summaryFile, bool) {
 	var sf summaryFile
-	if !unframeJSON(b, &sf) || sf.Version < 1 || sf.Version > summaryVersion ||
+	if !layout.UnframeJSON(b, &sf) || sf.Version < 1 || sf.Version > summaryVersion ||
 		sf.Summary.ID != id || sf.Revision == 0 || sf.Summary.Revision != sf.Revision {
 		return summaryFile{}, false
 	}
@@ -99,7 +100,7 @@ func readSummaryFile(fsys vfs.FS, id session.SessionID) (summaryFile, bool) {
 // readSummaryEvidence returns session id's summary.json of any version
 // this program reads, for the evidence it gives of committed revisions.
 func readSummaryEvidence(fsys vfs.FS, id session.SessionID) (summaryFile, bool) {
-	b, err := vfs.ReadFile(fsys, summaryPath(id), maxSummaryBytes)
+	b, err := vfs.ReadFile(fsys, layout.SummaryPath(id), maxSummaryBytes)
 	if err != nil {
 		return summaryFile{}, false
 	}
@@ -128,7 +129,7 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 		return err
 	}
 	if w.f == nil {
-		f, err := dir.OpenFile(SummaryFile, os.O_RDWR|os.O_CREATE, filePerm)
+		f, err := dir.OpenFile(SummaryFile, os.O_RDWR|os.O_CREATE, layout.FilePerm)
 		if err != nil {
 			return err
 		}
@@ -143,7 +144,7 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 		// Replaced, not written: the new file has one link, and the next
 		// write opens it and goes in place again.
 		w.close()
-		return vfs.WriteFileAtomic(dir, ".", SummaryFile, b, filePerm, false, "-"+randomSuffix())
+		return vfs.WriteFileAtomic(dir, ".", SummaryFile, b, layout.FilePerm, false, "-"+layout.RandomSuffix())
 	}
 	w.len = fi.Size()
 	for range w.len - int64(len(b)) {

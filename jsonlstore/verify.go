@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -113,7 +114,7 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *session
 		return err
 	}
 	if c.tail.Bytes > 0 && s.verifyTailStill(id, c.logID, c.tail.Start) {
-		sr.Notes = append(sr.Notes, sessionstore.Finding{File: logPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: layout.LogPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
 			Message: fmt.Sprintf("uncommitted tail of %d bytes (a torn or unacknowledged append, never part of the history); the next lease holder moves it to %s/", c.tail.Bytes, ForensicDir)})
 	}
 	return nil
@@ -383,7 +384,7 @@ func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *record.Re
 		return nil
 	}
 	disagree := func(format string, args ...any) error {
-		return &sessionstore.CorruptionError{ID: id, Path: summaryPath(id), Offset: 0, Revision: sf.Revision,
+		return &sessionstore.CorruptionError{ID: id, Path: layout.SummaryPath(id), Offset: 0, Revision: sf.Revision,
 			Err: fmt.Errorf("summary.json disagrees with the log: "+format, args...)}
 	}
 	if sf.LastOffset != last.Offset || sf.Revision != last.Rev {
@@ -507,13 +508,13 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sess
 // repairs: nothing is wrong, but they are bytes someone may want to look at
 // (or delete).
 func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
-	dir := sessionDir(id) + "/" + ForensicDir
+	dir := layout.SessionDir(id) + "/" + ForensicDir
 	n, size, err := s.duDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return opErr("verify", id, err)
+		return layout.OpErr("verify", id, err)
 	case n > 0:
 		sr.Notes = append(sr.Notes, sessionstore.Finding{File: dir, Message: fmt.Sprintf(
 			"%d file(s), %d bytes, removed from the log by earlier recoveries or repairs", n, size)})

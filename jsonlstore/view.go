@@ -9,6 +9,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -42,15 +43,15 @@ type view struct {
 }
 
 // openView opens a view of session id's log, read with the record cap
-// that a store whose own cap is own reads it with (readCap).
+// that a store whose own cap is own reads it with (layout.ReadCap).
 func openView(fsys vfs.FS, id session.SessionID, own int) (*view, error) {
-	maxPayload := readCap(fsys, id, own)
-	name := logPath(id)
-	f, err := fsys.OpenFile(name, osRDONLY, 0)
+	maxPayload := layout.ReadCap(fsys, id, own)
+	name := layout.LogPath(id)
+	f, err := fsys.OpenFile(name, layout.RDONLY, 0)
 	// A compaction may rename a new log over the old one between the
 	// symlink check and the open; opening again sees the new log.
 	for i := 0; i < maxReadAttempts && errors.Is(err, vfs.ErrReplaced); i++ {
-		f, err = fsys.OpenFile(name, osRDONLY, 0)
+		f, err = fsys.OpenFile(name, layout.RDONLY, 0)
 	}
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 			if lerr := s.logErr(id, err); lerr != nil {
 				return lerr // gone, not a session, or damaged (damage.go)
 			}
-			return opErr("read", id, err)
+			return layout.OpErr("read", id, err)
 		}
 		err = fn(v)
 		_ = v.Close() // read-only
@@ -121,7 +122,7 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 		case errors.Is(err, record.ErrShrunk) && attempt < maxReadAttempts:
 			continue
 		case errors.Is(err, record.ErrShrunk):
-			return opErr("read", id, errors.New("log kept changing under the reader"))
+			return layout.OpErr("read", id, errors.New("log kept changing under the reader"))
 		case errors.As(err, &ce):
 			a := &anomaly{id: v.id, ce: ce, msg: ce.Error()}
 			if a.same(prev) || attempt >= maxReadAttempts {
@@ -151,7 +152,7 @@ func (s *Store) evidence(id session.SessionID, v *view) record.Evidence {
 			return record.Evidence{} // appended after the view: a fresh one sees them
 		}
 	}
-	return record.Evidence{Revision: sf.Revision, Offset: sf.LastOffset, Source: summaryPath(id)}
+	return record.Evidence{Revision: sf.Revision, Offset: sf.LastOffset, Source: layout.SummaryPath(id)}
 }
 
 // latest returns the view's last record, checking it against the evidence

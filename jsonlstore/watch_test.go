@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -184,7 +185,7 @@ func TestWatchListScanChecksPage(t *testing.T) {
 	sf.Summary.UpdatedAt = time.Now().Add(24 * time.Hour)
 	b, err := encodeSummaryFile(sf)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", SummaryFile), b, filePerm))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", SummaryFile), b, layout.FilePerm))
 	dirA, err := vfs.Sub(st.fs, "a")
 	require.NoError(t, err)
 	defer dirA.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -62,7 +63,7 @@ func (w *writer) usableLocked() error {
 	case w.closed || w.s.closed.Load():
 		return fmt.Errorf("%w: writer of session %s", sessionstore.ErrClosed, w.id)
 	case w.failed != nil:
-		return opErr("write", w.id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, w.failed))
+		return layout.OpErr("write", w.id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, w.failed))
 	}
 	return nil
 }
@@ -129,11 +130,11 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// The blobs the record references are durable before it is written.
 	if err := w.blobs.sync(); err != nil {
 		w.failed = err
-		return 0, opErr("append", w.id, fmt.Errorf("%w: sync blobs: %w", sessionstore.ErrWriterFailed, err))
+		return 0, layout.OpErr("append", w.id, fmt.Errorf("%w: sync blobs: %w", sessionstore.ErrWriterFailed, err))
 	}
-	if err := writeAll(w.log, line); err != nil {
+	if err := layout.WriteAll(w.log, line); err != nil {
 		w.failed = err
-		return 0, opErr("append", w.id, fmt.Errorf("%w: write: %w", sessionstore.ErrWriterFailed, err))
+		return 0, layout.OpErr("append", w.id, fmt.Errorf("%w: write: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := w.log.Datasync(); err != nil {
 		w.failed = err
@@ -144,7 +145,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		// committed and builds on it: the next holder's successful sync
 		// would then make its records durable after a hole.
 		_ = w.log.Truncate(w.size)
-		return 0, opErr("append", w.id, fmt.Errorf("%w: sync: %w", sessionstore.ErrWriterFailed, err))
+		return 0, layout.OpErr("append", w.id, fmt.Errorf("%w: sync: %w", sessionstore.ErrWriterFailed, err))
 	}
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.last = rec.Rev, rec.Meta
@@ -260,7 +261,7 @@ func (w *writer) Release(ctx context.Context) error {
 		err = rerr
 	}
 	if err != nil {
-		return opErr("release", w.id, err)
+		return layout.OpErr("release", w.id, err)
 	}
 	return nil
 }
@@ -276,29 +277,29 @@ func (w *writer) Delete(ctx context.Context) error {
 	}
 	defer unlock()
 	s := w.s
-	trash := trashPrefix + string(w.id) + "-" + randomSuffix()
+	trash := layout.TrashPrefix + string(w.id) + "-" + layout.RandomSuffix()
 	w.closed = true
 	_ = w.log.Close()
 	w.log = nil
 	w.sum.close()
 	_ = w.dir.Close()
-	if err := s.fs.RenameNoReplace(sessionDir(w.id), trash); err != nil {
+	if err := s.fs.RenameNoReplace(layout.SessionDir(w.id), trash); err != nil {
 		_ = w.lease.Release(ctx)
-		return opErr("delete", w.id, err)
+		return layout.OpErr("delete", w.id, err)
 	}
 	err = s.fs.SyncDir(".")
 	w.mark.close()
 	if err == nil {
 		s.unmark(w.id, w.lease.Generation()) // the session is gone, durably
 	}
-	_ = w.lease.Moved(s.abs(trash))
+	_ = w.lease.Moved(s.root.Abs(trash))
 	_ = w.lease.Release(context.WithoutCancel(ctx))
 	s.indexDeleted(w.id)
 	if rerr := s.fs.RemoveAll(trash); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
-		return opErr("delete", w.id, err)
+		return layout.OpErr("delete", w.id, err)
 	}
 	return nil
 }
