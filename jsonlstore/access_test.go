@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -167,7 +168,7 @@ func TestAccessErrorIsNotCorruption(t *testing.T) {
 		"blob":     func(name string) bool { return strings.HasSuffix(name, "/"+BlobDir+"/"+hashOf(images[len(images)-1])) },
 		"page":     func(name string) bool { return strings.HasSuffix(name, "/"+BlobDir+"/"+page) },
 		"segment":  func(name string) bool { return strings.Contains(name, "/"+ArchiveDir+"/0") },
-		"manifest": func(name string) bool { return strings.HasSuffix(name, "/"+ArchiveDir+"/"+manifestFile) },
+		"manifest": func(name string) bool { return strings.HasSuffix(name, "/"+ArchiveDir+"/"+archive.ManifestFile) },
 	}
 	for target, match := range targets {
 		for _, f := range []vfs.Fault{
@@ -232,7 +233,7 @@ func TestUnreadableBlobIsNotCorruption(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, page)
-	m, err := readManifest(st.fs, "locked")
+	m, err := archive.ReadManifest(st.fs, "locked")
 	require.NoError(t, err)
 	require.NotEmpty(t, m.Segments)
 	sdir := filepath.Join(dir, "locked")

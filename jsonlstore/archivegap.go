@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -59,11 +60,11 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 	if !ok || logFirst <= 1 {
 		return nil, nil
 	}
-	m, err := readManifest(s.fs, id)
+	m, err := archive.ReadManifest(s.fs, id)
 	if err != nil {
 		return nil, nil //nolint:nilerr // damage that Verify reports: nothing here proves a fix, and repair goes on to report it
 	}
-	if _, err := m.archivedBelow(logFirst); err == nil {
+	if _, err := m.Below(logFirst); err == nil {
 		return nil, nil
 	}
 	// The segments below the log in order, each followed by the first
@@ -93,7 +94,7 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 		if err != nil || last != after-1 {
 			return nil, nil //nolint:nilerr // a segment that does not prove its end is left as it is, for Verify to report
 		}
-		fixes = append(fixes, ArchiveFix{Old: seg.File, New: segmentName(seg.First, last), First: seg.First, Last: last, Listed: seg.Last})
+		fixes = append(fixes, ArchiveFix{Old: seg.File, New: archive.SegmentName(seg.First, last), First: seg.First, Last: last, Listed: seg.Last})
 		next = after
 	}
 	if len(fixes) == 0 {
@@ -111,15 +112,15 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 			}
 		}
 	}
-	if err := s.writeManifest(id, m); err != nil {
+	if err := archive.WriteManifest(s.fs, id, m); err != nil {
 		return nil, fmt.Errorf("write archive manifest: %w", err)
 	}
 	for _, f := range fixes {
 		// Unlisted now: a file left by a crash here is a leftover that the
 		// next compaction reclaims.
-		_ = s.fs.Remove(archiveDir(id) + "/" + f.Old)
+		_ = s.fs.Remove(archive.Dir(id) + "/" + f.Old)
 	}
-	if err := s.fs.SyncDir(archiveDir(id)); err != nil {
+	if err := s.fs.SyncDir(archive.Dir(id)); err != nil {
 		return nil, err
 	}
 	s.opts.Logger.Info("jsonlstore: repair corrected archive segments that ended in a gap", "session", id, "fixes", fixes)
@@ -130,8 +131,8 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 // holds, checking its bytes against the manifest (segmentReader), its
 // first revision and record count, and the sequence rules among its
 // records.
-func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload int) (uint64, error) {
-	dec, closeSeg, err := s.openSegment(archiveDir(id) + "/" + seg.File)
+func (s *Store) segmentEnd(id session.SessionID, seg archive.Segment, maxPayload int) (uint64, error) {
+	dec, closeSeg, err := archive.OpenSegment(s.fs, archive.Dir(id)+"/"+seg.File)
 	if err != nil {
 		return 0, err
 	}
@@ -142,7 +143,7 @@ func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload 
 	}
 	rd := record.NewReader(id, maxPayload, seq)
 	rd.Read(record.Source{R: &segmentReader{r: dec, seg: &seg, h: crc32.New(record.Castagnoli)}, Size: -1,
-		Path: archiveDir(id) + "/" + seg.File})
+		Path: archive.Dir(id) + "/" + seg.File})
 	var n int64
 	var first, last record.Meta
 	for rd.Next() {
@@ -168,7 +169,7 @@ func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload 
 // copySegment copies archive file old to new durably: a temporary file,
 // synced, renamed, and the directory synced.
 func (s *Store) copySegment(id session.SessionID, old, new string) (err error) {
-	dir := archiveDir(id)
+	dir := archive.Dir(id)
 	src, err := s.fs.OpenFile(dir+"/"+old, layout.RDONLY, 0)
 	if err != nil {
 		return err

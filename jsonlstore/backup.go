@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -158,7 +159,7 @@ type backupSource struct {
 	id       session.SessionID
 	v        *view
 	last     *record.Rec
-	segs     []archiveSegment
+	segs     []archive.Segment
 	segFiles []vfs.File
 }
 
@@ -189,18 +190,18 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		return nil, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log's first record is unreadable")}
 	}
 	if first > 1 {
-		m, err := readManifest(s.fs, id)
+		m, err := archive.ReadManifest(s.fs, id)
 		if err != nil {
-			return nil, archiveCorruption(id, manifestFile, 0, err)
+			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
-		if src.segs, err = m.archivedBelow(first); err != nil {
-			return nil, archiveCorruption(id, manifestFile, 0, err)
+		if src.segs, err = m.Below(first); err != nil {
+			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
 	}
 	for _, seg := range src.segs {
-		f, err := s.fs.OpenFile(archiveDir(id)+"/"+seg.File, layout.RDONLY, 0)
+		f, err := s.fs.OpenFile(archive.Dir(id)+"/"+seg.File, layout.RDONLY, 0)
 		if err != nil {
-			return nil, archiveCorruption(id, seg.File, seg.First, err)
+			return nil, archive.Corruption(id, seg.File, seg.First, err)
 		}
 		src.segFiles = append(src.segFiles, f)
 	}
@@ -246,11 +247,11 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			}
 			sb.ArchiveBytes += seg.ZstBytes
 		}
-		b, err := record.Frame(manifest{Version: manifestVersion, Segments: src.segs})
+		b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
 		if err != nil {
 			return sb, err
 		}
-		if err := copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+manifestFile, bytes.NewReader(b)); err != nil {
+		if err := copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+archive.ManifestFile, bytes.NewReader(b)); err != nil {
 			return sb, err
 		}
 		if err := dst.fs.SyncDir(tmp + "/" + ArchiveDir); err != nil {

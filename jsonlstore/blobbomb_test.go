@@ -22,6 +22,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -201,7 +202,7 @@ func testBlobBomb(t *testing.T, bomb string) {
 		return claims[h]
 	})
 	if bomb == "zst" { // the text's blob becomes a frame of 64 MiB of zeros
-		enc, err := zstd.NewWriter(nil, zstd.WithWindowSize(archiveWindow))
+		enc, err := zstd.NewWriter(nil, zstd.WithWindowSize(archive.Window))
 		require.NoError(t, err)
 		frame := enc.EncodeAll(make([]byte, 64<<20), nil)
 		require.NoError(t, enc.Close())
@@ -212,7 +213,7 @@ func testBlobBomb(t *testing.T, bomb string) {
 	// Twice the record cap, a decoder's window for each blob the content
 	// cache's prefetch may decode at once (one worker a core: each holds a
 	// decoder while it reads), and a MiB of slack.
-	bound := uint64(2*maxRecord + runtime.GOMAXPROCS(0)*archiveWindow + 1<<20)
+	bound := uint64(2*maxRecord + runtime.GOMAXPROCS(0)*archive.Window + 1<<20)
 	allocs := func(fn func(st *Store) error, st *Store) (uint64, error) {
 		var before, after runtime.MemStats
 		runtime.GC()

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -274,7 +275,7 @@ const maxBlobBytes = 1 << 40
 
 // blobDecoders are capped zstd decoders for blobs, shared by readers.
 var blobDecoders = sync.Pool{New: func() any {
-	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(archiveWindow)) // fixed options: cannot fail
+	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(archive.Window)) // fixed options: cannot fail
 	return d
 }}
 
@@ -344,7 +345,7 @@ func (s *Store) blobErr(id session.SessionID, name string, err error) error {
 	if errors.As(err, &ce) {
 		return err
 	}
-	if accessErr(err) { // no evidence of damage: the blob may be sound
+	if layout.AccessErr(err) { // no evidence of damage: the blob may be sound
 		return layout.PathErr("read", id, blobDir(id)+"/"+name, err)
 	}
 	return &sessionstore.CorruptionError{ID: id, Path: blobDir(id) + "/" + name, Err: fmt.Errorf("%w: %w", ErrBlob, err)}

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -263,7 +264,7 @@ func compactBenchRaw(dir string, id session.SessionID) error {
 		return err
 	}
 	defer f.Close()
-	zw, err := zstd.NewWriter(io.Discard, segmentEncoderOptions()...)
+	zw, err := zstd.NewWriter(io.Discard, archive.EncoderOptions()...)
 	if err != nil {
 		return err
 	}

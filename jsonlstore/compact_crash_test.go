@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -168,7 +169,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	standalone := func(p CompactPolicy) func() (CompactReport, error) {
 		return func() (CompactReport, error) { return st.Compact(ctx, ccID, p, 0) }
 	}
-	segPath := func(first, last uint64) string { return archiveDir(ccID) + "/" + segmentName(first, last) }
+	segPath := func(first, last uint64) string { return archive.Dir(ccID) + "/" + archive.SegmentName(first, last) }
 
 	*step = "build"
 	w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{Label: "cc"})
@@ -208,7 +209,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	require.NoError(t, w.Release(ctx))
 
 	// C4: the manifest cannot be written: an unlisted segment (34-49).
-	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+manifestFile) }})
+	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+archive.ManifestFile) }})
 	_, err = compact("C4 standalone, manifest fails", 50, standalone(CompactPolicy{KeepLast: 5}))
 	require.Error(t, err)
 	*step = "after C4"
@@ -507,23 +508,23 @@ func ccLogFirstOf(fsys vfs.FS, id session.SessionID) (uint64, error) {
 // ccLeftovers lists, sorted, the paths in archive/ that are neither the
 // manifest nor a segment it lists below the log's first revision.
 func ccLeftovers(fsys vfs.FS, id session.SessionID, logFirst uint64) ([]string, error) {
-	entries, err := fsys.ReadDir(archiveDir(id))
+	entries, err := fsys.ReadDir(archive.Dir(id))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, crashtest.Violate("leftovers", "%w", err)
 	}
-	m, err := readManifest(fsys, id)
+	m, err := archive.ReadManifest(fsys, id)
 	if err != nil {
 		return nil, crashtest.Violate("manifest", "%w", err)
 	}
 	var out []string
 	for _, e := range entries {
-		if e.Name() == manifestFile || slices.ContainsFunc(m.Segments, func(s archiveSegment) bool { return s.File == e.Name() && s.Last < logFirst }) {
+		if e.Name() == archive.ManifestFile || slices.ContainsFunc(m.Segments, func(s archive.Segment) bool { return s.File == e.Name() && s.Last < logFirst }) {
 			continue
 		}
-		out = append(out, archiveDir(id)+"/"+e.Name())
+		out = append(out, archive.Dir(id)+"/"+e.Name())
 	}
 	slices.Sort(out)
 	return out, nil
@@ -536,18 +537,18 @@ func ccArchiveClean(fsys vfs.FS, id session.SessionID) error {
 	if err != nil {
 		return err
 	}
-	m, err := readManifest(fsys, id)
+	m, err := archive.ReadManifest(fsys, id)
 	if err != nil {
 		return crashtest.Violate("archive", "%w", err)
 	}
-	if _, err := m.archivedBelow(first); err != nil {
+	if _, err := m.Below(first); err != nil {
 		return crashtest.Violate("archive", "%w", err)
 	}
-	entries, err := fsys.ReadDir(archiveDir(id))
+	entries, err := fsys.ReadDir(archive.Dir(id))
 	if err != nil {
 		return crashtest.Violate("archive", "%w", err)
 	}
-	want := []string{manifestFile}
+	want := []string{archive.ManifestFile}
 	for _, s := range m.Segments {
 		if s.Last >= first {
 			return crashtest.Violate("archive", "the manifest still lists %s, which reaches into the log (first %d)", s.File, first)

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
@@ -191,7 +192,7 @@ func TestCompactVerifiesSegment(t *testing.T) {
 	logAfter, err := sim.ReadFile(layout.LogPath(ccID))
 	require.NoError(t, err)
 	require.Equal(t, logBefore, logAfter, "the log is untouched")
-	entries, err := sim.ReadDir(archiveDir(ccID))
+	entries, err := sim.ReadDir(archive.Dir(ccID))
 	require.NoError(t, err)
 	require.Empty(t, entries, "no segment, no manifest, no temporary file")
 	_, err = w.Append(ctx, 30, plSnapshot(ccID, 31, 0))

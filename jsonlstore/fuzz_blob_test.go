@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 )
 
 // The blob reader's size handling under hostile input: a blob file of any
@@ -25,7 +26,7 @@ import (
 // passes of a read the file does not justify (a frame's window is at most
 // archiveWindow; the decoder may allocate it again after a reset).
 func blobReadAllocBound(n int) uint64 {
-	return uint64(n)*blobPresizeRatio + 64<<10 + 2*archiveWindow + 2<<20
+	return uint64(n)*blobPresizeRatio + 64<<10 + 2*archive.Window + 2<<20
 }
 
 func FuzzBlobRead(f *testing.F) {
@@ -65,7 +66,7 @@ func FuzzBlobRead(f *testing.F) {
 		// do, so that the two-pass path can succeed.
 		hash := blob.Hash(data)
 		if compressed {
-			if dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(archiveWindow), zstd.WithDecoderMaxMemory(64<<20)); err == nil {
+			if dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(archive.Window), zstd.WithDecoderMaxMemory(64<<20)); err == nil {
 				if content, err := dec.DecodeAll(data, nil); err == nil {
 					hash = blob.Hash(content)
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -23,10 +24,10 @@ type historyScan struct {
 	id   session.SessionID
 	v    *view
 	rd   *record.Reader
-	segs []archiveSegment
+	segs []archive.Segment
 	i    int    // next segment to open
 	cur  func() // closes the open segment
-	seg  *archiveSegment
+	seg  *archive.Segment
 	err  error
 	tail record.Tail
 	// logFirst is the log's first revision (1 without archives).
@@ -40,13 +41,13 @@ func (s *Store) scanHistory(id session.SessionID, v *view) *historyScan {
 	h := &historyScan{s: s, id: id, v: v, rd: record.NewReader(id, v.maxPayload, record.Seq{}), logFirst: 1}
 	if first, ok := firstRevOf(v); ok && first > 1 {
 		h.logFirst = first
-		m, err := readManifest(s.fs, id)
+		m, err := archive.ReadManifest(s.fs, id)
 		if err != nil {
-			h.err = archiveCorruption(id, manifestFile, 0, err)
+			h.err = archive.Corruption(id, archive.ManifestFile, 0, err)
 			return h
 		}
-		if h.segs, err = m.archivedBelow(first); err != nil {
-			h.err = archiveCorruption(id, manifestFile, 0, err)
+		if h.segs, err = m.Below(first); err != nil {
+			h.err = archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
 	}
 	return h
@@ -66,7 +67,7 @@ func (h *historyScan) Next() bool {
 		case h.seg != nil:
 			// The segment ended: it must hold exactly its range.
 			if p, _ := h.rd.Seq().Prev(); p.Through() != h.seg.Last {
-				h.err = archiveCorruption(h.id, h.seg.File, p.Through()+1, fmt.Errorf("segment ends at revision %d, manifest says %d", p.Through(), h.seg.Last))
+				h.err = archive.Corruption(h.id, h.seg.File, p.Through()+1, fmt.Errorf("segment ends at revision %d, manifest says %d", p.Through(), h.seg.Last))
 				return false
 			}
 			h.closeSegment()
@@ -108,15 +109,15 @@ func (h *historyScan) closeSegment() {
 	}
 }
 
-func (h *historyScan) openSegment(seg *archiveSegment) {
-	dec, closeSeg, err := h.s.openSegment(archiveDir(h.id) + "/" + seg.File)
+func (h *historyScan) openSegment(seg *archive.Segment) {
+	dec, closeSeg, err := archive.OpenSegment(h.s.fs, archive.Dir(h.id)+"/"+seg.File)
 	if err != nil {
-		h.err = archiveCorruption(h.id, seg.File, seg.First, err)
+		h.err = archive.Corruption(h.id, seg.File, seg.First, err)
 		return
 	}
 	h.cur, h.seg = closeSeg, seg
 	h.rd.Read(record.Source{R: &segmentReader{r: dec, seg: seg, h: crc32.New(record.Castagnoli)}, Size: -1,
-		Path: archiveDir(h.id) + "/" + seg.File})
+		Path: archive.Dir(h.id) + "/" + seg.File})
 }
 
 // historyRebuild reads session id's whole history forwards (historyScan)
@@ -174,7 +175,7 @@ func (h *historyScan) segmentErr(err error) error {
 	if h.seg == nil || errors.As(err, &ce) || errors.As(err, &ne) {
 		return err
 	}
-	return archiveCorruption(h.id, h.seg.File, 0, err)
+	return archive.Corruption(h.id, h.seg.File, 0, err)
 }
 
 // segmentReader reads a segment's decompressed bytes, never more than the
@@ -182,7 +183,7 @@ func (h *historyScan) segmentErr(err error) error {
 // and checksum against the manifest when they end.
 type segmentReader struct {
 	r   io.Reader
-	seg *archiveSegment
+	seg *archive.Segment
 	h   interface {
 		io.Writer
 		Sum32() uint32

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -66,7 +67,7 @@ func pageAt(id session.SessionID, r *record.Rec, err error) error {
 	if errors.As(err, &ce) {
 		return blobAt(r, err)
 	}
-	if accessErr(err) {
+	if layout.AccessErr(err) {
 		return err
 	}
 	return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -97,7 +98,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	// The log's first revision is 1 unless older ones are archived; then
 	// the first readable record is taken as the start.
 	first := uint64(0)
-	if _, err := s.fs.Lstat(archiveDir(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
 		first = 1
 	}
 	setAside := func(off, n int64, why string) int {
@@ -436,7 +437,7 @@ func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Write
 	if err != nil {
 		return 0, err
 	}
-	cw := &countingWriter{w: writerOnly{f}}
+	cw := &archive.CountingWriter{W: writerOnly{f}}
 	err = fill(cw)
 	if err == nil {
 		err = f.Sync()
@@ -452,5 +453,5 @@ func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Write
 		_ = s.fs.Remove(tmp)
 		return 0, fmt.Errorf("replace log: %w", err)
 	}
-	return cw.n, nil
+	return cw.N, nil
 }

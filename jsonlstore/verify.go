@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -478,10 +479,10 @@ func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start 
 // revisions the log holds, and temporary files — are ignored by readers
 // and reclaimed by the next compaction, so they are noted, not problems.
 func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
-	if _, err := s.fs.Lstat(archiveDir(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	m, err := readManifest(s.fs, id)
+	m, err := archive.ReadManifest(s.fs, id)
 	if err != nil {
 		return nil // needed by the log: verifyRecords reported it; else unused
 	}
@@ -494,12 +495,12 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sess
 	if err != nil {
 		return nil
 	}
-	for _, p := range l.paths(id) {
+	for _, p := range l.Paths(id) {
 		sr.Notes = append(sr.Notes, sessionstore.Finding{File: p, Message: "not part of the archive (a compaction in progress, or left by an interrupted one): ignored by readers, reclaimed by the next compaction"})
 	}
-	if l.overlap {
-		sr.Notes = append(sr.Notes, sessionstore.Finding{File: archiveDir(id) + "/" + manifestFile, Message: fmt.Sprintf(
-			"lists segments that reach into the log (which starts at revision %d and holds those revisions): ignored by readers, reclaimed by the next compaction", l.logFirst)})
+	if l.Overlap {
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: archive.Dir(id) + "/" + archive.ManifestFile, Message: fmt.Sprintf(
+			"lists segments that reach into the log (which starts at revision %d and holds those revisions): ignored by readers, reclaimed by the next compaction", l.LogFirst)})
 	}
 	return nil
 }
