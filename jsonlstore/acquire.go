@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -43,32 +44,32 @@ type recovered struct {
 // uncommitted tail.
 func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (recovered, error) {
 	var rc recovered
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		if lerr := s.logErr(id, err); lerr != nil {
+		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
 			return rc, lerr // gone, or damaged (damage.go)
 		}
 		return rc, layout.OpErr("recover", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
-	last, t, err := v.back.Last()
+	last, t, err := v.Back.Last()
 	if err != nil {
 		return rc, s.refuse(id, err)
 	}
-	if err := record.ClassifyTail(id, v.name, last, t, s.evidence(id, v), v.back.At); err != nil {
+	if err := record.ClassifyTail(id, v.Name, last, t, logfile.Evidence(s.fs, id, v), v.Back.At); err != nil {
 		return rc, err
 	}
-	full, deltas, err := v.back.ChainTo(last, true)
+	full, deltas, err := v.Back.ChainTo(last, true)
 	if err != nil {
 		return rc, s.refuse(id, err)
 	}
-	if ne := v.back.Newer; ne != nil {
+	if ne := v.Back.Newer; ne != nil {
 		return rc, s.refuse(id, ne)
 	}
 	// The latest revision must rebuild, and be a snapshot of this session
 	// (its content left out of line): no holder builds on a snapshot it
 	// cannot read.
-	snap, err := rebuildChain(id, last, full, deltas, v.maxPayload)
+	snap, err := logfile.RebuildChain(id, last, full, deltas, v.MaxPayload)
 	if err != nil {
 		return rc, err
 	}
@@ -140,7 +141,7 @@ func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appe
 // disk) is removed again, so a failed recovery leaves nothing behind.
 // Callers never pass more than a record's worth (record.TailLimit) for a
 // tail; a repair's cut is bounded by the log.
-func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *view, n int64) (_ string, err error) {
+func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *logfile.View, n int64) (_ string, err error) {
 	dir := layout.SessionDir(id) + "/" + ForensicDir
 	created := false
 	if err := s.fs.Mkdir(dir, layout.DirPerm); err == nil {
@@ -161,7 +162,7 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *vi
 	buf := make([]byte, min(n, 1<<20))
 	for done := int64(0); done < n; {
 		k := min(int64(len(buf)), n-done)
-		if _, err := v.f.ReadAt(buf[:k], off+done); err != nil {
+		if _, err := v.F.ReadAt(buf[:k], off+done); err != nil {
 			_ = f.Close()
 			return "", record.ErrShrunk // the view promised these bytes
 		}
@@ -205,7 +206,7 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 // above every one its log holds (logFloor), and marks it (takeLease); its
 // errors are the contract's (leaseErr).
 func (s *Store) leaseSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (_ leaseHandle, marked bool, _ error) {
-	minGen, err := s.logFloor(id)
+	minGen, err := logfile.LogFloor(s.root, id)
 	if err != nil {
 		return nil, false, err
 	}
@@ -322,4 +323,15 @@ func (s *Store) Acquire(ctx context.Context, id session.SessionID, opts sessions
 // TryAcquire implements sessionstore.Store.
 func (s *Store) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	return s.acquire(ctx, id, opts, true)
+}
+
+// checkWritable runs under a freshly taken lease, before anything is
+// written: the session directory holds no symlink and its log is one a
+// holder may write to (checked again here: it may have changed since
+// checkLog ran without the lease).
+func (s *Store) checkWritable(id session.SessionID) error {
+	if err := s.checkNoSymlinks(id); err != nil {
+		return err
+	}
+	return logfile.CheckLog(s.root, id)
 }

@@ -3,13 +3,13 @@ package jsonlstore
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -50,12 +50,12 @@ type ArchiveFix struct {
 // an unlisted file that compaction would reclaim — then the manifest is
 // replaced atomically and durably, and only then is the old file removed.
 func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return nil, err
 	}
-	logFirst, ok := firstRevOf(v)
-	maxPayload := v.maxPayload
+	logFirst, ok := logfile.FirstRev(v)
+	maxPayload := v.MaxPayload
 	_ = v.Close() // read-only
 	if !ok || logFirst <= 1 {
 		return nil, nil
@@ -142,7 +142,7 @@ func (s *Store) segmentEnd(id session.SessionID, seg archive.Segment, maxPayload
 		seq = record.Resumed()
 	}
 	rd := record.NewReader(id, maxPayload, seq)
-	rd.Read(record.Source{R: &segmentReader{r: dec, seg: &seg, h: crc32.New(record.Castagnoli)}, Size: -1,
+	rd.Read(record.Source{R: archive.NewSegmentReader(dec, &seg), Size: -1,
 		Path: archive.Dir(id) + "/" + seg.File})
 	var n int64
 	var first, last record.Meta

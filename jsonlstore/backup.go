@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -85,18 +86,18 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		}
 		src, err := s.openBackupSource(id)
 		switch {
-		case errors.Is(err, errNotSession) && len(ids) == 0:
+		case errors.Is(err, logfile.ErrNotSession) && len(ids) == 0:
 			return nil // a directory beside the sessions, not one of them
 		case errors.Is(err, sessionstore.ErrNotFound):
 			if rep.Skipped == nil {
 				rep.Skipped = map[string]string{}
 			}
 			rep.Skipped[string(id)] = "deleted while backing up"
-			if errors.Is(err, errNotSession) {
+			if errors.Is(err, logfile.ErrNotSession) {
 				rep.Skipped[string(id)] = "not a session: it holds no " + LogFile
 			}
 			return nil
-		case err != nil && !endsStoreWide(err):
+		case err != nil && !logfile.EndsStoreWide(err):
 			// The source cannot be read: reported, and the others go on.
 			rep.Unreadable = append(rep.Unreadable, summary.UnreadableOf(id, err))
 			return nil
@@ -157,7 +158,7 @@ func (s *Store) checkBackupDest(dest string) error {
 type backupSource struct {
 	s        *Store
 	id       session.SessionID
-	v        *view
+	v        *logfile.View
 	last     *record.Rec
 	segs     []archive.Segment
 	segFiles []vfs.File
@@ -169,9 +170,9 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 	if err := s.root.Exists(id); err != nil {
 		return nil, err
 	}
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		if lerr := s.logErr(id, err); lerr != nil {
+		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
 			return nil, lerr
 		}
 		return nil, layout.OpErr("backup", id, err)
@@ -182,12 +183,12 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 			src.close()
 		}
 	}()
-	if src.last, _, err = s.latest(id, v); err != nil {
+	if src.last, _, err = logfile.Latest(s.fs, id, v); err != nil {
 		return nil, err
 	}
-	first, ok := firstRevOf(v)
+	first, ok := logfile.FirstRev(v)
 	if !ok {
-		return nil, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log's first record is unreadable")}
+		return nil, &sessionstore.CorruptionError{ID: id, Path: v.Name, Err: errors.New("the log's first record is unreadable")}
 	}
 	if first > 1 {
 		m, err := archive.ReadManifest(s.fs, id)
@@ -233,7 +234,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			_ = dst.fs.RemoveAll(tmp)
 		}
 	}()
-	if err := copyInto(dst.fs, tmp+"/"+LogFile, io.NewSectionReader(src.v.f, 0, src.last.End())); err != nil {
+	if err := copyInto(dst.fs, tmp+"/"+LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
 		return sb, err
 	}
 	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)

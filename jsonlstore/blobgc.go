@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -167,10 +168,10 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 		}
 		return nil
 	}
-	err = s.read(ctx, id, func(v *view) error {
+	err = s.read(ctx, id, func(v *logfile.View) error {
 		clear(refs)
 		pages = pages[:0]
-		h := s.scanHistory(id, v)
+		h := logfile.NewScan(s.fs, id, v)
 		defer h.Close()
 		for h.Next() {
 			if err := ctx.Err(); err != nil {

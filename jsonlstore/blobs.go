@@ -36,7 +36,7 @@ import (
 
 const (
 	// BlobDir is the directory of a session's blobs.
-	BlobDir       = "blobs"
+	BlobDir       = layout.BlobDir
 	blobTmpPrefix = ".blob-"
 	zstSuffix     = ".zst"
 )

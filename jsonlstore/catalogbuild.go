@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -183,7 +184,7 @@ func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, er
 	probed := make([]bool, len(probe))
 	if err := parallel(ctx, len(probe), func(k int) error {
 		st, err := s.Lease(ctx, probe[k])
-		if endsStoreWide(err) {
+		if logfile.EndsStoreWide(err) {
 			return err
 		}
 		// A lease that cannot be inspected counts as held: its marks stay.
@@ -343,7 +344,7 @@ func (s *Store) catalogEntry(ctx context.Context, id session.SessionID) (catalog
 	sum, st, err := s.summaryState(ctx, id)
 	switch {
 	case err == nil:
-	case endsStoreWide(err):
+	case logfile.EndsStoreWide(err):
 		return catalog.Entry{}, false, err
 	case errors.Is(err, sessionstore.ErrNotFound):
 		return catalog.Entry{}, false, nil

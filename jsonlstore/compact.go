@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -147,12 +148,12 @@ func (w *writer) Compact(ctx context.Context, p CompactPolicy) (CompactReport, e
 // compactLocked runs under w.mu.
 func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, rep CompactReport) (CompactReport, error) {
 	id := w.id
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return rep, layout.OpErr("compact", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
-	if v.id != w.logID || v.size != w.size {
+	if v.ID != w.logID || v.Size != w.size {
 		return rep, layout.OpErr("compact", id, errors.New("log changed under its holder"))
 	}
 	// Step 0: the manifest, and what crashed compactions left.
@@ -183,7 +184,7 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 				return err
 			}
 		}
-		return enc.Write(r, v.f)
+		return enc.Write(r, v.F)
 	})
 	if err != nil {
 		return rep, layout.OpErr("compact", id, err)
@@ -273,7 +274,7 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 // record its chain starts at — calling trim for each record before it
 // (without its payload: trim reads the line from v). It checks every
 // record and the sequence on the way.
-func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *record.Rec) error) (compactPlan, error) {
+func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *logfile.View, latest uint64, p CompactPolicy, trim func(r *record.Rec) error) (compactPlan, error) {
 	pl := compactPlan{latest: latest, cut: -1}
 	// The cut: keep a revision if either rule keeps it. KeepLast gives a
 	// revision number; KeepSince the first record at or after a time,
@@ -322,7 +323,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		pending = pending[:0]
 		return nil
 	}
-	rd := v.reader(record.Resumed())
+	rd := v.Reader(record.Resumed())
 	for rd.Next() {
 		if err := ctx.Err(); err != nil {
 			return pl, err
@@ -364,9 +365,9 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 // renames it over log.jsonl, then points w at it. Errors after the rename
 // was attempted poison the writer: whether the new log is durable is then
 // unknown.
-func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) error {
+func (s *Store) replaceLog(id session.SessionID, w *writer, v *logfile.View, cut int64) error {
 	if _, err := s.writeLog(id, "compact", func(out io.Writer) error {
-		_, err := io.Copy(out, io.NewSectionReader(v.f, cut, v.size-cut))
+		_, err := io.Copy(out, io.NewSectionReader(v.F, cut, v.Size-cut))
 		return err
 	}); err != nil {
 		return layout.OpErr("compact", id, err)
@@ -383,7 +384,7 @@ func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) 
 		return fail(err)
 	}
 	fi, err := nf.Stat()
-	if err != nil || fi.Size() != v.size-cut {
+	if err != nil || fi.Size() != v.Size-cut {
 		_ = nf.Close()
 		return fail(fmt.Errorf("new log has an unexpected size"))
 	}
@@ -399,8 +400,8 @@ type writerOnly struct{ io.Writer }
 
 // writeSummaryAfterCompaction refreshes summary.json for the new log (its
 // identity changed, so the old summary no longer matches).
-func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
-	last, sum, err := w.s.latestSummary(w.id, v)
+func (w *writer) writeSummaryAfterCompaction(v *logfile.View, cut int64) {
+	last, sum, err := logfile.LatestSummary(w.s.fs, w.id, v)
 	if err != nil {
 		return
 	}
@@ -453,8 +454,8 @@ func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p Compa
 		}
 	}
 	base := rep
-	err := s.read(ctx, id, func(v *view) error {
-		last, _, err := s.latest(id, v)
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		last, _, err := logfile.Latest(s.fs, id, v)
 		if err != nil {
 			return err
 		}
@@ -479,8 +480,8 @@ func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p Compa
 
 // leftovers lists what crashed compactions left in the archive of the
 // session whose current log v views, per its manifest m.
-func (s *Store) leftovers(id session.SessionID, v *view, m archive.Manifest) (archive.Leftovers, error) {
-	first, ok := firstRevOf(v)
+func (s *Store) leftovers(id session.SessionID, v *logfile.View, m archive.Manifest) (archive.Leftovers, error) {
+	first, ok := logfile.FirstRev(v)
 	if !ok {
 		return archive.Leftovers{}, errors.New("the log's first record is unreadable")
 	}

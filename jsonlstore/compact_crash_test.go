@@ -23,6 +23,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -493,12 +494,12 @@ func ccSampled(rev, latest uint64) bool {
 func ccLogFirst(fsys vfs.FS) (uint64, error) { return ccLogFirstOf(fsys, ccID) }
 
 func ccLogFirstOf(fsys vfs.FS, id session.SessionID) (uint64, error) {
-	v, err := openView(fsys, id, sessionstore.DefaultMaxRecordBytes)
+	v, err := logfile.Open(fsys, id, sessionstore.DefaultMaxRecordBytes)
 	if err != nil {
 		return 0, crashtest.Violate("log", "%w", err)
 	}
 	defer v.Close()
-	first, ok := firstRevOf(v)
+	first, ok := logfile.FirstRev(v)
 	if !ok {
 		return 0, crashtest.Violate("log", "the first record is unreadable")
 	}

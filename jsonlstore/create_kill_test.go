@@ -134,7 +134,7 @@ func createKilledChild(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	st.fs = &killingFS{FS: st.fs, at: os.Getenv(createKillAtEnv)}
+	swapFS(st, &killingFS{FS: st.fs, at: os.Getenv(createKillAtEnv)})
 	var snaps iter.Seq2[sessnap.Snapshot, error] = func(yield func(sessnap.Snapshot, error) bool) {
 		for rev := uint64(1); rev <= createKillRevs; rev++ {
 			if !yield(procSnapshot(id, seed, rev)) {

@@ -7,6 +7,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -36,7 +37,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	}
 	var yielded uint64 // lines already written survive a retry of the read
 	var buf []byte
-	return s.read(ctx, id, func(v *view) error {
+	return s.read(ctx, id, func(v *logfile.View) error {
 		// Every snapshot is rebuilt, also those already written (a retry
 		// reads from the start); ctx interrupts it (an export of every
 		// revision can be long).
@@ -63,8 +64,8 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 
 func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Writer) error {
 	var out []byte
-	err := s.read(ctx, id, func(v *view) error {
-		last, snap, err := s.latestSnapshot(id, v)
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		last, snap, err := logfile.LatestSnapshot(s.fs, id, v)
 		if err != nil {
 			return err
 		}
@@ -97,7 +98,7 @@ func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobCac
 	}
 	return record.ExportSnapshot(id, r, snap, &rec.Snapshot, func() error {
 		if err := rec.Snapshot.Messages.Resolve(c.fetch); err != nil {
-			return blobAt(r, err)
+			return logfile.BlobAt(r, err)
 		}
 		return nil
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -720,7 +721,7 @@ func TestFaultSummary(t *testing.T) {
 				_, err = w.Append(ctx, 6, plSnapshot(id, 7, 0))
 				require.NoError(t, err)
 				fltRequireRevisions(t, e.st, id, 7, fltVariant0)
-				sf, ok := readSummaryFile(e.inner, id)
+				sf, ok := logfile.ReadSummary(e.inner, id)
 				require.True(t, ok, "the summary is refreshed again")
 				require.Equal(t, uint64(7), sf.Revision)
 			})

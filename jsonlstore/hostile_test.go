@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -332,7 +333,7 @@ func TestHostileSummaryIgnored(t *testing.T) {
 		data []byte
 	}{
 		{"garbage", []byte("\x00{not json")},
-		{"over its cap", append(bytes.Repeat([]byte(" "), maxSummaryBytes), foreign...)},
+		{"over its cap", append(bytes.Repeat([]byte(" "), logfile.MaxSummaryBytes), foreign...)},
 		{"written for another log", foreign},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -151,7 +152,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	case last == nil:
 		return 0, layout.OpErr("import", id, errors.New("no records"))
 	case last.Kind == record.KindGap:
-		return 0, gapError(id, last) // a log ends with a readable revision
+		return 0, logfile.GapError(id, last) // a log ends with a readable revision
 	}
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
@@ -215,11 +216,11 @@ func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessna
 		return
 	}
 	defer func() { _ = dir.Close() }() // a directory handle, read-only
-	var sw summaryWriter
-	defer sw.close()
-	sf := summaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),
-		LastOffset: last.Offset, Revision: last.Rev, Summary: projectRecord(last, snap, last.End())}
-	if err := sw.write(dir, sf); err != nil {
+	var sw logfile.SummaryWriter
+	defer sw.Close()
+	sf := logfile.SummaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),
+		LastOffset: last.Offset, Revision: last.Rev, Summary: logfile.ProjectRecord(last, snap, last.End())}
+	if err := sw.Write(dir, sf); err != nil {
 		s.opts.Logger.Warn("jsonlstore: summary not written", "session", b.id, "err", err)
 	}
 }
@@ -242,7 +243,7 @@ func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, sr
 		}
 		c.m[p.SHA256] = content
 	}); perr != nil {
-		return nil, pageAt(id, r, perr)
+		return nil, logfile.PageAt(id, r, perr)
 	}
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -100,7 +101,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, vrep.OK(), "%+v", vrep)
 	require.Equal(t, uint64(14), vrep.Sessions[0].Revision)
-	_, ok := readSummaryFile(dst.fs, id)
+	_, ok := logfile.ReadSummary(dst.fs, id)
 	require.True(t, ok, "a summary was written")
 	page, err := dst.List(ctx, summary.Query{})
 	require.NoError(t, err)

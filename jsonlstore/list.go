@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -56,7 +57,7 @@ func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionI
 		case err == nil:
 		case all && errors.Is(err, sessionstore.ErrNotFound):
 			// deleted meanwhile, or not a session
-		case bad == nil, endsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
+		case bad == nil, logfile.EndsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
 			return all, err
 		default:
 			*bad = append(*bad, summary.UnreadableOf(id, err))
@@ -78,8 +79,8 @@ func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Su
 // summaryState is summaryOf, with the state of the log the summary
 // describes (for the catalog).
 func (s *Store) summaryState(ctx context.Context, id session.SessionID) (summary.Summary, catalog.LogState, error) {
-	if sf, ok := readSummaryFile(s.fs, id); ok {
-		if fi, err := s.fs.Lstat(layout.LogPath(id)); err == nil && sf.matches(fi) && s.revisionAt(id, sf.LastOffset) == sf.Revision {
+	if sf, ok := logfile.ReadSummary(s.fs, id); ok {
+		if fi, err := s.fs.Lstat(layout.LogPath(id)); err == nil && sf.Matches(fi) && s.revisionAt(id, sf.LastOffset) == sf.Revision {
 			sum := sf.Summary
 			sum.Sizes.LogBytes = fi.Size()
 			return sum, logStateOf(fi), nil
@@ -93,10 +94,10 @@ func (s *Store) summaryState(ctx context.Context, id session.SessionID) (summary
 func (s *Store) summaryFromLog(ctx context.Context, id session.SessionID) (summary.Summary, catalog.LogState, error) {
 	var sum summary.Summary
 	var st catalog.LogState
-	err := s.read(ctx, id, func(v *view) error {
+	err := s.read(ctx, id, func(v *logfile.View) error {
 		var err error
-		_, sum, err = s.latestSummary(id, v)
-		st = catalog.LogState{Dev: v.id.Dev, Ino: v.id.Ino, Size: v.size, Mtime: v.mtime}
+		_, sum, err = logfile.LatestSummary(s.fs, id, v)
+		st = catalog.LogState{Dev: v.ID.Dev, Ino: v.ID.Ino, Size: v.Size, Mtime: v.Mtime}
 		return err
 	})
 	return sum, st, err

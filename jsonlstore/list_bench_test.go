@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -81,9 +82,9 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		sf, err := encodeSummaryFile(summaryFile{
+		sf, err := logfile.EncodeSummary(logfile.SummaryFile{
 			Log: vfs.IdentityOf(fi), LogSize: last.End(), LastOffset: last.Offset, Revision: last.Rev,
-			Summary: projectRecord(&last, &snap, last.End()),
+			Summary: logfile.ProjectRecord(&last, &snap, last.End()),
 		})
 		if err != nil {
 			tb.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -127,7 +128,7 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 			}
 			sum, err := s.summaryOf(ctx, c.id)
 			if err != nil {
-				if endsStoreWide(err) {
+				if logfile.EndsStoreWide(err) {
 					return summary.Page{}, err
 				}
 				c.listed, c.bad, changed = false, unlistedErr(err), true
@@ -169,13 +170,13 @@ func (s *Store) scanSession(ctx context.Context, id session.SessionID) (scanned,
 			fi, err = dir.Lstat(LogFile)
 		}
 		_ = dir.Close() // a directory handle: nothing to flush
-		if ok && err == nil && (summaryFile{Log: k.Log, LogSize: k.LogSize, LogMtime: k.LogMtime}).matches(fi) {
+		if ok && err == nil && (logfile.SummaryFile{Log: k.Log, LogSize: k.LogSize, LogMtime: k.LogMtime}).Matches(fi) {
 			return scanned{id: id, sum: k.ranked(), listed: true}, nil
 		}
 	}
 	sum, err := s.summaryOf(ctx, id)
 	if err != nil {
-		if endsStoreWide(err) {
+		if logfile.EndsStoreWide(err) {
 			return scanned{}, err
 		}
 		return scanned{id: id, bad: unlistedErr(err)}, nil
@@ -313,7 +314,7 @@ func (k *summaryKeys) ranked() summary.Summary {
 func readSummaryKeys(dir vfs.FS, id session.SessionID) (summaryKeys, bool) {
 	bp := summaryBufs.Get().(*[]byte)
 	defer summaryBufs.Put(bp)
-	b, err := readSmallFile(dir, SummaryFile, maxSummaryBytes, bp)
+	b, err := readSmallFile(dir, SummaryFile, logfile.MaxSummaryBytes, bp)
 	if err != nil {
 		return summaryKeys{}, false
 	}
@@ -359,7 +360,7 @@ func decodeSummaryKeys(b []byte, id session.SessionID) (summaryKeys, bool) {
 	if !layout.UnframeJSON(b, &k) {
 		return summaryKeys{}, false
 	}
-	if k.Version != summaryVersion ||
+	if k.Version != logfile.SummaryVersion ||
 		k.Summary.ID != id || k.Revision == 0 || k.Summary.Revision != k.Revision {
 		return summaryKeys{}, false
 	}

@@ -10,9 +10,8 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // decodeRecord turns r, a verified record whose snapshot (its payload, or
@@ -24,53 +23,23 @@ import (
 func decodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) (sessionstore.Record, error) {
 	snap, err := record.ExpandPages(snap, c.page)
 	if err != nil {
-		return sessionstore.Record{}, pageAt(id, r, err)
+		return sessionstore.Record{}, logfile.PageAt(id, r, err)
 	}
 	if !c.light {
 		// The blobs are read (on every core) while the snapshot decodes.
 		defer c.prefetch(snap)()
 	}
-	decoded, err := decodeSnapshot(id, r, snap)
+	decoded, err := logfile.DecodeSnapshot(id, r, snap)
 	if err != nil {
 		return sessionstore.Record{}, err
 	}
 	if !c.light {
 		c.wait()
 		if err := decoded.Messages.Resolve(c.fetch); err != nil {
-			return sessionstore.Record{}, blobAt(r, err)
+			return sessionstore.Record{}, logfile.BlobAt(r, err)
 		}
 	}
 	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
-}
-
-// decodeSnapshot decodes snap, the snapshot of record r, with its pages
-// expanded (or left out) and its content left as references.
-func decodeSnapshot(id session.SessionID, r *record.Rec, snap []byte) (sessnap.Snapshot, error) {
-	decoded, err := sessnap.Unmarshal(snap)
-	if err != nil {
-		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("payload is not a snapshot: %w", err)}
-	}
-	if decoded.ID != id {
-		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("payload belongs to session %q", decoded.ID)}
-	}
-	return decoded, nil
-}
-
-// pageAt locates a failure to expand a record's pages at r: a damaged or
-// missing page blob (blobAt), or a page or reference that is malformed. A
-// page the store may not read (accessErr) is no damage: its error is
-// returned as it is.
-func pageAt(id session.SessionID, r *record.Rec, err error) error {
-	var ce *sessionstore.CorruptionError
-	if errors.As(err, &ce) {
-		return blobAt(r, err)
-	}
-	if layout.AccessErr(err) {
-		return err
-	}
-	return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
 }
 
 // blobCache holds the blob contents one read has fetched, so that a
@@ -232,8 +201,8 @@ func (c *blobCache) wait() { c.inflight.Wait() }
 // loadLatest reads the view's latest revision: its last record and the
 // chain that rebuilds it, read backwards from the end, with its content
 // (or, light, without what is kept out of line).
-func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*record.Rec, sessionstore.Record, error) {
-	last, snap, err := s.latestSnapshot(id, v)
+func (s *Store) loadLatest(id session.SessionID, v *logfile.View, light bool) (*record.Rec, sessionstore.Record, error) {
+	last, snap, err := logfile.LatestSnapshot(s.fs, id, v)
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}
@@ -259,7 +228,7 @@ func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts session
 		return s.loadRevision(ctx, id, opts.Revision, opts.WithoutContent)
 	}
 	var rec sessionstore.Record
-	err := s.read(ctx, id, func(v *view) error {
+	err := s.read(ctx, id, func(v *logfile.View) error {
 		var err error
 		_, rec, err = s.loadLatest(id, v, opts.WithoutContent)
 		return err
@@ -289,8 +258,8 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 	c := s.cacheFor(id, light)
 	defer c.Close()
 	var rec sessionstore.Record
-	err := s.read(ctx, id, func(v *view) error {
-		last, _, err := s.latest(id, v)
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		last, _, err := logfile.Latest(s.fs, id, v)
 		var ne *sessionstore.NewerRecordError
 		switch {
 		case errors.As(err, &ne) && last != nil:
@@ -317,16 +286,16 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 			Err() error
 		}
 		var rd *record.Reader
-		if first, ok := firstRevOf(v); ok && rev >= first {
-			rd = v.reader(record.Resumed())
+		if first, ok := logfile.FirstRev(v); ok && rev >= first {
+			rd = v.Reader(record.Resumed())
 			rd.Salvage = true
 			h = rd
 		} else {
-			hs := s.scanHistory(id, v)
+			hs := logfile.NewScan(s.fs, id, v)
 			defer hs.Close()
 			h = hs
 		}
-		snaps := record.NewSnapshots(id, v.maxPayload)
+		snaps := record.NewSnapshots(id, v.MaxPayload)
 		for h.Next() {
 			r := h.Record()
 			if rd != nil && rd.Damage() != nil {
@@ -345,7 +314,7 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 				continue
 			}
 			if r.Kind == record.KindGap {
-				return gapError(id, r)
+				return logfile.GapError(id, r)
 			}
 			rec, err = decodeRecord(id, r, snaps.Bytes(), c)
 			return err
@@ -356,15 +325,4 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 		return fmt.Errorf("%w: session %s revision %d", sessionstore.ErrNotFound, id, rev)
 	})
 	return rec, err
-}
-
-// blobAt locates a blob's corruption at r, the record that references it:
-// the error names the record's file, offset and revision, and the blob.
-func blobAt(r *record.Rec, err error) error {
-	var ce *sessionstore.CorruptionError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	return &sessionstore.CorruptionError{ID: ce.ID, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-		Err: fmt.Errorf("%s: %w", ce.Path, ce.Err)}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -357,7 +358,7 @@ func (s *plStats) countSummary(crashed *vfs.Sim, id session.SessionID) {
 	kind := plSummaryCurrent
 	if _, err := crashed.Lstat(layout.SummaryPath(id)); err != nil {
 		kind = plSummaryMissing
-	} else if sf, ok := readSummaryFile(crashed, id); !ok {
+	} else if sf, ok := logfile.ReadSummary(crashed, id); !ok {
 		kind = plSummaryGarbage
 	} else if fi, err := crashed.Lstat(layout.LogPath(id)); err != nil || vfs.IdentityOf(fi) != sf.Log || fi.Size() != sf.LogSize {
 		kind = plSummaryStale

@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -257,15 +258,15 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 		return fmt.Errorf("jsonlstore: repair %s: the log holds no sound record to keep, so cutting it would leave nothing; "+
 			"it is left as it is (copy %s aside before deleting the session): %w", id, layout.LogPath(id), ce)
 	}
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return layout.OpErr("repair", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
-	if cut < 0 || cut > v.size {
-		cut = v.size
+	if cut < 0 || cut > v.Size {
+		cut = v.Size
 	}
-	if n := v.size - cut; n > 0 {
+	if n := v.Size - cut; n > 0 {
 		// Every byte removed is kept, durably, before anything is removed.
 		name, err := s.saveForensic(id, "repair", cut, v, n)
 		if err != nil {
@@ -283,7 +284,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	if name != "" {
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
 	}
-	if n := v.size - cut; n > 0 {
+	if n := v.Size - cut; n > 0 {
 		f, err := s.fs.OpenFile(layout.LogPath(id), os.O_WRONLY, 0)
 		if err != nil {
 			return layout.OpErr("repair", id, err)
@@ -300,7 +301,7 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 		rep.Cut, rep.CutOffset = true, cut
 	}
 	s.opts.Logger.Info("jsonlstore: repair cut the log at corruption", "session", id, "offset", cut,
-		"bytes", v.size-cut, "forensic", rep.ForensicFiles, "found", f.Message)
+		"bytes", v.Size-cut, "forensic", rep.ForensicFiles, "found", f.Message)
 	return nil
 }
 

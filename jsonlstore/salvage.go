@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -85,12 +86,12 @@ type SalvagedGap struct {
 }
 
 // planSalvage reads v and plans its salvage.
-func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) (*salvagePlan, error) {
+func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfile.View) (*salvagePlan, error) {
 	pl := &salvagePlan{}
 	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
-	rd := v.reader(record.Resumed())
+	rd := v.Reader(record.Resumed())
 	rd.Salvage = true
-	snaps := record.NewSnapshots(id, v.maxPayload)
+	snaps := record.NewSnapshots(id, v.MaxPayload)
 	kept := map[uint64][2]int64{} // revision -> offset and length of its kept line
 	var open *salvageGap          // revisions missing since the last kept record
 	var pos int64                 // end of the last line handled
@@ -139,13 +140,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 		damaged := -1
 		if r.Offset > pos {
 			damaged = setAside(pos, r.Offset-pos, "damaged lines")
-			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: pos, Message: fmt.Sprintf("%d bytes of damaged lines", r.Offset-pos)})
+			note(rd.Damage(), sessionstore.Finding{File: v.Name, Offset: pos, Message: fmt.Sprintf("%d bytes of damaged lines", r.Offset-pos)})
 		}
 		pos = r.End()
 		if !rd.Accepted() {
 			// A repeated or misplaced record: a copy when its bytes are
 			// those of the kept line of its revision.
-			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf("revision %d out of sequence", r.Rev)})
+			note(rd.Damage(), sessionstore.Finding{File: v.Name, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf("revision %d out of sequence", r.Rev)})
 			if k, ok := kept[r.Rev]; ok && k[1] == r.LineLen && s.sameBytes(v, k[0], r.Offset, r.LineLen) {
 				pl.dups++
 				setAside(r.Offset, r.LineLen, fmt.Sprintf("a copy of revision %d", r.Rev))
@@ -167,7 +168,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				why = rd.Damage().Error()
 			}
 			miss(next, r.Rev-1, why, damaged)
-			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: next, Message: fmt.Sprintf("revisions %d to %d are %s", next, r.Rev-1, why)})
+			note(rd.Damage(), sessionstore.Finding{File: v.Name, Offset: r.Offset, Revision: next, Message: fmt.Sprintf("revisions %d to %d are %s", next, r.Rev-1, why)})
 			snaps.Lose(errors.New(why))
 		}
 		err := snaps.Add(r)
@@ -193,7 +194,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				snaps.Lose(err)
 			}
 		}
-		if err != nil && !isCorruption(err) {
+		if err != nil && !logfile.IsCorruption(err) {
 			// A blob or page the store may not read (a permission or
 			// I/O error) is no evidence of damage: setting aside the
 			// revisions that reference it would lose acknowledged
@@ -201,7 +202,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 			return nil, layout.OpErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
 		}
 		if err != nil {
-			note(err, sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
+			note(err, sessionstore.Finding{File: v.Name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
 			span := setAside(r.Offset, r.LineLen, "")
 			miss(r.Rev, r.Rev, err.Error(), span)
 			continue
@@ -229,17 +230,17 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	case err != nil:
 		return nil, err
 	case !have:
-		return nil, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log holds no record that can be read: nothing to salvage")}
+		return nil, &sessionstore.CorruptionError{ID: id, Path: v.Name, Err: errors.New("the log holds no record that can be read: nothing to salvage")}
 	}
-	if pos < v.size {
-		setAside(pos, v.size-pos, "bytes after the last record")
-		note(nil, sessionstore.Finding{File: v.name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.size-pos)})
+	if pos < v.Size {
+		setAside(pos, v.Size-pos, "bytes after the last record")
+		note(nil, sessionstore.Finding{File: v.Name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.Size-pos)})
 	}
 	// Revisions other evidence proves committed, past the last kept one.
-	if ev := s.evidence(id, v); ev.Revision > pl.last.Through() {
+	if ev := logfile.Evidence(s.fs, id, v); ev.Revision > pl.last.Through() {
 		why := fmt.Sprintf("committed (%s) but no longer in the log", ev.Source)
 		miss(pl.last.Through()+1, ev.Revision, why, -1)
-		note(nil, sessionstore.Finding{File: v.name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
+		note(nil, sessionstore.Finding{File: v.Name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
 	}
 	if open != nil {
 		pl.closeGap(open)
@@ -259,12 +260,12 @@ func (pl *salvagePlan) closeGap(g *salvageGap) {
 }
 
 // sameBytes reports whether the n bytes of v at a and at b are equal.
-func (s *Store) sameBytes(v *view, a, b, n int64) bool {
+func (s *Store) sameBytes(v *logfile.View, a, b, n int64) bool {
 	x, y := make([]byte, n), make([]byte, n)
-	if _, err := v.f.ReadAt(x, a); err != nil {
+	if _, err := v.F.ReadAt(x, a); err != nil {
 		return false
 	}
-	if _, err := v.f.ReadAt(y, b); err != nil {
+	if _, err := v.F.ReadAt(y, b); err != nil {
 		return false
 	}
 	return bytes.Equal(x, y)
@@ -273,7 +274,7 @@ func (s *Store) sameBytes(v *view, a, b, n int64) bool {
 // salvageLog runs under the lease: it plans the salvage of session id's log
 // and, when anything is to change, carries it out (see Salvage above).
 func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *RepairReport) error {
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return layout.OpErr("repair", id, err)
 	}
@@ -338,7 +339,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 					return err
 				}
 			default:
-				if _, err := io.Copy(w, io.NewSectionReader(v.f, p.off, p.n)); err != nil {
+				if _, err := io.Copy(w, io.NewSectionReader(v.F, p.off, p.n)); err != nil {
 					return err
 				}
 			}
@@ -373,24 +374,24 @@ type SalvageReport struct {
 // again from v as the plan kept it), with the generation of the record
 // before it (the repair's own lease must stay above every generation in
 // the log).
-func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *view, pl *salvagePlan) ([]byte, error) {
+func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *logfile.View, pl *salvagePlan) ([]byte, error) {
 	var keptLast *record.Rec
 	var snap []byte
 	var rd *record.Reader
-	snaps := record.NewSnapshots(id, v.maxPayload)
+	snaps := record.NewSnapshots(id, v.MaxPayload)
 	for _, p := range pl.pieces {
 		switch {
 		case p.gap != nil:
 			// After a gap the sequence jumps and a full record starts again.
-			rd, snaps = nil, record.NewSnapshots(id, v.maxPayload)
+			rd, snaps = nil, record.NewSnapshots(id, v.MaxPayload)
 			continue
 		case p.line != nil:
 			continue
 		}
 		if rd == nil {
-			rd = record.NewReader(id, v.maxPayload, record.Resumed())
+			rd = record.NewReader(id, v.MaxPayload, record.Resumed())
 		}
-		rd.Read(record.Source{R: io.NewSectionReader(v.f, p.off, p.n), Size: p.n, Path: v.name})
+		rd.Read(record.Source{R: io.NewSectionReader(v.F, p.off, p.n), Size: p.n, Path: v.Name})
 		for rd.Next() {
 			if err := ctx.Err(); err != nil {
 				return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -118,7 +119,7 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq fulltext.Query) (sessionstore.SearchResult, catalogList, error) {
 	db, err := s.openSearchLocked(ctx, true, searchWait)
 	if err != nil {
-		if endsStoreWide(err) {
+		if logfile.EndsStoreWide(err) {
 			return sessionstore.SearchResult{}, catalogList{}, err
 		}
 		s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
@@ -132,7 +133,7 @@ func (s *Store) searchLocked(ctx context.Context, q sessionstore.SearchQuery, fq
 		s.opts.Logger.Warn("jsonlstore: search index damaged: building it anew", "err", err)
 		id := s.search.dbID
 		if db, err = s.replaceSearchLocked(ctx, &id, searchWait); err != nil {
-			if endsStoreWide(err) {
+			if logfile.EndsStoreWide(err) {
 				return sessionstore.SearchResult{}, catalogList{}, err
 			}
 			s.opts.Logger.Warn("jsonlstore: search index unusable: searching the logs", "err", err)
@@ -391,7 +392,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	var err error
 	if db != nil {
 		if proofs, err = db.Proofs(ctx); err != nil {
-			if endsStoreWide(err) || searchIndexBad(err) {
+			if logfile.EndsStoreWide(err) || searchIndexBad(err) {
 				<-probed
 				return cu, err
 			}
@@ -432,7 +433,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	states := map[session.SessionID]searchdb.State{}
 	if db != nil && len(staleRows) > 0 {
 		if states, err = db.StatesOf(ctx, staleRows); err != nil {
-			if endsStoreWide(err) || searchIndexBad(err) {
+			if logfile.EndsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
 			// The stale rows are then replaced whole, not extended.
@@ -446,7 +447,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 			ups[i] = searchdb.Update{ID: id, Delete: true}
 		}
 		if _, err := db.Apply(ctx, ups, wait); err != nil {
-			if endsStoreWide(err) || searchIndexBad(err) {
+			if logfile.EndsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
 			for _, id := range gone {
@@ -475,7 +476,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 		switch {
 		case errs[i] == nil:
 			reads = append(reads, read[i])
-		case endsStoreWide(errs[i]):
+		case logfile.EndsStoreWide(errs[i]):
 			return cu, errs[i]
 		case errors.Is(errs[i], sessionstore.ErrNotFound):
 			cu.skip[id] = true // deleted meanwhile
@@ -487,7 +488,7 @@ func (s *Store) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	applied := make([]bool, len(reads))
 	if db != nil {
 		if err := s.applyLocked(ctx, db, reads, states, applied, wait); err != nil {
-			if endsStoreWide(err) || searchIndexBad(err) {
+			if logfile.EndsStoreWide(err) || searchIndexBad(err) {
 				return cu, err
 			}
 			if !errors.Is(err, searchdb.ErrBusy) {

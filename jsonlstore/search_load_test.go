@@ -129,9 +129,9 @@ func TestSearchCatchUpReadsWhatWasAppended(t *testing.T) {
 		rev := q.add(t, fmt.Sprintf("gannet%d flies", round), fmt.Sprintf("gannet%d dives", round))
 		s := q.s
 		counted := &logReadFS{FS: st.fs}
-		st.fs = counted
+		swapFS(st, counted)
 		res, err := st.Search(ctx, sessionstore.SearchQuery{Text: fmt.Sprintf("gannet%d", round)})
-		st.fs = counted.FS
+		swapFS(st, counted.FS)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Indexed, "round %d", round)
 		require.Equal(t, []hitKey{
@@ -182,7 +182,7 @@ func TestSearchRowMovedOnDuringCatchUp(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, other.Close()) }()
 	var moved atomic.Bool
-	st.fs = &hookFS{FS: st.fs, onLog: func() {
+	swapFS(st, &hookFS{FS: st.fs, onLog: func() {
 		if moved.Swap(true) {
 			return
 		}
@@ -203,7 +203,7 @@ func TestSearchRowMovedOnDuringCatchUp(t *testing.T) {
 		applied, err := db.Apply(ctx, []searchdb.Update{u}, searchWait)
 		require.NoError(t, err)
 		require.Equal(t, []bool{true}, applied)
-	}}
+	}})
 	appended, whole, inMem := st.searches.appended.Load(), st.searches.wholeReads.Load(), st.searches.inMemory.Load()
 	res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "puffin"})
 	require.NoError(t, err)

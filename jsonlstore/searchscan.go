@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -106,16 +107,16 @@ func (ix *indexed) extend(st searchdb.State) (searchdb.Update, bool) {
 // revision's content once.
 func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searchdb.State) (*indexed, error) {
 	var out *indexed
-	err := s.read(ctx, id, func(v *view) error {
-		fi, err := v.f.Stat()
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		fi, err := v.F.Stat()
 		if err != nil {
 			return err
 		}
 		// The proof is taken before the log is read: a later append makes
 		// it stale, never the other way round.
 		proof := proofOf(fi)
-		if proof.Size != v.size {
-			proof.Size = v.size
+		if proof.Size != v.Size {
+			proof.Size = v.Size
 		}
 		if st != nil {
 			if ix := s.readAppended(id, v, st, proof); ix != nil {
@@ -176,12 +177,12 @@ func (s *Store) readIndexed(ctx context.Context, id session.SessionID, st *searc
 // session's size. The row's digest is continued over the new messages.
 // It returns nil when any of this does not hold (readIndexed then reads
 // more).
-func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, proof searchdb.Proof) *indexed {
+func (s *Store) readAppended(id session.SessionID, v *logfile.View, st *searchdb.State, proof searchdb.Proof) *indexed {
 	p := st.Proof
-	if st.Rev == 0 || p.Dev != proof.Dev || p.Ino != proof.Ino || p.Size > v.size {
+	if st.Rev == 0 || p.Dev != proof.Dev || p.Ino != proof.Ino || p.Size > v.Size {
 		return nil
 	}
-	last, _, err := s.latest(id, v)
+	last, _, err := logfile.Latest(s.fs, id, v)
 	if err != nil || last.Rev < st.Rev {
 		return nil
 	}
@@ -193,7 +194,7 @@ func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, 
 			return nil
 		}
 		after = append(after, r.Clone())
-		prev, err := v.back.Before(r)
+		prev, err := v.Back.Before(r)
 		if err != nil || prev == nil {
 			return nil
 		}
@@ -271,7 +272,7 @@ func (s *Store) readAppended(id session.SessionID, v *view, st *searchdb.State, 
 // after st.Rev alone, and the latest revision's messages rec. It returns
 // nil when they do not merely add messages to the row's (or are not all
 // in the log).
-func (s *Store) readAfter(id session.SessionID, v *view, last *record.Rec, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
+func (s *Store) readAfter(id session.SessionID, v *logfile.View, last *record.Rec, rec *sessionstore.Record, st *searchdb.State, proof searchdb.Proof) *indexed {
 	msgs := rec.Snapshot.Messages
 	if st.Rev == 0 || st.Rev > rec.Revision || st.Messages > len(msgs) {
 		return nil
@@ -283,7 +284,7 @@ func (s *Store) readAfter(id session.SessionID, v *view, last *record.Rec, rec *
 			return nil
 		}
 		after = append(after, r.Clone())
-		prev, err := v.back.Before(r)
+		prev, err := v.Back.Before(r)
 		if err != nil || prev == nil {
 			return nil // archived, or damage the whole read reports
 		}
@@ -355,8 +356,8 @@ var errShortHistory = errors.New("jsonlstore: the history ends before its latest
 // historyCounts reads session id's history up to revision last and
 // returns each revision's message count and the revision its title (as
 // at last) was set at.
-func (s *Store) historyCounts(id session.SessionID, v *view, last uint64) ([]fulltext.Count, uint64, error) {
-	h := s.scanHistory(id, v)
+func (s *Store) historyCounts(id session.SessionID, v *logfile.View, last uint64) ([]fulltext.Count, uint64, error) {
+	h := logfile.NewScan(s.fs, id, v)
 	defer h.Close()
 	counts := make([]fulltext.Count, 0, last)
 	var conv record.Conversation

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -79,7 +80,7 @@ func (s *Store) VerifySearch(ctx context.Context) (SearchVerifyReport, error) {
 		}
 	}
 	switch {
-	case endsStoreWide(err):
+	case logfile.EndsStoreWide(err):
 		return SearchVerifyReport{}, err
 	case errors.Is(err, searchdb.ErrMissing):
 		return SearchVerifyReport{State: SearchIndexMissing, Notes: []string{"no search index: the next search builds it"}}, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -188,6 +189,15 @@ func (s *Store) check(ctx context.Context, id session.SessionID) error {
 		return err
 	}
 	return nil
+}
+
+// read runs fn on fresh views of session id's log (logfile.Read), once
+// the store is open, ctx is not done and id is valid.
+func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *logfile.View) error) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return logfile.Read(ctx, s.root, id, fn)
 }
 
 // checkSession is check, then exists: the store is open, ctx is not done,

@@ -164,3 +164,7 @@ func TestVerifyAtCleanupHasTeeth(t *testing.T) {
 		}
 	}
 }
+
+// swapFS makes st, and every room of it, read and write through fsys from
+// now on (a test's fault or hook wrapper around the store's file system).
+func swapFS(st *Store, fsys vfs.FS) { st.fs, st.root.FS = fsys, fsys }

@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -138,8 +139,8 @@ type verifiedLog struct {
 // before it.
 func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bool) (verifiedLog, error) {
 	var c verifiedLog
-	err := s.read(ctx, id, func(v *view) error {
-		c = verifiedLog{logID: v.id}
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		c = verifiedLog{logID: v.ID}
 		return s.verifyView(ctx, id, v, &c, deep)
 	})
 	return c, err
@@ -150,7 +151,7 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bo
 // and checksum it names (record.Snapshots, which keeps the snapshot as
 // pieces: a delta costs what it changes), each snapshot decoded and
 // restored, the bytes after the last record, and summary.json.
-func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog, deep bool) error {
+func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile.View, c *verifiedLog, deep bool) error {
 	var lastSnap sessnap.Snapshot
 	var lastRec *record.Rec
 	newerSchema := false
@@ -197,12 +198,12 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	checkPaged := func(r *record.Rec, snap []byte) (bool, error) {
 		inline, refs, err := record.SplitPages(snap)
 		if err != nil {
-			return false, pageAt(id, r, err)
+			return false, logfile.PageAt(id, r, err)
 		}
 		if refs == nil {
 			return false, check(r, snap)
 		}
-		decoded, err := decodeSnapshot(id, r, inline)
+		decoded, err := logfile.DecodeSnapshot(id, r, inline)
 		if err != nil {
 			return true, err
 		}
@@ -222,9 +223,9 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 				page, err = record.WithMessages(inline, content)
 			}
 			if err != nil {
-				return true, pageAt(id, r, err)
+				return true, logfile.PageAt(id, r, err)
 			}
-			if decoded, err = decodeSnapshot(id, r, page); err != nil {
+			if decoded, err = logfile.DecodeSnapshot(id, r, page); err != nil {
 				return true, err
 			}
 			if err := restore(r, decoded); err != nil {
@@ -242,7 +243,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	checkLatest := func(r *record.Rec, snap []byte) error {
 		inline, refs, lead, err := record.SplitLeading(snap)
 		if err != nil {
-			return pageAt(id, r, err)
+			return logfile.PageAt(id, r, err)
 		}
 		var msgs sessnap.Messages
 		for _, p := range refs {
@@ -255,7 +256,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		if refs == nil {
 			return check(r, snap)
 		}
-		decoded, err := decodeSnapshot(id, r, inline)
+		decoded, err := logfile.DecodeSnapshot(id, r, inline)
 		if err != nil {
 			return err
 		}
@@ -317,11 +318,11 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	}
 	// The bytes after the last record: an uncommitted tail, or damage that
 	// recovery refuses to remove (then Acquire fails too).
-	last, t, err := v.back.Last()
+	last, t, err := v.Back.Last()
 	if err != nil {
 		return err
 	}
-	if err := record.ClassifyTail(id, v.name, last, t, s.evidence(id, v), v.back.At); err != nil {
+	if err := record.ClassifyTail(id, v.Name, last, t, logfile.Evidence(s.fs, id, v), v.Back.At); err != nil {
 		return err
 	}
 	c.tail = t
@@ -359,7 +360,7 @@ func (b *blobChecker) check(r *record.Rec, msgs sessnap.Messages) error {
 			return
 		}
 		if err = b.s.checkBlob(b.id, ref); err != nil {
-			err = blobAt(r, err)
+			err = logfile.BlobAt(r, err)
 			return
 		}
 		b.seen[ref.SHA256] = true
@@ -379,9 +380,9 @@ func forensicNote(file string) string {
 // written for another state of the log is a cache that lags and proves
 // nothing; one that claims a revision the log lacks is caught by the scan
 // (evidencedRevision).
-func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *record.Rec, snap *sessnap.Snapshot) error {
-	sf, ok := readSummaryFile(s.fs, id)
-	if !ok || sf.Log != v.id || sf.LogSize != v.size || last == nil {
+func (s *Store) verifySummaryFile(id session.SessionID, v *logfile.View, last *record.Rec, snap *sessnap.Snapshot) error {
+	sf, ok := logfile.ReadSummary(s.fs, id)
+	if !ok || sf.Log != v.ID || sf.LogSize != v.Size || last == nil {
 		return nil
 	}
 	disagree := func(format string, args ...any) error {
@@ -392,7 +393,7 @@ func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *record.Re
 		return disagree("it names revision %d at offset %d, the log's last record is revision %d at offset %d",
 			sf.Revision, sf.LastOffset, last.Rev, last.Offset)
 	}
-	want := projectRecord(last, snap, v.size)
+	want := logfile.ProjectRecord(last, snap, v.Size)
 	if diff := verifySummaryDiff(sf.Summary, want); diff != "" {
 		return disagree("%s", diff)
 	}
@@ -456,15 +457,15 @@ func verifyOrAbsent(b json.RawMessage) string {
 // a writer's append has since completed into a record, or that a new
 // holder has removed, was a moment of a live store, not worth a note.
 func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start int64) bool {
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return false
 	}
 	defer func() { _ = v.Close() }() // read-only
-	if v.id != logID || v.size <= start {
+	if v.ID != logID || v.Size <= start {
 		return false
 	}
-	last, _, err := v.back.Last()
+	last, _, err := v.Back.Last()
 	if err != nil {
 		return false
 	}
@@ -486,7 +487,7 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sess
 	if err != nil {
 		return nil // needed by the log: verifyRecords reported it; else unused
 	}
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return nil // the log's problems are verifyLog's
 	}
@@ -519,6 +520,25 @@ func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *sess
 	case n > 0:
 		sr.Notes = append(sr.Notes, sessionstore.Finding{File: dir, Message: fmt.Sprintf(
 			"%d file(s), %d bytes, removed from the log by earlier recoveries or repairs", n, size)})
+	}
+	return nil
+}
+
+// verifyLinks notes names of session id that share their file with
+// another name (a hard link): a holder refuses to append to such a log,
+// and replaces such a summary.json rather than write through it.
+func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
+	for _, name := range []string{layout.LogPath(id), layout.SummaryPath(id)} {
+		fi, err := s.fs.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() || vfs.Links(fi) < 2 {
+			continue // what is missing or of another kind, verifyLog reports
+		}
+		msg := fmt.Sprintf("%d hard links: the next holder replaces it with a file of its own instead of writing through the link", vfs.Links(fi))
+		if name == layout.LogPath(id) {
+			msg = fmt.Sprintf("%d hard links: no holder appends to it (%v) until it has a file of its own (%s); reading is unaffected",
+				vfs.Links(fi), ErrLinkedLog, logfile.BreakLink)
+		}
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: name, Message: msg})
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -79,7 +80,9 @@ func (d storeDisk) StatDir(id session.SessionID) (fs.FileInfo, error) {
 	return d.s.fs.Lstat(layout.SessionDir(id))
 }
 
-func (d storeDisk) StatLog(id session.SessionID) (fs.FileInfo, error) { return d.s.statLog(id) }
+func (d storeDisk) StatLog(id session.SessionID) (fs.FileInfo, error) {
+	return logfile.StatLog(d.s.root, id)
+}
 
 func (d storeDisk) Summary(ctx context.Context, id session.SessionID) (summary.Summary, error) {
 	return d.s.summaryOf(ctx, id)

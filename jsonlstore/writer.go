@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -27,7 +28,7 @@ type writer struct {
 
 	mu         sync.Mutex // serializes appends; guards the fields below
 	dir        vfs.SubFS  // the session directory, held open
-	sum        summaryWriter
+	sum        logfile.SummaryWriter
 	log        vfs.File // O_APPEND descriptor
 	logID      vfs.Identity
 	rev        uint64
@@ -110,7 +111,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// A hard link made since Acquire: writing would change the other name
 	// too. Nothing is written, and the writer stays usable once the log
 	// has a file of its own again.
-	if err := linkErr(w.id, fi); err != nil {
+	if err := logfile.LinkErr(w.id, fi); err != nil {
 		return 0, err
 	}
 	// The catalog knows that the log may change before it does.
@@ -190,7 +191,7 @@ func (w *writer) writeSummary(rec *record.Rec, snap *sessnap.Snapshot, fi fs.Fil
 	if fi == nil {
 		return // the summary is a cache: none is better than a wrong one
 	}
-	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()), fi)
+	w.writeSummaryOf(rec, logfile.ProjectRecord(rec, snap, rec.End()), fi)
 }
 
 // writeSummaryOf writes sum, the summary of record rec, the log's last;
@@ -202,11 +203,11 @@ func (w *writer) writeSummaryOf(rec *record.Rec, sum summary.Summary, fi fs.File
 		return // the summary is a cache: none is better than a wrong one
 	}
 	sum.Sizes.LogBytes = rec.End()
-	sf := summaryFile{
+	sf := logfile.SummaryFile{
 		Log: w.logID, LogSize: rec.End(), LogMtime: fi.ModTime().UnixNano(), LastOffset: rec.Offset, Revision: rec.Rev,
 		Summary: sum,
 	}
-	if err := w.sum.write(w.dir, sf); err != nil {
+	if err := w.sum.Write(w.dir, sf); err != nil {
 		w.s.opts.Logger.Warn("jsonlstore: summary not refreshed", "session", w.id, "err", err)
 	}
 }
@@ -254,7 +255,7 @@ func (w *writer) Release(ctx context.Context) error {
 	w.closed = true
 	err := w.log.Close()
 	w.log = nil
-	w.sum.close()
+	w.sum.Close()
 	w.mark.close()
 	_ = w.dir.Close()
 	if rerr := w.lease.Release(ctx); rerr != nil && err == nil {
@@ -281,7 +282,7 @@ func (w *writer) Delete(ctx context.Context) error {
 	w.closed = true
 	_ = w.log.Close()
 	w.log = nil
-	w.sum.close()
+	w.sum.Close()
 	_ = w.dir.Close()
 	if err := s.fs.RenameNoReplace(layout.SessionDir(w.id), trash); err != nil {
 		_ = w.lease.Release(ctx)

@@ -211,3 +211,47 @@ func Reclaim(fsys vfs.FS, id session.SessionID, m Manifest, l Leftovers) ([]stri
 	}
 	return removed, fsys.SyncDir(Dir(id))
 }
+
+// segmentReader reads a segment's decompressed bytes, never more than the
+// manifest promises (an archive bomb stops there), and checks their size
+// and checksum against the manifest when they end.
+type segmentReader struct {
+	r   io.Reader
+	seg *Segment
+	h   interface {
+		io.Writer
+		Sum32() uint32
+	}
+	n int64
+}
+
+func (s *segmentReader) Read(p []byte) (int, error) {
+	if rest := s.seg.Bytes + 1 - s.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := s.r.Read(p)
+	s.n += int64(n)
+	_, _ = s.h.Write(p[:n]) // a hash never fails
+	if s.n > s.seg.Bytes {
+		return n, fmt.Errorf("segment %s holds more than the %d bytes the manifest says", s.seg.File, s.seg.Bytes)
+	}
+	if errors.Is(err, io.EOF) {
+		if s.n != s.seg.Bytes {
+			return n, fmt.Errorf("segment %s holds %d bytes, manifest says %d", s.seg.File, s.n, s.seg.Bytes)
+		}
+		if got := fmt.Sprintf("%08x", s.h.Sum32()); got != s.seg.CRC {
+			return n, fmt.Errorf("segment %s checksum %s, manifest says %s", s.seg.File, got, s.seg.CRC)
+		}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return n, fmt.Errorf("segment %s ends early: truncated or damaged", s.seg.File)
+	}
+	return n, err
+}
+
+// NewSegmentReader reads the decompressed bytes r of segment seg, never
+// more than the manifest promises (an archive bomb stops there), and
+// checks their size and checksum against seg when they end.
+func NewSegmentReader(r io.Reader, seg *Segment) io.Reader {
+	return &segmentReader{r: r, seg: seg, h: crc32.New(record.Castagnoli)}
+}

@@ -22,6 +22,8 @@ const (
 	ArchiveDir = "archive"
 	// ForensicDir holds the bytes recovery or repair removed.
 	ForensicDir = "forensic"
+	// BlobDir holds a session's content kept out of line.
+	BlobDir = "blobs"
 	// TmpDirPrefix starts the name of a session being created.
 	TmpDirPrefix = ".tmp-"
 	// TrashPrefix starts the name of a session being deleted.
