@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -154,11 +155,11 @@ func TestAccessErrorIsNotCorruption(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(61), latest.Revision)
 
-	names, err := st.blobNames("acc")
+	names, err := blobfile.Names(st.fs, "acc")
 	require.NoError(t, err)
 	var page string
 	for _, n := range names {
-		if !blobIsImage(strings.TrimSuffix(n, zstSuffix), images) {
+		if !blobIsImage(strings.TrimSuffix(n, blobfile.ZstSuffix), images) {
 			page = n
 			break
 		}
@@ -224,11 +225,11 @@ func TestUnreadableBlobIsNotCorruption(t *testing.T) {
 	verifyAtCleanup(t, st)
 	latest, err := st.Load(ctx, "locked")
 	require.NoError(t, err)
-	names, err := st.blobNames("locked")
+	names, err := blobfile.Names(st.fs, "locked")
 	require.NoError(t, err)
 	var page string
 	for _, n := range names {
-		if !blobIsImage(strings.TrimSuffix(n, zstSuffix), images) {
+		if !blobIsImage(strings.TrimSuffix(n, blobfile.ZstSuffix), images) {
 			page = n
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -74,7 +75,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 		return rc, err
 	}
 	if last.Kind != record.KindGap {
-		c := s.newPageCache(id)
+		c := blobfile.NewPageCache(s.fs, id)
 		_, err := decodeRecord(id, last, snap, c)
 		c.Close()
 		if err != nil {
@@ -122,7 +123,7 @@ func (s *Store) refuse(id session.SessionID, err error) error {
 // appenderAfterRecovery returns a writer's append state for the chain
 // recovery found: resumed from it, so that the next record can be a delta
 // on it.
-func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appender.Appender, *blobWriter) {
+func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appender.Appender, *blobfile.Writer) {
 	app, blobs := s.newAppender(layout.SessionDir(id))
 	// The cap is the store's: a holder whose own cap is smaller writes
 	// with the one the session records (layout.ReadCap), so that it can go on
@@ -305,9 +306,9 @@ func (s *Store) sweepSession(id session.SessionID) []string {
 		}
 	}
 	// Temporary blob files: a blob being written when its writer died.
-	if entries, err := s.fs.ReadDir(blobDir(id)); err == nil {
+	if entries, err := s.fs.ReadDir(blobfile.Dir(id)); err == nil {
 		for _, e := range entries {
-			if p := blobDir(id) + "/" + e.Name(); isBlobTemp(e.Name()) && s.fs.Remove(p) == nil {
+			if p := blobfile.Dir(id) + "/" + e.Name(); isBlobTemp(e.Name()) && s.fs.Remove(p) == nil {
 				swept = append(swept, p)
 			}
 		}

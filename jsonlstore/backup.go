@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -262,7 +263,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 	// The blobs: every one there, each whole (a blob under its name was
 	// synced before it got it); those the copied records reference were
 	// there before the log was opened.
-	names, err := src.s.blobNames(id)
+	names, err := blobfile.Names(src.s.fs, id)
 	if err != nil {
 		return sb, err
 	}
@@ -271,7 +272,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			return sb, err
 		}
 		for _, name := range names {
-			f, err := src.s.fs.OpenFile(blobDir(id)+"/"+name, layout.RDONLY, 0)
+			f, err := src.s.fs.OpenFile(blobfile.Dir(id)+"/"+name, layout.RDONLY, 0)
 			if err != nil {
 				return sb, err
 			}

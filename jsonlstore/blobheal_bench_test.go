@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
@@ -24,14 +25,14 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 		st := openUncheckedStore(b)
 		dir := st.fs
 		require.NoError(b, dir.Mkdir("s", layout.DirPerm))
-		w := newBlobWriter(dir, "s", 1)
+		w := blobfile.NewWriter(dir, "s", 1)
 		hash := blob.Hash(tc.content)
-		require.NoError(b, w.put(hash, tc.content))
-		require.NoError(b, w.sync())
+		require.NoError(b, w.Put(hash, tc.content))
+		require.NoError(b, w.Sync())
 		b.Run(tc.name+"/op=check", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
-				if _, ok := blobHolds(dir, "s/"+BlobDir+"/", hash, tc.content); !ok {
+				if _, ok := blobfile.Holds(dir, "s/"+BlobDir+"/", hash, tc.content); !ok {
 					b.Fatal("the blob does not hold its content")
 				}
 			}
@@ -39,7 +40,7 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 		b.Run(tc.name+"/op=stat", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
-				if _, _, err := blobSize(dir, "s/"+BlobDir, hash); err != nil {
+				if _, _, err := blobfile.Size(dir, "s/"+BlobDir, hash); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -48,9 +49,9 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
 				require.NoError(b, dir.Mkdir("w", layout.DirPerm))
-				w := newBlobWriter(dir, "w", 1)
-				require.NoError(b, w.put(hash, tc.content))
-				require.NoError(b, w.sync())
+				w := blobfile.NewWriter(dir, "w", 1)
+				require.NoError(b, w.Put(hash, tc.content))
+				require.NoError(b, w.Sync())
 				require.NoError(b, dir.RemoveAll("w"))
 			}
 		})

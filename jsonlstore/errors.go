@@ -34,6 +34,9 @@ var (
 	// ErrBackupInsideStore reports a Backup destination that is the store's
 	// root or lies inside it: the copy would become part of what it copies.
 	ErrBackupInsideStore = layout.ErrBackupInsideStore
+
+	// ErrBlob reports a blob that is missing, damaged or of the wrong content.
+	ErrBlob = layout.ErrBlob
 )
 
 // Names of a session's files and directories (FORMAT.md "Layout").
@@ -42,6 +45,7 @@ const (
 	SummaryFile = layout.SummaryFile // a projection of the latest record
 	ArchiveDir  = layout.ArchiveDir  // compacted segments
 	ForensicDir = layout.ForensicDir // bytes recovery or repair removed
+	BlobDir     = layout.BlobDir     // content kept out of line
 	// SettingsFile records what a session's records were written with
 	// (FORMAT.md "settings.json").
 	SettingsFile = layout.SettingsFile

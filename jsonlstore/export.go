@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -69,7 +70,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		if err != nil {
 			return err
 		}
-		c := s.newBlobCache(id)
+		c := blobfile.NewCache(s.fs, id)
 		defer c.Close()
 		if snap, err = exportSnapshot(id, last, snap, c); err != nil {
 			return err
@@ -91,13 +92,13 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 // exportSnapshot checks that snap, the snapshot of record r, decodes, and
 // returns the snapshot to export (record.ExportSnapshot), its content read
 // from c.
-func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) ([]byte, error) {
-	rec, err := decodeRecord(id, r, snap, c.withoutContent())
+func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) ([]byte, error) {
+	rec, err := decodeRecord(id, r, snap, c.WithoutContent())
 	if err != nil {
 		return nil, err
 	}
 	return record.ExportSnapshot(id, r, snap, &rec.Snapshot, func() error {
-		if err := rec.Snapshot.Messages.Resolve(c.fetch); err != nil {
+		if err := rec.Snapshot.Messages.Resolve(c.Fetch); err != nil {
 			return logfile.BlobAt(r, err)
 		}
 		return nil

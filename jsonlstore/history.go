@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -18,14 +19,14 @@ type historyRebuild struct {
 	*logfile.Scan
 	ctx   context.Context
 	snaps *record.Snapshots
-	blobs *blobCache // the session's content kept out of line, read once
+	blobs *blobfile.Cache // the session's content kept out of line, read once
 	err   error
 }
 
 // rebuildHistory starts a historyRebuild of session id as v sees the log.
 func (s *Store) rebuildHistory(ctx context.Context, id session.SessionID, v *logfile.View) *historyRebuild {
 	return &historyRebuild{Scan: logfile.NewScan(s.fs, id, v), ctx: ctx,
-		snaps: record.NewSnapshots(id, v.MaxPayload), blobs: s.newBlobCache(id)}
+		snaps: record.NewSnapshots(id, v.MaxPayload), blobs: blobfile.NewCache(s.fs, id)}
 }
 
 // Next advances to the next record and applies it to the snapshot.

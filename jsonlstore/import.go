@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"maps"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -109,7 +109,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	var latest sessionstore.Record
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
-	copied := newBlobWriter(s.fs, b.tmp, 0)
+	copied := blobfile.NewWriter(s.fs, b.tmp, 0)
 	seen := map[string]bool{}
 	pages := map[string][]byte{} // the latest record's pages, by SHA-256
 	for rd.Next() {
@@ -160,7 +160,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	if err != nil {
 		return 0, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
 	}
-	if err = copied.sync(); err != nil {
+	if err = copied.Sync(); err != nil {
 		return 0, layout.OpErr("import", id, err)
 	}
 	if largest > s.opts.MaxRecordBytes {
@@ -230,8 +230,8 @@ func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessna
 // for decodeRecord: they are not in the session's directory yet. held is
 // the pages of the record before (a chain's records share its full
 // record's), kept so that each is read from src once, and becomes r's.
-func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, src sessionstore.BlobSource, w *blobWriter, held map[string][]byte) (*blobCache, error) {
-	c := s.newPageCache(id)
+func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, src sessionstore.BlobSource, w *blobfile.Writer, held map[string][]byte) (*blobfile.Cache, error) {
+	c := blobfile.NewPageCache(s.fs, id)
 	var err error
 	if perr := record.Pages(snap, func(p record.PageRef) {
 		if err != nil {
@@ -241,7 +241,7 @@ func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, sr
 		if !ok {
 			content, err = copyBlob(id, r, session.ContentRef{SHA256: p.SHA256, Size: p.Size}, src, w)
 		}
-		c.m[p.SHA256] = content
+		c.Hold(p.SHA256, content)
 	}); perr != nil {
 		return nil, logfile.PageAt(id, r, perr)
 	}
@@ -249,13 +249,13 @@ func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, sr
 		return nil, err
 	}
 	clear(held)
-	maps.Copy(held, c.m)
+	c.CopyTo(held)
 	return c, nil
 }
 
 // copyBlobs writes into w the content of every reference in msgs (the
 // snapshot of record r) not copied before (seen), from src, checked.
-func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobWriter, seen map[string]bool) error {
+func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobfile.Writer, seen map[string]bool) error {
 	var err error
 	msgs.Refs(func(ref session.ContentRef) {
 		if err != nil || seen[ref.SHA256] {
@@ -271,7 +271,7 @@ func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src s
 // copyBlob writes into w the blob ref names (a page, or part content), from
 // src, checked, and returns it. A reference src cannot satisfy is
 // corruption at r, the record that references it.
-func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src sessionstore.BlobSource, w *blobWriter) ([]byte, error) {
+func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src sessionstore.BlobSource, w *blobfile.Writer) ([]byte, error) {
 	content, err := blob.Fetch(src, ref)
 	if errors.Is(err, blob.ErrMissing) {
 		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", ErrBlob, err)}
@@ -279,5 +279,5 @@ func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src s
 	if err != nil {
 		return nil, err
 	}
-	return content, w.put(ref.SHA256, content)
+	return content, w.Put(ref.SHA256, content)
 }

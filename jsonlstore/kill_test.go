@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -93,7 +94,7 @@ func TestKillDuringAppendWithBlobs(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	s := killEpoch(t, st, dir, "kill-blobs", seed, rng, rounds, true)
 	t.Logf("kill-blobs: %s", s)
-	names, err := st.blobNames("kill-blobs")
+	names, err := blobfile.Names(st.fs, "kill-blobs")
 	require.NoError(t, err)
 	require.NotEmpty(t, names, "the helpers wrote blobs")
 }

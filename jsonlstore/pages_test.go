@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -95,7 +96,7 @@ func TestLongConversationInPages(t *testing.T) {
 
 	// Pages are stored once: the blobs hold the conversation about once.
 	var blobBytes int64
-	names, err := st.blobNames("long")
+	names, err := blobfile.Names(st.fs, "long")
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
 	for _, name := range names {
@@ -158,7 +159,7 @@ func TestDamagedPageIsCorruption(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.NoError(t, w.Release(ctx))
-			names, err := st.blobNames("pg")
+			names, err := blobfile.Names(st.fs, "pg")
 			require.NoError(t, err)
 			require.NotEmpty(t, names, "pages")
 			path := filepath.Join(st.Dir(), "pg", BlobDir, names[0])
@@ -271,7 +272,7 @@ func TestListingReadsNoPages(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, w.Release(ctx))
-	names, err := st.blobNames("listed")
+	names, err := blobfile.Names(st.fs, "listed")
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
 	for _, n := range names {

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -176,7 +177,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfil
 			// A full record must be a snapshot of this session (its pages
 			// read, its content left out of line), or nothing can build on
 			// it; and so must the content it references be there.
-			c := s.newPageCache(id)
+			c := blobfile.NewPageCache(s.fs, id)
 			var rec sessionstore.Record
 			rec, err = decodeRecord(id, r, r.Payload, c)
 			c.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -392,7 +393,7 @@ func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.NoError(t, w.Release(ctx))
-			names, err := st.blobNames("pg")
+			names, err := blobfile.Names(st.fs, "pg")
 			require.NoError(t, err)
 			require.NotEmpty(t, names, "pages")
 			page := filepath.Join(st.Dir(), "pg", BlobDir, names[0])

@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/fulltext"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchdb"
 	"github.com/sessionstore/sessionstore/session"
@@ -253,9 +254,9 @@ func (s *Store) readAppended(id session.SessionID, v *logfile.View, st *searchdb
 	if err := json.Unmarshal(arr, &msgs); err != nil || len(msgs) != len(revs) {
 		return nil
 	}
-	c := s.newBlobCache(id)
+	c := blobfile.NewCache(s.fs, id)
 	defer c.Close()
-	if err := msgs.Resolve(c.fetch); err != nil {
+	if err := msgs.Resolve(c.Fetch); err != nil {
 		return nil // a whole read reports it
 	}
 	docs := make([]searchdb.Message, len(msgs))

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
@@ -224,7 +225,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // record, with the append state app and blobs. The log must end where
 // last does. marked says whether the lease's catalog mark is made
 // (takeLease). The caller closes log when newWriter fails.
-func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobfile.Writer, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
 	fi, err := log.Stat()
 	if err != nil {
 		return nil, err
@@ -246,11 +247,11 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 // newAppender returns the append state of a writer of a new session, or
 // of one whose latest revision it does not know, writing blobs into the
 // session directory dir (none with FullRecordsOnly).
-func (s *Store) newAppender(dir string) (*appender.Appender, *blobWriter) {
+func (s *Store) newAppender(dir string) (*appender.Appender, *blobfile.Writer) {
 	if s.opts.FullRecordsOnly {
 		return appender.New(nil, s.opts.MaxRecordBytes, true), nil
 	}
-	blobs := newBlobWriter(s.fs, dir, s.opts.BlobThreshold)
+	blobs := blobfile.NewWriter(s.fs, dir, s.opts.BlobThreshold)
 	a := appender.New(blobs, s.opts.MaxRecordBytes, false)
 	a.Pages = blobs
 	return a, blobs

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -176,7 +177,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 	// check decodes and restores the snapshot of r, its pages expanded
 	// (its blobs checked, each once, but not read into it).
 	check := func(r *record.Rec, snap []byte) error {
-		c := s.newPageCache(id)
+		c := blobfile.NewPageCache(s.fs, id)
 		rec, err := decodeRecord(id, r, snap, c)
 		c.Close()
 		if err != nil {
@@ -214,7 +215,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 			if _, ok := pages[p.SHA256]; ok {
 				continue
 			}
-			content, err := s.readBlob(id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+			content, err := blobfile.Read(s.fs, id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
 			if err == nil {
 				_, err = record.PageMessages(p, content)
 			}
@@ -359,7 +360,7 @@ func (b *blobChecker) check(r *record.Rec, msgs sessnap.Messages) error {
 		if err != nil || b.seen[ref.SHA256] {
 			return
 		}
-		if err = b.s.checkBlob(b.id, ref); err != nil {
+		if err = blobfile.Check(b.s.fs, b.id, ref); err != nil {
 			err = logfile.BlobAt(r, err)
 			return
 		}

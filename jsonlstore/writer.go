@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -36,10 +37,10 @@ type writer struct {
 	size       int64       // log size after the last append
 	lastOffset int64       // offset of the last record
 	app        *appender.Appender
-	blobs      *blobWriter // nil with FullRecordsOnly
-	search     searchMark  // what the writer gave the search index last
-	failed     error       // set by the first I/O error; poisons the writer
-	lost       error       // set when fencing fails; every later call returns it
+	blobs      *blobfile.Writer // nil with FullRecordsOnly
+	search     searchMark       // what the writer gave the search index last
+	failed     error            // set by the first I/O error; poisons the writer
+	lost       error            // set when fencing fails; every later call returns it
 	closed     bool
 	mark       writerMark // the catalog mark of this lease (catalogmarks.go)
 }
@@ -118,7 +119,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	w.ensureMarkLocked()
 	rec := record.Rec{Meta: m}
 	// Parts that arrive as references name blobs the session holds.
-	if err := w.blobs.checkRefs(w.id, snap.Messages); err != nil {
+	if err := w.blobs.CheckRefs(w.id, snap.Messages); err != nil {
 		return 0, err
 	}
 	// The record costs what changed (appender.go): a delta built from the
@@ -129,7 +130,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, err
 	}
 	// The blobs the record references are durable before it is written.
-	if err := w.blobs.sync(); err != nil {
+	if err := w.blobs.Sync(); err != nil {
 		w.failed = err
 		return 0, layout.OpErr("append", w.id, fmt.Errorf("%w: sync blobs: %w", sessionstore.ErrWriterFailed, err))
 	}

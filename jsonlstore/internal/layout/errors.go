@@ -18,4 +18,7 @@ var (
 	// ErrBackupInsideStore is jsonlstore.ErrBackupInsideStore: a backup
 	// destination inside the store.
 	ErrBackupInsideStore = errors.New("jsonlstore: backup destination inside the store")
+	// ErrBlob is jsonlstore.ErrBlob: a blob missing, damaged or of the
+	// wrong content.
+	ErrBlob = errors.New("jsonlstore: blob missing or damaged")
 )
