@@ -48,7 +48,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
-			return rc, lerr // gone, or damaged (damage.go)
+			return rc, lerr // gone, or damaged (logfile.LogErr)
 		}
 		return rc, layout.OpErr("recover", id, err)
 	}

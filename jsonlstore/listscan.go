@@ -21,16 +21,24 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// List has two ways to a page, both costing in proportion to the number
-// of sessions and the page, never to the length of histories:
+// List has three ways to a page, tried in this order (list.go chooses),
+// each costing in proportion to the number of sessions and the page,
+// never to the length of histories:
 //
 //   - listIndexed, when the watcher runs: once it confirms that its index
 //     holds every change made before the call (watch.Watcher.Current), the page
 //     is selected from memory; only its items' lease status is read.
+//   - listCatalog (cataloglist.go), when the catalog can be believed: the
+//     page is selected from .catalog/catalog, one file, and every entry it
+//     returns is proved current by an lstat of its log.
 //   - listScan otherwise: each session's summary.json is read and checked
 //     against a stat of its log, but only the fields a filter or an order
 //     needs are decoded; the page is selected from those, and only its
 //     items are then read in full and checked as summaryOf checks them.
+//
+// After a listing from the catalog or a scan, keepCatalog does what the
+// listing found the catalog to need (a rewrite, or a root file) for the
+// next one; a listing never waits for that.
 //
 // Why ranking by (identity, size) alone is sound: the holder writes
 // summary.json after an append is durable, naming the log's identity and

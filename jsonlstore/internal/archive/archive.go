@@ -149,8 +149,8 @@ func WriteManifest(fsys vfs.FS, id session.SessionID, m Manifest) error {
 	return vfs.WriteFileAtomic(fsys, Dir(id), ManifestFile, b, layout.FilePerm, true, "."+layout.RandomSuffix())
 }
 
-// EnsureDir creates the archive directory (durably) if missing.
-func EnsureDir(fsys vfs.FS, id session.SessionID) error {
+// ensureDir creates the archive directory (durably) if missing.
+func ensureDir(fsys vfs.FS, id session.SessionID) error {
 	err := fsys.Mkdir(Dir(id), layout.DirPerm)
 	if errors.Is(err, fs.ErrExist) {
 		return nil

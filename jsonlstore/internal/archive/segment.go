@@ -31,7 +31,7 @@ type Writer struct {
 
 // NewWriter starts a segment of session id (creating archive/ if needed).
 func NewWriter(fsys vfs.FS, id session.SessionID) (*Writer, error) {
-	if err := EnsureDir(fsys, id); err != nil {
+	if err := ensureDir(fsys, id); err != nil {
 		return nil, err
 	}
 	tmp := Dir(id) + "/.segment-" + layout.RandomSuffix() + layout.TmpSuffix
@@ -106,6 +106,7 @@ type CountingWriter struct {
 	N int64
 }
 
+// Write writes p to W and counts what was written.
 func (c *CountingWriter) Write(p []byte) (int, error) {
 	n, err := c.W.Write(p)
 	c.N += int64(n)

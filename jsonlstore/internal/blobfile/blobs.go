@@ -50,7 +50,7 @@ type Writer struct {
 	arrivals blob.Arrivals
 	sizes    map[string]int64
 	// Files of a session not yet published are synced together, by sync
-	// (createhistory.go), not one by one as they are written.
+	// (Deferred), not one by one as they are written.
 	deferred Deferred
 }
 

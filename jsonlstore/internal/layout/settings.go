@@ -36,6 +36,7 @@ const SettingsFile = "settings.json"
 // settings.json says (sessionstore.MaxReadRecordBytes).
 const MaxReadRecordBytes = sessionstore.MaxReadRecordBytes
 
+// Settings is settings.json.
 type Settings struct {
 	MaxRecordBytes int `json:"max_record_bytes"`
 }

@@ -46,12 +46,12 @@ var ErrLogMissing = errors.New(layout.LogFile + " is missing: the session's reco
 // for a directory that holds no session.
 var ErrNotSession = errors.New("no session")
 
-// SessionFiles are the names a session directory holds besides its log.
-var SessionFiles = []string{fslease.LockFile, fslease.RecordFile, layout.SummaryFile, layout.ArchiveDir, layout.ForensicDir, layout.BlobDir, layout.SettingsFile}
+// sessionFiles are the names a session directory holds besides its log.
+var sessionFiles = []string{fslease.LockFile, fslease.RecordFile, layout.SummaryFile, layout.ArchiveDir, layout.ForensicDir, layout.BlobDir, layout.SettingsFile}
 
-// Damaged is the corruption error for session id whose log is unusable
+// damaged is the corruption error for session id whose log is unusable
 // because of cause.
-func Damaged(id session.SessionID, cause error) error {
+func damaged(id session.SessionID, cause error) error {
 	return &sessionstore.CorruptionError{ID: id, Path: layout.LogPath(id), Err: fmt.Errorf("%w: %w", layout.ErrNoLog, cause)}
 }
 
@@ -70,12 +70,12 @@ func LogErr(root *layout.Root, id session.SessionID, err error) error {
 		return xerr
 	}
 	if !missing {
-		return Damaged(id, err)
+		return damaged(id, err)
 	}
-	for _, name := range SessionFiles {
+	for _, name := range sessionFiles {
 		_, lerr := root.FS.Lstat(layout.SessionDir(id) + "/" + name)
 		if lerr == nil {
-			return Damaged(id, ErrLogMissing)
+			return damaged(id, ErrLogMissing)
 		}
 		if !errors.Is(lerr, fs.ErrNotExist) {
 			return layout.OpErr("session", id, lerr)
@@ -89,7 +89,7 @@ func LogErr(root *layout.Root, id session.SessionID, err error) error {
 func StatLog(root *layout.Root, id session.SessionID) (fs.FileInfo, error) {
 	fi, err := root.FS.Lstat(layout.LogPath(id))
 	if err == nil {
-		err = KindErr(layout.LogPath(id), fi)
+		err = kindErr(layout.LogPath(id), fi)
 	}
 	if err != nil {
 		if lerr := LogErr(root, id, err); lerr != nil {
@@ -100,9 +100,9 @@ func StatLog(root *layout.Root, id session.SessionID) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// KindErr is the error for name, described by fi, unless it is a regular
+// kindErr is the error for name, described by fi, unless it is a regular
 // file.
-func KindErr(name string, fi fs.FileInfo) error {
+func kindErr(name string, fi fs.FileInfo) error {
 	switch {
 	case fi.Mode().IsRegular():
 		return nil

@@ -70,7 +70,7 @@ func (h *Scan) Next() bool {
 			h.closeSegment()
 		case h.inLog:
 			h.tail = h.rd.Tail()
-			h.err = CheckEnd(h.fs, h.id, h.v, h.rd.Seq(), h.tail)
+			h.err = checkEnd(h.fs, h.id, h.v, h.rd.Seq(), h.tail)
 			return false
 		}
 		if h.i < len(h.segs) {
@@ -127,10 +127,10 @@ func (h *Scan) segmentErr(err error) error {
 	return archive.Corruption(h.id, h.seg.File, 0, err)
 }
 
-// CheckEnd checks the end of a log read forwards, whose last record seq
+// checkEnd checks the end of a log read forwards, whose last record seq
 // holds and tail is what follows it: a log must hold a record, and
 // nothing that proves more revisions committed than it holds.
-func CheckEnd(fsys vfs.FS, id session.SessionID, v *View, seq record.Seq, tail record.Tail) error {
+func checkEnd(fsys vfs.FS, id session.SessionID, v *View, seq record.Seq, tail record.Tail) error {
 	p, ok := seq.Prev()
 	if !ok {
 		return record.ClassifyTail(id, v.Name, nil, tail, record.Evidence{}, nil)

@@ -70,6 +70,8 @@ const (
 	MaxSummaryBytes = 256 << 10
 )
 
+// EncodeSummary encodes sf as writers write it (the current version,
+// no lease status: that is computed when read).
 func EncodeSummary(sf SummaryFile) ([]byte, error) {
 	sf.Version = SummaryVersion
 	sf.Summary.Lease = summary.LeaseStatus{} // computed when read, never cached
@@ -90,16 +92,16 @@ func DecodeSummary(b []byte, id session.SessionID) (SummaryFile, bool) {
 // ReadSummary returns session id's summary.json when it is one this
 // program may use as a cache (the current version); see readSummaryEvidence.
 func ReadSummary(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
-	sf, ok := ReadSummaryEvidence(fsys, id)
+	sf, ok := readSummaryEvidence(fsys, id)
 	if !ok || sf.Version != SummaryVersion {
 		return SummaryFile{}, false
 	}
 	return sf, true
 }
 
-// ReadSummaryEvidence returns session id's summary.json of any version
+// readSummaryEvidence returns session id's summary.json of any version
 // this program reads, for the evidence it gives of committed revisions.
-func ReadSummaryEvidence(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
+func readSummaryEvidence(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
 	b, err := vfs.ReadFile(fsys, layout.SummaryPath(id), MaxSummaryBytes)
 	if err != nil {
 		return SummaryFile{}, false
@@ -157,6 +159,7 @@ func (w *SummaryWriter) Write(dir vfs.FS, sf SummaryFile) error {
 	return nil
 }
 
+// Close closes the file, unsynced.
 func (w *SummaryWriter) Close() {
 	if w.f != nil {
 		_ = w.f.Close() // summary.json is never synced: a cache checked against the log
@@ -164,7 +167,6 @@ func (w *SummaryWriter) Close() {
 	}
 }
 
-// ProjectRecord computes a session's summary from a record.
 // LatestSummary computes the summary of the view's latest revision from
 // its last record and chain, without reading its pages (their messages
 // are counted from the references) or any other blob: what a listing
@@ -189,6 +191,7 @@ func LatestSummary(fsys vfs.FS, id session.SessionID, v *View) (*record.Rec, sum
 	return last, sum, nil
 }
 
+// ProjectRecord computes a session's summary from a record.
 func ProjectRecord(rec *record.Rec, snap *sessnap.Snapshot, logSize int64) summary.Summary {
 	// (A gap record is never a log's last: repair ends a log with a
 	// readable revision.)

@@ -25,7 +25,9 @@ import (
 // the file changing under the reader, and the read is retried. A live
 // store never produces false corruption.
 
-const MaxReadAttempts = 5
+// maxReadAttempts is how many fresh views a read tries before it gives up
+// on a log that keeps changing under it.
+const maxReadAttempts = 5
 
 // View is a log opened for reading.
 type View struct {
@@ -50,7 +52,7 @@ func Open(fsys vfs.FS, id session.SessionID, own int) (*View, error) {
 	f, err := fsys.OpenFile(name, layout.RDONLY, 0)
 	// A compaction may rename a new log over the old one between the
 	// symlink check and the open; opening again sees the new log.
-	for i := 0; i < MaxReadAttempts && errors.Is(err, vfs.ErrReplaced); i++ {
+	for i := 0; i < maxReadAttempts && errors.Is(err, vfs.ErrReplaced); i++ {
 		f, err = fsys.OpenFile(name, layout.RDONLY, 0)
 	}
 	if err != nil {
@@ -58,7 +60,7 @@ func Open(fsys vfs.FS, id session.SessionID, own int) (*View, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil {
-		err = KindErr(name, fi) // a directory opens, but is no log
+		err = kindErr(name, fi) // a directory opens, but is no log
 	}
 	if err != nil {
 		_ = f.Close()
@@ -109,7 +111,7 @@ func Read(ctx context.Context, root *layout.Root, id session.SessionID, fn func(
 		v, err := Open(root.FS, id, root.MaxRecordBytes)
 		if err != nil {
 			if lerr := LogErr(root, id, err); lerr != nil {
-				return lerr // gone, not a session, or Damaged (damage.go)
+				return lerr // gone, not a session, or damaged (LogErr)
 			}
 			return layout.OpErr("read", id, err)
 		}
@@ -117,13 +119,13 @@ func Read(ctx context.Context, root *layout.Root, id session.SessionID, fn func(
 		_ = v.Close() // read-only
 		var ce *sessionstore.CorruptionError
 		switch {
-		case errors.Is(err, record.ErrShrunk) && attempt < MaxReadAttempts:
+		case errors.Is(err, record.ErrShrunk) && attempt < maxReadAttempts:
 			continue
 		case errors.Is(err, record.ErrShrunk):
 			return layout.OpErr("read", id, errors.New("log kept changing under the reader"))
 		case errors.As(err, &ce):
 			a := &anomaly{id: v.ID, ce: ce, msg: ce.Error()}
-			if a.same(prev) || attempt >= MaxReadAttempts {
+			if a.same(prev) || attempt >= maxReadAttempts {
 				return err
 			}
 			prev = a
@@ -141,7 +143,7 @@ func Read(ctx context.Context, root *layout.Root, id session.SessionID, fn func(
 // shorter than the summary says: then it shrank in place and lost records
 // the summary proves were committed, whatever its size.
 func Evidence(fsys vfs.FS, id session.SessionID, v *View) record.Evidence {
-	sf, ok := ReadSummaryEvidence(fsys, id)
+	sf, ok := readSummaryEvidence(fsys, id)
 	if !ok || sf.Log != v.ID {
 		return record.Evidence{}
 	}
