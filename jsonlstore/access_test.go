@@ -19,6 +19,8 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -153,11 +155,11 @@ func TestAccessErrorIsNotCorruption(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(61), latest.Revision)
 
-	names, err := st.blobNames("acc")
+	names, err := blobfile.Names(st.fs, "acc")
 	require.NoError(t, err)
 	var page string
 	for _, n := range names {
-		if !blobIsImage(strings.TrimSuffix(n, zstSuffix), images) {
+		if !blobIsImage(strings.TrimSuffix(n, blobfile.ZstSuffix), images) {
 			page = n
 			break
 		}
@@ -167,7 +169,7 @@ func TestAccessErrorIsNotCorruption(t *testing.T) {
 		"blob":     func(name string) bool { return strings.HasSuffix(name, "/"+BlobDir+"/"+hashOf(images[len(images)-1])) },
 		"page":     func(name string) bool { return strings.HasSuffix(name, "/"+BlobDir+"/"+page) },
 		"segment":  func(name string) bool { return strings.Contains(name, "/"+ArchiveDir+"/0") },
-		"manifest": func(name string) bool { return strings.HasSuffix(name, "/"+ArchiveDir+"/"+manifestFile) },
+		"manifest": func(name string) bool { return strings.HasSuffix(name, "/"+ArchiveDir+"/"+archive.ManifestFile) },
 	}
 	for target, match := range targets {
 		for _, f := range []vfs.Fault{
@@ -223,16 +225,16 @@ func TestUnreadableBlobIsNotCorruption(t *testing.T) {
 	verifyAtCleanup(t, st)
 	latest, err := st.Load(ctx, "locked")
 	require.NoError(t, err)
-	names, err := st.blobNames("locked")
+	names, err := blobfile.Names(st.fs, "locked")
 	require.NoError(t, err)
 	var page string
 	for _, n := range names {
-		if !blobIsImage(strings.TrimSuffix(n, zstSuffix), images) {
+		if !blobIsImage(strings.TrimSuffix(n, blobfile.ZstSuffix), images) {
 			page = n
 		}
 	}
 	require.NotEmpty(t, page)
-	m, err := readManifest(st.fs, "locked")
+	m, err := archive.ReadManifest(st.fs, "locked")
 	require.NoError(t, err)
 	require.NotEmpty(t, m.Segments)
 	sdir := filepath.Join(dir, "locked")

@@ -12,6 +12,9 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -42,37 +45,37 @@ type recovered struct {
 // uncommitted tail.
 func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (recovered, error) {
 	var rc recovered
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		if lerr := s.logErr(id, err); lerr != nil {
-			return rc, lerr // gone, or damaged (damage.go)
+		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
+			return rc, lerr // gone, or damaged (logfile.LogErr)
 		}
-		return rc, opErr("recover", id, err)
+		return rc, layout.OpErr("recover", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
-	last, t, err := v.back.Last()
+	last, t, err := v.Back.Last()
 	if err != nil {
 		return rc, s.refuse(id, err)
 	}
-	if err := record.ClassifyTail(id, v.name, last, t, s.evidence(id, v), v.back.At); err != nil {
+	if err := record.ClassifyTail(id, v.Name, last, t, logfile.Evidence(s.fs, id, v), v.Back.At); err != nil {
 		return rc, err
 	}
-	full, deltas, err := v.back.ChainTo(last, true)
+	full, deltas, err := v.Back.ChainTo(last, true)
 	if err != nil {
 		return rc, s.refuse(id, err)
 	}
-	if ne := v.back.Newer; ne != nil {
+	if ne := v.Back.Newer; ne != nil {
 		return rc, s.refuse(id, ne)
 	}
 	// The latest revision must rebuild, and be a snapshot of this session
 	// (its content left out of line): no holder builds on a snapshot it
 	// cannot read.
-	snap, err := rebuildChain(id, last, full, deltas, v.maxPayload)
+	snap, err := logfile.RebuildChain(id, last, full, deltas, v.MaxPayload)
 	if err != nil {
 		return rc, err
 	}
 	if last.Kind != record.KindGap {
-		c := s.newPageCache(id)
+		c := blobfile.NewPageCache(s.fs, id)
 		_, err := decodeRecord(id, last, snap, c)
 		c.Close()
 		if err != nil {
@@ -85,22 +88,22 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	}
 	forensic, err := s.saveForensic(id, "tail", t.Start, v, t.Bytes)
 	if err != nil {
-		return rc, opErr("recover", id, fmt.Errorf("save tail: %w", err))
+		return rc, layout.OpErr("recover", id, fmt.Errorf("save tail: %w", err))
 	}
-	f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY, 0)
+	f, err := s.fs.OpenFile(layout.LogPath(id), os.O_WRONLY, 0)
 	if err != nil {
-		return rc, opErr("recover", id, err)
+		return rc, layout.OpErr("recover", id, err)
 	}
 	defer func() { _ = f.Close() }() // Datasync below reports any write error; Close loses nothing after it
 	if err := f.Truncate(t.Start); err != nil {
-		return rc, opErr("recover", id, fmt.Errorf("truncate: %w", err))
+		return rc, layout.OpErr("recover", id, fmt.Errorf("truncate: %w", err))
 	}
 	// Make the truncation durable now. The first append's fdatasync would
 	// persist it too, but a crash before that append would bring the tail
 	// back, and the next holder would copy and report it a second time:
 	// completed recovery must stay done.
 	if err := f.Datasync(); err != nil {
-		return rc, opErr("recover", id, fmt.Errorf("sync truncate: %w", err))
+		return rc, layout.OpErr("recover", id, fmt.Errorf("sync truncate: %w", err))
 	}
 	report.TailOffset, report.TailBytes, report.ForensicFile = t.Start, t.Bytes, forensic
 	s.opts.Logger.Info("jsonlstore: removed uncommitted tail", "session", id, "offset", t.Start, "bytes", t.Bytes, "forensic", forensic)
@@ -112,7 +115,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 func (s *Store) refuse(id session.SessionID, err error) error {
 	var ne *sessionstore.NewerRecordError
 	if errors.As(err, &ne) {
-		return opErr("acquire", id, ne)
+		return layout.OpErr("acquire", id, ne)
 	}
 	return err
 }
@@ -120,12 +123,12 @@ func (s *Store) refuse(id session.SessionID, err error) error {
 // appenderAfterRecovery returns a writer's append state for the chain
 // recovery found: resumed from it, so that the next record can be a delta
 // on it.
-func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appender.Appender, *blobWriter) {
-	app, blobs := s.newAppender(sessionDir(id))
+func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appender.Appender, *blobfile.Writer) {
+	app, blobs := s.newAppender(layout.SessionDir(id))
 	// The cap is the store's: a holder whose own cap is smaller writes
-	// with the one the session records (readCap), so that it can go on
+	// with the one the session records (layout.ReadCap), so that it can go on
 	// from the records written under it.
-	app.Max = readCap(s.fs, id, s.opts.MaxRecordBytes)
+	app.Max = layout.ReadCap(s.fs, id, s.opts.MaxRecordBytes)
 	if err := app.Resume(rc.full, rc.deltas); err != nil {
 		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision not resumed; the next revision is written in full", "session", id, "err", err)
 	}
@@ -139,16 +142,16 @@ func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appe
 // disk) is removed again, so a failed recovery leaves nothing behind.
 // Callers never pass more than a record's worth (record.TailLimit) for a
 // tail; a repair's cut is bounded by the log.
-func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *view, n int64) (_ string, err error) {
-	dir := sessionDir(id) + "/" + ForensicDir
+func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *logfile.View, n int64) (_ string, err error) {
+	dir := layout.SessionDir(id) + "/" + ForensicDir
 	created := false
-	if err := s.fs.Mkdir(dir, dirPerm); err == nil {
+	if err := s.fs.Mkdir(dir, layout.DirPerm); err == nil {
 		created = true
 	} else if !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
 	name := dir + "/" + what + "-" + strconv.FormatInt(off, 10) + "-" + s.opts.Now().UTC().Format("20060102T150405.000000000Z") + ".bin"
-	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return "", err
 	}
@@ -160,11 +163,11 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *vi
 	buf := make([]byte, min(n, 1<<20))
 	for done := int64(0); done < n; {
 		k := min(int64(len(buf)), n-done)
-		if _, err := v.f.ReadAt(buf[:k], off+done); err != nil {
+		if _, err := v.F.ReadAt(buf[:k], off+done); err != nil {
 			_ = f.Close()
 			return "", record.ErrShrunk // the view promised these bytes
 		}
-		if err := writeAll(f, buf[:k]); err != nil {
+		if err := layout.WriteAll(f, buf[:k]); err != nil {
 			_ = f.Close()
 			return "", err
 		}
@@ -178,7 +181,7 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *vi
 		err = s.fs.SyncDir(dir)
 	}
 	if err == nil && created {
-		err = s.fs.SyncDir(sessionDir(id))
+		err = s.fs.SyncDir(layout.SessionDir(id))
 	}
 	return name, err
 }
@@ -204,11 +207,11 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 // above every one its log holds (logFloor), and marks it (takeLease); its
 // errors are the contract's (leaseErr).
 func (s *Store) leaseSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (_ leaseHandle, marked bool, _ error) {
-	minGen, err := s.logFloor(id)
+	minGen, err := logfile.LogFloor(s.root, id)
 	if err != nil {
 		return nil, false, err
 	}
-	lease, marked, err := s.takeLease(ctx, id, sessionDir(id), try, s.leaseOptions(opts, minGen))
+	lease, marked, err := s.takeLease(ctx, id, layout.SessionDir(id), try, s.leaseOptions(opts, minGen))
 	if err != nil {
 		return nil, false, s.leaseErr(ctx, id, err)
 	}
@@ -227,9 +230,9 @@ func (s *Store) leaseErr(ctx context.Context, id session.SessionID, err error) e
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: session %s (deleted)", sessionstore.ErrNotFound, id)
 	case ctx.Err() != nil:
-		return opErr("acquire", id, ctx.Err())
+		return layout.OpErr("acquire", id, ctx.Err())
 	}
-	return opErr("acquire", id, err)
+	return layout.OpErr("acquire", id, err)
 }
 
 // openWriter recovers the log under lease and opens it for appending;
@@ -249,21 +252,21 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 	// the lease record was lost, the lease's generation may not be above
 	// the log's. Never write under such a generation.
 	if last.Gen >= lease.Generation() {
-		return nil, opErr("acquire", id, fmt.Errorf("lease generation %d is not above generation %d in the log (lease record lost?); retry", lease.Generation(), last.Gen))
+		return nil, layout.OpErr("acquire", id, fmt.Errorf("lease generation %d is not above generation %d in the log (lease record lost?); retry", lease.Generation(), last.Gen))
 	}
 	report.Swept = s.sweepSession(id)
-	if err := s.recordCap(sessionDir(id), true); err != nil {
+	if err := s.root.RecordCap(layout.SessionDir(id), true); err != nil {
 		return nil, err
 	}
-	f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := s.fs.OpenFile(layout.LogPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return nil, opErr("open log", id, err)
+		return nil, layout.OpErr("open log", id, err)
 	}
 	app, blobs := s.appenderAfterRecovery(id, rc)
 	w, err := s.newWriter(id, lease, f, last, app, blobs, report, marked)
 	if err != nil {
 		_ = f.Close()
-		return nil, pathErr("acquire", id, logPath(id), fmt.Errorf("open the log after recovery: %w", err))
+		return nil, layout.PathErr("acquire", id, layout.LogPath(id), fmt.Errorf("open the log after recovery: %w", err))
 	}
 	return w, nil
 }
@@ -272,13 +275,13 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 // session holds only regular files and directories, so a link is tampering
 // or a hostile copy, and no holder writes into such a directory.
 func (s *Store) checkNoSymlinks(id session.SessionID) error {
-	entries, err := s.fs.ReadDir(sessionDir(id))
+	entries, err := s.fs.ReadDir(layout.SessionDir(id))
 	if err != nil {
-		return opErr("session", id, err)
+		return layout.OpErr("session", id, err)
 	}
 	for _, e := range entries {
 		if e.Type()&fs.ModeSymlink != 0 {
-			return opErr("session", id, fmt.Errorf("%s: %w", e.Name(), vfs.ErrSymlink))
+			return layout.OpErr("session", id, fmt.Errorf("%s: %w", e.Name(), vfs.ErrSymlink))
 		}
 	}
 	return nil
@@ -288,24 +291,24 @@ func (s *Store) checkNoSymlinks(id session.SessionID) error {
 // (torn summary and lease replacements, torn blobs); called under the
 // lease.
 func (s *Store) sweepSession(id session.SessionID) []string {
-	entries, err := s.fs.ReadDir(sessionDir(id))
+	entries, err := s.fs.ReadDir(layout.SessionDir(id))
 	if err != nil {
 		return nil
 	}
 	var swept []string
 	for _, e := range entries {
 		name := e.Name()
-		if isSessionTemp(name) {
-			p := sessionDir(id) + "/" + name
+		if layout.IsSessionTemp(name) {
+			p := layout.SessionDir(id) + "/" + name
 			if s.fs.Remove(p) == nil {
 				swept = append(swept, p)
 			}
 		}
 	}
 	// Temporary blob files: a blob being written when its writer died.
-	if entries, err := s.fs.ReadDir(blobDir(id)); err == nil {
+	if entries, err := s.fs.ReadDir(blobfile.Dir(id)); err == nil {
 		for _, e := range entries {
-			if p := blobDir(id) + "/" + e.Name(); isBlobTemp(e.Name()) && s.fs.Remove(p) == nil {
+			if p := blobfile.Dir(id) + "/" + e.Name(); isBlobTemp(e.Name()) && s.fs.Remove(p) == nil {
 				swept = append(swept, p)
 			}
 		}
@@ -321,4 +324,15 @@ func (s *Store) Acquire(ctx context.Context, id session.SessionID, opts sessions
 // TryAcquire implements sessionstore.Store.
 func (s *Store) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	return s.acquire(ctx, id, opts, true)
+}
+
+// checkWritable runs under a freshly taken lease, before anything is
+// written: the session directory holds no symlink and its log is one a
+// holder may write to (checked again here: it may have changed since
+// checkLog ran without the lease).
+func (s *Store) checkWritable(id session.SessionID) error {
+	if err := s.checkNoSymlinks(id); err != nil {
+		return err
+	}
+	return logfile.CheckLog(s.root, id)
 }

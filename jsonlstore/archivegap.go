@@ -3,11 +3,13 @@ package jsonlstore
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -48,21 +50,21 @@ type ArchiveFix struct {
 // an unlisted file that compaction would reclaim — then the manifest is
 // replaced atomically and durably, and only then is the old file removed.
 func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return nil, err
 	}
-	logFirst, ok := firstRevOf(v)
-	maxPayload := v.maxPayload
+	logFirst, ok := logfile.FirstRev(v)
+	maxPayload := v.MaxPayload
 	_ = v.Close() // read-only
 	if !ok || logFirst <= 1 {
 		return nil, nil
 	}
-	m, err := readManifest(s.fs, id)
+	m, err := archive.ReadManifest(s.fs, id)
 	if err != nil {
 		return nil, nil //nolint:nilerr // damage that Verify reports: nothing here proves a fix, and repair goes on to report it
 	}
-	if _, err := m.archivedBelow(logFirst); err == nil {
+	if _, err := m.Below(logFirst); err == nil {
 		return nil, nil
 	}
 	// The segments below the log in order, each followed by the first
@@ -92,7 +94,7 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 		if err != nil || last != after-1 {
 			return nil, nil //nolint:nilerr // a segment that does not prove its end is left as it is, for Verify to report
 		}
-		fixes = append(fixes, ArchiveFix{Old: seg.File, New: segmentName(seg.First, last), First: seg.First, Last: last, Listed: seg.Last})
+		fixes = append(fixes, ArchiveFix{Old: seg.File, New: archive.SegmentName(seg.First, last), First: seg.First, Last: last, Listed: seg.Last})
 		next = after
 	}
 	if len(fixes) == 0 {
@@ -110,15 +112,15 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 			}
 		}
 	}
-	if err := s.writeManifest(id, m); err != nil {
+	if err := archive.WriteManifest(s.fs, id, m); err != nil {
 		return nil, fmt.Errorf("write archive manifest: %w", err)
 	}
 	for _, f := range fixes {
 		// Unlisted now: a file left by a crash here is a leftover that the
 		// next compaction reclaims.
-		_ = s.fs.Remove(archiveDir(id) + "/" + f.Old)
+		_ = s.fs.Remove(archive.Dir(id) + "/" + f.Old)
 	}
-	if err := s.fs.SyncDir(archiveDir(id)); err != nil {
+	if err := s.fs.SyncDir(archive.Dir(id)); err != nil {
 		return nil, err
 	}
 	s.opts.Logger.Info("jsonlstore: repair corrected archive segments that ended in a gap", "session", id, "fixes", fixes)
@@ -129,8 +131,8 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 // holds, checking its bytes against the manifest (segmentReader), its
 // first revision and record count, and the sequence rules among its
 // records.
-func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload int) (uint64, error) {
-	dec, closeSeg, err := s.openSegment(archiveDir(id) + "/" + seg.File)
+func (s *Store) segmentEnd(id session.SessionID, seg archive.Segment, maxPayload int) (uint64, error) {
+	dec, closeSeg, err := archive.OpenSegment(s.fs, archive.Dir(id)+"/"+seg.File)
 	if err != nil {
 		return 0, err
 	}
@@ -140,8 +142,8 @@ func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload 
 		seq = record.Resumed()
 	}
 	rd := record.NewReader(id, maxPayload, seq)
-	rd.Read(record.Source{R: &segmentReader{r: dec, seg: &seg, h: crc32.New(record.Castagnoli)}, Size: -1,
-		Path: archiveDir(id) + "/" + seg.File})
+	rd.Read(record.Source{R: archive.NewSegmentReader(dec, &seg), Size: -1,
+		Path: archive.Dir(id) + "/" + seg.File})
 	var n int64
 	var first, last record.Meta
 	for rd.Next() {
@@ -167,14 +169,14 @@ func (s *Store) segmentEnd(id session.SessionID, seg archiveSegment, maxPayload 
 // copySegment copies archive file old to new durably: a temporary file,
 // synced, renamed, and the directory synced.
 func (s *Store) copySegment(id session.SessionID, old, new string) (err error) {
-	dir := archiveDir(id)
-	src, err := s.fs.OpenFile(dir+"/"+old, osRDONLY, 0)
+	dir := archive.Dir(id)
+	src, err := s.fs.OpenFile(dir+"/"+old, layout.RDONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = src.Close() }() // read-only
-	tmp := dir + "/.segment-" + randomSuffix() + tmpSuffix
-	dst, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	tmp := dir + "/.segment-" + layout.RandomSuffix() + layout.TmpSuffix
+	dst, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return err
 	}

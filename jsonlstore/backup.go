@@ -12,6 +12,10 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -83,18 +87,18 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		}
 		src, err := s.openBackupSource(id)
 		switch {
-		case errors.Is(err, errNotSession) && len(ids) == 0:
+		case errors.Is(err, logfile.ErrNotSession) && len(ids) == 0:
 			return nil // a directory beside the sessions, not one of them
 		case errors.Is(err, sessionstore.ErrNotFound):
 			if rep.Skipped == nil {
 				rep.Skipped = map[string]string{}
 			}
 			rep.Skipped[string(id)] = "deleted while backing up"
-			if errors.Is(err, errNotSession) {
+			if errors.Is(err, logfile.ErrNotSession) {
 				rep.Skipped[string(id)] = "not a session: it holds no " + LogFile
 			}
 			return nil
-		case err != nil && !endsStoreWide(err):
+		case err != nil && !logfile.EndsStoreWide(err):
 			// The source cannot be read: reported, and the others go on.
 			rep.Unreadable = append(rep.Unreadable, summary.UnreadableOf(id, err))
 			return nil
@@ -104,7 +108,7 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		defer src.close()
 		sb, err := src.copyInto(dst)
 		if err != nil {
-			return opErr("backup", id, err) // writing the copy failed: the backup stops
+			return layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
 		}
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
@@ -127,16 +131,16 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 // existing ancestor of dest is compared with the root by identity, so a
 // symlink or another path to the root is caught too.
 func (s *Store) checkBackupDest(dest string) error {
-	if s.root == nil {
+	if s.osRoot == nil {
 		return nil // a simulated file system: nothing on disk to land in
 	}
 	abs, err := filepath.Abs(dest)
 	if err != nil {
 		return err
 	}
-	root, err := s.root.Stat(".")
+	root, err := s.osRoot.Stat(".")
 	if err != nil {
-		return opErr("backup", "", err)
+		return layout.OpErr("backup", "", err)
 	}
 	for p := abs; ; p = filepath.Dir(p) {
 		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, root) {
@@ -155,24 +159,24 @@ func (s *Store) checkBackupDest(dest string) error {
 type backupSource struct {
 	s        *Store
 	id       session.SessionID
-	v        *view
+	v        *logfile.View
 	last     *record.Rec
-	segs     []archiveSegment
+	segs     []archive.Segment
 	segFiles []vfs.File
 }
 
 // openBackupSource opens what a backup of session id reads. Its errors are
 // about the source session alone.
 func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err error) {
-	if err := s.exists(id); err != nil {
+	if err := s.root.Exists(id); err != nil {
 		return nil, err
 	}
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		if lerr := s.logErr(id, err); lerr != nil {
+		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
 			return nil, lerr
 		}
-		return nil, opErr("backup", id, err)
+		return nil, layout.OpErr("backup", id, err)
 	}
 	src := &backupSource{s: s, id: id, v: v}
 	defer func() {
@@ -180,26 +184,26 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 			src.close()
 		}
 	}()
-	if src.last, _, err = s.latest(id, v); err != nil {
+	if src.last, _, err = logfile.Latest(s.fs, id, v); err != nil {
 		return nil, err
 	}
-	first, ok := firstRevOf(v)
+	first, ok := logfile.FirstRev(v)
 	if !ok {
-		return nil, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log's first record is unreadable")}
+		return nil, &sessionstore.CorruptionError{ID: id, Path: v.Name, Err: errors.New("the log's first record is unreadable")}
 	}
 	if first > 1 {
-		m, err := readManifest(s.fs, id)
+		m, err := archive.ReadManifest(s.fs, id)
 		if err != nil {
-			return nil, archiveCorruption(id, manifestFile, 0, err)
+			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
-		if src.segs, err = m.archivedBelow(first); err != nil {
-			return nil, archiveCorruption(id, manifestFile, 0, err)
+		if src.segs, err = m.Below(first); err != nil {
+			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
 	}
 	for _, seg := range src.segs {
-		f, err := s.fs.OpenFile(archiveDir(id)+"/"+seg.File, osRDONLY, 0)
+		f, err := s.fs.OpenFile(archive.Dir(id)+"/"+seg.File, layout.RDONLY, 0)
 		if err != nil {
-			return nil, archiveCorruption(id, seg.File, seg.First, err)
+			return nil, archive.Corruption(id, seg.File, seg.First, err)
 		}
 		src.segFiles = append(src.segFiles, f)
 	}
@@ -218,11 +222,11 @@ func (src *backupSource) close() {
 func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 	id := src.id
 	sb := SessionBackup{ID: id}
-	if _, err := dst.fs.Lstat(sessionDir(id)); err == nil {
+	if _, err := dst.fs.Lstat(layout.SessionDir(id)); err == nil {
 		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
 	}
-	tmp := tmpDirPrefix + string(id) + "-" + randomSuffix()
-	if err := dst.fs.Mkdir(tmp, dirPerm); err != nil {
+	tmp := layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()
+	if err := dst.fs.Mkdir(tmp, layout.DirPerm); err != nil {
 		return sb, err
 	}
 	published := false
@@ -231,12 +235,12 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			_ = dst.fs.RemoveAll(tmp)
 		}
 	}()
-	if err := copyInto(dst.fs, tmp+"/"+LogFile, io.NewSectionReader(src.v.f, 0, src.last.End())); err != nil {
+	if err := copyInto(dst.fs, tmp+"/"+LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
 		return sb, err
 	}
 	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
 	if len(src.segs) > 0 {
-		if err := dst.fs.Mkdir(tmp+"/"+ArchiveDir, dirPerm); err != nil {
+		if err := dst.fs.Mkdir(tmp+"/"+ArchiveDir, layout.DirPerm); err != nil {
 			return sb, err
 		}
 		for i, seg := range src.segs {
@@ -245,11 +249,11 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 			}
 			sb.ArchiveBytes += seg.ZstBytes
 		}
-		b, err := record.Frame(manifest{Version: manifestVersion, Segments: src.segs})
+		b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
 		if err != nil {
 			return sb, err
 		}
-		if err := copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+manifestFile, bytes.NewReader(b)); err != nil {
+		if err := copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+archive.ManifestFile, bytes.NewReader(b)); err != nil {
 			return sb, err
 		}
 		if err := dst.fs.SyncDir(tmp + "/" + ArchiveDir); err != nil {
@@ -259,16 +263,16 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 	// The blobs: every one there, each whole (a blob under its name was
 	// synced before it got it); those the copied records reference were
 	// there before the log was opened.
-	names, err := src.s.blobNames(id)
+	names, err := blobfile.Names(src.s.fs, id)
 	if err != nil {
 		return sb, err
 	}
 	if len(names) > 0 {
-		if err := dst.fs.Mkdir(tmp+"/"+BlobDir, dirPerm); err != nil {
+		if err := dst.fs.Mkdir(tmp+"/"+BlobDir, layout.DirPerm); err != nil {
 			return sb, err
 		}
 		for _, name := range names {
-			f, err := src.s.fs.OpenFile(blobDir(id)+"/"+name, osRDONLY, 0)
+			f, err := src.s.fs.OpenFile(blobfile.Dir(id)+"/"+name, layout.RDONLY, 0)
 			if err != nil {
 				return sb, err
 			}
@@ -286,7 +290,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 	if err := dst.fs.SyncDir(tmp); err != nil {
 		return sb, err
 	}
-	if err := dst.fs.RenameNoReplace(tmp, sessionDir(id)); err != nil {
+	if err := dst.fs.RenameNoReplace(tmp, layout.SessionDir(id)); err != nil {
 		return sb, err
 	}
 	published = true
@@ -295,7 +299,7 @@ func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
 
 // copyInto writes r into a new file name of fsys and syncs it.
 func copyInto(fsys vfs.FS, name string, r io.Reader) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return err
 	}

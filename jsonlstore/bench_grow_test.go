@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -140,12 +141,12 @@ func BenchmarkLoadGrown(b *testing.B) {
 // readSessionFiles reads every file of session id's directory once,
 // decompressing the blobs stored compressed.
 func readSessionFiles(st *Store, id session.SessionID) error {
-	names, err := st.blobNames(id)
+	names, err := blobfile.Names(st.fs, id)
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		if _, _, err := readBlobIn(st.fs, blobDir(id)+"/", strings.TrimSuffix(n, zstSuffix), sizeAny, hintNone); err != nil {
+		if _, _, err := blobfile.ReadIn(st.fs, blobfile.Dir(id)+"/", strings.TrimSuffix(n, blobfile.ZstSuffix), blobfile.SizeAny, blobfile.HintNone); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -104,12 +105,12 @@ func parseSessionFiles(st *Store, id string) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	names, err := st.blobNames(session.SessionID(id))
+	names, err := blobfile.Names(st.fs, session.SessionID(id))
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		b, _, err := readBlobIn(st.fs, blobDir(session.SessionID(id))+"/", strings.TrimSuffix(n, zstSuffix), sizeAny, hintNone)
+		b, _, err := blobfile.ReadIn(st.fs, blobfile.Dir(session.SessionID(id))+"/", strings.TrimSuffix(n, blobfile.ZstSuffix), blobfile.SizeAny, blobfile.HintNone)
 		if err != nil {
 			return err
 		}

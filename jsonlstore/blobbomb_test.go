@@ -22,6 +22,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -128,17 +130,17 @@ func bombSession(t *testing.T, st *Store, id session.SessionID) (image, text str
 	}
 	require.NoError(t, w.Release(ctx))
 	image, text = blob.Hash(img), blob.Hash([]byte(bigText))
-	names, err := st.blobNames(id)
+	names, err := blobfile.Names(st.fs, id)
 	require.NoError(t, err)
 	for _, n := range names {
-		if h := strings.TrimSuffix(n, zstSuffix); h != image && h != text {
-			require.True(t, strings.HasSuffix(n, zstSuffix), "a page is stored compressed: %s", n)
+		if h := strings.TrimSuffix(n, blobfile.ZstSuffix); h != image && h != text {
+			require.True(t, strings.HasSuffix(n, blobfile.ZstSuffix), "a page is stored compressed: %s", n)
 			pages = append(pages, h)
 		}
 	}
 	require.NotEmpty(t, pages, "pages: %v", names)
-	require.Contains(t, names, blobName(image, false), "the image is stored raw")
-	require.Contains(t, names, blobName(text, true), "the text is stored compressed")
+	require.Contains(t, names, blobfile.Name(image, false), "the image is stored raw")
+	require.Contains(t, names, blobfile.Name(text, true), "the text is stored compressed")
 	return image, text, pages
 }
 
@@ -202,18 +204,18 @@ func testBlobBomb(t *testing.T, bomb string) {
 		return claims[h]
 	})
 	if bomb == "zst" { // the text's blob becomes a frame of 64 MiB of zeros
-		enc, err := zstd.NewWriter(nil, zstd.WithWindowSize(archiveWindow))
+		enc, err := zstd.NewWriter(nil, zstd.WithWindowSize(archive.Window))
 		require.NoError(t, err)
 		frame := enc.EncodeAll(make([]byte, 64<<20), nil)
 		require.NoError(t, enc.Close())
 		require.Less(t, len(frame), 64<<10)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, BlobDir, blobName(text, true)), frame, 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, BlobDir, blobfile.Name(text, true)), frame, 0o600))
 	}
 
 	// Twice the record cap, a decoder's window for each blob the content
 	// cache's prefetch may decode at once (one worker a core: each holds a
 	// decoder while it reads), and a MiB of slack.
-	bound := uint64(2*maxRecord + runtime.GOMAXPROCS(0)*archiveWindow + 1<<20)
+	bound := uint64(2*maxRecord + runtime.GOMAXPROCS(0)*archive.Window + 1<<20)
 	allocs := func(fn func(st *Store) error, st *Store) (uint64, error) {
 		var before, after runtime.MemStats
 		runtime.GC()

@@ -1,7 +1,6 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -40,30 +42,6 @@ type BlobCollection struct {
 	Kept string `json:"kept,omitempty"`
 }
 
-// refPrefix and pageRefPrefix precede a blob's and a page's hash in a
-// record (sessnap's part "blob" reference; record.EncodePage).
-var (
-	refPrefix     = []byte(`"sha256":"`)
-	pageRefPrefix = []byte(`{"page":{"sha256":"`)
-)
-
-// scanRefs calls fn with every hash b names after refPrefix, and whether
-// it names a page.
-func scanRefs(b []byte, fn func(hash string, page bool)) {
-	for {
-		i := bytes.Index(b, refPrefix)
-		if i < 0 {
-			return
-		}
-		h := b[i+len(refPrefix):]
-		if len(h) > 64 && h[64] == '"' && blob.ValidHash(string(h[:64])) {
-			page := i+len(refPrefix) >= len(pageRefPrefix) && bytes.Equal(b[i+len(refPrefix)-len(pageRefPrefix):i+len(refPrefix)], pageRefPrefix)
-			fn(string(h[:64]), page)
-		}
-		b = b[i+len(refPrefix):]
-	}
-}
-
 // collectBlobs removes session id's unreferenced blobs and temporary blob
 // files; the caller holds the lease (w is its writer, whose memory of the
 // blobs present it corrects). It removes nothing when it cannot read every
@@ -72,12 +50,12 @@ func scanRefs(b []byte, fn func(hash string, page bool)) {
 func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, error) {
 	id := w.id
 	var c BlobCollection
-	entries, err := s.fs.ReadDir(blobDir(id))
+	entries, err := s.fs.ReadDir(blobfile.Dir(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
 	if err != nil {
-		return c, opErr("collect blobs of", id, err)
+		return c, layout.OpErr("collect blobs of", id, err)
 	}
 	present := map[string]string{} // hash -> file name
 	for _, e := range entries {
@@ -85,11 +63,11 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 		switch {
 		case !e.Type().IsRegular():
 		case isBlobTemp(name):
-			if s.fs.Remove(blobDir(id)+"/"+name) == nil {
+			if s.fs.Remove(blobfile.Dir(id)+"/"+name) == nil {
 				c.Temporary++
 			}
-		case blob.ValidHash(strings.TrimSuffix(name, zstSuffix)):
-			present[strings.TrimSuffix(name, zstSuffix)] = name
+		case blob.ValidHash(strings.TrimSuffix(name, blobfile.ZstSuffix)):
+			present[strings.TrimSuffix(name, blobfile.ZstSuffix)] = name
 		}
 	}
 	if len(present) == 0 {
@@ -97,7 +75,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 	}
 	refs, unread, err := s.blobRefs(ctx, id)
 	if err != nil {
-		return c, opErr("collect blobs of", id, err)
+		return c, layout.OpErr("collect blobs of", id, err)
 	}
 	if unread != "" {
 		// Any blob may be one the unread page references: keep them all.
@@ -109,15 +87,15 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 		if refs[hash] {
 			continue
 		}
-		p := blobDir(id) + "/" + name
+		p := blobfile.Dir(id) + "/" + name
 		fi, err := s.fs.Lstat(p)
 		if err != nil {
 			continue
 		}
 		if err := s.fs.Remove(p); err != nil {
-			return c, opErr("collect blobs of", id, err)
+			return c, layout.OpErr("collect blobs of", id, err)
 		}
-		w.blobs.forget(hash)
+		w.blobs.Forget(hash)
 		c.Blobs++
 		c.Bytes += fi.Size()
 	}
@@ -147,7 +125,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 		for len(pages) > 0 {
 			hash := pages[len(pages)-1]
 			pages = pages[:len(pages)-1]
-			content, name, err := s.readBlobFile(id, hash, sizeAny)
+			content, name, err := blobfile.ReadFile(s.fs, id, hash, blobfile.SizeAny)
 			if err == nil {
 				err = blob.CheckHash(hash, content) // a page cut short or overwritten
 			}
@@ -156,26 +134,26 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 				continue // a missing page: verify reports it
 			case err != nil && forensic:
 				if unread == "" {
-					unread = fmt.Sprintf("page %s/%s, which only forensic copies reference, cannot be read (%v): the blobs it references are unknown", blobDir(id), name, err)
+					unread = fmt.Sprintf("page %s/%s, which only forensic copies reference, cannot be read (%v): the blobs it references are unknown", blobfile.Dir(id), name, err)
 				}
 				continue
 			case err != nil:
 				return fmt.Errorf("page %s: %w", hash, err)
 			}
-			scanRefs(content, add)
+			blobfile.ScanRefs(content, add)
 		}
 		return nil
 	}
-	err = s.read(ctx, id, func(v *view) error {
+	err = s.read(ctx, id, func(v *logfile.View) error {
 		clear(refs)
 		pages = pages[:0]
-		h := s.scanHistory(id, v)
+		h := logfile.NewScan(s.fs, id, v)
 		defer h.Close()
 		for h.Next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			scanRefs(h.Record().Payload, add)
+			blobfile.ScanRefs(h.Record().Payload, add)
 		}
 		return h.Err()
 	})
@@ -199,7 +177,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 // forensicRefs scans session id's forensic copies for references,
 // streaming (they may be large).
 func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page bool)) error {
-	dir := sessionDir(id) + "/" + ForensicDir
+	dir := layout.SessionDir(id) + "/" + ForensicDir
 	entries, err := s.fs.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -216,14 +194,14 @@ func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page boo
 		if !e.Type().IsRegular() {
 			continue
 		}
-		f, err := s.fs.OpenFile(dir+"/"+e.Name(), osRDONLY, 0)
+		f, err := s.fs.OpenFile(dir+"/"+e.Name(), layout.RDONLY, 0)
 		if err != nil {
 			return err
 		}
 		carry := 0
 		for {
 			n, rerr := io.ReadFull(f, buf[carry:])
-			scanRefs(buf[:carry+n], fn)
+			blobfile.ScanRefs(buf[:carry+n], fn)
 			if rerr != nil {
 				_ = f.Close() // read-only
 				if rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
@@ -240,10 +218,10 @@ func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page boo
 // isBlobTemp reports whether name, in a session's blobs/, is a temporary
 // blob file as the store names them (.blob-<suffix>.tmp).
 func isBlobTemp(name string) bool {
-	rest, ok := strings.CutPrefix(name, blobTmpPrefix)
+	rest, ok := strings.CutPrefix(name, blobfile.TmpPrefix)
 	if !ok {
 		return false
 	}
-	suffix, ok := strings.CutSuffix(rest, tmpSuffix)
-	return ok && isSuffix(suffix)
+	suffix, ok := strings.CutSuffix(rest, layout.TmpSuffix)
+	return ok && layout.IsSuffix(suffix)
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -42,10 +44,10 @@ func hashOf(b []byte) string {
 // blobExists reports whether session id holds a blob of content b.
 func blobExists(t *testing.T, st *Store, id session.SessionID, b []byte) bool {
 	t.Helper()
-	names, err := st.blobNames(id)
+	names, err := blobfile.Names(st.fs, id)
 	require.NoError(t, err)
 	for _, n := range names {
-		if strings.TrimSuffix(n, zstSuffix) == hashOf(b) {
+		if strings.TrimSuffix(n, blobfile.ZstSuffix) == hashOf(b) {
 			return true
 		}
 	}
@@ -94,7 +96,7 @@ func TestCompactionCollectsUnreferencedBlobs(t *testing.T) {
 	// being written.
 	dir := filepath.Join(st.Dir(), "gc", BlobDir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, hashOf(crashed)), crashed, 0o600))
-	tmp := filepath.Join(dir, blobTmpPrefix+"0123456789abcdef"+tmpSuffix)
+	tmp := filepath.Join(dir, blobfile.TmpPrefix+"0123456789abcdef"+layout.TmpSuffix)
 	require.NoError(t, os.WriteFile(tmp, []byte("torn"), 0o600))
 	// Files that are not the store's are left alone.
 	other := filepath.Join(dir, "notes.txt")
@@ -185,7 +187,7 @@ func TestBlobTempSweptAtAcquire(t *testing.T) {
 	st := openTestStore(t)
 	w, _ := blobSession(t, st, "tmp", 2, func(i int) string { return strings.Repeat("z", 20<<10+i) }, nil)
 	require.NoError(t, w.Release(ctx))
-	tmp := filepath.Join(st.Dir(), "tmp", BlobDir, blobTmpPrefix+"fedcba9876543210"+tmpSuffix)
+	tmp := filepath.Join(st.Dir(), "tmp", BlobDir, blobfile.TmpPrefix+"fedcba9876543210"+layout.TmpSuffix)
 	require.NoError(t, os.WriteFile(tmp, []byte("torn"), 0o600))
 	w, err := st.Acquire(ctx, "tmp", sessionstore.AcquireOptions{})
 	require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // BenchmarkBlobPutExisting is the writer's check of a blob it finds under
@@ -22,15 +24,15 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 	}{{"blob=raw", healImage()}, {"blob=zst", text}} {
 		st := openUncheckedStore(b)
 		dir := st.fs
-		require.NoError(b, dir.Mkdir("s", dirPerm))
-		w := newBlobWriter(dir, "s", 1)
+		require.NoError(b, dir.Mkdir("s", layout.DirPerm))
+		w := blobfile.NewWriter(dir, "s", 1)
 		hash := blob.Hash(tc.content)
-		require.NoError(b, w.put(hash, tc.content))
-		require.NoError(b, w.sync())
+		require.NoError(b, w.Put(hash, tc.content))
+		require.NoError(b, w.Sync())
 		b.Run(tc.name+"/op=check", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
-				if _, ok := blobHolds(dir, "s/"+BlobDir+"/", hash, tc.content); !ok {
+				if _, ok := blobfile.Holds(dir, "s/"+BlobDir+"/", hash, tc.content); !ok {
 					b.Fatal("the blob does not hold its content")
 				}
 			}
@@ -38,7 +40,7 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 		b.Run(tc.name+"/op=stat", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
-				if _, _, err := blobSize(dir, "s/"+BlobDir, hash); err != nil {
+				if _, _, err := blobfile.Size(dir, "s/"+BlobDir, hash); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -46,10 +48,10 @@ func BenchmarkBlobPutExisting(b *testing.B) {
 		b.Run(tc.name+"/op=write", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.content)))
 			for b.Loop() {
-				require.NoError(b, dir.Mkdir("w", dirPerm))
-				w := newBlobWriter(dir, "w", 1)
-				require.NoError(b, w.put(hash, tc.content))
-				require.NoError(b, w.sync())
+				require.NoError(b, dir.Mkdir("w", layout.DirPerm))
+				w := blobfile.NewWriter(dir, "w", 1)
+				require.NoError(b, w.Put(hash, tc.content))
+				require.NoError(b, w.Sync())
 				require.NoError(b, dir.RemoveAll("w"))
 			}
 		})

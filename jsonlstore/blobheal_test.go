@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -89,10 +90,10 @@ func TestAppendRewritesDamagedBlob(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, w.Release(ctx))
 
-				names, err := st.blobNames(id)
+				names, err := blobfile.Names(st.fs, id)
 				require.NoError(t, err)
 				require.Len(t, names, 1)
-				require.Equal(t, kind == "compressed", strings.HasSuffix(names[0], zstSuffix), names[0])
+				require.Equal(t, kind == "compressed", strings.HasSuffix(names[0], blobfile.ZstSuffix), names[0])
 				healDamage(t, filepath.Join(st.Dir(), string(id), BlobDir, names[0]), damage)
 				_, err = st.Load(ctx, id)
 				require.ErrorIs(t, err, ErrBlob, "the damage shows")
@@ -111,7 +112,7 @@ func TestAppendRewritesDamagedBlob(t *testing.T) {
 				require.Equal(t, sessiontest.Snap(t, s).Messages, rec.Snapshot.Messages)
 				_, err = st.LoadRevision(ctx, id, rev-1)
 				require.NoError(t, err, "and so does the revision that referenced the damaged blob")
-				names, err = st.blobNames(id)
+				names, err = blobfile.Names(st.fs, id)
 				require.NoError(t, err)
 				require.Len(t, names, 1, "rewritten under its own name: %v", names)
 			})
@@ -136,10 +137,10 @@ func TestBlobPlantedBesideRaw(t *testing.T) {
 		wantLoad bool
 	}{
 		{"zst beside raw", healImage(), func(hash string) (string, []byte) {
-			return blobName(hash, true), enc.EncodeAll([]byte("planted content"), nil)
+			return blobfile.Name(hash, true), enc.EncodeAll([]byte("planted content"), nil)
 		}, true},
 		{"raw beside zst", []byte(healText), func(hash string) (string, []byte) {
-			return blobName(hash, false), []byte("planted content")
+			return blobfile.Name(hash, false), []byte("planted content")
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

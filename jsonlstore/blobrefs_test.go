@@ -14,6 +14,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -58,7 +60,7 @@ func TestImportCopiesBlobs(t *testing.T) {
 	const id = session.SessionID("blobs")
 	withBlobs(t, src, id)
 	lines := collectLines(t, src, id)
-	srcNames, err := src.blobNames(id)
+	srcNames, err := blobfile.Names(src.fs, id)
 	require.NoError(t, err)
 	require.Len(t, srcNames, 2, "a text (compressed) and an image (raw)")
 
@@ -73,7 +75,7 @@ func TestImportCopiesBlobs(t *testing.T) {
 		require.Equal(t, len(lines), n)
 		require.Len(t, asked, 2, "each blob is read once")
 		require.Equal(t, lines, collectLines(t, dst, id))
-		names, err := dst.blobNames(id)
+		names, err := blobfile.Names(dst.fs, id)
 		require.NoError(t, err)
 		require.Equal(t, srcNames, names, "the same blobs, compressed alike")
 		want, err := src.Load(ctx, id)
@@ -124,7 +126,7 @@ func TestImportCopiesBlobs(t *testing.T) {
 				require.ErrorIs(t, err, ErrBlob)
 				require.NotErrorIs(t, err, sessionstore.ErrNotFound, "the source's missing content is not a missing session")
 				require.Equal(t, rev, ce.Revision)
-				require.Equal(t, logPath(id), ce.Path)
+				require.Equal(t, layout.LogPath(id), ce.Path)
 				requireNoSession(t, dst, id)
 			})
 		}
@@ -192,7 +194,7 @@ func TestReadBlob(t *testing.T) {
 	}
 
 	// Damage: the image's file (raw) loses a byte.
-	name := blobDir(id) + "/" + blobName(refs[1].SHA256, false)
+	name := blobfile.Dir(id) + "/" + blobfile.Name(refs[1].SHA256, false)
 	data, err := os.ReadFile(st.Dir() + "/" + name)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(st.Dir()+"/"+name, data[1:], 0o600))
@@ -229,7 +231,7 @@ func TestAppendChecksReferences(t *testing.T) {
 			text = ref
 		}
 	})
-	_, err = os.Stat(st.Dir() + "/" + blobDir(id) + "/" + blobName(text.SHA256, true))
+	_, err = os.Stat(st.Dir() + "/" + blobfile.Dir(id) + "/" + blobfile.Name(text.SHA256, true))
 	require.NoError(t, err, "the text is stored compressed")
 	text.Size--
 	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleUser, Parts: []session.Part{{Type: session.PartText, Ref: &text}}}))

@@ -15,6 +15,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -84,7 +86,7 @@ func TestBlobsStoredOnce(t *testing.T) {
 	})
 	require.NoError(t, w.Release(ctx))
 
-	names, err := st.blobNames("once")
+	names, err := blobfile.Names(st.fs, "once")
 	require.NoError(t, err)
 	require.Len(t, names, 2, "the image and the file, once each: %v", names)
 	logInfo, err := os.Stat(filepath.Join(st.Dir(), "once", LogFile))
@@ -153,7 +155,7 @@ func TestBlobDamageIsCorruption(t *testing.T) {
 			st := openUncheckedStore(t) // the test damages it
 			w, _ := blobSession(t, st, "dmg", 3, func(i int) string { return strings.Repeat(fmt.Sprint(i), 40<<10) }, nil)
 			require.NoError(t, w.Release(ctx))
-			names, err := st.blobNames("dmg")
+			names, err := blobfile.Names(st.fs, "dmg")
 			require.NoError(t, err)
 			require.NotEmpty(t, names)
 			path := filepath.Join(st.Dir(), "dmg", BlobDir, names[0])
@@ -269,11 +271,11 @@ func blobPowerCheck(crashed *vfs.Sim, p crashtest.Point[blobAck], _ crashtest.Cr
 	ctx := context.Background()
 	st := newStore(fltRoot, nil, crashed, newSimLeaser(crashed, fltRoot), Options{})
 	defer st.Close()
-	if got, err := recordedCap(crashed, sessionDir(blPowerID)); p.Ack.acked > 0 && (err != nil || got < sessionstore.DefaultMaxRecordBytes) {
+	if got, err := layout.RecordedCap(crashed, layout.SessionDir(blPowerID)); p.Ack.acked > 0 && (err != nil || got < sessionstore.DefaultMaxRecordBytes) {
 		return crashtest.Violate("record-cap", "settings.json records cap %d (%v)", got, err)
 	}
 	if p.Ack.imported {
-		if got, err := recordedCap(crashed, sessionDir(blImportID)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
+		if got, err := layout.RecordedCap(crashed, layout.SessionDir(blImportID)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
 			return crashtest.Violate("record-cap", "%s: settings.json records cap %d (%v)", blImportID, got, err)
 		}
 		for rev := uint64(1); rev <= blImportN; rev++ {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -71,7 +72,7 @@ const (
 	catalogLockFile = CatalogDir + "/lock"
 	marksDir        = CatalogDir + "/marks"
 	// The temporary files vfs.WriteFileAtomic writes them through: prefix,
-	// randomSuffix, tmpSuffix.
+	// layout.RandomSuffix, layout.TmpSuffix.
 	catalogTemp = ".catalog-"
 	rootTemp    = ".root-"
 )
@@ -148,7 +149,7 @@ func (s *Store) openCatalog() (*loadedCatalog, error) {
 // file it opened; the caller closes it. Errors: errNoCatalog,
 // catalog.ErrDamaged (not a regular file), I/O.
 func (s *Store) openCatalogFile() (vfs.File, vfs.State, error) {
-	f, err := s.fs.OpenFile(catalogFile, osRDONLY, 0)
+	f, err := s.fs.OpenFile(catalogFile, layout.RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, vfs.State{}, errNoCatalog
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -186,7 +187,7 @@ func unmarkedAppend(t testing.TB, e *catEnv, id session.SessionID) {
 	payload, err := adapter.EncodeSnapshot(id, snap, 0)
 	require.NoError(t, err)
 	m := record.Meta{Version: 1, Schema: sessnap.SchemaVersion, Rev: rec.Revision + 1, Gen: rec.Generation, Time: e.clock.Now().UTC(), Kind: record.KindFull}
-	f, err := e.sim.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := e.sim.OpenFile(layout.LogPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.Write(record.Encode(m, payload))
 	require.NoError(t, err)

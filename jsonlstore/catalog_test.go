@@ -23,6 +23,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -235,7 +236,7 @@ var catTamper = []struct {
 	{"marks directory deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.RemoveAll(marksDir) }},
 	{"marks directory made again", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) {
 		_ = sim.RemoveAll(marksDir)
-		_ = sim.Mkdir(marksDir, dirPerm)
+		_ = sim.Mkdir(marksDir, layout.DirPerm)
 	}},
 	{"root file deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.Remove(catalogRootFile) }},
 	{"root file garbage", func(t testing.TB, sim *vfs.Sim, _ *rand.Rand) {

@@ -16,6 +16,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -79,13 +81,13 @@ func (s *Store) lockCatalog(ctx context.Context, wait bool) (func(), error) {
 	if err := s.ensureCatalogDirs(dirsLazy); err != nil {
 		return nil, err
 	}
-	f, err := s.fs.OpenFile(catalogLockFile, os.O_RDWR|os.O_CREATE, filePerm)
+	f, err := s.fs.OpenFile(catalogLockFile, os.O_RDWR|os.O_CREATE, layout.FilePerm)
 	if err != nil {
 		return nil, err
 	}
 	_ = f.Close() // it exists: the lock is taken on it by name
 	for {
-		unlock, err := s.leases.tryLock(s.abs(catalogLockFile))
+		unlock, err := s.leases.tryLock(s.root.Abs(catalogLockFile))
 		if !errors.Is(err, errLocked) || !wait {
 			return unlock, err
 		}
@@ -182,7 +184,7 @@ func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, er
 	probed := make([]bool, len(probe))
 	if err := parallel(ctx, len(probe), func(k int) error {
 		st, err := s.Lease(ctx, probe[k])
-		if endsStoreWide(err) {
+		if logfile.EndsStoreWide(err) {
 			return err
 		}
 		// A lease that cannot be inspected counts as held: its marks stay.
@@ -256,7 +258,7 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 		keep := l.held[id] || l.creating[id]
 		if !keep && !l.present[id] {
 			// Not a session any more, unless it appeared after the look.
-			if _, err := s.fs.Lstat(sessionDir(id)); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := s.fs.Lstat(layout.SessionDir(id)); !errors.Is(err, fs.ErrNotExist) {
 				keep = true
 			}
 		}
@@ -275,7 +277,7 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 	if err != nil {
 		return rep, err
 	}
-	if err := vfs.WriteFileAtomic(s.fs, CatalogDir, "catalog", b, filePerm, false, "-"+randomSuffix()); err != nil {
+	if err := vfs.WriteFileAtomic(s.fs, CatalogDir, "catalog", b, layout.FilePerm, false, "-"+layout.RandomSuffix()); err != nil {
 		return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
 	}
 	if l.prev != nil && dropsUnkept(drop, l.prev.Kept) {
@@ -323,7 +325,7 @@ func (s *Store) rootNames() ([]session.SessionID, map[session.SessionID]bool, er
 	creating := map[session.SessionID]bool{}
 	for _, e := range entries {
 		name := e.Name()
-		if rest, ok := strings.CutPrefix(name, tmpDirPrefix); ok && isLeftover(name) {
+		if rest, ok := strings.CutPrefix(name, layout.TmpDirPrefix); ok && layout.IsLeftover(name) {
 			creating[session.SessionID(rest[:strings.LastIndexByte(rest, '-')])] = true
 			continue
 		}
@@ -342,7 +344,7 @@ func (s *Store) catalogEntry(ctx context.Context, id session.SessionID) (catalog
 	sum, st, err := s.summaryState(ctx, id)
 	switch {
 	case err == nil:
-	case endsStoreWide(err):
+	case logfile.EndsStoreWide(err):
 		return catalog.Entry{}, false, err
 	case errors.Is(err, sessionstore.ErrNotFound):
 		return catalog.Entry{}, false, nil
@@ -372,7 +374,7 @@ func entryOf(sum summary.Summary, st catalog.LogState) (catalog.Entry, bool, err
 
 // writeCatalogRoot replaces the root file, atomically but not durably.
 func (s *Store) writeCatalogRoot(r catalog.Root) error {
-	return vfs.WriteFileAtomic(s.fs, CatalogDir, "root", catalog.EncodeRoot(r), filePerm, false, "-"+randomSuffix())
+	return vfs.WriteFileAtomic(s.fs, CatalogDir, "root", catalog.EncodeRoot(r), layout.FilePerm, false, "-"+layout.RandomSuffix())
 }
 
 // sweepCatalogTemps removes what writers of the catalog that died left in
@@ -387,13 +389,13 @@ func (s *Store) sweepCatalogTemps() {
 	now := s.opts.Now()
 	for _, e := range entries {
 		name := e.Name()
-		suffix, ok := strings.CutSuffix(name, tmpSuffix)
+		suffix, ok := strings.CutSuffix(name, layout.TmpSuffix)
 		if !ok {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(suffix, catalogTemp) && isSuffix(strings.TrimPrefix(suffix, catalogTemp)):
-		case strings.HasPrefix(suffix, rootTemp) && isSuffix(strings.TrimPrefix(suffix, rootTemp)):
+		case strings.HasPrefix(suffix, catalogTemp) && layout.IsSuffix(strings.TrimPrefix(suffix, catalogTemp)):
+		case strings.HasPrefix(suffix, rootTemp) && layout.IsSuffix(strings.TrimPrefix(suffix, rootTemp)):
 			fi, err := e.Info()
 			if err != nil || now.Sub(fi.ModTime()) < s.opts.LeftoverAge {
 				continue
@@ -493,7 +495,7 @@ func (s *Store) setAsideCatalogDamage() ([]string, error) {
 	case err != nil:
 		return nil, err
 	case wrongKind(fi, true) != "":
-		return aside, move(CatalogDir, CatalogDir+"-"+catalogAside+randomSuffix())
+		return aside, move(CatalogDir, CatalogDir+"-"+catalogAside+layout.RandomSuffix())
 	}
 	for _, k := range catalogKinds {
 		name := CatalogDir + "/" + k.name
@@ -504,7 +506,7 @@ func (s *Store) setAsideCatalogDamage() ([]string, error) {
 		case err != nil:
 			return aside, err
 		case wrongKind(fi, k.dir) != "":
-			if err := move(name, CatalogDir+"/"+catalogAside+k.name+"-"+randomSuffix()); err != nil {
+			if err := move(name, CatalogDir+"/"+catalogAside+k.name+"-"+layout.RandomSuffix()); err != nil {
 				return aside, err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -291,7 +292,7 @@ func (s *Store) lookAt(ctx context.Context, f *catalog.File, look map[session.Se
 	err := parallel(ctx, len(comp), func(j int) error {
 		c := &comp[j]
 		if e, err := entryAt(f, c.entry); err == nil && !e.Unreadable {
-			fi, err := s.statLog(c.id)
+			fi, err := logfile.StatLog(s.root, c.id)
 			if err == nil && logStateOf(fi) == e.Log {
 				c.keep = true
 				return nil
@@ -301,7 +302,7 @@ func (s *Store) lookAt(ctx context.Context, f *catalog.File, look map[session.Se
 		switch {
 		case err == nil:
 			c.sum = sum
-		case endsStoreWide(err):
+		case logfile.EndsStoreWide(err):
 			return err
 		case errors.Is(err, sessionstore.ErrNotFound):
 			c.gone = true
@@ -350,7 +351,7 @@ func (s *Store) proveEntries(f *catalog.File, sorted []int, comp []computed, mar
 	bad := make([]error, len(todo))
 	err := parallel(context.Background(), len(todo), func(k int) error {
 		e := &ents[k]
-		fi, err := s.statLog(e.ID)
+		fi, err := logfile.StatLog(s.root, e.ID)
 		switch {
 		case errors.Is(err, sessionstore.ErrNotFound):
 			bad[k] = err
@@ -448,7 +449,7 @@ func (s *Store) keepCatalog(ctx context.Context, cl catalogList) {
 	case upkeepRoot:
 		_ = s.writeCatalogRoot(catalog.Root{Catalog: cl.catalog, Dir: cl.root, Observed: cl.observed})
 	case upkeepCompact, upkeepRebuild:
-		if _, err := s.writeCatalog(ctx, cl.up == upkeepRebuild, false); err != nil && !errors.Is(err, errLocked) && !endsStoreWide(err) {
+		if _, err := s.writeCatalog(ctx, cl.up == upkeepRebuild, false); err != nil && !errors.Is(err, errLocked) && !logfile.EndsStoreWide(err) {
 			s.opts.Logger.Info("jsonlstore: catalog not rewritten; listings read the sessions meanwhile", "err", err)
 		}
 	}

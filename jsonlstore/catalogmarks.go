@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -46,12 +47,12 @@ const markRetry = time.Second
 // or the temporary directory of one being created) and marks the session
 // for the lease's generation. marked reports whether the mark is durable.
 func (s *Store) takeLease(ctx context.Context, id session.SessionID, dir string, try bool, opts fslease.Options) (_ leaseHandle, marked bool, _ error) {
-	lease, err := s.leases.acquire(ctx, s.abs(dir), try, opts)
+	lease, err := s.leases.acquire(ctx, s.root.Abs(dir), try, opts)
 	if err != nil {
 		return nil, false, err
 	}
 	sync := dirsDurable
-	if dir != sessionDir(id) {
+	if dir != layout.SessionDir(id) {
 		sync = dirsCreator // a temporary directory, published by a rename that syncs the root
 	}
 	return lease, s.mark(id, lease.Generation(), sync), nil
@@ -119,7 +120,7 @@ const markSource = marksDir + "/.mark"
 func (s *Store) newMark(name string) error {
 	err := s.fs.Link(markSource, name)
 	if errors.Is(err, fs.ErrNotExist) {
-		if f, cerr := s.fs.OpenFile(markSource, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm); cerr == nil {
+		if f, cerr := s.fs.OpenFile(markSource, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm); cerr == nil {
 			_ = f.Close() // empty: nothing to flush
 		}
 		err = s.fs.Link(markSource, name)
@@ -127,7 +128,7 @@ func (s *Store) newMark(name string) error {
 	if err == nil || errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err == nil {
 		_ = f.Close() // empty: its name is all it says
 	}
@@ -141,7 +142,7 @@ func (s *Store) newMark(name string) error {
 // there syncs the directory after it.
 func (s *Store) ensureCatalogDirs(sync dirSync) error {
 	made := false
-	switch err := s.fs.Mkdir(CatalogDir, dirPerm); {
+	switch err := s.fs.Mkdir(CatalogDir, layout.DirPerm); {
 	case err == nil:
 		made = true
 		if sync >= dirsDurable {
@@ -152,7 +153,7 @@ func (s *Store) ensureCatalogDirs(sync dirSync) error {
 	case !errors.Is(err, fs.ErrExist):
 		return err
 	}
-	switch err := s.fs.Mkdir(marksDir, dirPerm); {
+	switch err := s.fs.Mkdir(marksDir, layout.DirPerm); {
 	case err == nil:
 		if sync >= dirsCreator && !made {
 			return s.fs.SyncDir(CatalogDir)

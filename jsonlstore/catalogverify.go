@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -183,7 +184,7 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 	for _, id := range names {
 		onDisk[id] = true
 		if f.Find(id) < 0 {
-			if _, err := s.statLog(id); errors.Is(err, sessionstore.ErrNotFound) {
+			if _, err := logfile.StatLog(s.root, id); errors.Is(err, sessionstore.ErrNotFound) {
 				continue // a directory that holds no session: nobody lists it
 			}
 			unknown = append(unknown, id)
@@ -226,7 +227,7 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		if e.Unreadable || len(marks.gens[e.ID]) > 0 || !onDisk[e.ID] {
 			return nil // listings read the session itself
 		}
-		fi, err := s.statLog(e.ID)
+		fi, err := logfile.StatLog(s.root, e.ID)
 		if errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return nil // deleted during the check
 		}
@@ -239,7 +240,7 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		}
 		sum, st, err := s.summaryFromLog(ctx, e.ID)
 		switch {
-		case endsStoreWide(err):
+		case logfile.EndsStoreWide(err):
 			return err
 		case err != nil:
 			return nil //nolint:nilerr // the sessions' verification reports it

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -90,7 +91,7 @@ func TestVerifyCatalog(t *testing.T) {
 		}, wantState: CatalogCurrent, wantChecked: 7},
 		{name: "marks directory made again", do: func(t *testing.T, e *catEnv) {
 			require.NoError(t, e.sim.RemoveAll(marksDir))
-			require.NoError(t, e.sim.Mkdir(marksDir, dirPerm))
+			require.NoError(t, e.sim.Mkdir(marksDir, layout.DirPerm))
 		}, wantState: CatalogStale, wantNote: "listings do not believe the catalog"},
 		{name: "newer version", do: func(t *testing.T, e *catEnv) { catVersion(t, e.sim, catalog.Version+1) },
 			wantState: CatalogNewer, wantNote: "newer version"},

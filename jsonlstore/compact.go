@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
-	"io/fs"
 	"os"
-	"slices"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -115,7 +113,7 @@ var _ Compactor = (*writer)(nil)
 // validate refuses a policy no caller can mean.
 func (p CompactPolicy) validate() error {
 	if p.KeepLast < 0 || p.KeepSince < 0 {
-		return opErr("compact", "", fmt.Errorf("negative policy %+v", p))
+		return layout.OpErr("compact", "", fmt.Errorf("negative policy %+v", p))
 	}
 	return nil
 }
@@ -150,30 +148,30 @@ func (w *writer) Compact(ctx context.Context, p CompactPolicy) (CompactReport, e
 // compactLocked runs under w.mu.
 func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, rep CompactReport) (CompactReport, error) {
 	id := w.id
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return rep, opErr("compact", id, err)
+		return rep, layout.OpErr("compact", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
-	if v.id != w.logID || v.size != w.size {
-		return rep, opErr("compact", id, errors.New("log changed under its holder"))
+	if v.ID != w.logID || v.Size != w.size {
+		return rep, layout.OpErr("compact", id, errors.New("log changed under its holder"))
 	}
 	// Step 0: the manifest, and what crashed compactions left.
-	m, err := readManifest(s.fs, id)
+	m, err := archive.ReadManifest(s.fs, id)
 	if err != nil {
-		return rep, archiveCorruption(id, manifestFile, 0, err)
+		return rep, archive.Corruption(id, archive.ManifestFile, 0, err)
 	}
 	left, err := s.leftovers(id, v, m)
 	if err != nil {
-		return rep, opErr("compact", id, err)
+		return rep, layout.OpErr("compact", id, err)
 	}
 
 	// Step 1, while finding the cut: stream the trimmed records into a
 	// temporary segment.
-	var enc *segmentWriter
+	var enc *archive.Writer
 	defer func() {
 		if enc != nil {
-			enc.abort()
+			enc.Abort()
 		}
 	}()
 	pl, err := s.planCompaction(ctx, id, v, w.rev, p, func(r *record.Rec) error {
@@ -182,24 +180,24 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 		}
 		if enc == nil {
 			var err error
-			if enc, err = s.newSegmentWriter(id); err != nil {
+			if enc, err = archive.NewWriter(s.fs, id); err != nil {
 				return err
 			}
 		}
-		return enc.write(r, v)
+		return enc.Write(r, v.F)
 	})
 	if err != nil {
-		return rep, opErr("compact", id, err)
+		return rep, layout.OpErr("compact", id, err)
 	}
 	rep = pl.report(rep, w.size)
 	switch {
 	case p.DryRun:
-		rep.Reclaimed = left.paths(id)
+		rep.Reclaimed = left.Paths(id)
 		return rep, nil
 	case rep.Skipped != "":
-		rep.Reclaimed, err = s.reclaim(id, m, left)
+		rep.Reclaimed, err = archive.Reclaim(s.fs, id, m, left)
 		if err != nil {
-			return rep, opErr("compact", id, fmt.Errorf("reclaim: %w", err))
+			return rep, layout.OpErr("compact", id, fmt.Errorf("reclaim: %w", err))
 		}
 		return rep, nil
 	}
@@ -208,15 +206,15 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 	// Step 2: remove the leftovers (before the new segment takes a name
 	// one of them may have), finish, sync and verify the segment, and
 	// give it its name.
-	rep.Reclaimed = s.removeLeftovers(id, left)
-	if err := enc.finish(&seg); err != nil {
-		return rep, opErr("compact", id, fmt.Errorf("write segment: %w", err))
+	rep.Reclaimed = archive.RemoveLeftovers(s.fs, id, left)
+	if err := enc.Finish(&seg); err != nil {
+		return rep, layout.OpErr("compact", id, fmt.Errorf("write segment: %w", err))
 	}
-	if err := s.verifySegmentFile(enc.tmp, seg); err != nil {
-		return rep, opErr("compact", id, fmt.Errorf("verify segment: %w", err))
+	if err := archive.VerifySegment(s.fs, enc.Tmp(), seg); err != nil {
+		return rep, layout.OpErr("compact", id, fmt.Errorf("verify segment: %w", err))
 	}
-	if err := s.fs.Rename(enc.tmp, rep.Segment); err != nil {
-		return rep, opErr("compact", id, err)
+	if err := s.fs.Rename(enc.Tmp(), rep.Segment); err != nil {
+		return rep, layout.OpErr("compact", id, err)
 	}
 	enc = nil
 	rep.ArchiveBytes = seg.ZstBytes
@@ -232,8 +230,8 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 		}
 	}
 	m.Segments = append(kept, seg)
-	if err := s.writeManifest(id, m); err != nil {
-		return rep, opErr("compact", id, fmt.Errorf("manifest: %w", err))
+	if err := archive.WriteManifest(s.fs, id, m); err != nil {
+		return rep, layout.OpErr("compact", id, fmt.Errorf("manifest: %w", err))
 	}
 
 	// Step 4: the new log.
@@ -252,9 +250,9 @@ func (s *Store) compactLocked(ctx context.Context, w *writer, p CompactPolicy, r
 
 // compactPlan is where a compaction cuts a log.
 type compactPlan struct {
-	skipped   string         // why nothing is trimmed ("" when something is)
-	seg       archiveSegment // the trimmed records (File set when any)
-	cut       int64          // offset of the first kept record
+	skipped   string          // why nothing is trimmed ("" when something is)
+	seg       archive.Segment // the trimmed records (File set when any)
+	cut       int64           // offset of the first kept record
 	firstKept uint64
 	latest    uint64
 }
@@ -266,7 +264,7 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 	if pl.skipped == "" {
 		rep.RevisionsTrimmed = int64(pl.seg.Last - pl.seg.First + 1) //nolint:gosec // G115: a revision range, far below 2^63
 		rep.LogBytesAfter = size - pl.cut
-		rep.Segment = archiveDir(rep.ID) + "/" + pl.seg.File
+		rep.Segment = archive.Dir(rep.ID) + "/" + pl.seg.File
 	}
 	return rep
 }
@@ -276,7 +274,7 @@ func (pl compactPlan) report(rep CompactReport, size int64) CompactReport {
 // record its chain starts at — calling trim for each record before it
 // (without its payload: trim reads the line from v). It checks every
 // record and the sequence on the way.
-func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *view, latest uint64, p CompactPolicy, trim func(r *record.Rec) error) (compactPlan, error) {
+func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *logfile.View, latest uint64, p CompactPolicy, trim func(r *record.Rec) error) (compactPlan, error) {
 	pl := compactPlan{latest: latest, cut: -1}
 	// The cut: keep a revision if either rule keeps it. KeepLast gives a
 	// revision number; KeepSince the first record at or after a time,
@@ -325,7 +323,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		pending = pending[:0]
 		return nil
 	}
-	rd := v.reader(record.Resumed())
+	rd := v.Reader(record.Resumed())
 	for rd.Next() {
 		if err := ctx.Err(); err != nil {
 			return pl, err
@@ -359,7 +357,7 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 		pl.skipped = "nothing to trim"
 		return pl, nil
 	}
-	seg.File = segmentName(seg.First, seg.Last)
+	seg.File = archive.SegmentName(seg.First, seg.Last)
 	return pl, nil
 }
 
@@ -367,26 +365,26 @@ func (s *Store) planCompaction(ctx context.Context, id session.SessionID, v *vie
 // renames it over log.jsonl, then points w at it. Errors after the rename
 // was attempted poison the writer: whether the new log is durable is then
 // unknown.
-func (s *Store) replaceLog(id session.SessionID, w *writer, v *view, cut int64) error {
+func (s *Store) replaceLog(id session.SessionID, w *writer, v *logfile.View, cut int64) error {
 	if _, err := s.writeLog(id, "compact", func(out io.Writer) error {
-		_, err := io.Copy(out, io.NewSectionReader(v.f, cut, v.size-cut))
+		_, err := io.Copy(out, io.NewSectionReader(v.F, cut, v.Size-cut))
 		return err
 	}); err != nil {
-		return opErr("compact", id, err)
+		return layout.OpErr("compact", id, err)
 	}
 	fail := func(err error) error {
 		w.failed = err
-		return opErr("compact", id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, err))
+		return layout.OpErr("compact", id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, err))
 	}
-	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
+	if err := s.fs.SyncDir(layout.SessionDir(id)); err != nil {
 		return fail(err)
 	}
-	nf, err := s.fs.OpenFile(logPath(id), os.O_WRONLY|os.O_APPEND, 0)
+	nf, err := s.fs.OpenFile(layout.LogPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return fail(err)
 	}
 	fi, err := nf.Stat()
-	if err != nil || fi.Size() != v.size-cut {
+	if err != nil || fi.Size() != v.Size-cut {
 		_ = nf.Close()
 		return fail(fmt.Errorf("new log has an unexpected size"))
 	}
@@ -402,205 +400,14 @@ type writerOnly struct{ io.Writer }
 
 // writeSummaryAfterCompaction refreshes summary.json for the new log (its
 // identity changed, so the old summary no longer matches).
-func (w *writer) writeSummaryAfterCompaction(v *view, cut int64) {
-	last, sum, err := w.s.latestSummary(w.id, v)
+func (w *writer) writeSummaryAfterCompaction(v *logfile.View, cut int64) {
+	last, sum, err := logfile.LatestSummary(w.s.fs, w.id, v)
 	if err != nil {
 		return
 	}
 	moved := *last
 	moved.Offset -= cut
 	w.writeSummaryOf(&moved, sum, w.logStatAt(&moved))
-}
-
-// archiveLeftovers are what crashed compactions left in archive/:
-// segment files the manifest does not list, listed segments that reach
-// into the log (the log is authoritative for their revisions), and
-// temporary files.
-type archiveLeftovers struct {
-	names    []string // in archive/
-	logFirst uint64   // the log's first revision
-	overlap  bool     // the manifest lists segments that reach into the log
-}
-
-func (l archiveLeftovers) paths(id session.SessionID) []string {
-	var out []string
-	for _, n := range l.names {
-		out = append(out, archiveDir(id)+"/"+n)
-	}
-	return out
-}
-
-// leftovers lists what crashed compactions left in the archive of the
-// session whose current log v views, per its manifest m.
-func (s *Store) leftovers(id session.SessionID, v *view, m manifest) (archiveLeftovers, error) {
-	var l archiveLeftovers
-	entries, err := s.fs.ReadDir(archiveDir(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, nil
-	}
-	if err != nil {
-		return l, err
-	}
-	var ok bool
-	if l.logFirst, ok = firstRevOf(v); !ok {
-		return l, errors.New("the log's first record is unreadable")
-	}
-	listed := map[string]bool{}
-	for _, seg := range m.Segments {
-		if seg.Last < l.logFirst {
-			listed[seg.File] = true
-		} else {
-			l.overlap = true
-		}
-	}
-	for _, e := range entries {
-		if name := e.Name(); name != manifestFile && !listed[name] {
-			l.names = append(l.names, name)
-		}
-	}
-	return l, nil
-}
-
-// removeLeftovers removes the leftovers, without syncing, and returns the
-// paths it removed.
-func (s *Store) removeLeftovers(id session.SessionID, l archiveLeftovers) []string {
-	var removed []string
-	for _, p := range l.paths(id) {
-		if s.fs.Remove(p) == nil {
-			removed = append(removed, p)
-		}
-	}
-	return removed
-}
-
-// reclaim removes the leftovers durably, for a compaction that trims
-// nothing (one that trims makes its removals durable with its manifest),
-// so that a reclaim once reported stays done: the files go (a listed
-// segment that reaches into the log may go before the manifest stops
-// listing it: readers ignore it anyway), then the manifest stops listing
-// such segments, and one sync of archive/ — the manifest's, or its own —
-// makes it all durable.
-func (s *Store) reclaim(id session.SessionID, m manifest, l archiveLeftovers) ([]string, error) {
-	removed := s.removeLeftovers(id, l)
-	if l.overlap {
-		m.Segments = slices.DeleteFunc(m.Segments, func(seg archiveSegment) bool { return seg.Last >= l.logFirst })
-		return removed, s.writeManifest(id, m)
-	}
-	if len(removed) == 0 {
-		return nil, nil
-	}
-	return removed, s.fs.SyncDir(archiveDir(id))
-}
-
-// segmentWriter streams record lines into a temporary zstd file.
-type segmentWriter struct {
-	s    *Store
-	f    vfs.File
-	tmp  string
-	zw   *zstd.Encoder
-	cw   *countingWriter
-	hash uint32
-	buf  []byte
-}
-
-func (s *Store) newSegmentWriter(id session.SessionID) (*segmentWriter, error) {
-	if err := s.ensureArchiveDir(id); err != nil {
-		return nil, err
-	}
-	tmp := archiveDir(id) + "/.segment-" + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
-	if err != nil {
-		return nil, err
-	}
-	cw := &countingWriter{w: f}
-	zw, err := zstd.NewWriter(cw, segmentEncoderOptions()...)
-	if err != nil {
-		_ = f.Close()
-		_ = s.fs.Remove(tmp)
-		return nil, err
-	}
-	return &segmentWriter{s: s, f: f, tmp: tmp, zw: zw, cw: cw}, nil
-}
-
-// segmentEncoderOptions are the zstd settings of a segment.
-func segmentEncoderOptions() []zstd.EOption {
-	return []zstd.EOption{zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(archiveWindow),
-		zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true)}
-}
-
-// write appends one record's whole line, read again from the view (the
-// scan's buffer holds the line without its newline).
-func (sw *segmentWriter) write(r *record.Rec, v *view) error {
-	if cap(sw.buf) < int(r.LineLen) {
-		sw.buf = make([]byte, r.LineLen)
-	}
-	b := sw.buf[:r.LineLen]
-	if _, err := v.f.ReadAt(b, r.Offset); err != nil {
-		return record.ErrShrunk // the view promised these bytes
-	}
-	if b[len(b)-1] != '\n' {
-		return record.ErrShrunk
-	}
-	sw.hash = crc32.Update(sw.hash, record.Castagnoli, b)
-	_, err := sw.zw.Write(b)
-	return err
-}
-
-func (sw *segmentWriter) finish(seg *archiveSegment) error {
-	if err := sw.zw.Close(); err != nil {
-		return err
-	}
-	seg.CRC = fmt.Sprintf("%08x", sw.hash)
-	seg.ZstBytes = sw.cw.n
-	err := sw.f.Sync()
-	if cerr := sw.f.Close(); err == nil {
-		err = cerr
-	}
-	sw.f = nil
-	return err
-}
-
-func (sw *segmentWriter) abort() {
-	if sw.f != nil {
-		_ = sw.zw.Close()
-		_ = sw.f.Close()
-	}
-	_ = sw.s.fs.Remove(sw.tmp)
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// verifySegmentFile decompresses a written segment and checks that it
-// holds exactly the bytes written into it: their number and CRC-32C, which
-// the segment writer took over the very lines the scan had verified one
-// by one (parsing them again would prove nothing more, and cost a quarter
-// of the compaction).
-func (s *Store) verifySegmentFile(name string, seg archiveSegment) error {
-	dec, closeSeg, err := s.openSegment(name)
-	if err != nil {
-		return err
-	}
-	defer closeSeg()
-	h := crc32.New(record.Castagnoli)
-	n, err := io.Copy(h, io.LimitReader(dec, seg.Bytes+1))
-	switch {
-	case err != nil:
-		return err
-	case n != seg.Bytes:
-		return fmt.Errorf("segment reads back %d bytes, %d were written", n, seg.Bytes)
-	case fmt.Sprintf("%08x", h.Sum32()) != seg.CRC:
-		return fmt.Errorf("segment reads back with checksum %08x, %s was written", h.Sum32(), seg.CRC)
-	}
-	return nil
 }
 
 // Compact compacts session id by policy, standalone: it takes the lease —
@@ -647,14 +454,14 @@ func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p Compa
 		}
 	}
 	base := rep
-	err := s.read(ctx, id, func(v *view) error {
-		last, _, err := s.latest(id, v)
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		last, _, err := logfile.Latest(s.fs, id, v)
 		if err != nil {
 			return err
 		}
-		m, err := readManifest(s.fs, id)
+		m, err := archive.ReadManifest(s.fs, id)
 		if err != nil {
-			return archiveCorruption(id, manifestFile, 0, err)
+			return archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
 		left, err := s.leftovers(id, v, m)
 		if err != nil {
@@ -665,8 +472,18 @@ func (s *Store) compactDryRun(ctx context.Context, id session.SessionID, p Compa
 			return err
 		}
 		rep = pl.report(base, last.End())
-		rep.Reclaimed = left.paths(id)
+		rep.Reclaimed = left.Paths(id)
 		return nil
 	})
 	return rep, err
+}
+
+// leftovers lists what crashed compactions left in the archive of the
+// session whose current log v views, per its manifest m.
+func (s *Store) leftovers(id session.SessionID, v *logfile.View, m archive.Manifest) (archive.Leftovers, error) {
+	first, ok := logfile.FirstRev(v)
+	if !ok {
+		return archive.Leftovers{}, errors.New("the log's first record is unreadable")
+	}
+	return archive.FindLeftovers(s.fs, id, first, m)
 }

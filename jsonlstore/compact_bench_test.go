@@ -19,6 +19,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -50,7 +52,7 @@ func BenchmarkCompact(b *testing.B) {
 	const id = session.SessionID("bench-compact")
 	root := b.TempDir()
 	dir := filepath.Join(root, string(id))
-	if err := os.Mkdir(dir, dirPerm); err != nil {
+	if err := os.Mkdir(dir, layout.DirPerm); err != nil {
 		b.Fatal(err)
 	}
 	payloads := compactBenchPayloads(b, id)
@@ -158,7 +160,7 @@ func compactBenchPayloads(b *testing.B, id session.SessionID) [][][]byte {
 // compactBenchWriteLog writes a log of at least size bytes and returns its
 // size and number of revisions.
 func compactBenchWriteLog(b *testing.B, name string, payloads [][][]byte, size int64) (int64, uint64) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -199,7 +201,7 @@ func compactBenchReset(b *testing.B, root string, id session.SessionID, pristine
 		b.Fatal(err)
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	dst, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -257,12 +259,12 @@ func compactBenchCompact(ctx context.Context, dir string, id session.SessionID) 
 // it as a segment is compressed, into io.Discard.
 func compactBenchRaw(dir string, id session.SessionID) error {
 	start := time.Now()
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(logPath(id))))
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(layout.LogPath(id))))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	zw, err := zstd.NewWriter(io.Discard, segmentEncoderOptions()...)
+	zw, err := zstd.NewWriter(io.Discard, archive.EncoderOptions()...)
 	if err != nil {
 		return err
 	}

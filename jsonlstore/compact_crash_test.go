@@ -21,6 +21,9 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -167,14 +170,14 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	standalone := func(p CompactPolicy) func() (CompactReport, error) {
 		return func() (CompactReport, error) { return st.Compact(ctx, ccID, p, 0) }
 	}
-	segPath := func(first, last uint64) string { return archiveDir(ccID) + "/" + segmentName(first, last) }
+	segPath := func(first, last uint64) string { return archive.Dir(ccID) + "/" + archive.SegmentName(first, last) }
 
 	*step = "build"
 	w, err := st.Create(ctx, plSnapshot(ccID, 1, 0), sessionstore.AcquireOptions{Label: "cc"})
 	require.NoError(t, err)
 	ack.rev = 1
 	appendTo(w, 24)
-	log, err := sim.ReadFile(logPath(ccID))
+	log, err := sim.ReadFile(layout.LogPath(ccID))
 	require.NoError(t, err)
 	for rev, kind := range revisionKinds(log) {
 		want := record.KindDelta
@@ -192,7 +195,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	// C2: the rename of the new log fails. Nothing was replaced: the
 	// writer is not poisoned, and the segment it published (13-29) is
 	// listed but overlaps the log.
-	faulty.Inject(vfs.Fault{Op: vfs.OpRename, Match: func(n string) bool { return n == logPath(ccID) }})
+	faulty.Inject(vfs.Fault{Op: vfs.OpRename, Match: func(n string) bool { return n == layout.LogPath(ccID) }})
 	_, err = compact("C2 holder, log rename fails", 30, writerCompact(w, CompactPolicy{KeepLast: 10}))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, sessionstore.ErrWriterFailed)
@@ -207,7 +210,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	require.NoError(t, w.Release(ctx))
 
 	// C4: the manifest cannot be written: an unlisted segment (34-49).
-	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+manifestFile) }})
+	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+archive.ManifestFile) }})
 	_, err = compact("C4 standalone, manifest fails", 50, standalone(CompactPolicy{KeepLast: 5}))
 	require.Error(t, err)
 	*step = "after C4"
@@ -316,13 +319,13 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 	// What a crashed compaction left: temporary logs in the session
 	// directory, and leftovers in archive/.
 	var temps []string
-	entries, err := crashed.ReadDir(sessionDir(ccID))
+	entries, err := crashed.ReadDir(layout.SessionDir(ccID))
 	if err != nil {
 		return crashtest.Violate("leftovers", "%w", err)
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "."+LogFile+".compact-") {
-			temps = append(temps, sessionDir(ccID)+"/"+e.Name())
+			temps = append(temps, layout.SessionDir(ccID)+"/"+e.Name())
 		}
 	}
 	wantReclaimed, err := ccLeftovers(crashed, ccID, first)
@@ -354,7 +357,7 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 		return crashtest.Violate("append", "new holder's append of %d: %d, %v", next, got, err)
 	}
 	// KeepLast 2 keeps next-1, and its chain from its full record.
-	log, err := crashed.ReadFile(logPath(ccID))
+	log, err := crashed.ReadFile(layout.LogPath(ccID))
 	if err != nil {
 		return crashtest.Violate("recompact", "%w", err)
 	}
@@ -491,12 +494,12 @@ func ccSampled(rev, latest uint64) bool {
 func ccLogFirst(fsys vfs.FS) (uint64, error) { return ccLogFirstOf(fsys, ccID) }
 
 func ccLogFirstOf(fsys vfs.FS, id session.SessionID) (uint64, error) {
-	v, err := openView(fsys, id, sessionstore.DefaultMaxRecordBytes)
+	v, err := logfile.Open(fsys, id, sessionstore.DefaultMaxRecordBytes)
 	if err != nil {
 		return 0, crashtest.Violate("log", "%w", err)
 	}
 	defer v.Close()
-	first, ok := firstRevOf(v)
+	first, ok := logfile.FirstRev(v)
 	if !ok {
 		return 0, crashtest.Violate("log", "the first record is unreadable")
 	}
@@ -506,23 +509,23 @@ func ccLogFirstOf(fsys vfs.FS, id session.SessionID) (uint64, error) {
 // ccLeftovers lists, sorted, the paths in archive/ that are neither the
 // manifest nor a segment it lists below the log's first revision.
 func ccLeftovers(fsys vfs.FS, id session.SessionID, logFirst uint64) ([]string, error) {
-	entries, err := fsys.ReadDir(archiveDir(id))
+	entries, err := fsys.ReadDir(archive.Dir(id))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, crashtest.Violate("leftovers", "%w", err)
 	}
-	m, err := readManifest(fsys, id)
+	m, err := archive.ReadManifest(fsys, id)
 	if err != nil {
 		return nil, crashtest.Violate("manifest", "%w", err)
 	}
 	var out []string
 	for _, e := range entries {
-		if e.Name() == manifestFile || slices.ContainsFunc(m.Segments, func(s archiveSegment) bool { return s.File == e.Name() && s.Last < logFirst }) {
+		if e.Name() == archive.ManifestFile || slices.ContainsFunc(m.Segments, func(s archive.Segment) bool { return s.File == e.Name() && s.Last < logFirst }) {
 			continue
 		}
-		out = append(out, archiveDir(id)+"/"+e.Name())
+		out = append(out, archive.Dir(id)+"/"+e.Name())
 	}
 	slices.Sort(out)
 	return out, nil
@@ -535,18 +538,18 @@ func ccArchiveClean(fsys vfs.FS, id session.SessionID) error {
 	if err != nil {
 		return err
 	}
-	m, err := readManifest(fsys, id)
+	m, err := archive.ReadManifest(fsys, id)
 	if err != nil {
 		return crashtest.Violate("archive", "%w", err)
 	}
-	if _, err := m.archivedBelow(first); err != nil {
+	if _, err := m.Below(first); err != nil {
 		return crashtest.Violate("archive", "%w", err)
 	}
-	entries, err := fsys.ReadDir(archiveDir(id))
+	entries, err := fsys.ReadDir(archive.Dir(id))
 	if err != nil {
 		return crashtest.Violate("archive", "%w", err)
 	}
-	want := []string{manifestFile}
+	want := []string{archive.ManifestFile}
 	for _, s := range m.Segments {
 		if s.Last >= first {
 			return crashtest.Violate("archive", "the manifest still lists %s, which reaches into the log (first %d)", s.File, first)

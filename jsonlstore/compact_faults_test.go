@@ -13,6 +13,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // The compaction fault tests: every I/O call of a compaction faulted in
@@ -181,16 +183,16 @@ func TestCompactVerifiesSegment(t *testing.T) {
 		_, err := w.Append(ctx, rev-1, plSnapshot(ccID, rev, 0))
 		require.NoError(t, err)
 	}
-	logBefore, err := sim.ReadFile(logPath(ccID))
+	logBefore, err := sim.ReadFile(layout.LogPath(ccID))
 	require.NoError(t, err)
 	faulty.Inject(vfs.Fault{Op: vfs.OpWrite, Silent: true, Match: func(n string) bool { return strings.Contains(n, "/.segment-") }})
 	_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 5})
 	require.ErrorContains(t, err, "verify segment")
 	require.Equal(t, 1, faulty.Fired(vfs.OpWrite))
-	logAfter, err := sim.ReadFile(logPath(ccID))
+	logAfter, err := sim.ReadFile(layout.LogPath(ccID))
 	require.NoError(t, err)
 	require.Equal(t, logBefore, logAfter, "the log is untouched")
-	entries, err := sim.ReadDir(archiveDir(ccID))
+	entries, err := sim.ReadDir(archive.Dir(ccID))
 	require.NoError(t, err)
 	require.Empty(t, entries, "no segment, no manifest, no temporary file")
 	_, err = w.Append(ctx, 30, plSnapshot(ccID, 31, 0))

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -100,7 +101,7 @@ func TestCompactKilled(t *testing.T) {
 		keep := 3 + rng.IntN(5)
 		// The cut goes back to the full record of the first kept
 		// revision's chain.
-		log, err := os.ReadFile(filepath.Join(dir, logPath(id)))
+		log, err := os.ReadFile(filepath.Join(dir, layout.LogPath(id)))
 		require.NoError(t, err)
 		newFirst := chainStart(log, latest-uint64(keep)+1)
 		if kinds := kindsOf(log); round == 0 {
@@ -142,7 +143,7 @@ func TestCompactKilled(t *testing.T) {
 		if len(temps) > 0 {
 			s.temps++
 		}
-		log, err = os.ReadFile(filepath.Join(dir, logPath(id)))
+		log, err = os.ReadFile(filepath.Join(dir, layout.LogPath(id)))
 		require.NoError(t, err)
 		rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: 2}, 0)
 		require.NoError(t, err)
@@ -222,7 +223,7 @@ func (s *compactKillStats) check(t *testing.T, st *Store, id session.SessionID, 
 // compactKillTemps lists the temporary logs a compaction left.
 func compactKillTemps(t *testing.T, st *Store, id session.SessionID) []string {
 	t.Helper()
-	entries, err := st.fs.ReadDir(sessionDir(id))
+	entries, err := st.fs.ReadDir(layout.SessionDir(id))
 	require.NoError(t, err)
 	var out []string
 	for _, e := range entries {

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -125,7 +126,7 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(second-first), rep.RevisionsTrimmed)
 	checkAllRevisions(t, st, "cmp", want)
-	m, err := readManifest(st.fs, "cmp")
+	m, err := archive.ReadManifest(st.fs, "cmp")
 	require.NoError(t, err)
 	require.Len(t, m.Segments, 2)
 	require.NoError(t, w.Release(ctx))

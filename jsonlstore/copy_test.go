@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -151,7 +152,7 @@ func copyLiveStore(t *testing.T, blobs bool, copies int) {
 	}
 	kinds := map[string]int{}
 	for _, id := range ids {
-		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(logPath(id)))) {
+		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(layout.LogPath(id)))) {
 			kinds[k] += n
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -68,7 +69,7 @@ func TestCreateKilledAfterPublish(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, uint64(createKillRevs), res.Latest)
 			require.Equal(t, uint64(1), res.Generation)
-			_, err = os.Lstat(filepath.Join(dir, sessionDir(id), SummaryFile))
+			_, err = os.Lstat(filepath.Join(dir, layout.SessionDir(id), SummaryFile))
 			require.ErrorIs(t, err, fs.ErrNotExist, "killed before the summary was written")
 
 			ls, err := st.Lease(ctx, id)
@@ -133,7 +134,7 @@ func createKilledChild(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	st.fs = &killingFS{FS: st.fs, at: os.Getenv(createKillAtEnv)}
+	swapFS(st, &killingFS{FS: st.fs, at: os.Getenv(createKillAtEnv)})
 	var snaps iter.Seq2[sessnap.Snapshot, error] = func(yield func(sessnap.Snapshot, error) bool) {
 		for rev := uint64(1); rev <= createKillRevs; rev++ {
 			if !yield(procSnapshot(id, seed, rev)) {
@@ -167,7 +168,7 @@ type killingFS struct {
 
 func (k *killingFS) RenameNoReplace(oldname, newname string) error {
 	err := k.FS.RenameNoReplace(oldname, newname)
-	if err == nil && strings.HasPrefix(oldname, tmpDirPrefix) {
+	if err == nil && strings.HasPrefix(oldname, layout.TmpDirPrefix) {
 		k.published = true
 		if k.at == createKillRename {
 			killSelf()

@@ -3,15 +3,14 @@ package jsonlstore
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"iter"
-	"sync"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -91,16 +90,16 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	defer func() {
 		if err != nil {
 			if blobs != nil {
-				blobs.deferred.discard()
+				blobs.Discard()
 			}
 			b.abort(ctx)
 		}
 	}()
 	// Every revision's large content goes into the new session's blobs/,
 	// synced together before the log (deferredFiles).
-	blobs.moved(b.tmp)
+	blobs.Moved(b.tmp)
 	if blobs != nil {
-		blobs.deferred.on = true
+		blobs.Defer(true)
 	}
 	// Nothing is visible before publish, so nothing needs to be durable
 	// before the last record is written: the lines go through one buffer
@@ -122,7 +121,7 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 			return nil, err
 		}
 		if _, err := bw.Write(line); err != nil {
-			return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
+			return nil, layout.OpErr("create", id, fmt.Errorf("write log: %w", err))
 		}
 		// The summary and the writer need the last record's envelope and
 		// place, and its snapshot.
@@ -139,21 +138,21 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		}
 		// Later revisions may reference the blobs earlier ones wrote, as an
 		// append may.
-		if err := blobs.checkRefs(id, snap.Messages); err != nil {
+		if err := blobs.CheckRefs(id, snap.Messages); err != nil {
 			return nil, err
 		}
 		if m, err = record.Next(id, last.Meta, last.Rev, gen, s.opts.Now()); err != nil {
 			return nil, err
 		}
 	}
-	if err = blobs.sync(); err != nil {
-		return nil, opErr("create", id, err)
+	if err = blobs.Sync(); err != nil {
+		return nil, layout.OpErr("create", id, err)
 	}
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return nil, opErr("create", id, fmt.Errorf("write log: %w", err))
+		return nil, layout.OpErr("create", id, fmt.Errorf("write log: %w", err))
 	}
 	if release {
 		// Nothing more is written under the lease that a reader could not
@@ -161,19 +160,19 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		// record is released before publish syncs the directory, so that
 		// the session is published released.
 		if err = b.lease.MarkReleased(ctx); err != nil {
-			return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
+			return nil, layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
 		}
 	}
 	if err = b.publish(ctx); err != nil {
 		return nil, err
 	}
-	blobs.moved(sessionDir(id))
+	blobs.Moved(layout.SessionDir(id))
 	if blobs != nil {
-		blobs.deferred.on = false // the writer's appends sync each blob before its record
+		blobs.Defer(false) // the writer's appends sync each blob before its record
 	}
 	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()}, b.marked)
 	if err != nil {
-		return nil, opErr("create", id, err)
+		return nil, layout.OpErr("create", id, err)
 	}
 	if last.Rev == 1 {
 		w.feed = s.searchFeed(id, true) // a new session of one revision: the index holds nothing of it
@@ -188,69 +187,8 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 type vfsWriter struct{ f vfs.File }
 
 func (w vfsWriter) Write(p []byte) (int, error) {
-	if err := writeAll(w.f, p); err != nil {
+	if err := layout.WriteAll(w.f, p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// deferredFiles are the blob files of a session being created, written
-// and not yet synced. A new session is invisible until it is published,
-// so its blobs need to be durable only before that, not each as it is
-// written: they are synced together, concurrently, so that the file
-// system commits them in as few journal transactions as it can. An import
-// of a long session writes hundreds of blobs; one sync each, in turn, was
-// most of its time.
-type deferredFiles struct {
-	on    bool
-	files []vfs.File
-	dir   vfs.SubFS // blobs/, once made (blobWriter.putNew)
-}
-
-// deferredMax bounds the blob files held open: the next is synced with
-// those before it.
-const deferredMax = 64
-
-// deferredSyncs is how many of them are synced at once.
-const deferredSyncs = 8
-
-func (d *deferredFiles) add(f vfs.File) error {
-	d.files = append(d.files, f)
-	if len(d.files) >= deferredMax {
-		return d.sync()
-	}
-	return nil
-}
-
-// sync syncs and closes the files held.
-func (d *deferredFiles) sync() error {
-	files := d.files
-	d.files = nil
-	errs := make([]error, len(files))
-	sem := make(chan struct{}, deferredSyncs)
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = f.Sync()
-			if err := f.Close(); errs[i] == nil {
-				errs[i] = err
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// discard closes the files held, unsynced: the session is abandoned.
-func (d *deferredFiles) discard() {
-	for _, f := range d.files {
-		_ = f.Close() // its directory is being removed
-	}
-	d.files = nil
-	if d.dir != nil {
-		_ = d.dir.Close() // a directory handle: nothing to flush
-		d.dir = nil
-	}
 }

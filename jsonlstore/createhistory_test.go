@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -38,7 +39,7 @@ func TestCreateHistoryReleased(t *testing.T) {
 	require.True(t, created)
 
 	names := func(id session.SessionID) []string {
-		entries, err := os.ReadDir(filepath.Join(st.Dir(), sessionDir(id)))
+		entries, err := os.ReadDir(filepath.Join(st.Dir(), layout.SessionDir(id)))
 		require.NoError(t, err)
 		var out []string
 		for _, e := range entries {
@@ -120,7 +121,7 @@ func snapsOf(snaps []sessnap.Snapshot) iter.Seq2[sessnap.Snapshot, error] {
 // readLeaseRecord reads session id's lease.json.
 func readLeaseRecord(t *testing.T, st *Store, id session.SessionID) fslease.Record {
 	t.Helper()
-	st2, err := fslease.Inspect(context.Background(), filepath.Join(st.Dir(), sessionDir(id)))
+	st2, err := fslease.Inspect(context.Background(), filepath.Join(st.Dir(), layout.SessionDir(id)))
 	require.NoError(t, err)
 	require.NotNil(t, st2.Record)
 	return *st2.Record

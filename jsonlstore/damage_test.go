@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -29,7 +30,7 @@ var damages = []struct {
 	do   func(t *testing.T, p string)
 	want error // what the CorruptionError wraps
 }{
-	{"missing", func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, errLogMissing},
+	{"missing", func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, logfile.ErrLogMissing},
 	{"fifo", func(t *testing.T, p string) {
 		require.NoError(t, os.Remove(p))
 		require.NoError(t, syscall.Mkfifo(p, 0o600))
@@ -82,16 +83,16 @@ func TestSessionWithoutLogIsReported(t *testing.T) {
 	before := sessionsTree(t, st.Dir())
 
 	_, err := st.Load(ctx, "lost")
-	requireDamaged(t, err, "lost", errLogMissing)
+	requireDamaged(t, err, "lost", logfile.ErrLogMissing)
 	for _, err := range st.History(ctx, "lost") {
-		requireDamaged(t, err, "lost", errLogMissing)
+		requireDamaged(t, err, "lost", logfile.ErrLogMissing)
 	}
 	_, err = st.Acquire(ctx, "lost", sessionstore.AcquireOptions{})
-	requireDamaged(t, err, "lost", errLogMissing)
+	requireDamaged(t, err, "lost", logfile.ErrLogMissing)
 	_, err = st.TryAcquire(ctx, "lost", sessionstore.AcquireOptions{})
-	requireDamaged(t, err, "lost", errLogMissing)
+	requireDamaged(t, err, "lost", logfile.ErrLogMissing)
 	_, err = st.Repair(ctx, "lost", RepairOptions{TruncateAtCorruption: true})
-	requireDamaged(t, err, "lost", errLogMissing)
+	requireDamaged(t, err, "lost", logfile.ErrLogMissing)
 
 	rep, err := st.Verify(ctx)
 	require.NoError(t, err)
@@ -107,7 +108,7 @@ func TestSessionWithoutLogIsReported(t *testing.T) {
 	require.Equal(t, []session.SessionID{"kept"}, idsOf(page.Items))
 	require.Len(t, page.Unreadable, 1)
 	require.Equal(t, session.SessionID("lost"), page.Unreadable[0].ID)
-	requireDamaged(t, page.Unreadable[0].Err, "lost", errLogMissing)
+	requireDamaged(t, page.Unreadable[0].Err, "lost", logfile.ErrLogMissing)
 
 	// Not a session: no error in listings, ErrNotFound for the ID.
 	_, err = st.Load(ctx, "photos")
@@ -214,7 +215,7 @@ func TestNoLogCreatesNothing(t *testing.T) {
 		want := func(err error) {
 			t.Helper()
 			if id == "damaged" {
-				requireDamaged(t, err, id, errLogMissing)
+				requireDamaged(t, err, id, logfile.ErrLogMissing)
 			} else {
 				require.ErrorIs(t, err, sessionstore.ErrNotFound)
 			}

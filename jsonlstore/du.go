@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -38,10 +39,10 @@ func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessio
 	if all {
 		entries, err := s.fs.ReadDir(".")
 		if err != nil {
-			return rep, opErr("du", "", err)
+			return rep, layout.OpErr("du", "", err)
 		}
 		for _, e := range entries {
-			if e.IsDir() && isLeftover(e.Name()) {
+			if e.IsDir() && layout.IsLeftover(e.Name()) {
 				if _, n, err := s.duDir(e.Name()); err == nil {
 					rep.LeftoverBytes += n
 				}
@@ -56,19 +57,19 @@ func (s *Store) sessionDU(ctx context.Context, id session.SessionID) (sessionsto
 	if err := s.checkSession(ctx, id); err != nil {
 		return u, err
 	}
-	entries, err := s.fs.ReadDir(sessionDir(id))
+	entries, err := s.fs.ReadDir(layout.SessionDir(id))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return u, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 		}
-		return u, opErr("du", id, err)
+		return u, layout.OpErr("du", id, err)
 	}
 	for _, e := range entries {
-		name := sessionDir(id) + "/" + e.Name()
+		name := layout.SessionDir(id) + "/" + e.Name()
 		var n int64
 		if e.IsDir() {
 			if _, n, err = s.duDir(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return u, opErr("du", id, err)
+				return u, layout.OpErr("du", id, err)
 			}
 		} else if fi, err := e.Info(); err == nil {
 			n = fi.Size()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // ErrNoStore is returned by OpenExisting for a root that does not exist
@@ -29,7 +31,7 @@ func OpenExisting(dir string, opts Options) (*Store, error) {
 	case errors.Is(err, syscall.ENOTDIR):
 		return nil, fmt.Errorf("%w at %s: a directory above it is not a directory", ErrNoStore, abs)
 	case err != nil:
-		return nil, opErr("open root", "", err)
+		return nil, layout.OpErr("open root", "", err)
 	case !fi.IsDir():
 		return nil, fmt.Errorf("%w at %s: it is not a directory", ErrNoStore, abs)
 	}

@@ -6,6 +6,9 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/export"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -35,7 +38,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 	}
 	var yielded uint64 // lines already written survive a retry of the read
 	var buf []byte
-	return s.read(ctx, id, func(v *view) error {
+	return s.read(ctx, id, func(v *logfile.View) error {
 		// Every snapshot is rebuilt, also those already written (a retry
 		// reads from the start); ctx interrupts it (an export of every
 		// revision can be long).
@@ -52,7 +55,7 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 			}
 			buf = record.AppendExportLine(buf[:0], r.Meta, snap)
 			if _, err := w.Write(buf); err != nil {
-				return opErr("export", id, err)
+				return layout.OpErr("export", id, err)
 			}
 			yielded = r.Through()
 		}
@@ -62,18 +65,18 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 
 func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Writer) error {
 	var out []byte
-	err := s.read(ctx, id, func(v *view) error {
-		last, snap, err := s.latestSnapshot(id, v)
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		last, snap, err := logfile.LatestSnapshot(s.fs, id, v)
 		if err != nil {
 			return err
 		}
-		c := s.newBlobCache(id)
+		c := blobfile.NewCache(s.fs, id)
 		defer c.Close()
 		if snap, err = exportSnapshot(id, last, snap, c); err != nil {
 			return err
 		}
 		if out, err = export.Indent(snap); err != nil {
-			return opErr("export", id, err)
+			return layout.OpErr("export", id, err)
 		}
 		return nil
 	})
@@ -81,7 +84,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 		return err
 	}
 	if _, err := w.Write(out); err != nil {
-		return opErr("export", id, err)
+		return layout.OpErr("export", id, err)
 	}
 	return nil
 }
@@ -89,14 +92,14 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 // exportSnapshot checks that snap, the snapshot of record r, decodes, and
 // returns the snapshot to export (record.ExportSnapshot), its content read
 // from c.
-func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) ([]byte, error) {
-	rec, err := decodeRecord(id, r, snap, c.withoutContent())
+func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) ([]byte, error) {
+	rec, err := decodeRecord(id, r, snap, c.WithoutContent())
 	if err != nil {
 		return nil, err
 	}
 	return record.ExportSnapshot(id, r, snap, &rec.Snapshot, func() error {
-		if err := rec.Snapshot.Messages.Resolve(c.fetch); err != nil {
-			return blobAt(r, err)
+		if err := rec.Snapshot.Messages.Resolve(c.Fetch); err != nil {
+			return logfile.BlobAt(r, err)
 		}
 		return nil
 	})

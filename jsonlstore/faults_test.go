@@ -21,6 +21,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -89,7 +91,7 @@ func fltOpen(t testing.TB, backend string, realLeases bool) *fltEnv {
 // faulted by the catalog's own tests.
 func withCatalogDirs(t testing.TB, fsys vfs.FS, sync bool) {
 	for _, d := range []struct{ dir, parent string }{{CatalogDir, "."}, {marksDir, CatalogDir}} {
-		err := fsys.Mkdir(d.dir, dirPerm)
+		err := fsys.Mkdir(d.dir, layout.DirPerm)
 		if err == nil && sync {
 			err = fsys.SyncDir(d.parent)
 		}
@@ -234,7 +236,7 @@ func TestFaultAppend(t *testing.T) {
 				id := session.SessionID("flt-append")
 				w := fltCreate(t, e.st, id, acked)
 				gen := w.Generation()
-				logBefore := e.readFile(t, logPath(id))
+				logBefore := e.readFile(t, layout.LogPath(id))
 
 				// The failing append, and the writer stays failed.
 				e.faulty.Inject(f.fault)
@@ -257,7 +259,7 @@ func TestFaultAppend(t *testing.T) {
 
 				// Readers of the same store see only what was acknowledged.
 				fltRequireRevisions(t, e.st, id, acked, fltVariant0)
-				logFailed := e.readFile(t, logPath(id))
+				logFailed := e.readFile(t, layout.LogPath(id))
 				require.True(t, bytes.HasPrefix(logFailed, logBefore), "acknowledged bytes untouched")
 
 				// While the failed writer holds the lease, nobody else
@@ -296,7 +298,7 @@ func TestFaultAppend(t *testing.T) {
 				} else {
 					require.Zero(t, rep.TailBytes)
 				}
-				require.Equal(t, logBefore, e.readFile(t, logPath(id)), "after recovery: the acknowledged log, byte for byte")
+				require.Equal(t, logBefore, e.readFile(t, layout.LogPath(id)), "after recovery: the acknowledged log, byte for byte")
 
 				for rev := uint64(acked + 1); rev <= acked+2; rev++ {
 					got, err := w2.Append(ctx, rev-1, plSnapshot(id, rev, 1))
@@ -393,7 +395,7 @@ func TestFaultCreate(t *testing.T) {
 		"log open":     {Op: vfs.OpOpen, Match: isLogFile},
 		"log write":    {Op: vfs.OpWrite, Match: isLogFile, ShortWrite: 100, Err: syscall.ENOSPC},
 		"log sync":     {Op: vfs.OpDatasync, Match: isLogFile},
-		"syncdir temp": {Op: vfs.OpSyncDir, Match: func(n string) bool { return strings.HasPrefix(n, tmpDirPrefix) }},
+		"syncdir temp": {Op: vfs.OpSyncDir, Match: func(n string) bool { return strings.HasPrefix(n, layout.TmpDirPrefix) }},
 		"rename":       {Op: vfs.OpRenameNoReplace},
 		"syncdir root": {Op: vfs.OpSyncDir, Match: func(n string) bool { return n == "." }},
 	}
@@ -484,7 +486,7 @@ func fltCreateOutcome(t *testing.T, e *fltEnv, id session.SessionID, w sessionst
 		require.NoError(t, w.Release(ctx))
 	}
 	for _, name := range e.readDir(t, ".") {
-		require.False(t, strings.HasPrefix(name, tmpDirPrefix), "temporary directory %s left behind", name)
+		require.False(t, strings.HasPrefix(name, layout.TmpDirPrefix), "temporary directory %s left behind", name)
 	}
 	page, lerr := e.st.List(ctx, summary.Query{})
 	require.NoError(t, lerr)
@@ -539,7 +541,7 @@ func TestFaultRecovery(t *testing.T) {
 		require.ErrorIs(t, err, sessionstore.ErrWriterFailed)
 		require.NoError(t, w.Release(ctx))
 		e.faulty.Clear()
-		log := e.readFile(t, logPath(id))
+		log := e.readFile(t, layout.LogPath(id))
 		return tornState{e: e, logTorn: log, clean: log[:len(log)-tornBytes], tip: log[len(log)-tornBytes:]}
 	}
 	simState := build(t, fltOpen(t, "sim", false)).e.sim.Snapshot()
@@ -549,7 +551,7 @@ func TestFaultRecovery(t *testing.T) {
 		}
 		e := fltOnSim(simState.Snapshot())
 		t.Cleanup(func() { e.st.Close() })
-		log := e.readFile(t, logPath(id))
+		log := e.readFile(t, layout.LogPath(id))
 		return tornState{e: e, logTorn: log, clean: log[:len(log)-tornBytes], tip: log[len(log)-tornBytes:]}
 	}
 
@@ -609,14 +611,14 @@ func TestFaultRecovery(t *testing.T) {
 				if err != nil {
 					// A forensic copy that failed was removed: what
 					// forensic/ holds is whole copies of the tail.
-					entries, _ := e.inner.ReadDir(sessionDir(id) + "/" + ForensicDir)
+					entries, _ := e.inner.ReadDir(layout.SessionDir(id) + "/" + ForensicDir)
 					for _, en := range entries {
-						b, rerr := vfs.ReadFile(e.inner, sessionDir(id)+"/"+ForensicDir+"/"+en.Name(), 1<<30)
+						b, rerr := vfs.ReadFile(e.inner, layout.SessionDir(id)+"/"+ForensicDir+"/"+en.Name(), 1<<30)
 						require.NoError(t, rerr)
 						require.Equal(t, ts.tip, b, "a partial forensic copy %s was left behind", en.Name())
 					}
 				}
-				log := e.readFile(t, logPath(id))
+				log := e.readFile(t, layout.LogPath(id))
 				switch {
 				case bytes.Equal(log, ts.logTorn):
 				case bytes.Equal(log, ts.clean) && (err == nil || !isNamed || cutBefore[c.name]):
@@ -639,7 +641,7 @@ func TestFaultRecovery(t *testing.T) {
 				w, err = e.st.TryAcquire(ctx, id, sessionstore.AcquireOptions{})
 				require.NoError(t, err, "the failed Acquire released the lease")
 				rep := w.Recovery()
-				require.Equal(t, ts.clean, e.readFile(t, logPath(id)))
+				require.Equal(t, ts.clean, e.readFile(t, layout.LogPath(id)))
 				if rep.TailBytes > 0 {
 					require.Equal(t, ts.tip, e.readFile(t, rep.ForensicFile))
 				}
@@ -655,7 +657,7 @@ func TestFaultRecovery(t *testing.T) {
 // fltForensicHolds reports whether a forensic file of session id holds
 // exactly data.
 func fltForensicHolds(e *fltEnv, id session.SessionID, data []byte) bool {
-	dir := sessionDir(id) + "/" + ForensicDir
+	dir := layout.SessionDir(id) + "/" + ForensicDir
 	entries, err := e.inner.ReadDir(dir)
 	if err != nil {
 		return false
@@ -709,8 +711,8 @@ func TestFaultSummary(t *testing.T) {
 				if e.faulty.Fired(ft.Op) == 0 {
 					t.Skipf("the summary refresh makes no %s call", ft.Op)
 				}
-				for _, n := range e.readDir(t, sessionDir(id)) {
-					require.False(t, strings.HasSuffix(n, tmpSuffix), "temporary summary %s left behind", n)
+				for _, n := range e.readDir(t, layout.SessionDir(id)) {
+					require.False(t, strings.HasSuffix(n, layout.TmpSuffix), "temporary summary %s left behind", n)
 				}
 				if e.sim != nil {
 					fltCrashCheck(t, e.sim, id, 6, fltVariant0)
@@ -719,7 +721,7 @@ func TestFaultSummary(t *testing.T) {
 				_, err = w.Append(ctx, 6, plSnapshot(id, 7, 0))
 				require.NoError(t, err)
 				fltRequireRevisions(t, e.st, id, 7, fltVariant0)
-				sf, ok := readSummaryFile(e.inner, id)
+				sf, ok := logfile.ReadSummary(e.inner, id)
 				require.True(t, ok, "the summary is refreshed again")
 				require.Equal(t, uint64(7), sf.Revision)
 			})

@@ -17,6 +17,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -92,11 +94,11 @@ func writeFormat4Fixture(t testing.TB, root, name string) {
 
 	dir := filepath.Join(root, name)
 	blobs := filepath.Join(dir, BlobDir)
-	names, err := st.blobNames(id)
+	names, err := blobfile.Names(st.fs, id)
 	require.NoError(t, err)
 	image := ""
 	for _, n := range names {
-		if !strings.HasSuffix(n, zstSuffix) {
+		if !strings.HasSuffix(n, blobfile.ZstSuffix) {
 			image = n
 		}
 	}
@@ -109,7 +111,7 @@ func writeFormat4Fixture(t testing.TB, root, name string) {
 		b[100] ^= 0x20
 		require.NoError(t, os.WriteFile(filepath.Join(blobs, image), b, 0o600))
 	case "v4-blob-torn":
-		require.NoError(t, os.WriteFile(filepath.Join(blobs, blobTmpPrefix+"0123456789abcdef"+tmpSuffix), []byte("half a bl"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(blobs, blobfile.TmpPrefix+"0123456789abcdef"+layout.TmpSuffix), []byte("half a bl"), 0o600))
 		orphan := []byte("a blob whose record was never written")
 		require.NoError(t, os.WriteFile(filepath.Join(blobs, hashOf(orphan)), orphan, 0o600))
 	}
@@ -134,8 +136,8 @@ func fixtureFiles(t testing.TB, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(rel, BlobDir+"/") && strings.HasSuffix(rel, zstSuffix) {
-			content, _, err := readBlobIn(osDirFS(t, filepath.Dir(path)), "", strings.TrimSuffix(d.Name(), zstSuffix), sizeAny, hintZst)
+		if strings.HasPrefix(rel, BlobDir+"/") && strings.HasSuffix(rel, blobfile.ZstSuffix) {
+			content, _, err := blobfile.ReadIn(osDirFS(t, filepath.Dir(path)), "", strings.TrimSuffix(d.Name(), blobfile.ZstSuffix), blobfile.SizeAny, blobfile.HintZst)
 			if err != nil {
 				return err
 			}
@@ -232,7 +234,7 @@ func TestFormat4Fixtures(t *testing.T) {
 			if name == "v4-blob-torn" {
 				rep, err := st.Repair(ctx, id, RepairOptions{})
 				require.NoError(t, err)
-				require.Contains(t, rep.Recovery.Swept, name+"/"+BlobDir+"/"+blobTmpPrefix+"0123456789abcdef"+tmpSuffix, "the repair's takeover sweeps the temporary file")
+				require.Contains(t, rep.Recovery.Swept, name+"/"+BlobDir+"/"+blobfile.TmpPrefix+"0123456789abcdef"+layout.TmpSuffix, "the repair's takeover sweeps the temporary file")
 				require.Equal(t, BlobCollection{Blobs: 1, Bytes: int64(len("a blob whose record was never written"))}, rep.Blobs)
 				entries, err := os.ReadDir(filepath.Join(root, name, BlobDir))
 				require.NoError(t, err)

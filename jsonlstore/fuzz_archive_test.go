@@ -16,6 +16,8 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -29,7 +31,7 @@ import (
 
 // archiveAllocBound bounds what one pass of readers (history, one archived
 // revision, verify) may allocate in total over a hostile archive.
-const archiveAllocBound = 3*archiveDecoderMemory + 64*fuzzMaxRecord
+const archiveAllocBound = 3*archive.DecoderMemory + 64*fuzzMaxRecord
 
 // archivedFixture is a session compacted from the clean fixture: its log
 // (revisions 4 and 5), manifest, segment (revisions 1 to 3) and the
@@ -65,10 +67,10 @@ func compactedFixture(tb testing.TB) archivedFixture {
 	a.log, err = os.ReadFile(filepath.Join(root, "clean", LogFile))
 	require.NoError(tb, err)
 	dir := filepath.Join(root, "clean", ArchiveDir)
-	a.manifest, err = os.ReadFile(filepath.Join(dir, manifestFile))
+	a.manifest, err = os.ReadFile(filepath.Join(dir, archive.ManifestFile))
 	require.NoError(tb, err)
-	var m manifest
-	require.True(tb, unframeJSON(a.manifest, &m))
+	var m archive.Manifest
+	require.True(tb, layout.UnframeJSON(a.manifest, &m))
 	require.Len(tb, m.Segments, 1)
 	a.segName = m.Segments[0].File
 	a.segment, err = os.ReadFile(filepath.Join(dir, a.segName))
@@ -83,7 +85,7 @@ var zstdBombs = sync.OnceValues(func() (line, newlines []byte) { return zstdBomb
 
 // zstdBombsOf is zstdBombs for n bytes.
 func zstdBombsOf(n int) (line, newlines []byte) {
-	enc, err := zstd.NewWriter(nil, segmentEncoderOptions()...)
+	enc, err := zstd.NewWriter(nil, archive.EncoderOptions()...)
 	if err != nil {
 		panic(err)
 	}
@@ -94,8 +96,8 @@ func zstdBombsOf(n int) (line, newlines []byte) {
 // bombManifest is a valid manifest for segment 1-3 that promises bytes
 // uncompressed bytes.
 func bombManifest(tb testing.TB, bytes int64) []byte {
-	b, err := record.Frame(manifest{Version: manifestVersion, Segments: []archiveSegment{{
-		File: segmentName(1, 3), First: 1, Last: 3, Records: 3, Bytes: bytes, ZstBytes: 1, CRC: "00000000",
+	b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: []archive.Segment{{
+		File: archive.SegmentName(1, 3), First: 1, Last: 3, Records: 3, Bytes: bytes, ZstBytes: 1, CRC: "00000000",
 	}}})
 	require.NoError(tb, err)
 	return b
@@ -125,7 +127,7 @@ func archiveSeeds(tb testing.TB, a archivedFixture, bigBombs bool) (names []stri
 	if bigBombs {
 		line, newlines = zstdBombs()
 		// A manifest beyond its 16 MiB cap is refused unread.
-		huge := append(bytes.Repeat([]byte(" "), maxManifestSize), a.manifest...)
+		huge := append(bytes.Repeat([]byte(" "), archive.MaxManifestSize), a.manifest...)
 		add("manifest over its cap", huge, a.segment)
 	}
 	add("bomb one line", bombManifest(tb, 1<<40), line)
@@ -166,7 +168,7 @@ func checkArchive(t *testing.T, a archivedFixture, manifestBytes, segment []byte
 	dir := filepath.Join(root, string(a.id))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ArchiveDir), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, LogFile), a.log, 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ArchiveDir, manifestFile), manifestBytes, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ArchiveDir, archive.ManifestFile), manifestBytes, 0o600))
 	if segment != nil {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, ArchiveDir, a.segName), segment, 0o600))
 	}

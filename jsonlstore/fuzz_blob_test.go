@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 )
 
 // The blob reader's size handling under hostile input: a blob file of any
@@ -25,7 +27,7 @@ import (
 // passes of a read the file does not justify (a frame's window is at most
 // archiveWindow; the decoder may allocate it again after a reset).
 func blobReadAllocBound(n int) uint64 {
-	return uint64(n)*blobPresizeRatio + 64<<10 + 2*archiveWindow + 2<<20
+	return uint64(n)*blobfile.PresizeRatio + 64<<10 + 2*archive.Window + 2<<20
 }
 
 func FuzzBlobRead(f *testing.F) {
@@ -42,11 +44,11 @@ func FuzzBlobRead(f *testing.F) {
 		{text, false, 16 << 30},
 		{enc.EncodeAll(text, nil), true, int64(len(text))},
 		{enc.EncodeAll(text, nil), true, 16 << 30},
-		{enc.EncodeAll(text, nil), true, sizeAny},
-		{enc.EncodeAll(text, nil), true, sizeJustified},
+		{enc.EncodeAll(text, nil), true, blobfile.SizeAny},
+		{enc.EncodeAll(text, nil), true, blobfile.SizeJustified},
 		{enc.EncodeAll(zeros, nil), true, int64(len(zeros))},
-		{enc.EncodeAll(zeros, nil), true, maxBlobBytes},
-		{enc.EncodeAll(zeros, nil), true, sizeAny},
+		{enc.EncodeAll(zeros, nil), true, blobfile.MaxBytes},
+		{enc.EncodeAll(zeros, nil), true, blobfile.SizeAny},
 		{enc.EncodeAll(zeros, nil)[:40], true, int64(len(zeros))},
 		{nil, true, 0},
 		{nil, false, 1},
@@ -55,9 +57,9 @@ func FuzzBlobRead(f *testing.F) {
 	}
 	require.NoError(f, enc.Close())
 	f.Fuzz(func(t *testing.T, data []byte, compressed bool, claim int64) {
-		if claim < sizeJustified || claim > maxBlobBytes {
-			claim %= maxBlobBytes + 1 // readBlobVia refuses other claims before reading
-			if claim < sizeJustified {
+		if claim < blobfile.SizeJustified || claim > blobfile.MaxBytes {
+			claim %= blobfile.MaxBytes + 1 // readBlobVia refuses other claims before reading
+			if claim < blobfile.SizeJustified {
 				claim = -claim
 			}
 		}
@@ -65,7 +67,7 @@ func FuzzBlobRead(f *testing.F) {
 		// do, so that the two-pass path can succeed.
 		hash := blob.Hash(data)
 		if compressed {
-			if dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(archiveWindow), zstd.WithDecoderMaxMemory(64<<20)); err == nil {
+			if dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(archive.Window), zstd.WithDecoderMaxMemory(64<<20)); err == nil {
 				if content, err := dec.DecodeAll(data, nil); err == nil {
 					hash = blob.Hash(content)
 				}
@@ -76,9 +78,9 @@ func FuzzBlobRead(f *testing.F) {
 		runtime.ReadMemStats(&before)
 		var content []byte
 		if compressed {
-			content, err = readZstBlob(bytes.NewReader(data), int64(len(data)), hash, claim)
+			content, err = blobfile.ReadZst(bytes.NewReader(data), int64(len(data)), hash, claim)
 		} else {
-			content, err = readRawBlob(bytes.NewReader(data), int64(len(data)), claim)
+			content, err = blobfile.ReadRaw(bytes.NewReader(data), int64(len(data)), claim)
 		}
 		runtime.ReadMemStats(&after)
 		// Under the race detector sync.Pool drops decoders at random, so

@@ -437,7 +437,7 @@ func procNice() {
 // the generator) when it does not exist yet.
 func procAcquireOrCreate(ctx context.Context, st *Store, id session.SessionID, seed uint64) (sessionstore.Writer, error) {
 	opts := sessionstore.AcquireOptions{Label: "helper"}
-	if err := st.exists(id); errors.Is(err, sessionstore.ErrNotFound) {
+	if err := st.root.Exists(id); errors.Is(err, sessionstore.ErrNotFound) {
 		snap, err := procSnapshot(id, seed, 1)
 		if err != nil {
 			return nil, err

@@ -18,6 +18,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -67,7 +69,7 @@ func cleanFixture(t *testing.T) []byte {
 // on.
 func TestPlantedSpecialFilesRefused(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{LogFile, SummaryFile, ArchiveDir + "/" + manifestFile} {
+	for _, name := range []string{LogFile, SummaryFile, ArchiveDir + "/" + archive.ManifestFile} {
 		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
 			st, dir := storeWithLog(t, cleanFixture(t), Options{})
 			if strings.HasPrefix(name, ArchiveDir) {
@@ -271,7 +273,7 @@ func TestHostileDirectoryNamesIgnored(t *testing.T) {
 // and the outside copy is untouched.
 func TestSymlinksInArchiveRefused(t *testing.T) {
 	ctx := context.Background()
-	for _, target := range []string{ArchiveDir, ArchiveDir + "/" + manifestFile} {
+	for _, target := range []string{ArchiveDir, ArchiveDir + "/" + archive.ManifestFile} {
 		t.Run(strings.ReplaceAll(target, "/", "_"), func(t *testing.T) {
 			st, dir := storeWithLog(t, cleanFixture(t), Options{})
 			w, err := st.Acquire(ctx, "clean", sessionstore.AcquireOptions{})
@@ -331,7 +333,7 @@ func TestHostileSummaryIgnored(t *testing.T) {
 		data []byte
 	}{
 		{"garbage", []byte("\x00{not json")},
-		{"over its cap", append(bytes.Repeat([]byte(" "), maxSummaryBytes), foreign...)},
+		{"over its cap", append(bytes.Repeat([]byte(" "), logfile.MaxSummaryBytes), foreign...)},
 		{"written for another log", foreign},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"maps"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -91,7 +93,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	defer stop()
 	var srcErr error // the source's own error, reported as it is
 	rd := record.NewReader(id, MaxReadRecordBytes, record.Seq{})
-	rd.Read(record.Source{Path: logPath(id), NextLine: func() ([]byte, error) {
+	rd.Read(record.Source{Path: layout.LogPath(id), NextLine: func() ([]byte, error) {
 		line, err, ok := next()
 		switch {
 		case !ok:
@@ -107,7 +109,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	var latest sessionstore.Record
 	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
-	copied := newBlobWriter(s.fs, b.tmp, 0)
+	copied := blobfile.NewWriter(s.fs, b.tmp, 0)
 	seen := map[string]bool{}
 	pages := map[string][]byte{} // the latest record's pages, by SHA-256
 	for rd.Next() {
@@ -136,7 +138,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			}
 		}
 		if _, err := bw.Write(r.Line()); err != nil {
-			return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
+			return 0, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
 		}
 		n++
 		size += r.LineLen
@@ -144,28 +146,28 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	}
 	switch err := rd.Err(); {
 	case srcErr != nil:
-		return 0, opErr("import", id, srcErr)
+		return 0, layout.OpErr("import", id, srcErr)
 	case err != nil:
 		return 0, err
 	case last == nil:
-		return 0, opErr("import", id, errors.New("no records"))
+		return 0, layout.OpErr("import", id, errors.New("no records"))
 	case last.Kind == record.KindGap:
-		return 0, gapError(id, last) // a log ends with a readable revision
+		return 0, logfile.GapError(id, last) // a log ends with a readable revision
 	}
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
 	}
 	if err != nil {
-		return 0, opErr("import", id, fmt.Errorf("write log: %w", err))
+		return 0, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
 	}
-	if err = copied.sync(); err != nil {
-		return 0, opErr("import", id, err)
+	if err = copied.Sync(); err != nil {
+		return 0, layout.OpErr("import", id, err)
 	}
 	if largest > s.opts.MaxRecordBytes {
 		// Replaces the store's own cap, recorded at the start; synced with
 		// the directory before publish.
-		data, _ := json.Marshal(sessionSettings{MaxRecordBytes: largest}) // an int: cannot fail
-		if err = s.writeSettings(b.tmp, data, false); err != nil {
+		data, _ := json.Marshal(layout.Settings{MaxRecordBytes: largest}) // an int: cannot fail
+		if err = s.root.WriteSettings(b.tmp, data, false); err != nil {
 			return 0, err
 		}
 	}
@@ -179,10 +181,10 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		err = b.lease.Release(context.WithoutCancel(ctx))
 		b.lease = nil
 		if err != nil {
-			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
+			return 0, layout.OpErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 		if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, last.Gen)); err != nil {
-			return 0, opErr("import", id, fmt.Errorf("lease: %w", err))
+			return 0, layout.OpErr("import", id, fmt.Errorf("lease: %w", err))
 		}
 	}
 	if err = b.publish(ctx); err != nil {
@@ -196,7 +198,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	_ = b.log.Close() // written and synced above; nothing is written after
 	b.log = nil
 	if err != nil {
-		return n, opErr("import", id, fmt.Errorf("release: %w", err))
+		return n, layout.OpErr("import", id, fmt.Errorf("release: %w", err))
 	}
 	return n, nil
 }
@@ -209,16 +211,16 @@ func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessna
 	if err != nil || fi.Size() != last.End() {
 		return // none is better than a wrong one
 	}
-	dir, err := vfs.Sub(s.fs, sessionDir(b.id))
+	dir, err := vfs.Sub(s.fs, layout.SessionDir(b.id))
 	if err != nil {
 		return
 	}
 	defer func() { _ = dir.Close() }() // a directory handle, read-only
-	var sw summaryWriter
-	defer sw.close()
-	sf := summaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),
-		LastOffset: last.Offset, Revision: last.Rev, Summary: projectRecord(last, snap, last.End())}
-	if err := sw.write(dir, sf); err != nil {
+	var sw logfile.SummaryWriter
+	defer sw.Close()
+	sf := logfile.SummaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),
+		LastOffset: last.Offset, Revision: last.Rev, Summary: logfile.ProjectRecord(last, snap, last.End())}
+	if err := sw.Write(dir, sf); err != nil {
 		s.opts.Logger.Warn("jsonlstore: summary not written", "session", b.id, "err", err)
 	}
 }
@@ -228,8 +230,8 @@ func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessna
 // for decodeRecord: they are not in the session's directory yet. held is
 // the pages of the record before (a chain's records share its full
 // record's), kept so that each is read from src once, and becomes r's.
-func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, src sessionstore.BlobSource, w *blobWriter, held map[string][]byte) (*blobCache, error) {
-	c := s.newPageCache(id)
+func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, src sessionstore.BlobSource, w *blobfile.Writer, held map[string][]byte) (*blobfile.Cache, error) {
+	c := blobfile.NewPageCache(s.fs, id)
 	var err error
 	if perr := record.Pages(snap, func(p record.PageRef) {
 		if err != nil {
@@ -239,21 +241,21 @@ func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, sr
 		if !ok {
 			content, err = copyBlob(id, r, session.ContentRef{SHA256: p.SHA256, Size: p.Size}, src, w)
 		}
-		c.m[p.SHA256] = content
+		c.Hold(p.SHA256, content)
 	}); perr != nil {
-		return nil, pageAt(id, r, perr)
+		return nil, logfile.PageAt(id, r, perr)
 	}
 	if err != nil {
 		return nil, err
 	}
 	clear(held)
-	maps.Copy(held, c.m)
+	c.CopyTo(held)
 	return c, nil
 }
 
 // copyBlobs writes into w the content of every reference in msgs (the
 // snapshot of record r) not copied before (seen), from src, checked.
-func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobWriter, seen map[string]bool) error {
+func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobfile.Writer, seen map[string]bool) error {
 	var err error
 	msgs.Refs(func(ref session.ContentRef) {
 		if err != nil || seen[ref.SHA256] {
@@ -269,7 +271,7 @@ func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src s
 // copyBlob writes into w the blob ref names (a page, or part content), from
 // src, checked, and returns it. A reference src cannot satisfy is
 // corruption at r, the record that references it.
-func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src sessionstore.BlobSource, w *blobWriter) ([]byte, error) {
+func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src sessionstore.BlobSource, w *blobfile.Writer) ([]byte, error) {
 	content, err := blob.Fetch(src, ref)
 	if errors.Is(err, blob.ErrMissing) {
 		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", ErrBlob, err)}
@@ -277,5 +279,5 @@ func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src s
 	if err != nil {
 		return nil, err
 	}
-	return content, w.put(ref.SHA256, content)
+	return content, w.Put(ref.SHA256, content)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -60,7 +62,7 @@ func requireNoSession(t testing.TB, st *Store, id session.SessionID) {
 	entries, err := st.fs.ReadDir(".")
 	require.NoError(t, err)
 	for _, e := range entries {
-		require.False(t, strings.HasPrefix(e.Name(), tmpDirPrefix), "temporary directory %s left behind", e.Name())
+		require.False(t, strings.HasPrefix(e.Name(), layout.TmpDirPrefix), "temporary directory %s left behind", e.Name())
 	}
 }
 
@@ -99,7 +101,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, vrep.OK(), "%+v", vrep)
 	require.Equal(t, uint64(14), vrep.Sessions[0].Revision)
-	_, ok := readSummaryFile(dst.fs, id)
+	_, ok := logfile.ReadSummary(dst.fs, id)
 	require.True(t, ok, "a summary was written")
 	page, err := dst.List(ctx, summary.Query{})
 	require.NoError(t, err)
@@ -163,7 +165,7 @@ func TestImportRefuses(t *testing.T) {
 				var ce *sessionstore.CorruptionError
 				require.ErrorAs(t, err, &ce)
 				require.Equal(t, tc.wantRev, ce.Revision, "%v", err)
-				require.Equal(t, logPath(id), ce.Path)
+				require.Equal(t, layout.LogPath(id), ce.Path)
 			}
 			requireNoSession(t, st, id)
 		})
@@ -233,7 +235,7 @@ func TestFaultImport(t *testing.T) {
 		"log open":     {Op: vfs.OpOpen, Match: isLogFile},
 		"log write":    {Op: vfs.OpWrite, Match: isLogFile, ShortWrite: 100},
 		"log sync":     {Op: vfs.OpDatasync, Match: isLogFile},
-		"syncdir temp": {Op: vfs.OpSyncDir, Match: func(n string) bool { return strings.HasPrefix(n, tmpDirPrefix) }},
+		"syncdir temp": {Op: vfs.OpSyncDir, Match: func(n string) bool { return strings.HasPrefix(n, layout.TmpDirPrefix) }},
 		"rename":       {Op: vfs.OpRenameNoReplace},
 		"syncdir root": {Op: vfs.OpSyncDir, Match: func(n string) bool { return n == "." }},
 	}
@@ -298,7 +300,7 @@ func fltImportOutcome(t *testing.T, st *Store, id session.SessionID, lines [][]b
 	entries, derr := st.fs.ReadDir(".")
 	require.NoError(t, derr)
 	for _, e := range entries {
-		require.False(t, strings.HasPrefix(e.Name(), tmpDirPrefix), "temporary directory %s left behind", e.Name())
+		require.False(t, strings.HasPrefix(e.Name(), layout.TmpDirPrefix), "temporary directory %s left behind", e.Name())
 	}
 	_, lerr := st.Load(ctx, id)
 	if errors.Is(lerr, sessionstore.ErrNotFound) {
@@ -353,7 +355,7 @@ func TestImportAboveTheStoresCap(t *testing.T) {
 	n, err := dst.Import(ctx, "wide", src.RecordLines(ctx, "wide"), nil)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	got, err := recordedCap(dst.fs, sessionDir("wide"))
+	got, err := layout.RecordedCap(dst.fs, layout.SessionDir("wide"))
 	require.NoError(t, err)
 	require.Greater(t, got, len(input), "the session's cap is at least its largest record")
 	require.Less(t, got, 4<<20, "and no more than that")
@@ -375,7 +377,7 @@ func TestImportAboveTheStoresCap(t *testing.T) {
 	require.NoError(t, w.Release(ctx))
 	_, err = dst.Import(ctx, "narrow", src.RecordLines(ctx, "narrow"), nil)
 	require.NoError(t, err)
-	got, err = recordedCap(dst.fs, sessionDir("narrow"))
+	got, err = layout.RecordedCap(dst.fs, layout.SessionDir("narrow"))
 	require.NoError(t, err)
 	require.Equal(t, 256<<10, got)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -65,7 +67,7 @@ func TestKillDuringAppend(t *testing.T) {
 		s := killEpoch(t, st, dir, id, seed, rng, n, false)
 		t.Logf("%s: %s", id, s)
 		total.add(s)
-		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(logPath(id)))) {
+		for k, n := range logKinds(t, filepath.Join(dir, filepath.FromSlash(layout.LogPath(id)))) {
 			kinds[k] += n
 		}
 	}
@@ -92,7 +94,7 @@ func TestKillDuringAppendWithBlobs(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	s := killEpoch(t, st, dir, "kill-blobs", seed, rng, rounds, true)
 	t.Logf("kill-blobs: %s", s)
-	names, err := st.blobNames("kill-blobs")
+	names, err := blobfile.Names(st.fs, "kill-blobs")
 	require.NoError(t, err)
 	require.NotEmpty(t, names, "the helpers wrote blobs")
 }
@@ -169,7 +171,7 @@ func (s killStats) String() string {
 func killEpoch(t *testing.T, st *Store, dir string, id session.SessionID, seed uint64, rng *rand.Rand, rounds int, blobs bool) killStats {
 	t.Helper()
 	ctx := t.Context()
-	logFile := filepath.Join(dir, filepath.FromSlash(logPath(id)))
+	logFile := filepath.Join(dir, filepath.FromSlash(layout.LogPath(id)))
 	var (
 		s           = killStats{rounds: rounds}
 		latest      uint64 // the log's last revision when the previous round ended

@@ -137,3 +137,11 @@ func previousStatus(l leaseHandle) summary.LeaseStatus {
 }
 
 func isHeld(err error) bool { return errors.Is(err, fslease.ErrHeld) }
+
+// age is how long ago t was, never negative.
+func age(now, t time.Time) time.Duration {
+	if d := now.Sub(t); d > 0 {
+		return d
+	}
+	return 0
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -75,7 +76,7 @@ func TestSummaryNeverWrittenThroughLink(t *testing.T) {
 			require.Equal(t, uint64(1), links(t, sumPath), "summary.json has a file of its own")
 			require.Equal(t, uint64(1), links(t, victim))
 
-			sf, ok := readSummaryFile(st.fs, "linked")
+			sf, ok := logfile.ReadSummary(st.fs, "linked")
 			require.True(t, ok, "the new summary.json is valid")
 			require.Equal(t, w.Revision(), sf.Revision)
 			page, err := st.List(ctx, summary.Query{})

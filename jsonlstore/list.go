@@ -9,6 +9,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -18,7 +20,7 @@ import (
 func (s *Store) sessionIDs() ([]session.SessionID, error) {
 	entries, err := s.fs.ReadDir(".")
 	if err != nil {
-		return nil, opErr("list root", "", err)
+		return nil, layout.OpErr("list root", "", err)
 	}
 	ids := make([]session.SessionID, 0, len(entries))
 	for _, e := range entries {
@@ -55,7 +57,7 @@ func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionI
 		case err == nil:
 		case all && errors.Is(err, sessionstore.ErrNotFound):
 			// deleted meanwhile, or not a session
-		case bad == nil, endsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
+		case bad == nil, logfile.EndsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
 			return all, err
 		default:
 			*bad = append(*bad, summary.UnreadableOf(id, err))
@@ -77,8 +79,8 @@ func (s *Store) summaryOf(ctx context.Context, id session.SessionID) (summary.Su
 // summaryState is summaryOf, with the state of the log the summary
 // describes (for the catalog).
 func (s *Store) summaryState(ctx context.Context, id session.SessionID) (summary.Summary, catalog.LogState, error) {
-	if sf, ok := readSummaryFile(s.fs, id); ok {
-		if fi, err := s.fs.Lstat(logPath(id)); err == nil && sf.matches(fi) && s.revisionAt(id, sf.LastOffset) == sf.Revision {
+	if sf, ok := logfile.ReadSummary(s.fs, id); ok {
+		if fi, err := s.fs.Lstat(layout.LogPath(id)); err == nil && sf.Matches(fi) && s.revisionAt(id, sf.LastOffset) == sf.Revision {
 			sum := sf.Summary
 			sum.Sizes.LogBytes = fi.Size()
 			return sum, logStateOf(fi), nil
@@ -92,10 +94,10 @@ func (s *Store) summaryState(ctx context.Context, id session.SessionID) (summary
 func (s *Store) summaryFromLog(ctx context.Context, id session.SessionID) (summary.Summary, catalog.LogState, error) {
 	var sum summary.Summary
 	var st catalog.LogState
-	err := s.read(ctx, id, func(v *view) error {
+	err := s.read(ctx, id, func(v *logfile.View) error {
 		var err error
-		_, sum, err = s.latestSummary(id, v)
-		st = catalog.LogState{Dev: v.id.Dev, Ino: v.id.Ino, Size: v.size, Mtime: v.mtime}
+		_, sum, err = logfile.LatestSummary(s.fs, id, v)
+		st = catalog.LogState{Dev: v.ID.Dev, Ino: v.ID.Ino, Size: v.Size, Mtime: v.Mtime}
 		return err
 	})
 	return sum, st, err
@@ -103,7 +105,7 @@ func (s *Store) summaryFromLog(ctx context.Context, id session.SessionID) (summa
 
 // revisionAt reads the revision of the record at off, or 0.
 func (s *Store) revisionAt(id session.SessionID, off int64) uint64 {
-	f, err := s.fs.OpenFile(logPath(id), osRDONLY, 0)
+	f, err := s.fs.OpenFile(layout.LogPath(id), layout.RDONLY, 0)
 	if err != nil {
 		return 0
 	}
@@ -159,12 +161,12 @@ func (s *Store) Lease(ctx context.Context, id session.SessionID) (summary.LeaseS
 	if err := s.checkSession(ctx, id); err != nil {
 		return summary.LeaseStatus{}, err
 	}
-	st, err := s.leases.inspect(ctx, s.abs(sessionDir(id)))
+	st, err := s.leases.inspect(ctx, s.root.Abs(layout.SessionDir(id)))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return summary.LeaseStatus{}, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 		}
-		return summary.LeaseStatus{}, opErr("lease", id, err)
+		return summary.LeaseStatus{}, layout.OpErr("lease", id, err)
 	}
 	return leaseStatus(st, s.opts.Now()), nil
 }

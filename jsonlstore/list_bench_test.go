@@ -14,6 +14,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -70,28 +72,28 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 			log = append(log, line...)
 		}
 		dir := filepath.Join(root, string(id))
-		if err := os.Mkdir(dir, dirPerm); err != nil {
+		if err := os.Mkdir(dir, layout.DirPerm); err != nil {
 			tb.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, LogFile), log, filePerm); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, LogFile), log, layout.FilePerm); err != nil {
 			tb.Fatal(err)
 		}
 		fi, err := os.Lstat(filepath.Join(dir, LogFile))
 		if err != nil {
 			tb.Fatal(err)
 		}
-		sf, err := encodeSummaryFile(summaryFile{
+		sf, err := logfile.EncodeSummary(logfile.SummaryFile{
 			Log: vfs.IdentityOf(fi), LogSize: last.End(), LastOffset: last.Offset, Revision: last.Rev,
-			Summary: projectRecord(&last, &snap, last.End()),
+			Summary: logfile.ProjectRecord(&last, &snap, last.End()),
 		})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, SummaryFile), sf, filePerm); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, SummaryFile), sf, layout.FilePerm); err != nil {
 			tb.Fatal(err)
 		}
 		for name, b := range leaseFiles {
-			if err := os.WriteFile(filepath.Join(dir, name), b, filePerm); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, name), b, layout.FilePerm); err != nil {
 				tb.Fatal(err)
 			}
 		}

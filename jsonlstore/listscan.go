@@ -15,20 +15,30 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// List has two ways to a page, both costing in proportion to the number
-// of sessions and the page, never to the length of histories:
+// List has three ways to a page, tried in this order (list.go chooses),
+// each costing in proportion to the number of sessions and the page,
+// never to the length of histories:
 //
 //   - listIndexed, when the watcher runs: once it confirms that its index
 //     holds every change made before the call (watch.Watcher.Current), the page
 //     is selected from memory; only its items' lease status is read.
+//   - listCatalog (cataloglist.go), when the catalog can be believed: the
+//     page is selected from .catalog/catalog, one file, and every entry it
+//     returns is proved current by an lstat of its log.
 //   - listScan otherwise: each session's summary.json is read and checked
 //     against a stat of its log, but only the fields a filter or an order
 //     needs are decoded; the page is selected from those, and only its
 //     items are then read in full and checked as summaryOf checks them.
+//
+// After a listing from the catalog or a scan, keepCatalog does what the
+// listing found the catalog to need (a rewrite, or a root file) for the
+// next one; a listing never waits for that.
 //
 // Why ranking by (identity, size) alone is sound: the holder writes
 // summary.json after an append is durable, naming the log's identity and
@@ -66,7 +76,7 @@ func (s *Store) listIndexed(ctx context.Context, q summary.Query) (_ summary.Pag
 	var todo []int
 	for i := range page.Items {
 		if page.Items[i].Lease.State == summary.LeaseFree {
-			if fi, err := vfs.Probe(s.fs, sessionDir(page.Items[i].ID)+"/"+fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
+			if fi, err := vfs.Probe(s.fs, layout.SessionDir(page.Items[i].ID)+"/"+fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
 				continue
 			}
 		}
@@ -126,7 +136,7 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 			}
 			sum, err := s.summaryOf(ctx, c.id)
 			if err != nil {
-				if endsStoreWide(err) {
+				if logfile.EndsStoreWide(err) {
 					return summary.Page{}, err
 				}
 				c.listed, c.bad, changed = false, unlistedErr(err), true
@@ -161,20 +171,20 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 // directory, opened once (vfs.Sub): on the real file system that saves
 // resolving the directory again for each.
 func (s *Store) scanSession(ctx context.Context, id session.SessionID) (scanned, error) {
-	if dir, err := vfs.Sub(s.fs, sessionDir(id)); err == nil {
+	if dir, err := vfs.Sub(s.fs, layout.SessionDir(id)); err == nil {
 		k, ok := readSummaryKeys(dir, id)
 		var fi fs.FileInfo
 		if ok {
 			fi, err = dir.Lstat(LogFile)
 		}
 		_ = dir.Close() // a directory handle: nothing to flush
-		if ok && err == nil && (summaryFile{Log: k.Log, LogSize: k.LogSize, LogMtime: k.LogMtime}).matches(fi) {
+		if ok && err == nil && (logfile.SummaryFile{Log: k.Log, LogSize: k.LogSize, LogMtime: k.LogMtime}).Matches(fi) {
 			return scanned{id: id, sum: k.ranked(), listed: true}, nil
 		}
 	}
 	sum, err := s.summaryOf(ctx, id)
 	if err != nil {
-		if endsStoreWide(err) {
+		if logfile.EndsStoreWide(err) {
 			return scanned{}, err
 		}
 		return scanned{id: id, bad: unlistedErr(err)}, nil
@@ -312,7 +322,7 @@ func (k *summaryKeys) ranked() summary.Summary {
 func readSummaryKeys(dir vfs.FS, id session.SessionID) (summaryKeys, bool) {
 	bp := summaryBufs.Get().(*[]byte)
 	defer summaryBufs.Put(bp)
-	b, err := readSmallFile(dir, SummaryFile, maxSummaryBytes, bp)
+	b, err := readSmallFile(dir, SummaryFile, logfile.MaxSummaryBytes, bp)
 	if err != nil {
 		return summaryKeys{}, false
 	}
@@ -328,7 +338,7 @@ var summaryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); retur
 // a 512-byte buffer, it reads a small file with one read and the read
 // that sees its end.
 func readSmallFile(fsys vfs.FS, name string, limit int64, buf *[]byte) ([]byte, error) {
-	f, err := fsys.OpenFile(name, osRDONLY, 0)
+	f, err := fsys.OpenFile(name, layout.RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -355,10 +365,10 @@ func readSmallFile(fsys vfs.FS, name string, limit int64, buf *[]byte) ([]byte, 
 
 func decodeSummaryKeys(b []byte, id session.SessionID) (summaryKeys, bool) {
 	var k summaryKeys
-	if !unframeJSON(b, &k) {
+	if !layout.UnframeJSON(b, &k) {
 		return summaryKeys{}, false
 	}
-	if k.Version != summaryVersion ||
+	if k.Version != logfile.SummaryVersion ||
 		k.Summary.ID != id || k.Revision == 0 || k.Summary.Revision != k.Revision {
 		return summaryKeys{}, false
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -19,13 +20,13 @@ func TestWatchSummaryKeys(t *testing.T) {
 		ID: "k", Title: "a title", State: session.StateStopped, Kind: session.KindSubagent, ParentID: "p",
 		CreatedAt: sessiontest.Epoch, UpdatedAt: sessiontest.Epoch.Add(time.Hour), Revision: 7, Generation: 2,
 	}
-	sf := summaryFile{Log: vfs.Identity{Dev: 1, Ino: 2}, LogSize: 5000, LastOffset: 4000, Revision: 7, Summary: sum}
-	good, err := encodeSummaryFile(sf)
+	sf := logfile.SummaryFile{Log: vfs.Identity{Dev: 1, Ino: 2}, LogSize: 5000, LastOffset: 4000, Revision: 7, Summary: sum}
+	good, err := logfile.EncodeSummary(sf)
 	require.NoError(t, err)
-	reencode := func(f func(*summaryFile)) []byte {
+	reencode := func(f func(*logfile.SummaryFile)) []byte {
 		c := sf
 		f(&c)
-		b, err := encodeSummaryFile(c)
+		b, err := logfile.EncodeSummary(c)
 		require.NoError(t, err)
 		return b
 	}
@@ -43,12 +44,12 @@ func TestWatchSummaryKeys(t *testing.T) {
 		{"torn", good[:len(good)-5], "k", false},
 		{"empty", nil, "k", false},
 		{"flipped bit", flipped, "k", false},
-		{"revision zero", reencode(func(f *summaryFile) { f.Revision, f.Summary.Revision = 0, 0 }), "k", false},
-		{"revisions disagree", reencode(func(f *summaryFile) { f.Summary.Revision = 6 }), "k", false},
+		{"revision zero", reencode(func(f *logfile.SummaryFile) { f.Revision, f.Summary.Revision = 0, 0 }), "k", false},
+		{"revisions disagree", reencode(func(f *logfile.SummaryFile) { f.Summary.Revision = 6 }), "k", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			full, okFull := decodeSummaryFile(c.b, c.id)
+			full, okFull := logfile.DecodeSummary(c.b, c.id)
 			keys, okKeys := decodeSummaryKeys(c.b, c.id)
 			require.Equal(t, c.wantOK, okFull)
 			require.Equal(t, okFull, okKeys)

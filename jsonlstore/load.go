@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // decodeRecord turns r, a verified record whose snapshot (its payload, or
@@ -20,223 +20,37 @@ import (
 // through c, and so is the content its parts keep out of line unless c is
 // light (a load without the content: the parts keep their references);
 // each blob is checked against its SHA-256.
-func decodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobCache) (sessionstore.Record, error) {
-	snap, err := record.ExpandPages(snap, c.page)
+func decodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) (sessionstore.Record, error) {
+	snap, err := record.ExpandPages(snap, c.Page)
 	if err != nil {
-		return sessionstore.Record{}, pageAt(id, r, err)
+		return sessionstore.Record{}, logfile.PageAt(id, r, err)
 	}
-	if !c.light {
+	if !c.Light() {
 		// The blobs are read (on every core) while the snapshot decodes.
-		defer c.prefetch(snap)()
+		defer c.Prefetch(snap)()
 	}
-	decoded, err := decodeSnapshot(id, r, snap)
+	decoded, err := logfile.DecodeSnapshot(id, r, snap)
 	if err != nil {
 		return sessionstore.Record{}, err
 	}
-	if !c.light {
-		c.wait()
-		if err := decoded.Messages.Resolve(c.fetch); err != nil {
-			return sessionstore.Record{}, blobAt(r, err)
+	if !c.Light() {
+		c.Wait()
+		if err := decoded.Messages.Resolve(c.Fetch); err != nil {
+			return sessionstore.Record{}, logfile.BlobAt(r, err)
 		}
 	}
 	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
 }
 
-// decodeSnapshot decodes snap, the snapshot of record r, with its pages
-// expanded (or left out) and its content left as references.
-func decodeSnapshot(id session.SessionID, r *record.Rec, snap []byte) (sessnap.Snapshot, error) {
-	decoded, err := sessnap.Unmarshal(snap)
-	if err != nil {
-		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("payload is not a snapshot: %w", err)}
-	}
-	if decoded.ID != id {
-		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-			Err: fmt.Errorf("payload belongs to session %q", decoded.ID)}
-	}
-	return decoded, nil
-}
-
-// pageAt locates a failure to expand a record's pages at r: a damaged or
-// missing page blob (blobAt), or a page or reference that is malformed. A
-// page the store may not read (accessErr) is no damage: its error is
-// returned as it is.
-func pageAt(id session.SessionID, r *record.Rec, err error) error {
-	var ce *sessionstore.CorruptionError
-	if errors.As(err, &ce) {
-		return blobAt(r, err)
-	}
-	if accessErr(err) {
-		return err
-	}
-	return &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: err}
-}
-
-// blobCache holds the blob contents one read has fetched, so that a
-// History of many revisions reads each blob (and page) once; it keeps at
-// most blobCacheBytes (then starts again). A light cache reads pages only:
-// the parts' content stays out of line.
-type blobCache struct {
-	light bool
-	*blobShared
-}
-
-// blobShared is a blobCache's blobs, shared by its light view.
-type blobShared struct {
-	s     *Store
-	id    session.SessionID
-	dir   *blobDirReader // opened at the first fetch
-	tried bool
-
-	mu       sync.Mutex // guards m and size while a prefetch runs
-	m        map[string][]byte
-	size     int64
-	inflight sync.WaitGroup
-}
-
-const blobCacheBytes = 256 << 20
-
-// newBlobCache returns a cache for reads with the content. Close it.
-func (s *Store) newBlobCache(id session.SessionID) *blobCache {
-	return &blobCache{blobShared: &blobShared{s: s, id: id, m: map[string][]byte{}}}
-}
-
-// newPageCache returns a cache for reads without the content (light).
-// Close it.
-func (s *Store) newPageCache(id session.SessionID) *blobCache {
-	return &blobCache{light: true, blobShared: &blobShared{s: s, id: id, m: map[string][]byte{}}}
-}
-
-// cacheFor returns the cache for a read with the content, or, light,
-// without it. Close it.
-func (s *Store) cacheFor(id session.SessionID, light bool) *blobCache {
-	if light {
-		return s.newPageCache(id)
-	}
-	return s.newBlobCache(id)
-}
-
-// withoutContent returns a light cache sharing c's blobs (and c's
-// directory: close c, not it).
-func (c *blobCache) withoutContent() *blobCache {
-	return &blobCache{light: true, blobShared: c.blobShared}
-}
-
-// Close releases the blob directory the cache holds open.
-func (c *blobCache) Close() {
-	if c.dir != nil {
-		c.dir.close()
-		c.dir = nil
-	}
-}
-
-func (c *blobCache) page(p record.PageRef) ([]byte, error) {
-	return c.fetch(session.ContentRef{SHA256: p.SHA256, Size: p.Size})
-}
-
-func (c *blobCache) fetch(ref session.ContentRef) ([]byte, error) {
-	c.mu.Lock()
-	b, ok := c.m[ref.SHA256]
-	c.mu.Unlock()
-	if ok && int64(len(b)) == ref.Size {
-		return b, nil
-	}
-	c.open()
-	b, err := c.s.readBlobVia(c.dir, c.id, ref)
-	if err != nil {
-		return nil, err
-	}
-	c.keep(ref.SHA256, b)
-	return b, nil
-}
-
-func (c *blobCache) open() {
-	if !c.tried {
-		c.tried = true
-		c.dir = c.s.openBlobDir(c.id) // nil when it cannot: names are then resolved one by one
-	}
-}
-
-// keep caches b, the content of hash, unless the cache is full (a
-// prefetch stops then) or, for a fetch, after emptying it.
-func (c *blobCache) keep(hash string, b []byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.size+int64(len(b)) > blobCacheBytes {
-		clear(c.m)
-		c.size = 0
-	}
-	c.m[hash] = b
-	c.size += int64(len(b))
-	return true
-}
-
-// prefetch starts reading into c the blobs snap references (found in its
-// bytes, scanRefs), on as many goroutines as there are cores, up to what
-// the cache holds; wait waits for them, and so does the function it
-// returns (for a caller that returns early). A blob that fails to read is
-// left out: the fetch that needs it reads it again and reports why.
-func (c *blobCache) prefetch(snap []byte) func() {
-	var hashes []string
-	seen := map[string]bool{}
-	c.mu.Lock()
-	scanRefs(snap, func(hash string, page bool) {
-		if _, cached := c.m[hash]; !page && !cached && !seen[hash] {
-			seen[hash] = true
-			hashes = append(hashes, hash)
-		}
-	})
-	c.mu.Unlock()
-	if len(hashes) < 2 {
-		return c.wait
-	}
-	c.open()
-	next := make(chan string)
-	var budget atomic.Int64
-	budget.Store(blobCacheBytes - c.size)
-	workers := min(runtime.GOMAXPROCS(0), len(hashes))
-	c.inflight.Add(workers + 1)
-	go func() {
-		defer c.inflight.Done()
-		defer close(next)
-		for _, h := range hashes {
-			if budget.Load() <= 0 {
-				return
-			}
-			next <- h
-		}
-	}()
-	for range workers {
-		go func() {
-			defer c.inflight.Done()
-			for h := range next {
-				b, err := c.s.readBlobVia(c.dir, c.id, session.ContentRef{SHA256: h, Size: sizeJustified})
-				if err == nil && budget.Add(-int64(len(b))) >= 0 {
-					c.mu.Lock()
-					if _, ok := c.m[h]; !ok {
-						c.m[h] = b
-						c.size += int64(len(b))
-					}
-					c.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return c.wait
-}
-
-// wait waits for the prefetch under way, if any.
-func (c *blobCache) wait() { c.inflight.Wait() }
-
 // loadLatest reads the view's latest revision: its last record and the
 // chain that rebuilds it, read backwards from the end, with its content
 // (or, light, without what is kept out of line).
-func (s *Store) loadLatest(id session.SessionID, v *view, light bool) (*record.Rec, sessionstore.Record, error) {
-	last, snap, err := s.latestSnapshot(id, v)
+func (s *Store) loadLatest(id session.SessionID, v *logfile.View, light bool) (*record.Rec, sessionstore.Record, error) {
+	last, snap, err := logfile.LatestSnapshot(s.fs, id, v)
 	if err != nil {
 		return nil, sessionstore.Record{}, err
 	}
-	c := s.cacheFor(id, light)
+	c := blobfile.CacheFor(s.fs, id, light)
 	defer c.Close()
 	rec, err := decodeRecord(id, last, snap, c)
 	return last, rec, err
@@ -258,7 +72,7 @@ func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts session
 		return s.loadRevision(ctx, id, opts.Revision, opts.WithoutContent)
 	}
 	var rec sessionstore.Record
-	err := s.read(ctx, id, func(v *view) error {
+	err := s.read(ctx, id, func(v *logfile.View) error {
 		var err error
 		_, rec, err = s.loadLatest(id, v, opts.WithoutContent)
 		return err
@@ -285,11 +99,11 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 }
 
 func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
-	c := s.cacheFor(id, light)
+	c := blobfile.CacheFor(s.fs, id, light)
 	defer c.Close()
 	var rec sessionstore.Record
-	err := s.read(ctx, id, func(v *view) error {
-		last, _, err := s.latest(id, v)
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		last, _, err := logfile.Latest(s.fs, id, v)
 		var ne *sessionstore.NewerRecordError
 		switch {
 		case errors.As(err, &ne) && last != nil:
@@ -316,16 +130,16 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 			Err() error
 		}
 		var rd *record.Reader
-		if first, ok := firstRevOf(v); ok && rev >= first {
-			rd = v.reader(record.Resumed())
+		if first, ok := logfile.FirstRev(v); ok && rev >= first {
+			rd = v.Reader(record.Resumed())
 			rd.Salvage = true
 			h = rd
 		} else {
-			hs := s.scanHistory(id, v)
+			hs := logfile.NewScan(s.fs, id, v)
 			defer hs.Close()
 			h = hs
 		}
-		snaps := record.NewSnapshots(id, v.maxPayload)
+		snaps := record.NewSnapshots(id, v.MaxPayload)
 		for h.Next() {
 			r := h.Record()
 			if rd != nil && rd.Damage() != nil {
@@ -344,7 +158,7 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 				continue
 			}
 			if r.Kind == record.KindGap {
-				return gapError(id, r)
+				return logfile.GapError(id, r)
 			}
 			rec, err = decodeRecord(id, r, snaps.Bytes(), c)
 			return err
@@ -357,13 +171,20 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 	return rec, err
 }
 
-// blobAt locates a blob's corruption at r, the record that references it:
-// the error names the record's file, offset and revision, and the blob.
-func blobAt(r *record.Rec, err error) error {
-	var ce *sessionstore.CorruptionError
-	if !errors.As(err, &ce) {
-		return err
+// ReadBlob implements sessionstore.Store: the content of ref from
+// session id's blobs/, checked against its size and SHA-256. A blob the
+// session does not have is ErrNotFound; one whose content is not what ref
+// says is a *sessionstore.CorruptionError naming its file (ErrBlob).
+func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error) {
+	if err := s.checkSession(ctx, id); err != nil {
+		return nil, err
 	}
-	return &sessionstore.CorruptionError{ID: ce.ID, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
-		Err: fmt.Errorf("%s: %w", ce.Path, ce.Err)}
+	_, ok, err := blobfile.Size(s.fs, blobfile.Dir(id), ref.SHA256)
+	switch {
+	case !blob.ValidHash(ref.SHA256) || err == nil && !ok:
+		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, id, ref.SHA256)
+	case err != nil:
+		return nil, layout.OpErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))
+	}
+	return blobfile.Read(s.fs, id, ref)
 }

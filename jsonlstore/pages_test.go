@@ -15,6 +15,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -94,7 +96,7 @@ func TestLongConversationInPages(t *testing.T) {
 
 	// Pages are stored once: the blobs hold the conversation about once.
 	var blobBytes int64
-	names, err := st.blobNames("long")
+	names, err := blobfile.Names(st.fs, "long")
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
 	for _, name := range names {
@@ -157,7 +159,7 @@ func TestDamagedPageIsCorruption(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.NoError(t, w.Release(ctx))
-			names, err := st.blobNames("pg")
+			names, err := blobfile.Names(st.fs, "pg")
 			require.NoError(t, err)
 			require.NotEmpty(t, names, "pages")
 			path := filepath.Join(st.Dir(), "pg", BlobDir, names[0])
@@ -211,7 +213,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 	const bigCap = 4 << 20
 	big := openTestStoreWith(t, Options{MaxRecordBytes: bigCap})
 	s, input := writeWide(t, big, "wide")
-	got, err := recordedCap(big.fs, sessionDir("wide"))
+	got, err := layout.RecordedCap(big.fs, layout.SessionDir("wide"))
 	require.NoError(t, err)
 	require.Equal(t, bigCap, got)
 
@@ -237,7 +239,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 		_, err = w.Append(ctx, uint64(len(s.Conversation())), sessiontest.Snap(t, s))
 		require.NoError(t, err)
 		require.NoError(t, w.Release(ctx))
-		got, err := recordedCap(small.fs, sessionDir("wide"))
+		got, err := layout.RecordedCap(small.fs, layout.SessionDir("wide"))
 		require.NoError(t, err)
 		require.Equal(t, bigCap, got)
 
@@ -246,7 +248,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 		fw, err := small.Fork(ctx, "wide", 0, forkID, sessionstore.AcquireOptions{})
 		require.NoError(t, err, "cap %d", own)
 		require.NoError(t, fw.Release(ctx))
-		got, err = recordedCap(small.fs, sessionDir(forkID))
+		got, err = layout.RecordedCap(small.fs, layout.SessionDir(forkID))
 		require.NoError(t, err)
 		require.Equal(t, bigCap, got, "the fork records its source's cap")
 		require.NoError(t, small.Close())
@@ -270,7 +272,7 @@ func TestListingReadsNoPages(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, w.Release(ctx))
-	names, err := st.blobNames("listed")
+	names, err := blobfile.Names(st.fs, "listed")
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
 	for _, n := range names {

@@ -23,6 +23,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -187,7 +189,7 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	ack := &rec.Ack
 	inRecovery := false
 	rec.OnSync = func(op vfs.Op, name string) {
-		if inRecovery && op == vfs.OpDatasync && name == logPath(plIDs[plA]) {
+		if inRecovery && op == vfs.OpDatasync && name == layout.LogPath(plIDs[plA]) {
 			ack.truncating = true // the sync of the truncation
 		}
 	}
@@ -239,7 +241,7 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	}
 	require.Equal(t, uint64(plTornAt-1), ack.rev[plA], "50 appends to A")
 	// The crashes meet both record kinds (with deltas on, the default).
-	logA, err := sim.ReadFile(logPath(plIDs[plA]))
+	logA, err := sim.ReadFile(layout.LogPath(plIDs[plA]))
 	require.NoError(t, err)
 	kinds := kindsOf(logA)
 	require.Positive(t, kinds[record.KindDelta], "%v", kinds)
@@ -248,7 +250,7 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	// A torn append: the write stops after plTornBytes bytes. The writer
 	// fails, now and on a retry with the right expected revision, and
 	// readers still see only what was acknowledged.
-	before, err := sim.ReadFile(logPath(plIDs[plA]))
+	before, err := sim.ReadFile(layout.LogPath(plIDs[plA]))
 	require.NoError(t, err)
 	run.variants[plA][plTornAt] = []int{0}
 	faulty.Inject(vfs.Fault{Op: vfs.OpWrite, ShortWrite: plTornBytes})
@@ -257,7 +259,7 @@ func plWorkload(t testing.TB, mutate int) *plRun {
 	require.ErrorIs(t, err, io.ErrShortWrite)
 	_, err = wA.Append(ctx, plTornAt-1, plSnapshot(plIDs[plA], plTornAt, 0))
 	require.ErrorIs(t, err, sessionstore.ErrWriterFailed)
-	after, err := sim.ReadFile(logPath(plIDs[plA]))
+	after, err := sim.ReadFile(layout.LogPath(plIDs[plA]))
 	require.NoError(t, err)
 	require.Len(t, after, len(before)+plTornBytes)
 	run.tornAt, run.torn = int64(len(before)), after[len(before):]
@@ -354,11 +356,11 @@ func (s *plStats) countSummary(crashed *vfs.Sim, id session.SessionID) {
 		return
 	}
 	kind := plSummaryCurrent
-	if _, err := crashed.Lstat(summaryPath(id)); err != nil {
+	if _, err := crashed.Lstat(layout.SummaryPath(id)); err != nil {
 		kind = plSummaryMissing
-	} else if sf, ok := readSummaryFile(crashed, id); !ok {
+	} else if sf, ok := logfile.ReadSummary(crashed, id); !ok {
 		kind = plSummaryGarbage
-	} else if fi, err := crashed.Lstat(logPath(id)); err != nil || vfs.IdentityOf(fi) != sf.Log || fi.Size() != sf.LogSize {
+	} else if fi, err := crashed.Lstat(layout.LogPath(id)); err != nil || vfs.IdentityOf(fi) != sf.Log || fi.Size() != sf.LogSize {
 		kind = plSummaryStale
 	}
 	s.summary[kind].Add(1)
@@ -434,7 +436,7 @@ func (c *plChecker) check(crashed *vfs.Sim, p crashtest.Point[plAck], _ crashtes
 		}
 		// The cap the records were written with is recorded (a reader
 		// with a smaller one still reads them).
-		if got, err := recordedCap(crashed, sessionDir(id)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
+		if got, err := layout.RecordedCap(crashed, layout.SessionDir(id)); err != nil || got < sessionstore.DefaultMaxRecordBytes {
 			return crashtest.Violate("record-cap", "%s: settings.json records cap %d (%v), the writer's was %d", id, got, err, sessionstore.DefaultMaxRecordBytes)
 		}
 		hist, err := c.history(ctx, st, crashed, i, rec.Revision)
@@ -538,7 +540,7 @@ func (c *plChecker) history(ctx context.Context, st *Store, crashed *vfs.Sim, i 
 	if h.n != latest {
 		return h, crashtest.Violate("history", "%s: History ends at %d, Load says %d", id, h.n, latest)
 	}
-	log, err := crashed.ReadFile(logPath(id))
+	log, err := crashed.ReadFile(layout.LogPath(id))
 	if err != nil {
 		return h, crashtest.Violate("history", "%s: %w", id, err)
 	}
@@ -603,7 +605,7 @@ func (c *plChecker) checkPayload(i int, rev uint64, payload []byte) error {
 // bytes after the last one, into a forensic file.
 func (c *plChecker) checkRecovery(crashed *vfs.Sim, i int, rep sessionstore.RecoveryReport, hist plHistory) error {
 	id, before := plIDs[i], hist.log
-	after, err := crashed.ReadFile(logPath(id))
+	after, err := crashed.ReadFile(layout.LogPath(id))
 	if err != nil {
 		return crashtest.Violate("recovery", "%s: %w", id, err)
 	}
@@ -641,7 +643,7 @@ func (c *plChecker) checkTorn(crashed *vfs.Sim, ack plAck) error {
 		return nil
 	}
 	id := plIDs[plA]
-	log, err := crashed.ReadFile(logPath(id))
+	log, err := crashed.ReadFile(layout.LogPath(id))
 	if err != nil {
 		return crashtest.Violate("torn-tail", "%s: %w", id, err)
 	}
@@ -653,7 +655,7 @@ func (c *plChecker) checkTorn(crashed *vfs.Sim, ack plAck) error {
 	if inLog {
 		return nil
 	}
-	dir := sessionDir(id) + "/" + ForensicDir
+	dir := layout.SessionDir(id) + "/" + ForensicDir
 	entries, _ := crashed.ReadDir(dir)
 	for _, e := range entries {
 		if b, err := crashed.ReadFile(dir + "/" + e.Name()); err == nil && bytes.Equal(b, c.run.torn) {
@@ -740,10 +742,10 @@ func TestPowerLossCheckerHasTeeth(t *testing.T) {
 
 	// Damage in the middle of A's log: History must fail.
 	damaged := end.Sim.CrashAll()
-	log, err := damaged.ReadFile(logPath(plIDs[plA]))
+	log, err := damaged.ReadFile(layout.LogPath(plIDs[plA]))
 	require.NoError(t, err)
 	log[len(log)/2] ^= 0x04
-	f, err := damaged.OpenFile(logPath(plIDs[plA]), os.O_WRONLY|os.O_TRUNC, 0)
+	f, err := damaged.OpenFile(layout.LogPath(plIDs[plA]), os.O_WRONLY|os.O_TRUNC, 0)
 	require.NoError(t, err)
 	_, err = f.Write(log)
 	require.NoError(t, err)

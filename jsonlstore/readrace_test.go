@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -57,7 +58,7 @@ func TestReadersRaceHolder(t *testing.T) {
 	verifyAtCleanup(t, st)
 	t.Cleanup(func() { st.Close() })
 	const id = session.SessionID("race-1")
-	logFile := filepath.Join(dir, filepath.FromSlash(logPath(id)))
+	logFile := filepath.Join(dir, filepath.FromSlash(layout.LogPath(id)))
 
 	snap, err := procSnapshot(id, seed, 1)
 	require.NoError(t, err)

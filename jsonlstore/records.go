@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -69,8 +70,8 @@ func (s *Store) rawRecords(ctx context.Context, id session.SessionID) iter.Seq2[
 	return func(yield func(placedRecord, error) bool) {
 		var yielded uint64 // records already yielded survive a retry of the read
 		stopped := false
-		err := s.read(ctx, id, func(v *view) error {
-			h := s.scanHistory(id, v)
+		err := s.read(ctx, id, func(v *logfile.View) error {
+			h := logfile.NewScan(s.fs, id, v)
 			defer h.Close()
 			for h.Next() {
 				if err := ctx.Err(); err != nil {

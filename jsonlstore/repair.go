@@ -10,6 +10,8 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -92,7 +94,7 @@ type RepairReport struct {
 // records of a kind this program does not know are not cut.
 //
 // Repair finally sweeps leftover temporary and trash directories (named
-// exactly as the store names them: isLeftover) at the
+// exactly as the store names them: layout.IsLeftover) at the
 // store root older than Options.LeftoverAge whose lease nobody holds.
 //
 // Errors: ErrNotFound, ErrInvalidID, ErrClosed, *LeaseHeldError, a
@@ -111,7 +113,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 	if err != nil {
 		var he *sessionstore.LeaseHeldError
 		if opts.Wait > 0 && errors.As(err, &he) {
-			err = opErr("repair", id, fmt.Errorf("waited %s: %w", opts.Wait, err))
+			err = layout.OpErr("repair", id, fmt.Errorf("waited %s: %w", opts.Wait, err))
 		}
 		var ce *sessionstore.CorruptionError
 		if rep.Found == nil && errors.As(err, &ce) {
@@ -126,7 +128,7 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts RepairOpt
 		// salvaging; here, under the lease, before the log is checked.
 		if rep.Archives, err = s.fixArchiveGaps(id); err != nil {
 			_ = w.Release(context.WithoutCancel(ctx)) // the error above is the one to report
-			return rep, opErr("repair", id, err)
+			return rep, layout.OpErr("repair", id, err)
 		}
 	}
 	rep.Generation = w.Generation()
@@ -209,7 +211,7 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 	}
 	if rep.Archives, err = s.fixArchiveGaps(id); err != nil {
 		release()
-		return nil, opErr("repair", id, err)
+		return nil, layout.OpErr("repair", id, err)
 	}
 	fix := s.cutAtCorruption
 	if salvage {
@@ -241,9 +243,9 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	rep.Found = &f
 	var cut int64
 	switch ce.Path {
-	case logPath(id):
+	case layout.LogPath(id):
 		cut = ce.Offset
-	case summaryPath(id):
+	case layout.SummaryPath(id):
 		// summary.json disagrees with a sound log: the log stays whole.
 		cut = -1
 	default:
@@ -254,21 +256,21 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 		// A log is read from its first record: an empty one holds nothing,
 		// whatever the archives hold.
 		return fmt.Errorf("jsonlstore: repair %s: the log holds no sound record to keep, so cutting it would leave nothing; "+
-			"it is left as it is (copy %s aside before deleting the session): %w", id, logPath(id), ce)
+			"it is left as it is (copy %s aside before deleting the session): %w", id, layout.LogPath(id), ce)
 	}
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return opErr("repair", id, err)
+		return layout.OpErr("repair", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
-	if cut < 0 || cut > v.size {
-		cut = v.size
+	if cut < 0 || cut > v.Size {
+		cut = v.Size
 	}
-	if n := v.size - cut; n > 0 {
+	if n := v.Size - cut; n > 0 {
 		// Every byte removed is kept, durably, before anything is removed.
 		name, err := s.saveForensic(id, "repair", cut, v, n)
 		if err != nil {
-			return opErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
+			return layout.OpErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
 		}
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
 	}
@@ -277,43 +279,43 @@ func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *
 	// grown again, vouch for revisions the log no longer has.
 	name, err := s.moveSummaryAside(id)
 	if err != nil {
-		return opErr("repair", id, fmt.Errorf("move summary aside: %w", err))
+		return layout.OpErr("repair", id, fmt.Errorf("move summary aside: %w", err))
 	}
 	if name != "" {
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
 	}
-	if n := v.size - cut; n > 0 {
-		f, err := s.fs.OpenFile(logPath(id), os.O_WRONLY, 0)
+	if n := v.Size - cut; n > 0 {
+		f, err := s.fs.OpenFile(layout.LogPath(id), os.O_WRONLY, 0)
 		if err != nil {
-			return opErr("repair", id, err)
+			return layout.OpErr("repair", id, err)
 		}
 		defer func() { _ = f.Close() }() // Datasync below reports any write error; Close loses nothing after it
 		if err := f.Truncate(cut); err != nil {
-			return opErr("repair", id, fmt.Errorf("truncate: %w", err))
+			return layout.OpErr("repair", id, fmt.Errorf("truncate: %w", err))
 		}
 		// Durable before the lease goes to anyone who might append.
 		if err := f.Datasync(); err != nil {
-			return opErr("repair", id, fmt.Errorf("sync truncate: %w", err))
+			return layout.OpErr("repair", id, fmt.Errorf("sync truncate: %w", err))
 		}
 		rep.BytesRemoved += n
 		rep.Cut, rep.CutOffset = true, cut
 	}
 	s.opts.Logger.Info("jsonlstore: repair cut the log at corruption", "session", id, "offset", cut,
-		"bytes", v.size-cut, "forensic", rep.ForensicFiles, "found", f.Message)
+		"bytes", v.Size-cut, "forensic", rep.ForensicFiles, "found", f.Message)
 	return nil
 }
 
 // moveSummaryAside renames summary.json into forensic/ durably and returns
 // its new path, or "" when there was none.
 func (s *Store) moveSummaryAside(id session.SessionID) (string, error) {
-	src := summaryPath(id)
+	src := layout.SummaryPath(id)
 	if _, err := s.fs.Lstat(src); errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	} else if err != nil {
 		return "", err
 	}
-	dir := sessionDir(id) + "/" + ForensicDir
-	if err := s.fs.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+	dir := layout.SessionDir(id) + "/" + ForensicDir
+	if err := s.fs.Mkdir(dir, layout.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
 	dst := dir + "/summary-" + s.opts.Now().UTC().Format("20060102T150405.000000000Z") + ".json"
@@ -325,7 +327,7 @@ func (s *Store) moveSummaryAside(id session.SessionID) (string, error) {
 	if err := s.fs.SyncDir(dir); err != nil {
 		return "", err
 	}
-	return dst, s.fs.SyncDir(sessionDir(id))
+	return dst, s.fs.SyncDir(layout.SessionDir(id))
 }
 
 // repairSweepRoot removes leftover temporary and trash directories at the root
@@ -341,14 +343,14 @@ func (s *Store) repairSweepRoot(ctx context.Context) []string {
 	var swept []string
 	for _, e := range entries {
 		name := e.Name()
-		if !e.IsDir() || !isLeftover(name) {
+		if !e.IsDir() || !layout.IsLeftover(name) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil || now.Sub(fi.ModTime()) < s.opts.LeftoverAge {
 			continue
 		}
-		st, err := s.leases.inspect(ctx, s.abs(name))
+		st, err := s.leases.inspect(ctx, s.root.Abs(name))
 		if err != nil || st.State == fslease.Held {
 			continue
 		}

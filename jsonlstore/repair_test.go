@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -222,10 +223,10 @@ func TestRepairSummaryDisagrees(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	path := toolSession(t, st, "lie", 3)
-	sf, ok := readSummaryFile(st.fs, "lie")
+	sf, ok := logfile.ReadSummary(st.fs, "lie")
 	require.True(t, ok)
 	sf.Summary.State = session.StateFailed
-	b, err := encodeSummaryFile(sf)
+	b, err := logfile.EncodeSummary(sf)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(st.Dir(), "lie", SummaryFile), b, 0o600))
 	data, err := os.ReadFile(path)

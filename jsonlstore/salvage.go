@@ -11,6 +11,10 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -83,12 +87,12 @@ type SalvagedGap struct {
 }
 
 // planSalvage reads v and plans its salvage.
-func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) (*salvagePlan, error) {
+func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfile.View) (*salvagePlan, error) {
 	pl := &salvagePlan{}
 	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
-	rd := v.reader(record.Resumed())
+	rd := v.Reader(record.Resumed())
 	rd.Salvage = true
-	snaps := record.NewSnapshots(id, v.maxPayload)
+	snaps := record.NewSnapshots(id, v.MaxPayload)
 	kept := map[uint64][2]int64{} // revision -> offset and length of its kept line
 	var open *salvageGap          // revisions missing since the last kept record
 	var pos int64                 // end of the last line handled
@@ -96,7 +100,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	// The log's first revision is 1 unless older ones are archived; then
 	// the first readable record is taken as the start.
 	first := uint64(0)
-	if _, err := s.fs.Lstat(archiveDir(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
 		first = 1
 	}
 	setAside := func(off, n int64, why string) int {
@@ -137,13 +141,13 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 		damaged := -1
 		if r.Offset > pos {
 			damaged = setAside(pos, r.Offset-pos, "damaged lines")
-			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: pos, Message: fmt.Sprintf("%d bytes of damaged lines", r.Offset-pos)})
+			note(rd.Damage(), sessionstore.Finding{File: v.Name, Offset: pos, Message: fmt.Sprintf("%d bytes of damaged lines", r.Offset-pos)})
 		}
 		pos = r.End()
 		if !rd.Accepted() {
 			// A repeated or misplaced record: a copy when its bytes are
 			// those of the kept line of its revision.
-			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf("revision %d out of sequence", r.Rev)})
+			note(rd.Damage(), sessionstore.Finding{File: v.Name, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf("revision %d out of sequence", r.Rev)})
 			if k, ok := kept[r.Rev]; ok && k[1] == r.LineLen && s.sameBytes(v, k[0], r.Offset, r.LineLen) {
 				pl.dups++
 				setAside(r.Offset, r.LineLen, fmt.Sprintf("a copy of revision %d", r.Rev))
@@ -165,7 +169,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				why = rd.Damage().Error()
 			}
 			miss(next, r.Rev-1, why, damaged)
-			note(rd.Damage(), sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: next, Message: fmt.Sprintf("revisions %d to %d are %s", next, r.Rev-1, why)})
+			note(rd.Damage(), sessionstore.Finding{File: v.Name, Offset: r.Offset, Revision: next, Message: fmt.Sprintf("revisions %d to %d are %s", next, r.Rev-1, why)})
 			snaps.Lose(errors.New(why))
 		}
 		err := snaps.Add(r)
@@ -173,7 +177,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 			// A full record must be a snapshot of this session (its pages
 			// read, its content left out of line), or nothing can build on
 			// it; and so must the content it references be there.
-			c := s.newPageCache(id)
+			c := blobfile.NewPageCache(s.fs, id)
 			var rec sessionstore.Record
 			rec, err = decodeRecord(id, r, r.Payload, c)
 			c.Close()
@@ -191,15 +195,15 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 				snaps.Lose(err)
 			}
 		}
-		if err != nil && !isCorruption(err) {
+		if err != nil && !logfile.IsCorruption(err) {
 			// A blob or page the store may not read (a permission or
 			// I/O error) is no evidence of damage: setting aside the
 			// revisions that reference it would lose acknowledged
 			// revisions. Salvage refuses, and changes nothing.
-			return nil, opErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
+			return nil, layout.OpErr("repair", id, fmt.Errorf("revision %d cannot be checked, so nothing was salvaged: %w", r.Rev, err))
 		}
 		if err != nil {
-			note(err, sessionstore.Finding{File: v.name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
+			note(err, sessionstore.Finding{File: v.Name, Offset: r.Offset, Revision: r.Rev, Message: err.Error()})
 			span := setAside(r.Offset, r.LineLen, "")
 			miss(r.Rev, r.Rev, err.Error(), span)
 			continue
@@ -223,21 +227,21 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *view) 
 	var ne *sessionstore.NewerRecordError
 	switch err := rd.Err(); {
 	case errors.As(err, &ne):
-		return nil, opErr("repair", id, fmt.Errorf("the log holds records of a newer version, which this program never removes: %w", ne))
+		return nil, layout.OpErr("repair", id, fmt.Errorf("the log holds records of a newer version, which this program never removes: %w", ne))
 	case err != nil:
 		return nil, err
 	case !have:
-		return nil, &sessionstore.CorruptionError{ID: id, Path: v.name, Err: errors.New("the log holds no record that can be read: nothing to salvage")}
+		return nil, &sessionstore.CorruptionError{ID: id, Path: v.Name, Err: errors.New("the log holds no record that can be read: nothing to salvage")}
 	}
-	if pos < v.size {
-		setAside(pos, v.size-pos, "bytes after the last record")
-		note(nil, sessionstore.Finding{File: v.name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.size-pos)})
+	if pos < v.Size {
+		setAside(pos, v.Size-pos, "bytes after the last record")
+		note(nil, sessionstore.Finding{File: v.Name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.Size-pos)})
 	}
 	// Revisions other evidence proves committed, past the last kept one.
-	if ev := s.evidence(id, v); ev.Revision > pl.last.Through() {
+	if ev := logfile.Evidence(s.fs, id, v); ev.Revision > pl.last.Through() {
 		why := fmt.Sprintf("committed (%s) but no longer in the log", ev.Source)
 		miss(pl.last.Through()+1, ev.Revision, why, -1)
-		note(nil, sessionstore.Finding{File: v.name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
+		note(nil, sessionstore.Finding{File: v.Name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
 	}
 	if open != nil {
 		pl.closeGap(open)
@@ -257,12 +261,12 @@ func (pl *salvagePlan) closeGap(g *salvageGap) {
 }
 
 // sameBytes reports whether the n bytes of v at a and at b are equal.
-func (s *Store) sameBytes(v *view, a, b, n int64) bool {
+func (s *Store) sameBytes(v *logfile.View, a, b, n int64) bool {
 	x, y := make([]byte, n), make([]byte, n)
-	if _, err := v.f.ReadAt(x, a); err != nil {
+	if _, err := v.F.ReadAt(x, a); err != nil {
 		return false
 	}
-	if _, err := v.f.ReadAt(y, b); err != nil {
+	if _, err := v.F.ReadAt(y, b); err != nil {
 		return false
 	}
 	return bytes.Equal(x, y)
@@ -271,9 +275,9 @@ func (s *Store) sameBytes(v *view, a, b, n int64) bool {
 // salvageLog runs under the lease: it plans the salvage of session id's log
 // and, when anything is to change, carries it out (see Salvage above).
 func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *RepairReport) error {
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
-		return opErr("repair", id, err)
+		return layout.OpErr("repair", id, err)
 	}
 	defer func() { _ = v.Close() }() // read-only
 	pl, err := s.planSalvage(ctx, id, v)
@@ -289,7 +293,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	if k := len(pl.pieces) - 1; pl.pieces[k].gap != nil {
 		line, err := s.restoringRecord(ctx, id, v, pl)
 		if err != nil {
-			return opErr("repair", id, fmt.Errorf("restore the last readable revision: %w", err))
+			return layout.OpErr("repair", id, fmt.Errorf("restore the last readable revision: %w", err))
 		}
 		pl.pieces = append(pl.pieces, salvagePiece{line: line})
 		restored = pl.last.Through() + 1
@@ -299,7 +303,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 		sp := &pl.spans[i]
 		name, err := s.saveForensic(id, "repair", sp.off, v, sp.n)
 		if err != nil {
-			return opErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
+			return layout.OpErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
 		}
 		sp.file = name
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -307,7 +311,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	}
 	name, err := s.moveSummaryAside(id)
 	if err != nil {
-		return opErr("repair", id, fmt.Errorf("move summary aside: %w", err))
+		return layout.OpErr("repair", id, fmt.Errorf("move summary aside: %w", err))
 	}
 	if name != "" {
 		rep.ForensicFiles = append(rep.ForensicFiles, name)
@@ -336,14 +340,14 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 					return err
 				}
 			default:
-				if _, err := io.Copy(w, io.NewSectionReader(v.f, p.off, p.n)); err != nil {
+				if _, err := io.Copy(w, io.NewSectionReader(v.F, p.off, p.n)); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	}); err != nil {
-		return opErr("repair", id, err)
+		return layout.OpErr("repair", id, err)
 	}
 	rep.Salvaged = &SalvageReport{Kept: pl.keptN, DuplicatesRemoved: pl.dups, Gaps: pl.gaps, Restored: restored}
 	rep.Found = pl.found
@@ -371,24 +375,24 @@ type SalvageReport struct {
 // again from v as the plan kept it), with the generation of the record
 // before it (the repair's own lease must stay above every generation in
 // the log).
-func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *view, pl *salvagePlan) ([]byte, error) {
+func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *logfile.View, pl *salvagePlan) ([]byte, error) {
 	var keptLast *record.Rec
 	var snap []byte
 	var rd *record.Reader
-	snaps := record.NewSnapshots(id, v.maxPayload)
+	snaps := record.NewSnapshots(id, v.MaxPayload)
 	for _, p := range pl.pieces {
 		switch {
 		case p.gap != nil:
 			// After a gap the sequence jumps and a full record starts again.
-			rd, snaps = nil, record.NewSnapshots(id, v.maxPayload)
+			rd, snaps = nil, record.NewSnapshots(id, v.MaxPayload)
 			continue
 		case p.line != nil:
 			continue
 		}
 		if rd == nil {
-			rd = record.NewReader(id, v.maxPayload, record.Resumed())
+			rd = record.NewReader(id, v.MaxPayload, record.Resumed())
 		}
-		rd.Read(record.Source{R: io.NewSectionReader(v.f, p.off, p.n), Size: p.n, Path: v.name})
+		rd.Read(record.Source{R: io.NewSectionReader(v.F, p.off, p.n), Size: p.n, Path: v.Name})
 		for rd.Next() {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -419,7 +423,7 @@ func (s *Store) publishLog(id session.SessionID, what string, fill func(w io.Wri
 	if err != nil {
 		return 0, err
 	}
-	if err := s.fs.SyncDir(sessionDir(id)); err != nil {
+	if err := s.fs.SyncDir(layout.SessionDir(id)); err != nil {
 		return n, fmt.Errorf("sync session directory: %w", err)
 	}
 	return n, nil
@@ -430,12 +434,12 @@ func (s *Store) publishLog(id session.SessionID, what string, fill func(w io.Wri
 // syncs it and renames it over log.jsonl, and returns its size. The
 // rename is durable once the caller syncs the session directory.
 func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Writer) error) (int64, error) {
-	tmp := sessionDir(id) + "/." + LogFile + "." + what + "-" + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	tmp := layout.SessionDir(id) + "/." + LogFile + "." + what + "-" + layout.RandomSuffix() + layout.TmpSuffix
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return 0, err
 	}
-	cw := &countingWriter{w: writerOnly{f}}
+	cw := &archive.CountingWriter{W: writerOnly{f}}
 	err = fill(cw)
 	if err == nil {
 		err = f.Sync()
@@ -447,9 +451,9 @@ func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Write
 		_ = s.fs.Remove(tmp)
 		return 0, fmt.Errorf("write new log: %w", err)
 	}
-	if err := s.fs.Rename(tmp, logPath(id)); err != nil {
+	if err := s.fs.Rename(tmp, layout.LogPath(id)); err != nil {
 		_ = s.fs.Remove(tmp)
 		return 0, fmt.Errorf("replace log: %w", err)
 	}
-	return cw.n, nil
+	return cw.N, nil
 }

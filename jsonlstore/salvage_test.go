@@ -16,6 +16,8 @@ import (
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -333,7 +335,7 @@ func TestCompactSalvagedLog(t *testing.T) {
 			require.NoError(t, os.CopyFS(filepath.Join(st.Dir(), "sv"), os.DirFS(filepath.Join(src.Dir(), "sv"))))
 			crep, err := st.Compact(ctx, "sv", CompactPolicy{KeepLast: keep}, 0)
 			require.NoError(t, err)
-			m, err := readManifest(st.fs, "sv")
+			m, err := archive.ReadManifest(st.fs, "sv")
 			require.NoError(t, err)
 			for _, seg := range m.Segments {
 				if seg.First <= g.First && g.First <= seg.Last {
@@ -391,7 +393,7 @@ func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.NoError(t, w.Release(ctx))
-			names, err := st.blobNames("pg")
+			names, err := blobfile.Names(st.fs, "pg")
 			require.NoError(t, err)
 			require.NotEmpty(t, names, "pages")
 			page := filepath.Join(st.Dir(), "pg", BlobDir, names[0])
@@ -496,9 +498,9 @@ func TestRepairCorrectsOldGapManifest(t *testing.T) {
 // fix wrote it: the segment holding gap g listed, and named, as ending at
 // its first revision plus its records less one. It returns the segment as
 // now listed, nil when no archived segment holds the gap.
-func ageGapManifest(t *testing.T, st *Store, id session.SessionID, g SalvagedGap) *archiveSegment {
+func ageGapManifest(t *testing.T, st *Store, id session.SessionID, g SalvagedGap) *archive.Segment {
 	t.Helper()
-	m, err := readManifest(st.fs, id)
+	m, err := archive.ReadManifest(st.fs, id)
 	require.NoError(t, err)
 	for i, seg := range m.Segments {
 		if seg.First > g.First || g.First > seg.Last {
@@ -507,11 +509,11 @@ func ageGapManifest(t *testing.T, st *Store, id session.SessionID, g SalvagedGap
 		aged := seg
 		aged.Last = seg.First + uint64(seg.Records) - 1
 		require.Less(t, aged.Last, seg.Last)
-		aged.File = segmentName(aged.First, aged.Last)
+		aged.File = archive.SegmentName(aged.First, aged.Last)
 		dir := filepath.Join(st.Dir(), string(id), ArchiveDir)
 		require.NoError(t, os.Rename(filepath.Join(dir, seg.File), filepath.Join(dir, aged.File)))
 		m.Segments[i] = aged
-		require.NoError(t, st.writeManifest(id, m))
+		require.NoError(t, archive.WriteManifest(st.fs, id, m))
 		return &aged
 	}
 	return nil

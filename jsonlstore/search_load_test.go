@@ -127,9 +127,9 @@ func TestSearchCatchUpReadsWhatWasAppended(t *testing.T) {
 		rev := q.add(t, fmt.Sprintf("gannet%d flies", round), fmt.Sprintf("gannet%d dives", round))
 		s := q.s
 		counted := &logReadFS{FS: st.fs}
-		st.fs = counted
+		swapFS(st, counted)
 		res, err := st.Search(ctx, sessionstore.SearchQuery{Text: fmt.Sprintf("gannet%d", round)})
-		st.fs = counted.FS
+		swapFS(st, counted.FS)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Indexed, "round %d", round)
 		require.Equal(t, []hitKey{

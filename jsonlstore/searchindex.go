@@ -9,6 +9,9 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -51,7 +54,7 @@ func (o Options) searchComponent() (searchhost.Component, error) {
 	}
 	c, ok := o.Search.(searchhost.Component)
 	if !ok {
-		return nil, opErr("open", "", fmtNoSearch(o.Search))
+		return nil, layout.OpErr("open", "", fmtNoSearch(o.Search))
 	}
 	return c, nil
 }
@@ -196,16 +199,16 @@ type searchHost struct{ s *Store }
 var _ searchhost.Host = searchHost{}
 
 func (h searchHost) FS() vfs.FS             { return h.s.fs }
-func (h searchHost) Abs(name string) string { return h.s.abs(name) }
+func (h searchHost) Abs(name string) string { return h.s.root.Abs(name) }
 func (h searchHost) Dir() string            { return SearchDir }
 func (h searchHost) Logger() *slog.Logger   { return h.s.opts.Logger }
 func (h searchHost) IsSession(id session.SessionID) bool {
-	fi, err := h.s.fs.Lstat(sessionDir(id))
+	fi, err := h.s.fs.Lstat(layout.SessionDir(id))
 	return err == nil && fi.IsDir()
 }
 
 func (h searchHost) ProbeLog(id session.SessionID) (fs.FileInfo, error) {
-	return vfs.Probe(h.s.fs, logPath(id))
+	return vfs.Probe(h.s.fs, layout.LogPath(id))
 }
 
 // Sessions implements searchhost.Host: where the catalog can be believed
@@ -234,7 +237,7 @@ func (h searchHost) Sessions(ctx context.Context, probeAll bool) (searchhost.Ses
 	}
 	names, err := vfs.ReadDirNames(s.fs, ".")
 	if err != nil {
-		return searchhost.Sessions{}, opErr("list root", "", err)
+		return searchhost.Sessions{}, layout.OpErr("list root", "", err)
 	}
 	var ids []session.SessionID
 	for _, n := range names {
@@ -277,7 +280,7 @@ func vouchedStates(v vouched) (ids []session.SessionID, logs []searchhost.LogSta
 
 // ChangedWithoutMark implements searchhost.Host.
 func (h searchHost) Held(ctx context.Context, id session.SessionID) bool {
-	st, err := h.s.leases.inspect(ctx, h.s.abs(sessionDir(id)))
+	st, err := h.s.leases.inspect(ctx, h.s.root.Abs(layout.SessionDir(id)))
 	return err == nil && st.State == fslease.Held
 }
 
@@ -298,7 +301,7 @@ func (h searchHost) ChangedWithoutMark(ids []session.SessionID) bool {
 
 // ReadLog implements searchhost.Host with the store's reads (view.go).
 func (h searchHost) ReadLog(ctx context.Context, id session.SessionID, fn func(searchhost.Log) error) error {
-	return h.s.read(ctx, id, func(v *view) error {
+	return h.s.read(ctx, id, func(v *logfile.View) error {
 		return fn(logRead{s: h.s, id: id, v: v})
 	})
 }
@@ -308,27 +311,27 @@ func (h searchHost) ReadLog(ctx context.Context, id session.SessionID, fn func(s
 type logRead struct {
 	s  *Store
 	id session.SessionID
-	v  *view
+	v  *logfile.View
 }
 
-func (l logRead) Stat() (fs.FileInfo, error) { return l.v.f.Stat() }
-func (l logRead) Size() int64                { return l.v.size }
+func (l logRead) Stat() (fs.FileInfo, error) { return l.v.F.Stat() }
+func (l logRead) Size() int64                { return l.v.Size }
 
 func (l logRead) Latest() (*record.Rec, error) {
-	last, _, err := l.s.latest(l.id, l.v)
+	last, _, err := logfile.Latest(l.s.fs, l.id, l.v)
 	return last, err
 }
 
-func (l logRead) Before(r *record.Rec) (*record.Rec, error) { return l.v.back.Before(r) }
+func (l logRead) Before(r *record.Rec) (*record.Rec, error) { return l.v.Back.Before(r) }
 
 func (l logRead) LoadLatest() (*record.Rec, sessionstore.Record, error) {
 	return l.s.loadLatest(l.id, l.v, false)
 }
 
-func (l logRead) History() searchhost.History { return l.s.scanHistory(l.id, l.v) }
+func (l logRead) History() searchhost.History { return logfile.NewScan(l.s.fs, l.id, l.v) }
 
 func (l logRead) Resolve(msgs sessnap.Messages) error {
-	c := l.s.newBlobCache(l.id)
+	c := blobfile.NewCache(l.s.fs, l.id)
 	defer c.Close()
-	return msgs.Resolve(c.fetch)
+	return msgs.Resolve(c.Fetch)
 }

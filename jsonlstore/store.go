@@ -20,6 +20,9 @@ import (
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
@@ -97,8 +100,9 @@ func (o Options) withDefaults() Options {
 // It is safe for concurrent use by many goroutines and many processes.
 type Store struct {
 	dir    string // absolute root path
-	root   *os.Root
+	osRoot *os.Root
 	fs     vfs.FS
+	root   *layout.Root // the root as the rooms see it (fs, dir and opts)
 	leases leaser
 	opts   Options
 
@@ -124,34 +128,38 @@ func Open(dir string, opts Options) (*Store, error) {
 	if _, err := opts.searchComponent(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abs, dirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
-		return nil, opErr("create root", "", err)
+	if err := os.MkdirAll(abs, layout.DirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
+		return nil, layout.OpErr("create root", "", err)
 	}
 	fi, err := os.Lstat(abs) //nolint:gosec // G703: as above, the caller's root directory
 	if err != nil {
-		return nil, opErr("open root", "", err)
+		return nil, layout.OpErr("open root", "", err)
 	}
 	if !fi.IsDir() {
-		return nil, pathErr("open", "", abs, errors.New("it is not a directory"))
+		return nil, layout.PathErr("open", "", abs, errors.New("it is not a directory"))
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
-		return nil, opErr("open root", "", err)
+		return nil, layout.OpErr("open root", "", err)
 	}
 	// Checked on the opened directory, not the path, so that it is the
 	// directory the store will use.
 	if fi, err = root.Stat("."); err == nil {
-		err = checkRoot(abs, fi)
+		err = layout.CheckRoot(abs, fi)
 	}
 	if err != nil {
 		_ = root.Close() // refused: the reason is the error that matters
-		return nil, opErr("open root", "", err)
+		return nil, layout.OpErr("open root", "", err)
 	}
 	return newStore(abs, root, vfs.OS(root), fsLeaser{}, opts), nil
 }
 
 func newStore(abs string, root *os.Root, fsys vfs.FS, leases leaser, opts Options) *Store {
-	s := &Store{dir: abs, root: root, fs: fsys, leases: leases, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	s := &Store{dir: abs, osRoot: root, fs: fsys, leases: leases, opts: opts, root: &layout.Root{
+		FS: fsys, Dir: abs, MaxRecordBytes: opts.MaxRecordBytes, BlobThreshold: opts.BlobThreshold,
+		FullRecordsOnly: opts.FullRecordsOnly, LeftoverAge: opts.LeftoverAge, Logger: opts.Logger, Now: opts.Now,
+	}}
 	if c, _ := s.opts.searchComponent(); c != nil { // checked by Open
 		s.search = c.Open(searchHost{s})
 	}
@@ -177,8 +185,8 @@ func (s *Store) Close() error {
 	if s.search != nil {
 		s.search.Close()
 	}
-	if s.root != nil {
-		return s.root.Close()
+	if s.osRoot != nil {
+		return s.osRoot.Close()
 	}
 	return nil
 }
@@ -196,8 +204,14 @@ func (s *Store) check(ctx context.Context, id session.SessionID) error {
 	return nil
 }
 
-// abs is the absolute path of a name inside the root (for fslease).
-func (s *Store) abs(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
+// read runs fn on fresh views of session id's log (logfile.Read), once
+// the store is open, ctx is not done and id is valid.
+func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *logfile.View) error) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return logfile.Read(ctx, s.root, id, fn)
+}
 
 // checkSession is check, then exists: the store is open, ctx is not done,
 // id is valid and its session is there.
@@ -205,23 +219,7 @@ func (s *Store) checkSession(ctx context.Context, id session.SessionID) error {
 	if err := s.check(ctx, id); err != nil {
 		return err
 	}
-	return s.exists(id)
-}
-
-// exists reports whether session id has a directory, refusing symlinks.
-func (s *Store) exists(id session.SessionID) error {
-	fi, err := s.fs.Lstat(sessionDir(id))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
-	case err != nil:
-		return opErr("session", id, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return opErr("session", id, vfs.ErrSymlink)
-	case !fi.IsDir():
-		return opErr("session", id, errors.New("not a directory"))
-	}
-	return nil
+	return s.root.Exists(id)
 }
 
 // --- creation ---------------------------------------------------------------
@@ -239,7 +237,7 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // record, with the append state app and blobs. The log must end where
 // last does. marked says whether the lease's catalog mark is made
 // (takeLease). The caller closes log when newWriter fails.
-func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobWriter, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
+func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File, last *record.Rec, app *appender.Appender, blobs *blobfile.Writer, report sessionstore.RecoveryReport, marked bool) (*writer, error) {
 	fi, err := log.Stat()
 	if err != nil {
 		return nil, err
@@ -247,7 +245,7 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 	if fi.Size() != last.End() {
 		return nil, fmt.Errorf("log is %d bytes, its last record ends at %d", fi.Size(), last.End())
 	}
-	dir, err := vfs.Sub(s.fs, sessionDir(id))
+	dir, err := vfs.Sub(s.fs, layout.SessionDir(id))
 	if err != nil {
 		return nil, err
 	}
@@ -261,11 +259,11 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 // newAppender returns the append state of a writer of a new session, or
 // of one whose latest revision it does not know, writing blobs into the
 // session directory dir (none with FullRecordsOnly).
-func (s *Store) newAppender(dir string) (*appender.Appender, *blobWriter) {
+func (s *Store) newAppender(dir string) (*appender.Appender, *blobfile.Writer) {
 	if s.opts.FullRecordsOnly {
 		return appender.New(nil, s.opts.MaxRecordBytes, true), nil
 	}
-	blobs := newBlobWriter(s.fs, dir, s.opts.BlobThreshold)
+	blobs := blobfile.NewWriter(s.fs, dir, s.opts.BlobThreshold)
 	a := appender.New(blobs, s.opts.MaxRecordBytes, false)
 	a.Pages = blobs
 	return a, blobs
@@ -289,12 +287,12 @@ type newSession struct {
 // its lease (the creator is its first holder, generation 1) and creates
 // its empty log.
 func (s *Store) startSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, maxRecord int) (_ *newSession, err error) {
-	if _, err := s.fs.Lstat(sessionDir(id)); err == nil {
+	if _, err := s.fs.Lstat(layout.SessionDir(id)); err == nil {
 		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 	}
-	b := &newSession{s: s, id: id, tmp: tmpDirPrefix + string(id) + "-" + randomSuffix()}
-	if err := s.fs.Mkdir(b.tmp, dirPerm); err != nil {
-		return nil, opErr("create", id, err)
+	b := &newSession{s: s, id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()}
+	if err := s.fs.Mkdir(b.tmp, layout.DirPerm); err != nil {
+		return nil, layout.OpErr("create", id, err)
 	}
 	defer func() {
 		if err != nil {
@@ -308,13 +306,13 @@ func (s *Store) startSession(ctx context.Context, id session.SessionID, opts ses
 	lopts := s.leaseOptions(opts, 0)
 	lopts.DirSynced = true
 	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, lopts); err != nil {
-		return nil, opErr("create", id, fmt.Errorf("lease: %w", err))
+		return nil, layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
 	}
-	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm); err != nil {
-		return nil, opErr("create", id, err)
+	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, layout.FilePerm); err != nil {
+		return nil, layout.OpErr("create", id, err)
 	}
-	if err := s.recordNewCap(b.tmp, maxRecord); err != nil { // synced with the directory, before publish
-		return nil, opErr("create", id, err)
+	if err := s.root.RecordNewCap(b.tmp, maxRecord); err != nil { // synced with the directory, before publish
+		return nil, layout.OpErr("create", id, err)
 	}
 	return b, nil
 }
@@ -349,27 +347,27 @@ func (b *newSession) publish(ctx context.Context) error {
 	// directory's entries (log, lease files, settings), or a crash could
 	// publish an empty session.
 	if err := b.lease.SyncRecord(); err != nil {
-		return opErr("create", id, fmt.Errorf("lease: %w", err))
+		return layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
 	}
 	if err := s.fs.SyncDir(b.tmp); err != nil {
-		return opErr("create", id, err)
+		return layout.OpErr("create", id, err)
 	}
-	if err := s.fs.RenameNoReplace(b.tmp, sessionDir(id)); err != nil {
+	if err := s.fs.RenameNoReplace(b.tmp, layout.SessionDir(id)); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
 		}
-		return opErr("create", id, fmt.Errorf("publish: %w", err))
+		return layout.OpErr("create", id, fmt.Errorf("publish: %w", err))
 	}
 	b.tmp = "" // nothing to remove any more
 	if err := s.fs.SyncDir("."); err != nil {
 		// Published but maybe not durable: the session is visible, so the
 		// next holder goes on from here.
-		_ = b.lease.Moved(s.abs(sessionDir(id)))
+		_ = b.lease.Moved(s.root.Abs(layout.SessionDir(id)))
 		b.abort(ctx)
-		return opErr("create", id, fmt.Errorf("sync root: %w", err))
+		return layout.OpErr("create", id, fmt.Errorf("sync root: %w", err))
 	}
-	if err := b.lease.Moved(s.abs(sessionDir(id))); err != nil {
-		return opErr("create", id, err)
+	if err := b.lease.Moved(s.root.Abs(layout.SessionDir(id))); err != nil {
+		return layout.OpErr("create", id, err)
 	}
 	return nil
 }
@@ -390,7 +388,7 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	// The fork is written under its source's cap when that is larger, so
 	// that a revision the source holds forks whatever this store's cap.
 	snap := adapter.ForkSnapshot(src.Snapshot, newID)
-	w, err := s.createHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts, false, readCap(s.fs, from, s.opts.MaxRecordBytes))
+	w, err := s.createHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts, false, layout.ReadCap(s.fs, from, s.opts.MaxRecordBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -404,12 +402,4 @@ func (s *Store) leaseOptions(opts sessionstore.AcquireOptions, minGen uint64) fs
 		HeartbeatInterval: opts.HeartbeatInterval,
 		Now:               s.opts.Now,
 	}
-}
-
-func writeAll(f vfs.File, b []byte) error {
-	n, err := f.Write(b)
-	if err == nil && n < len(b) {
-		err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
-	}
-	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // The sync-mutation check proves that the power-loss test has teeth and
@@ -43,18 +44,18 @@ var mutQuick = []struct {
 	match func(op vfs.Op, name string) bool
 }{
 	{"create: log data", 0, func(op vfs.Op, name string) bool {
-		return op == vfs.OpDatasync && strings.HasPrefix(name, tmpDirPrefix)
+		return op == vfs.OpDatasync && strings.HasPrefix(name, layout.TmpDirPrefix)
 	}},
 	{"create: temp directory", 0, func(op vfs.Op, name string) bool {
-		return op == vfs.OpSyncDir && strings.HasPrefix(name, tmpDirPrefix)
+		return op == vfs.OpSyncDir && strings.HasPrefix(name, layout.TmpDirPrefix)
 	}},
 	{"create: settings", 0, func(op vfs.Op, name string) bool {
-		return op == vfs.OpSync && strings.HasPrefix(name, tmpDirPrefix) && strings.HasSuffix(name, "/"+SettingsFile)
+		return op == vfs.OpSync && strings.HasPrefix(name, layout.TmpDirPrefix) && strings.HasSuffix(name, "/"+SettingsFile)
 	}},
 	{"create: publish", 0, func(op vfs.Op, name string) bool { return op == vfs.OpSyncDir && name == "." }},
 	// B's writer appends through the descriptor its creation opened.
 	{"append", 1, func(op vfs.Op, name string) bool {
-		return op == vfs.OpDatasync && strings.HasPrefix(name, tmpDirPrefix+string(plIDs[plB])+"-")
+		return op == vfs.OpDatasync && strings.HasPrefix(name, layout.TmpDirPrefix+string(plIDs[plB])+"-")
 	}},
 	{"delete", 3, func(op vfs.Op, name string) bool { return op == vfs.OpSyncDir && name == "." }},
 	{"recovery: forensic data", 0, func(op vfs.Op, name string) bool {

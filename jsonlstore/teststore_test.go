@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // Every test that opens a store through openTestStore (or hands one to
@@ -67,7 +68,7 @@ func verifyAtCleanup(t testing.TB, st *Store) {
 			return
 		}
 		v := newStore(st.dir, nil, st.fs, st.leases, st.opts)
-		if st.root != nil { // st's os.Root closed with st: open the root again
+		if st.osRoot != nil { // st's os.Root closed with st: open the root again
 			var err error
 			if v, err = Open(st.dir, st.opts); err != nil {
 				t.Errorf("verify the store at the end of the test: %v", err)
@@ -136,7 +137,7 @@ func TestVerifyAtCleanupHasTeeth(t *testing.T) {
 					var err error
 					st, err = Open(t.TempDir(), Options{})
 					require.NoError(t, err)
-					fsys = vfs.OS(st.root)
+					fsys = vfs.OS(st.osRoot)
 				} else {
 					sim := vfs.NewSim()
 					st = newStore(fltRoot, nil, sim, newSimLeaser(sim, fltRoot), Options{})
@@ -145,10 +146,10 @@ func TestVerifyAtCleanupHasTeeth(t *testing.T) {
 				verifyAtCleanup(tb, st)
 				toolSession(t, st, "v", 4)
 				if damage {
-					log, err := vfs.ReadFile(fsys, logPath("v"), 1<<20)
+					log, err := vfs.ReadFile(fsys, layout.LogPath("v"), 1<<20)
 					require.NoError(t, err)
 					log[len(log)/3] ^= 0x01
-					f, err := fsys.OpenFile(logPath("v"), os.O_WRONLY|os.O_TRUNC, 0)
+					f, err := fsys.OpenFile(layout.LogPath("v"), os.O_WRONLY|os.O_TRUNC, 0)
 					require.NoError(t, err)
 					_, err = f.Write(log)
 					require.NoError(t, err)
@@ -167,3 +168,7 @@ func TestVerifyAtCleanupHasTeeth(t *testing.T) {
 		}
 	}
 }
+
+// swapFS makes st, and every room of it, read and write through fsys from
+// now on (a test's fault or hook wrapper around the store's file system).
+func swapFS(st *Store, fsys vfs.FS) { st.fs, st.root.FS = fsys, fsys }

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/testing/unprivtest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 	"github.com/sessionstore/sessionstore/session"
@@ -80,7 +81,7 @@ func TestUmaskDoesNotLoosenModes(t *testing.T) {
 				require.Equal(t, fs.FileMode(0o600), mode.Perm(), "umask %#o: %s", umask, p)
 			}
 		}
-		for _, name := range []string{".", "modes", LogFile, "lease.lock", "lease.json", SummaryFile, ArchiveDir, manifestFile, ForensicDir} {
+		for _, name := range []string{".", "modes", LogFile, "lease.lock", "lease.json", SummaryFile, ArchiveDir, archive.ManifestFile, ForensicDir} {
 			require.True(t, kinds[name], "umask %#o: no %s was checked", umask, name)
 		}
 	}
@@ -260,7 +261,7 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 		kinds[filepath.Base(filepath.Dir(p))+"/"+d.Name()] = true
 		return nil
 	}))
-	for _, name := range []string{"compacted/" + ArchiveDir, ArchiveDir + "/" + manifestFile, "repaired/" + ForensicDir, "by-root/" + LogFile, "recovered/" + SummaryFile} {
+	for _, name := range []string{"compacted/" + ArchiveDir, ArchiveDir + "/" + archive.ManifestFile, "repaired/" + ForensicDir, "by-root/" + LogFile, "recovered/" + SummaryFile} {
 		require.True(t, kinds[name], "%s was checked: %v", name, kinds)
 	}
 	unprivtest.Run(t, unprivtest.Nobody, []string{roleEnv + "=use", storeEnv + "=" + root}, "TestRootLeavesFilesToOwner")

@@ -12,6 +12,10 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -113,7 +117,7 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *session
 		return err
 	}
 	if c.tail.Bytes > 0 && s.verifyTailStill(id, c.logID, c.tail.Start) {
-		sr.Notes = append(sr.Notes, sessionstore.Finding{File: logPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: layout.LogPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
 			Message: fmt.Sprintf("uncommitted tail of %d bytes (a torn or unacknowledged append, never part of the history); the next lease holder moves it to %s/", c.tail.Bytes, ForensicDir)})
 	}
 	return nil
@@ -136,8 +140,8 @@ type verifiedLog struct {
 // before it.
 func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bool) (verifiedLog, error) {
 	var c verifiedLog
-	err := s.read(ctx, id, func(v *view) error {
-		c = verifiedLog{logID: v.id}
+	err := s.read(ctx, id, func(v *logfile.View) error {
+		c = verifiedLog{logID: v.ID}
 		return s.verifyView(ctx, id, v, &c, deep)
 	})
 	return c, err
@@ -148,7 +152,7 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bo
 // and checksum it names (record.Snapshots, which keeps the snapshot as
 // pieces: a delta costs what it changes), each snapshot decoded and
 // restored, the bytes after the last record, and summary.json.
-func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c *verifiedLog, deep bool) error {
+func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile.View, c *verifiedLog, deep bool) error {
 	var lastSnap sessnap.Snapshot
 	var lastRec *record.Rec
 	newerSchema := false
@@ -173,7 +177,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	// check decodes and restores the snapshot of r, its pages expanded
 	// (its blobs checked, each once, but not read into it).
 	check := func(r *record.Rec, snap []byte) error {
-		c := s.newPageCache(id)
+		c := blobfile.NewPageCache(s.fs, id)
 		rec, err := decodeRecord(id, r, snap, c)
 		c.Close()
 		if err != nil {
@@ -195,12 +199,12 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	checkPaged := func(r *record.Rec, snap []byte) (bool, error) {
 		inline, refs, err := record.SplitPages(snap)
 		if err != nil {
-			return false, pageAt(id, r, err)
+			return false, logfile.PageAt(id, r, err)
 		}
 		if refs == nil {
 			return false, check(r, snap)
 		}
-		decoded, err := decodeSnapshot(id, r, inline)
+		decoded, err := logfile.DecodeSnapshot(id, r, inline)
 		if err != nil {
 			return true, err
 		}
@@ -211,7 +215,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 			if _, ok := pages[p.SHA256]; ok {
 				continue
 			}
-			content, err := s.readBlob(id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+			content, err := blobfile.Read(s.fs, id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
 			if err == nil {
 				_, err = record.PageMessages(p, content)
 			}
@@ -220,9 +224,9 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 				page, err = record.WithMessages(inline, content)
 			}
 			if err != nil {
-				return true, pageAt(id, r, err)
+				return true, logfile.PageAt(id, r, err)
 			}
-			if decoded, err = decodeSnapshot(id, r, page); err != nil {
+			if decoded, err = logfile.DecodeSnapshot(id, r, page); err != nil {
 				return true, err
 			}
 			if err := restore(r, decoded); err != nil {
@@ -240,7 +244,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	checkLatest := func(r *record.Rec, snap []byte) error {
 		inline, refs, lead, err := record.SplitLeading(snap)
 		if err != nil {
-			return pageAt(id, r, err)
+			return logfile.PageAt(id, r, err)
 		}
 		var msgs sessnap.Messages
 		for _, p := range refs {
@@ -253,7 +257,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 		if refs == nil {
 			return check(r, snap)
 		}
-		decoded, err := decodeSnapshot(id, r, inline)
+		decoded, err := logfile.DecodeSnapshot(id, r, inline)
 		if err != nil {
 			return err
 		}
@@ -315,11 +319,11 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *view, c
 	}
 	// The bytes after the last record: an uncommitted tail, or damage that
 	// recovery refuses to remove (then Acquire fails too).
-	last, t, err := v.back.Last()
+	last, t, err := v.Back.Last()
 	if err != nil {
 		return err
 	}
-	if err := record.ClassifyTail(id, v.name, last, t, s.evidence(id, v), v.back.At); err != nil {
+	if err := record.ClassifyTail(id, v.Name, last, t, logfile.Evidence(s.fs, id, v), v.Back.At); err != nil {
 		return err
 	}
 	c.tail = t
@@ -356,8 +360,8 @@ func (b *blobChecker) check(r *record.Rec, msgs sessnap.Messages) error {
 		if err != nil || b.seen[ref.SHA256] {
 			return
 		}
-		if err = b.s.checkBlob(b.id, ref); err != nil {
-			err = blobAt(r, err)
+		if err = blobfile.Check(b.s.fs, b.id, ref); err != nil {
+			err = logfile.BlobAt(r, err)
 			return
 		}
 		b.seen[ref.SHA256] = true
@@ -377,20 +381,20 @@ func forensicNote(file string) string {
 // written for another state of the log is a cache that lags and proves
 // nothing; one that claims a revision the log lacks is caught by the scan
 // (evidencedRevision).
-func (s *Store) verifySummaryFile(id session.SessionID, v *view, last *record.Rec, snap *sessnap.Snapshot) error {
-	sf, ok := readSummaryFile(s.fs, id)
-	if !ok || sf.Log != v.id || sf.LogSize != v.size || last == nil {
+func (s *Store) verifySummaryFile(id session.SessionID, v *logfile.View, last *record.Rec, snap *sessnap.Snapshot) error {
+	sf, ok := logfile.ReadSummary(s.fs, id)
+	if !ok || sf.Log != v.ID || sf.LogSize != v.Size || last == nil {
 		return nil
 	}
 	disagree := func(format string, args ...any) error {
-		return &sessionstore.CorruptionError{ID: id, Path: summaryPath(id), Offset: 0, Revision: sf.Revision,
+		return &sessionstore.CorruptionError{ID: id, Path: layout.SummaryPath(id), Offset: 0, Revision: sf.Revision,
 			Err: fmt.Errorf("summary.json disagrees with the log: "+format, args...)}
 	}
 	if sf.LastOffset != last.Offset || sf.Revision != last.Rev {
 		return disagree("it names revision %d at offset %d, the log's last record is revision %d at offset %d",
 			sf.Revision, sf.LastOffset, last.Rev, last.Offset)
 	}
-	want := projectRecord(last, snap, v.size)
+	want := logfile.ProjectRecord(last, snap, v.Size)
 	if diff := verifySummaryDiff(sf.Summary, want); diff != "" {
 		return disagree("%s", diff)
 	}
@@ -454,15 +458,15 @@ func verifyOrAbsent(b json.RawMessage) string {
 // a writer's append has since completed into a record, or that a new
 // holder has removed, was a moment of a live store, not worth a note.
 func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start int64) bool {
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return false
 	}
 	defer func() { _ = v.Close() }() // read-only
-	if v.id != logID || v.size <= start {
+	if v.ID != logID || v.Size <= start {
 		return false
 	}
-	last, _, err := v.back.Last()
+	last, _, err := v.Back.Last()
 	if err != nil {
 		return false
 	}
@@ -477,14 +481,14 @@ func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start 
 // revisions the log holds, and temporary files — are ignored by readers
 // and reclaimed by the next compaction, so they are noted, not problems.
 func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
-	if _, err := s.fs.Lstat(archiveDir(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	m, err := readManifest(s.fs, id)
+	m, err := archive.ReadManifest(s.fs, id)
 	if err != nil {
 		return nil // needed by the log: verifyRecords reported it; else unused
 	}
-	v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
 		return nil // the log's problems are verifyLog's
 	}
@@ -493,12 +497,12 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sess
 	if err != nil {
 		return nil
 	}
-	for _, p := range l.paths(id) {
+	for _, p := range l.Paths(id) {
 		sr.Notes = append(sr.Notes, sessionstore.Finding{File: p, Message: "not part of the archive (a compaction in progress, or left by an interrupted one): ignored by readers, reclaimed by the next compaction"})
 	}
-	if l.overlap {
-		sr.Notes = append(sr.Notes, sessionstore.Finding{File: archiveDir(id) + "/" + manifestFile, Message: fmt.Sprintf(
-			"lists segments that reach into the log (which starts at revision %d and holds those revisions): ignored by readers, reclaimed by the next compaction", l.logFirst)})
+	if l.Overlap {
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: archive.Dir(id) + "/" + archive.ManifestFile, Message: fmt.Sprintf(
+			"lists segments that reach into the log (which starts at revision %d and holds those revisions): ignored by readers, reclaimed by the next compaction", l.LogFirst)})
 	}
 	return nil
 }
@@ -507,16 +511,35 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sess
 // repairs: nothing is wrong, but they are bytes someone may want to look at
 // (or delete).
 func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
-	dir := sessionDir(id) + "/" + ForensicDir
+	dir := layout.SessionDir(id) + "/" + ForensicDir
 	n, size, err := s.duDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return opErr("verify", id, err)
+		return layout.OpErr("verify", id, err)
 	case n > 0:
 		sr.Notes = append(sr.Notes, sessionstore.Finding{File: dir, Message: fmt.Sprintf(
 			"%d file(s), %d bytes, removed from the log by earlier recoveries or repairs", n, size)})
+	}
+	return nil
+}
+
+// verifyLinks notes names of session id that share their file with
+// another name (a hard link): a holder refuses to append to such a log,
+// and replaces such a summary.json rather than write through it.
+func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
+	for _, name := range []string{layout.LogPath(id), layout.SummaryPath(id)} {
+		fi, err := s.fs.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() || vfs.Links(fi) < 2 {
+			continue // what is missing or of another kind, verifyLog reports
+		}
+		msg := fmt.Sprintf("%d hard links: the next holder replaces it with a file of its own instead of writing through the link", vfs.Links(fi))
+		if name == layout.LogPath(id) {
+			msg = fmt.Sprintf("%d hard links: no holder appends to it (%v) until it has a file of its own (%s); reading is unaffected",
+				vfs.Links(fi), ErrLinkedLog, logfile.BreakLink)
+		}
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: name, Message: msg})
 	}
 	return nil
 }

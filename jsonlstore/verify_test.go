@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -220,11 +221,11 @@ func TestVerifySummaryDisagrees(t *testing.T) {
 	ctx := context.Background()
 	st := openUncheckedStore(t) // damaged on purpose
 	toolSession(t, st, "summ", 3)
-	sf, ok := readSummaryFile(st.fs, "summ")
+	sf, ok := logfile.ReadSummary(st.fs, "summ")
 	require.True(t, ok)
 	sf.Summary.Title = "not what the log says"
 	sf.Summary.MessageCount = 42
-	b, err := encodeSummaryFile(sf)
+	b, err := logfile.EncodeSummary(sf)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(st.Dir(), "summ", SummaryFile), b, 0o600))
 

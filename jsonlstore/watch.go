@@ -7,6 +7,8 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -28,7 +30,7 @@ func (s *Store) startWatcher() *watch.Watcher {
 // directories: a store on a simulated file system (no root) is polled.
 func (s *Store) watchOptions() watch.Options {
 	opts := watch.Options{Dir: s.dir, PollInterval: s.opts.PollInterval, Logger: s.opts.Logger}
-	if s.root != nil {
+	if s.osRoot != nil {
 		src, err := watch.NewSource()
 		if err != nil {
 			s.opts.Logger.Warn("jsonlstore: no file system events; polling", "err", err, "interval", s.opts.PollInterval)
@@ -75,17 +77,19 @@ var _ watch.Disk = storeDisk{}
 func (d storeDisk) IDs() ([]session.SessionID, error) { return d.s.sessionIDs() }
 
 func (d storeDisk) StatDir(id session.SessionID) (fs.FileInfo, error) {
-	return d.s.fs.Lstat(sessionDir(id))
+	return d.s.fs.Lstat(layout.SessionDir(id))
 }
 
-func (d storeDisk) StatLog(id session.SessionID) (fs.FileInfo, error) { return d.s.statLog(id) }
+func (d storeDisk) StatLog(id session.SessionID) (fs.FileInfo, error) {
+	return logfile.StatLog(d.s.root, id)
+}
 
 func (d storeDisk) Summary(ctx context.Context, id session.SessionID) (summary.Summary, error) {
 	return d.s.summaryOf(ctx, id)
 }
 
 func (d storeDisk) StatLease(id session.SessionID) (fs.FileInfo, error) {
-	return d.s.fs.Lstat(sessionDir(id) + "/" + fslease.RecordFile)
+	return d.s.fs.Lstat(layout.SessionDir(id) + "/" + fslease.RecordFile)
 }
 
 func (d storeDisk) Lease(ctx context.Context, id session.SessionID) (summary.LeaseStatus, error) {

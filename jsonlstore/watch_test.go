@@ -13,6 +13,8 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -177,14 +179,14 @@ func TestWatchListScanChecksPage(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, honest.Items, 3)
 
-	sf, ok := readSummaryFile(st.fs, "a")
+	sf, ok := logfile.ReadSummary(st.fs, "a")
 	require.True(t, ok)
 	sf.Revision--
 	sf.Summary.Revision = sf.Revision
 	sf.Summary.UpdatedAt = time.Now().Add(24 * time.Hour)
-	b, err := encodeSummaryFile(sf)
+	b, err := logfile.EncodeSummary(sf)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", SummaryFile), b, filePerm))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", SummaryFile), b, layout.FilePerm))
 	dirA, err := vfs.Sub(st.fs, "a")
 	require.NoError(t, err)
 	defer dirA.Close()

@@ -12,6 +12,9 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -27,7 +30,7 @@ type writer struct {
 
 	mu         sync.Mutex // serializes appends; guards the fields below
 	dir        vfs.SubFS  // the session directory, held open
-	sum        summaryWriter
+	sum        logfile.SummaryWriter
 	log        vfs.File // O_APPEND descriptor
 	logID      vfs.Identity
 	rev        uint64
@@ -35,10 +38,10 @@ type writer struct {
 	size       int64       // log size after the last append
 	lastOffset int64       // offset of the last record
 	app        *appender.Appender
-	blobs      *blobWriter     // nil with FullRecordsOnly
-	feed       searchhost.Feed // what the writer tells the search index; nil: none
-	failed     error           // set by the first I/O error; poisons the writer
-	lost       error           // set when fencing fails; every later call returns it
+	blobs      *blobfile.Writer // nil with FullRecordsOnly
+	feed       searchhost.Feed  // what the writer tells the search index; nil: none
+	failed     error            // set by the first I/O error; poisons the writer
+	lost       error            // set when fencing fails; every later call returns it
 	closed     bool
 	mark       writerMark // the catalog mark of this lease (catalogmarks.go)
 }
@@ -63,7 +66,7 @@ func (w *writer) usableLocked() error {
 	case w.closed || w.s.closed.Load():
 		return fmt.Errorf("%w: writer of session %s", sessionstore.ErrClosed, w.id)
 	case w.failed != nil:
-		return opErr("write", w.id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, w.failed))
+		return layout.OpErr("write", w.id, fmt.Errorf("%w: %w", sessionstore.ErrWriterFailed, w.failed))
 	}
 	return nil
 }
@@ -110,14 +113,14 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// A hard link made since Acquire: writing would change the other name
 	// too. Nothing is written, and the writer stays usable once the log
 	// has a file of its own again.
-	if err := linkErr(w.id, fi); err != nil {
+	if err := logfile.LinkErr(w.id, fi); err != nil {
 		return 0, err
 	}
 	// The catalog knows that the log may change before it does.
 	w.ensureMarkLocked()
 	rec := record.Rec{Meta: m}
 	// Parts that arrive as references name blobs the session holds.
-	if err := w.blobs.checkRefs(w.id, snap.Messages); err != nil {
+	if err := w.blobs.CheckRefs(w.id, snap.Messages); err != nil {
 		return 0, err
 	}
 	// The record costs what changed (appender.go): a delta built from the
@@ -128,13 +131,13 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		return 0, err
 	}
 	// The blobs the record references are durable before it is written.
-	if err := w.blobs.sync(); err != nil {
+	if err := w.blobs.Sync(); err != nil {
 		w.failed = err
-		return 0, opErr("append", w.id, fmt.Errorf("%w: sync blobs: %w", sessionstore.ErrWriterFailed, err))
+		return 0, layout.OpErr("append", w.id, fmt.Errorf("%w: sync blobs: %w", sessionstore.ErrWriterFailed, err))
 	}
-	if err := writeAll(w.log, line); err != nil {
+	if err := layout.WriteAll(w.log, line); err != nil {
 		w.failed = err
-		return 0, opErr("append", w.id, fmt.Errorf("%w: write: %w", sessionstore.ErrWriterFailed, err))
+		return 0, layout.OpErr("append", w.id, fmt.Errorf("%w: write: %w", sessionstore.ErrWriterFailed, err))
 	}
 	if err := w.log.Datasync(); err != nil {
 		w.failed = err
@@ -145,7 +148,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		// committed and builds on it: the next holder's successful sync
 		// would then make its records durable after a hole.
 		_ = w.log.Truncate(w.size)
-		return 0, opErr("append", w.id, fmt.Errorf("%w: sync: %w", sessionstore.ErrWriterFailed, err))
+		return 0, layout.OpErr("append", w.id, fmt.Errorf("%w: sync: %w", sessionstore.ErrWriterFailed, err))
 	}
 	rec.Offset, rec.LineLen = w.size, int64(len(line))
 	w.rev, w.last = rec.Rev, rec.Meta
@@ -190,7 +193,7 @@ func (w *writer) writeSummary(rec *record.Rec, snap *sessnap.Snapshot, fi fs.Fil
 	if fi == nil {
 		return // the summary is a cache: none is better than a wrong one
 	}
-	w.writeSummaryOf(rec, projectRecord(rec, snap, rec.End()), fi)
+	w.writeSummaryOf(rec, logfile.ProjectRecord(rec, snap, rec.End()), fi)
 }
 
 // writeSummaryOf writes sum, the summary of record rec, the log's last;
@@ -202,11 +205,11 @@ func (w *writer) writeSummaryOf(rec *record.Rec, sum summary.Summary, fi fs.File
 		return // the summary is a cache: none is better than a wrong one
 	}
 	sum.Sizes.LogBytes = rec.End()
-	sf := summaryFile{
+	sf := logfile.SummaryFile{
 		Log: w.logID, LogSize: rec.End(), LogMtime: fi.ModTime().UnixNano(), LastOffset: rec.Offset, Revision: rec.Rev,
 		Summary: sum,
 	}
-	if err := w.sum.write(w.dir, sf); err != nil {
+	if err := w.sum.Write(w.dir, sf); err != nil {
 		w.s.opts.Logger.Warn("jsonlstore: summary not refreshed", "session", w.id, "err", err)
 	}
 }
@@ -254,14 +257,14 @@ func (w *writer) Release(ctx context.Context) error {
 	w.closed = true
 	err := w.log.Close()
 	w.log = nil
-	w.sum.close()
+	w.sum.Close()
 	w.mark.close()
 	_ = w.dir.Close()
 	if rerr := w.lease.Release(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
-		return opErr("release", w.id, err)
+		return layout.OpErr("release", w.id, err)
 	}
 	return nil
 }
@@ -277,29 +280,29 @@ func (w *writer) Delete(ctx context.Context) error {
 	}
 	defer unlock()
 	s := w.s
-	trash := trashPrefix + string(w.id) + "-" + randomSuffix()
+	trash := layout.TrashPrefix + string(w.id) + "-" + layout.RandomSuffix()
 	w.closed = true
 	_ = w.log.Close()
 	w.log = nil
-	w.sum.close()
+	w.sum.Close()
 	_ = w.dir.Close()
-	if err := s.fs.RenameNoReplace(sessionDir(w.id), trash); err != nil {
+	if err := s.fs.RenameNoReplace(layout.SessionDir(w.id), trash); err != nil {
 		_ = w.lease.Release(ctx)
-		return opErr("delete", w.id, err)
+		return layout.OpErr("delete", w.id, err)
 	}
 	err = s.fs.SyncDir(".")
 	w.mark.close()
 	if err == nil {
 		s.unmark(w.id, w.lease.Generation()) // the session is gone, durably
 	}
-	_ = w.lease.Moved(s.abs(trash))
+	_ = w.lease.Moved(s.root.Abs(trash))
 	_ = w.lease.Release(context.WithoutCancel(ctx))
 	s.indexDeleted(w.id)
 	if rerr := s.fs.RemoveAll(trash); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
-		return opErr("delete", w.id, err)
+		return layout.OpErr("delete", w.id, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package jsonlstore
+package logfile
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
 // Readers never modify anything and take no lease. A reader works on a
-// view: the log as it was when the reader opened it — its identity
+// View: the log as it was when the reader opened it — its identity
 // (device, inode) and size. It never reads past that size, so concurrent
 // appends are invisible to it, and a replacement of the log (compaction,
 // repair) does not affect an open view. Only the bytes after the last
@@ -24,33 +25,35 @@ import (
 // the file changing under the reader, and the read is retried. A live
 // store never produces false corruption.
 
+// maxReadAttempts is how many fresh views a read tries before it gives up
+// on a log that keeps changing under it.
 const maxReadAttempts = 5
 
-// view is a log opened for reading.
-type view struct {
-	f    vfs.File
-	name string // path of the log relative to the store root
-	id   vfs.Identity
-	size int64
+// View is a log opened for reading.
+type View struct {
+	F    vfs.File
+	Name string // path of the log relative to the store root
+	ID   vfs.Identity
+	Size int64
 	// mtime is the log's modification time when it was opened
 	// (nanoseconds), for a cache of exactly this state of it (the catalog).
-	mtime int64
+	Mtime int64
 	// maxPayload bounds what a reader holds of one record.
-	maxPayload int
-	back       *record.Back
-	session    session.SessionID
+	MaxPayload int
+	Back       *record.Back
+	Session    session.SessionID
 }
 
-// openView opens a view of session id's log, read with the record cap
-// that a store whose own cap is own reads it with (readCap).
-func openView(fsys vfs.FS, id session.SessionID, own int) (*view, error) {
-	maxPayload := readCap(fsys, id, own)
-	name := logPath(id)
-	f, err := fsys.OpenFile(name, osRDONLY, 0)
+// Open opens a view of session id's log, read with the record cap
+// that a store whose own cap is own reads it with (layout.ReadCap).
+func Open(fsys vfs.FS, id session.SessionID, own int) (*View, error) {
+	maxPayload := layout.ReadCap(fsys, id, own)
+	name := layout.LogPath(id)
+	f, err := fsys.OpenFile(name, layout.RDONLY, 0)
 	// A compaction may rename a new log over the old one between the
 	// symlink check and the open; opening again sees the new log.
 	for i := 0; i < maxReadAttempts && errors.Is(err, vfs.ErrReplaced); i++ {
-		f, err = fsys.OpenFile(name, osRDONLY, 0)
+		f, err = fsys.OpenFile(name, layout.RDONLY, 0)
 	}
 	if err != nil {
 		return nil, err
@@ -63,25 +66,26 @@ func openView(fsys vfs.FS, id session.SessionID, own int) (*view, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	return &view{
-		f: f, name: name, id: vfs.IdentityOf(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano(), maxPayload: maxPayload, session: id,
-		back: record.NewBack(f, fi.Size(), id, name, maxPayload),
+	return &View{
+		F: f, Name: name, ID: vfs.IdentityOf(fi), Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), MaxPayload: maxPayload, Session: id,
+		Back: record.NewBack(f, fi.Size(), id, name, maxPayload),
 	}, nil
 }
 
-func (v *view) Close() error { return v.f.Close() }
+// Close closes the view.
+func (v *View) Close() error { return v.F.Close() }
 
-// reader returns a forward reader of the view's log whose sequence
+// Reader returns a forward reader of the view's log whose sequence
 // continues from seq.
-func (v *view) reader(seq record.Seq) *record.Reader {
-	rd := record.NewReader(v.session, v.maxPayload, seq)
-	rd.Read(v.source())
+func (v *View) Reader(seq record.Seq) *record.Reader {
+	rd := record.NewReader(v.Session, v.MaxPayload, seq)
+	rd.Read(v.Source())
 	return rd
 }
 
-// source is the view's log as a source of records.
-func (v *view) source() record.Source {
-	return record.Source{R: io.NewSectionReader(v.f, 0, v.size), Size: v.size, Path: v.name, Tail: true}
+// Source is the view's log as a source of records.
+func (v *View) Source() record.Source {
+	return record.Source{R: io.NewSectionReader(v.F, 0, v.Size), Size: v.Size, Path: v.Name, Tail: true}
 }
 
 // anomaly is corruption seen on one view, to be confirmed on another.
@@ -95,24 +99,21 @@ func (a anomaly) same(b *anomaly) bool {
 	return b != nil && a.id == b.id && a.ce.Path == b.ce.Path && a.ce.Offset == b.ce.Offset && a.msg == b.msg
 }
 
-// read runs fn on fresh views of session id's log until it succeeds, fails
+// Read runs fn on fresh views of session id's log until it succeeds, fails
 // with something other than unconfirmed corruption, or sees the same
 // corruption twice in a row on the same file.
-func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view) error) error {
-	if err := s.check(ctx, id); err != nil {
-		return err
-	}
+func Read(ctx context.Context, root *layout.Root, id session.SessionID, fn func(v *View) error) error {
 	var prev *anomaly
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		v, err := openView(s.fs, id, s.opts.MaxRecordBytes)
+		v, err := Open(root.FS, id, root.MaxRecordBytes)
 		if err != nil {
-			if lerr := s.logErr(id, err); lerr != nil {
-				return lerr // gone, not a session, or damaged (damage.go)
+			if lerr := LogErr(root, id, err); lerr != nil {
+				return lerr // gone, not a session, or damaged (LogErr)
 			}
-			return opErr("read", id, err)
+			return layout.OpErr("read", id, err)
 		}
 		err = fn(v)
 		_ = v.Close() // read-only
@@ -121,9 +122,9 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 		case errors.Is(err, record.ErrShrunk) && attempt < maxReadAttempts:
 			continue
 		case errors.Is(err, record.ErrShrunk):
-			return opErr("read", id, errors.New("log kept changing under the reader"))
+			return layout.OpErr("read", id, errors.New("log kept changing under the reader"))
 		case errors.As(err, &ce):
-			a := &anomaly{id: v.id, ce: ce, msg: ce.Error()}
+			a := &anomaly{id: v.ID, ce: ce, msg: ce.Error()}
 			if a.same(prev) || attempt >= maxReadAttempts {
 				return err
 			}
@@ -134,63 +135,63 @@ func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *view)
 	}
 }
 
-// evidence is what summary.json, when written for the very log file v
+// Evidence is what summary.json, when written for the very log file v
 // views, says was committed to it: its revision and that record's
 // offset. A summary of another file (a copy, a compacted log) proves
 // nothing about this one. A summary of a longer log than the view is about
 // records appended since the view was opened — unless the file is now
 // shorter than the summary says: then it shrank in place and lost records
 // the summary proves were committed, whatever its size.
-func (s *Store) evidence(id session.SessionID, v *view) record.Evidence {
-	sf, ok := readSummaryEvidence(s.fs, id)
-	if !ok || sf.Log != v.id {
+func Evidence(fsys vfs.FS, id session.SessionID, v *View) record.Evidence {
+	sf, ok := readSummaryEvidence(fsys, id)
+	if !ok || sf.Log != v.ID {
 		return record.Evidence{}
 	}
-	if sf.LogSize > v.size {
-		if fi, err := v.f.Stat(); err != nil || fi.Size() >= sf.LogSize {
+	if sf.LogSize > v.Size {
+		if fi, err := v.F.Stat(); err != nil || fi.Size() >= sf.LogSize {
 			return record.Evidence{} // appended after the view: a fresh one sees them
 		}
 	}
-	return record.Evidence{Revision: sf.Revision, Offset: sf.LastOffset, Source: summaryPath(id)}
+	return record.Evidence{Revision: sf.Revision, Offset: sf.LastOffset, Source: layout.SummaryPath(id)}
 }
 
-// latest returns the view's last record, checking it against the evidence
+// Latest returns the view's last record, checking it against the evidence
 // of committed revisions, and the tail after it. A newer program's last
 // record is a *sessionstore.NewerRecordError.
-func (s *Store) latest(id session.SessionID, v *view) (*record.Rec, record.Tail, error) {
-	last, t, err := v.back.Last()
+func Latest(fsys vfs.FS, id session.SessionID, v *View) (*record.Rec, record.Tail, error) {
+	last, t, err := v.Back.Last()
 	if err != nil {
 		return last, t, err
 	}
 	if last == nil {
-		return nil, t, record.ClassifyTail(id, v.name, nil, t, record.Evidence{}, nil)
+		return nil, t, record.ClassifyTail(id, v.Name, nil, t, record.Evidence{}, nil)
 	}
-	if ev := s.evidence(id, v); ev.Revision > last.Through() {
-		return nil, t, record.ClassifyTail(id, v.name, last, t, ev, nil)
+	if ev := Evidence(fsys, id, v); ev.Revision > last.Through() {
+		return nil, t, record.ClassifyTail(id, v.Name, last, t, ev, nil)
 	}
 	return last, t, nil
 }
 
-// latestSnapshot returns the view's last record (latest) and rebuilds its
+// LatestSnapshot returns the view's last record (latest) and rebuilds its
 // snapshot, checking the records it builds on (record.Back.ChainTo).
-func (s *Store) latestSnapshot(id session.SessionID, v *view) (*record.Rec, []byte, error) {
-	last, _, err := s.latest(id, v)
+func LatestSnapshot(fsys vfs.FS, id session.SessionID, v *View) (*record.Rec, []byte, error) {
+	last, _, err := Latest(fsys, id, v)
 	if err != nil {
 		return nil, nil, err
 	}
-	full, deltas, err := v.back.ChainTo(last, false)
+	full, deltas, err := v.Back.ChainTo(last, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	snap, err := rebuildChain(id, last, full, deltas, v.maxPayload)
+	snap, err := RebuildChain(id, last, full, deltas, v.MaxPayload)
 	return last, snap, err
 }
 
-// rebuildChain returns the snapshot of last, which full and deltas (its
+// RebuildChain returns the snapshot of last, which full and deltas (its
 // chain, from record.Back.ChainTo) rebuild.
-func rebuildChain(id session.SessionID, last, full *record.Rec, deltas []*record.Rec, maxPayload int) ([]byte, error) {
+func RebuildChain(id session.SessionID, last, full *record.Rec, deltas []*record.Rec, maxPayload int) ([]byte, error) {
 	if last.Kind == record.KindGap {
-		return nil, gapError(id, last)
+		return nil, GapError(id, last)
 	}
 	if len(deltas) == 0 {
 		return full.Payload, nil
@@ -207,8 +208,8 @@ func rebuildChain(id session.SessionID, last, full *record.Rec, deltas []*record
 	return snap, nil
 }
 
-// gapError is the error for the revisions a gap record stands for.
-func gapError(id session.SessionID, r *record.Rec) error {
+// GapError is the error for the revisions a gap record stands for.
+func GapError(id session.SessionID, r *record.Rec) error {
 	g, _ := record.ParseGap(r.Payload) // parsed once already
 	return &sessionstore.GapError{ID: id, First: r.Rev, Last: r.Through(), Reason: g.Reason, Forensic: g.Forensic}
 }

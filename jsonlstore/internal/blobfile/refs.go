@@ -1,7 +1,6 @@
-package jsonlstore
+package blobfile
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +8,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -21,13 +20,13 @@ import (
 // (sessionstore.Writer.Append's contract): a record never references a
 // blob its session directory lacks.
 
-// checkRefs refuses, with ErrInvalidSnapshot, msgs holding a reference to
+// CheckRefs refuses, with ErrInvalidSnapshot, msgs holding a reference to
 // content the session directory does not hold with that SHA-256 and size
 // (blob.Arrivals: the messages after those checked before, when msgs
 // continue them). A blob's file is looked at once per writer. A nil writer
 // (FullRecordsOnly: nothing is kept out of line) refuses every reference
 // (blob.Refuse).
-func (b *blobWriter) checkRefs(id session.SessionID, msgs sessnap.Messages) error {
+func (b *Writer) CheckRefs(id session.SessionID, msgs sessnap.Messages) error {
 	if b == nil {
 		return blob.Refuse(id, msgs)
 	}
@@ -35,9 +34,9 @@ func (b *blobWriter) checkRefs(id session.SessionID, msgs sessnap.Messages) erro
 		if size, ok := b.sizes[hash]; ok {
 			return size, true, nil
 		}
-		size, ok, err := blobSize(b.fs, b.dir+"/"+BlobDir, hash)
+		size, ok, err := Size(b.fs, b.dir+"/"+layout.BlobDir, hash)
 		if err != nil {
-			return 0, false, opErr("session", id, fmt.Errorf("blob %s: %w", hash, err))
+			return 0, false, layout.OpErr("session", id, fmt.Errorf("blob %s: %w", hash, err))
 		}
 		if ok {
 			if b.sizes == nil {
@@ -49,13 +48,13 @@ func (b *blobWriter) checkRefs(id session.SessionID, msgs sessnap.Messages) erro
 	})
 }
 
-// blobSize returns the content size of the blob of hash in dir (openBlob:
+// Size returns the content size of the blob of hash in dir (openBlob:
 // its raw file, else <hash>.zst), and whether there is one: a raw blob's
 // file size, or the content size a compressed blob's zstd frame header
 // records (its content counted, keeping none of it, when the header does
 // not say).
-func blobSize(fsys vfs.FS, dir, hash string) (int64, bool, error) {
-	f, _, compressed, err := openBlob(fsys, dir+"/", hash, hintNone)
+func Size(fsys vfs.FS, dir, hash string) (int64, bool, error) {
+	f, _, compressed, err := openBlob(fsys, dir+"/", hash, HintNone)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -73,30 +72,12 @@ func blobSize(fsys vfs.FS, dir, hash string) (int64, bool, error) {
 	if size, ok := zstContentSize(f, fi.Size()); ok {
 		return size, true, nil
 	}
-	dec := blobDecoders.Get().(*zstd.Decoder)
-	defer blobDecoders.Put(dec)
+	dec := decoders.Get().(*zstd.Decoder)
+	defer decoders.Put(dec)
 	if err := dec.Reset(io.NewSectionReader(f, 0, fi.Size())); err != nil {
 		return 0, false, err
 	}
 	defer func() { _ = dec.Reset(nil) }() // drop the file
-	size, err := io.Copy(io.Discard, io.LimitReader(dec, maxBlobBytes))
+	size, err := io.Copy(io.Discard, io.LimitReader(dec, MaxBytes))
 	return size, err == nil, err
-}
-
-// ReadBlob implements sessionstore.Store: the content of ref from
-// session id's blobs/, checked against its size and SHA-256. A blob the
-// session does not have is ErrNotFound; one whose content is not what ref
-// says is a *sessionstore.CorruptionError naming its file (ErrBlob).
-func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.ContentRef) ([]byte, error) {
-	if err := s.checkSession(ctx, id); err != nil {
-		return nil, err
-	}
-	_, ok, err := blobSize(s.fs, blobDir(id), ref.SHA256)
-	switch {
-	case !blob.ValidHash(ref.SHA256) || err == nil && !ok:
-		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, id, ref.SHA256)
-	case err != nil:
-		return nil, opErr("session", id, fmt.Errorf("blob %s: %w", ref.SHA256, err))
-	}
-	return s.readBlob(id, ref)
 }

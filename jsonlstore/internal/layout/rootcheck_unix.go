@@ -1,6 +1,6 @@
 //go:build unix
 
-package jsonlstore
+package layout
 
 import (
 	"io/fs"

@@ -1,4 +1,4 @@
-package jsonlstore
+package layout
 
 import (
 	"encoding/json"
@@ -36,14 +36,15 @@ const SettingsFile = "settings.json"
 // settings.json says (sessionstore.MaxReadRecordBytes).
 const MaxReadRecordBytes = sessionstore.MaxReadRecordBytes
 
-type sessionSettings struct {
+// Settings is settings.json.
+type Settings struct {
 	MaxRecordBytes int `json:"max_record_bytes"`
 }
 
-// recordedCap returns the cap recorded in dir's settings.json (0 when
+// RecordedCap returns the cap recorded in dir's settings.json (0 when
 // there is none), or an error for one that cannot be read or is invalid.
-func recordedCap(fsys vfs.FS, dir string) (int, error) {
-	f, err := fsys.OpenFile(dir+"/"+SettingsFile, osRDONLY, 0)
+func RecordedCap(fsys vfs.FS, dir string) (int, error) {
+	f, err := fsys.OpenFile(dir+"/"+SettingsFile, RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -55,7 +56,7 @@ func recordedCap(fsys vfs.FS, dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var st sessionSettings
+	var st Settings
 	if err := json.Unmarshal(data, &st); err != nil {
 		return 0, fmt.Errorf("%s: %w", SettingsFile, err)
 	}
@@ -65,43 +66,43 @@ func recordedCap(fsys vfs.FS, dir string) (int, error) {
 	return st.MaxRecordBytes, nil
 }
 
-// readCap is the record cap a reader with cap own reads session id with
+// ReadCap is the record cap a reader with cap own reads session id with
 // (record.SessionCap; a settings.json that cannot be read records
 // nothing).
-func readCap(fsys vfs.FS, id session.SessionID, own int) int {
-	rec, _ := recordedCap(fsys, sessionDir(id)) // 0 with its error
+func ReadCap(fsys vfs.FS, id session.SessionID, own int) int {
+	rec, _ := RecordedCap(fsys, SessionDir(id)) // 0 with its error
 	return record.SessionCap(own, int64(rec))
 }
 
-// recordCap makes sure session directory dir records a cap of at least
+// RecordCap makes sure session directory dir records a cap of at least
 // the store's own before the store writes a record there: it writes
 // settings.json (temporary file, fsync, rename, directory sync) when what
 // is recorded is less, or nothing is. synced says whether dir must be
 // synced here (false for a session being created, whose directory is
 // synced before it is published).
-func (s *Store) recordCap(dir string, synced bool) error {
-	own := s.opts.MaxRecordBytes
-	if rec, err := recordedCap(s.fs, dir); err == nil && rec >= own {
+func (r *Root) RecordCap(dir string, synced bool) error {
+	own := r.MaxRecordBytes
+	if rec, err := RecordedCap(r.FS, dir); err == nil && rec >= own {
 		return nil
 	}
-	data, _ := json.Marshal(sessionSettings{MaxRecordBytes: own}) // an int: cannot fail
-	return s.writeSettings(dir, data, synced)
+	data, _ := json.Marshal(Settings{MaxRecordBytes: own}) // an int: cannot fail
+	return r.WriteSettings(dir, data, synced)
 }
 
-// recordNewCap records maxRecord in the temporary directory of a session
+// RecordNewCap records maxRecord in the temporary directory of a session
 // being created, which holds no settings.json: the file is created there and
 // fsynced (its entry made durable by the sync of the directory before
 // publish), not written to a temporary name and renamed, since nobody
 // reads the directory before it is published and a crash before leaves
 // only a temporary directory, which is never published.
-func (s *Store) recordNewCap(dir string, maxRecord int) error {
-	data, _ := json.Marshal(sessionSettings{MaxRecordBytes: maxRecord}) // an int: cannot fail
+func (r *Root) RecordNewCap(dir string, maxRecord int) error {
+	data, _ := json.Marshal(Settings{MaxRecordBytes: maxRecord}) // an int: cannot fail
 	name := dir + "/" + SettingsFile
-	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := r.FS.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
 	if err != nil {
-		return pathErr("record the cap", "", name, err)
+		return PathErr("record the cap", "", name, err)
 	}
-	err = writeAll(f, append(data, '\n'))
+	err = WriteAll(f, append(data, '\n'))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -109,20 +110,20 @@ func (s *Store) recordNewCap(dir string, maxRecord int) error {
 		err = cerr
 	}
 	if err != nil {
-		return pathErr("record the cap", "", name, err)
+		return PathErr("record the cap", "", name, err)
 	}
 	return nil
 }
 
-// writeSettings replaces dir's settings.json with data (temporary file,
+// WriteSettings replaces dir's settings.json with data (temporary file,
 // fsync, rename, and with synced a directory sync).
-func (s *Store) writeSettings(dir string, data []byte, synced bool) error {
-	tmp := dir + "/." + SettingsFile + "-" + randomSuffix() + tmpSuffix
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+func (r *Root) WriteSettings(dir string, data []byte, synced bool) error {
+	tmp := dir + "/." + SettingsFile + "-" + RandomSuffix() + TmpSuffix
+	f, err := r.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
 	if err != nil {
-		return pathErr("record the cap", "", dir+"/"+SettingsFile, err)
+		return PathErr("record the cap", "", dir+"/"+SettingsFile, err)
 	}
-	err = writeAll(f, append(data, '\n'))
+	err = WriteAll(f, append(data, '\n'))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -130,14 +131,14 @@ func (s *Store) writeSettings(dir string, data []byte, synced bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = s.fs.Rename(tmp, dir+"/"+SettingsFile)
+		err = r.FS.Rename(tmp, dir+"/"+SettingsFile)
 	}
 	if err == nil && synced {
-		err = s.fs.SyncDir(dir)
+		err = r.FS.SyncDir(dir)
 	}
 	if err != nil {
-		_ = s.fs.Remove(tmp)
-		return pathErr("record the cap", "", dir+"/"+SettingsFile, err)
+		_ = r.FS.Remove(tmp)
+		return PathErr("record the cap", "", dir+"/"+SettingsFile, err)
 	}
 	return nil
 }

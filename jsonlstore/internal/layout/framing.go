@@ -1,4 +1,4 @@
-package jsonlstore
+package layout
 
 import (
 	"encoding/json"
@@ -12,8 +12,8 @@ import (
 // file is recognised and never trusted. Trailing spaces and newlines are
 // allowed (padding over longer previous content).
 
-// unframeJSON verifies b's checksum and unmarshals it into v.
-func unframeJSON(b []byte, v any) bool {
+// UnframeJSON verifies b's checksum and unmarshals it into v.
+func UnframeJSON(b []byte, v any) bool {
 	b, ok := record.Unframe(b)
 	return ok && json.Unmarshal(b, v) == nil
 }

@@ -1,4 +1,4 @@
-package jsonlstore
+package blobfile
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
 // Reading a blob: which file is the blob, and what reading one may cost.
@@ -39,23 +40,23 @@ import (
 // nothing, and read into a buffer of its exact size only once it is the
 // content its name says. The decoders' window is capped (archiveWindow).
 // So a reader holds at most the content it actually returns, or
-// blobPresizeRatio times the compressed file it was given.
+// PresizeRatio times the compressed file it was given.
 
-// blobPresizeRatio is how many times its compressed size a compressed
+// PresizeRatio is how many times its compressed size a compressed
 // blob's content is trusted to be before it is decoded: more than zstd
 // gives on text and JSON, so the content it holds is read in one pass
 // into a buffer of its size; content that expands more (long runs of one
 // byte) is decoded twice, as a claim out of proportion to its file is.
-const blobPresizeRatio = 64
+const PresizeRatio = 64
 
-// blobHint is what a listing of blobs/ said of a hash: whether it listed
+// Hint is what a listing of blobs/ said of a hash: whether it listed
 // the raw file, only the compressed one, or nothing (written since).
-type blobHint int
+type Hint int
 
 const (
-	hintNone blobHint = iota // not listed: look for both
-	hintRaw                  // the raw file is listed
-	hintZst                  // only <hash>.zst is listed: skip the raw open
+	HintNone Hint = iota // not listed: look for both
+	HintRaw              // the raw file is listed
+	HintZst              // only <hash>.zst is listed: skip the raw open
 )
 
 // openBlob opens the blob of hash under prefix in fsys, by the rule: its
@@ -64,17 +65,17 @@ const (
 // when there is neither. A raw file that exists but cannot be opened (no
 // permission, not a regular file) is the blob all the same: its error is
 // returned, not the compressed file's content.
-func openBlob(fsys vfs.FS, prefix, hash string, hint blobHint) (vfs.File, string, bool, error) {
-	if hint != hintZst {
-		f, err := fsys.OpenFile(prefix+hash, osRDONLY, 0)
+func openBlob(fsys vfs.FS, prefix, hash string, hint Hint) (vfs.File, string, bool, error) {
+	if hint != HintZst {
+		f, err := fsys.OpenFile(prefix+hash, layout.RDONLY, 0)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return f, hash, false, err
 		}
 	}
-	name := blobName(hash, true)
-	f, err := fsys.OpenFile(prefix+name, osRDONLY, 0)
-	if hint == hintZst && errors.Is(err, fs.ErrNotExist) {
-		return openBlob(fsys, prefix, hash, hintNone) // listed, and gone since: look again
+	name := Name(hash, true)
+	f, err := fsys.OpenFile(prefix+name, layout.RDONLY, 0)
+	if hint == HintZst && errors.Is(err, fs.ErrNotExist) {
+		return openBlob(fsys, prefix, hash, HintNone) // listed, and gone since: look again
 	}
 	return f, name, true, err
 }
@@ -86,18 +87,18 @@ func openBlob(fsys vfs.FS, prefix, hash string, hint blobHint) (vfs.File, string
 // blob only where its file justifies its size, in one pass, and refuses
 // others (errNotJustified). The caller checks the size.
 const (
-	sizeAny       = -1
-	sizeJustified = -2
+	SizeAny       = -1
+	SizeJustified = -2
 )
 
 var errNotJustified = errors.New("a compressed blob whose file does not justify its size, left to the read that knows it")
 
-// readBlobIn reads the blob of hash under prefix in fsys (openBlob),
+// ReadIn reads the blob of hash under prefix in fsys (openBlob),
 // returning its content and the name of the file it read. The content is
 // want bytes or the read fails, except for want sizeAny or sizeJustified,
 // whose caller checks the size. The caller checks the SHA-256. See the top of this file for what it
 // allocates.
-func readBlobIn(fsys vfs.FS, prefix, hash string, want int64, hint blobHint) ([]byte, string, error) {
+func ReadIn(fsys vfs.FS, prefix, hash string, want int64, hint Hint) ([]byte, string, error) {
 	f, name, compressed, err := openBlob(fsys, prefix, hash, hint)
 	if err != nil {
 		return nil, name, err
@@ -108,33 +109,33 @@ func readBlobIn(fsys vfs.FS, prefix, hash string, want int64, hint blobHint) ([]
 		return nil, name, err
 	}
 	if !compressed {
-		content, err := readRawBlob(f, fi.Size(), want)
+		content, err := ReadRaw(f, fi.Size(), want)
 		return content, name, err
 	}
-	content, err := readZstBlob(f, fi.Size(), hash, want)
+	content, err := ReadZst(f, fi.Size(), hash, want)
 	return content, name, err
 }
 
-// readRawBlob reads r, a raw blob's file of size bytes, whose content
+// ReadRaw reads r, a raw blob's file of size bytes, whose content
 // must be want bytes (any, for sizeAny or sizeJustified: a raw file
 // justifies its size).
-func readRawBlob(r io.Reader, size, want int64) ([]byte, error) {
+func ReadRaw(r io.Reader, size, want int64) ([]byte, error) {
 	if want >= 0 && size != want {
 		return nil, blob.SizeMismatch(size, want)
 	}
-	if size > maxBlobBytes {
+	if size > MaxBytes {
 		return nil, fmt.Errorf("holds %d bytes, more than a blob may", size)
 	}
 	return readExact(r, size, size)
 }
 
-// readZstBlob reads f, a compressed blob's file of size bytes, whose
+// ReadZst reads f, a compressed blob's file of size bytes, whose
 // content must be want bytes (any, for sizeAny or sizeJustified) with
 // SHA-256 hash.
-func readZstBlob(f io.ReaderAt, size int64, hash string, want int64) ([]byte, error) {
+func ReadZst(f io.ReaderAt, size int64, hash string, want int64) ([]byte, error) {
 	limit := want
 	if limit < 0 {
-		limit = maxBlobBytes
+		limit = MaxBytes
 	}
 	expect := want // the size to read into; -1: not known
 	if fcs, ok := zstContentSize(f, size); ok {
@@ -145,12 +146,12 @@ func readZstBlob(f io.ReaderAt, size int64, hash string, want int64) ([]byte, er
 			expect = fcs
 		}
 	}
-	justified := expect >= 0 && expect <= size*blobPresizeRatio+64<<10
-	if !justified && want == sizeJustified {
+	justified := expect >= 0 && expect <= size*PresizeRatio+64<<10
+	if !justified && want == SizeJustified {
 		return nil, errNotJustified
 	}
-	dec := blobDecoders.Get().(*zstd.Decoder)
-	defer blobDecoders.Put(dec)
+	dec := decoders.Get().(*zstd.Decoder)
+	defer decoders.Put(dec)
 	defer func() { _ = dec.Reset(nil) }() // drop the file
 	if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
 		return nil, err
@@ -213,15 +214,15 @@ func zstContentSize(f io.ReaderAt, size int64) (int64, bool) {
 	if err := h.Decode(head); err != nil || !h.HasFCS {
 		return 0, false
 	}
-	return int64(min(h.FrameContentSize, maxBlobBytes+1)), true // above maxBlobBytes: more than any reference
+	return int64(min(h.FrameContentSize, MaxBytes+1)), true // above MaxBytes: more than any reference
 }
 
 // checkBlobIn checks, streaming, that the blob of hash under prefix in
 // fsys (openBlob) holds want bytes whose SHA-256 is hash: what
-// readBlobIn and the caller's check would find, keeping none of the
+// ReadIn and the caller's check would find, keeping none of the
 // content. It returns the name of the file it read.
 func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
-	f, name, compressed, err := openBlob(fsys, prefix, hash, hintNone)
+	f, name, compressed, err := openBlob(fsys, prefix, hash, HintNone)
 	if err != nil {
 		return name, err
 	}
@@ -239,8 +240,8 @@ func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
 		if fcs, ok := zstContentSize(f, fi.Size()); ok && fcs > want {
 			return name, fmt.Errorf("its frame header records %d bytes, the reference says %d", fcs, want)
 		}
-		dec := blobDecoders.Get().(*zstd.Decoder)
-		defer blobDecoders.Put(dec)
+		dec := decoders.Get().(*zstd.Decoder)
+		defer decoders.Put(dec)
 		defer func() { _ = dec.Reset(nil) }() // drop the file
 		if err := dec.Reset(io.NewSectionReader(f, 0, fi.Size())); err != nil {
 			return name, err
@@ -261,14 +262,14 @@ func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
 	return name, nil
 }
 
-// blobHolds reports whether the blob of hash under prefix in fsys
+// Holds reports whether the blob of hash under prefix in fsys
 // (openBlob) holds content: its size first (a raw file's, or what a
 // compressed one's frame header records), then its bytes, compared with
 // content as they are read (decoded), keeping none of them. It returns
 // the name of the file the rule names ("" when there is none) and
 // whether it holds content; a file it cannot read does not.
-func blobHolds(fsys vfs.FS, prefix, hash string, content []byte) (string, bool) {
-	f, name, compressed, err := openBlob(fsys, prefix, hash, hintNone)
+func Holds(fsys vfs.FS, prefix, hash string, content []byte) (string, bool) {
+	f, name, compressed, err := openBlob(fsys, prefix, hash, HintNone)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", false
@@ -290,8 +291,8 @@ func blobHolds(fsys vfs.FS, prefix, hash string, content []byte) (string, bool) 
 		if fcs, ok := zstContentSize(f, fi.Size()); ok && fcs != want {
 			return name, false
 		}
-		dec := blobDecoders.Get().(*zstd.Decoder)
-		defer blobDecoders.Put(dec)
+		dec := decoders.Get().(*zstd.Decoder)
+		defer decoders.Put(dec)
 		defer func() { _ = dec.Reset(nil) }() // drop the file
 		if err := dec.Reset(io.NewSectionReader(f, 0, fi.Size())); err != nil {
 			return name, false

@@ -1,4 +1,4 @@
-package jsonlstore
+package logfile
 
 import (
 	"bytes"
@@ -11,13 +11,14 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// summaryFile is the content of summary.json: the projection of the log's
-// latest record, keyed by the exact log state it was computed from. It is a
+// SummaryFile is the content of summary.json: the projection of the log's
+// Latest record, keyed by the exact log state it was computed from. It is a
 // cache. The holder overwrites it in place after each append, without
 // syncing, framed like a log record (a CRC-32C of the bytes before
 // `,"crc":"`), padded with spaces to the length of what it replaces:
@@ -52,7 +53,7 @@ import (
 // planted in the directory, or one a backup tool restored) is replaced by
 // a new file, through a temporary file and a rename (not synced), which
 // leaves the other name untouched; later writes go in place again.
-type summaryFile struct {
+type SummaryFile struct {
 	Version    int             `json:"v"`
 	Log        vfs.Identity    `json:"log"`
 	LogSize    int64           `json:"log_size"`
@@ -65,55 +66,57 @@ type summaryFile struct {
 const (
 	// summaryVersion is what writers write. Version 1 lacks log_mtime:
 	// it is evidence, never a trusted cache.
-	summaryVersion  = 2
-	maxSummaryBytes = 256 << 10
+	SummaryVersion  = 2
+	MaxSummaryBytes = 256 << 10
 )
 
-func encodeSummaryFile(sf summaryFile) ([]byte, error) {
-	sf.Version = summaryVersion
+// EncodeSummary encodes sf as writers write it (the current version,
+// no lease status: that is computed when read).
+func EncodeSummary(sf SummaryFile) ([]byte, error) {
+	sf.Version = SummaryVersion
 	sf.Summary.Lease = summary.LeaseStatus{} // computed when read, never cached
 	return record.Frame(sf)
 }
 
-// decodeSummaryFile decodes a summary of either version; a cache user
+// DecodeSummary decodes a summary of either version; a cache user
 // checks that Version is summaryVersion.
-func decodeSummaryFile(b []byte, id session.SessionID) (summaryFile, bool) {
-	var sf summaryFile
-	if !unframeJSON(b, &sf) || sf.Version < 1 || sf.Version > summaryVersion ||
+func DecodeSummary(b []byte, id session.SessionID) (SummaryFile, bool) {
+	var sf SummaryFile
+	if !layout.UnframeJSON(b, &sf) || sf.Version < 1 || sf.Version > SummaryVersion ||
 		sf.Summary.ID != id || sf.Revision == 0 || sf.Summary.Revision != sf.Revision {
-		return summaryFile{}, false
+		return SummaryFile{}, false
 	}
 	return sf, true
 }
 
-// readSummaryFile returns session id's summary.json when it is one this
+// ReadSummary returns session id's summary.json when it is one this
 // program may use as a cache (the current version); see readSummaryEvidence.
-func readSummaryFile(fsys vfs.FS, id session.SessionID) (summaryFile, bool) {
+func ReadSummary(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
 	sf, ok := readSummaryEvidence(fsys, id)
-	if !ok || sf.Version != summaryVersion {
-		return summaryFile{}, false
+	if !ok || sf.Version != SummaryVersion {
+		return SummaryFile{}, false
 	}
 	return sf, true
 }
 
 // readSummaryEvidence returns session id's summary.json of any version
 // this program reads, for the evidence it gives of committed revisions.
-func readSummaryEvidence(fsys vfs.FS, id session.SessionID) (summaryFile, bool) {
-	b, err := vfs.ReadFile(fsys, summaryPath(id), maxSummaryBytes)
+func readSummaryEvidence(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
+	b, err := vfs.ReadFile(fsys, layout.SummaryPath(id), MaxSummaryBytes)
 	if err != nil {
-		return summaryFile{}, false
+		return SummaryFile{}, false
 	}
-	return decodeSummaryFile(b, id)
+	return DecodeSummary(b, id)
 }
 
-// matches reports whether sf was written for the log file fi describes as
+// Matches reports whether sf was written for the log file fi describes as
 // it is now: same identity, size and modification time.
-func (sf summaryFile) matches(fi fs.FileInfo) bool {
+func (sf SummaryFile) Matches(fi fs.FileInfo) bool {
 	return fi.Mode().IsRegular() && vfs.IdentityOf(fi) == sf.Log && fi.Size() == sf.LogSize && fi.ModTime().UnixNano() == sf.LogMtime
 }
 
-// summaryWriter overwrites one session's summary.json in place.
-type summaryWriter struct {
+// SummaryWriter overwrites one session's summary.json in place.
+type SummaryWriter struct {
 	f   vfs.File
 	len int64 // bytes currently in the file
 	enc summaryEncoder
@@ -122,13 +125,13 @@ type summaryWriter struct {
 // write replaces the file's content with sf, padding with spaces over any
 // longer previous content. It does not sync. It never writes through a
 // hard link: a file with more than one link is replaced instead.
-func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
+func (w *SummaryWriter) Write(dir vfs.FS, sf SummaryFile) error {
 	b, err := w.enc.encode(sf)
 	if err != nil {
 		return err
 	}
 	if w.f == nil {
-		f, err := dir.OpenFile(SummaryFile, os.O_RDWR|os.O_CREATE, filePerm)
+		f, err := dir.OpenFile(layout.SummaryFile, os.O_RDWR|os.O_CREATE, layout.FilePerm)
 		if err != nil {
 			return err
 		}
@@ -136,14 +139,14 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 	}
 	fi, err := w.f.Stat()
 	if err != nil {
-		w.close()
+		w.Close()
 		return err
 	}
 	if vfs.Links(fi) > 1 {
 		// Replaced, not written: the new file has one link, and the next
 		// write opens it and goes in place again.
-		w.close()
-		return vfs.WriteFileAtomic(dir, ".", SummaryFile, b, filePerm, false, "-"+randomSuffix())
+		w.Close()
+		return vfs.WriteFileAtomic(dir, ".", layout.SummaryFile, b, layout.FilePerm, false, "-"+layout.RandomSuffix())
 	}
 	w.len = fi.Size()
 	for range w.len - int64(len(b)) {
@@ -156,52 +159,45 @@ func (w *summaryWriter) write(dir vfs.FS, sf summaryFile) error {
 	return nil
 }
 
-func (w *summaryWriter) close() {
+// Close closes the file, unsynced.
+func (w *SummaryWriter) Close() {
 	if w.f != nil {
 		_ = w.f.Close() // summary.json is never synced: a cache checked against the log
 		w.f = nil
 	}
 }
 
-// projectRecord computes a session's summary from a record.
-// latestSummary computes the summary of the view's latest revision from
+// LatestSummary computes the summary of the view's latest revision from
 // its last record and chain, without reading its pages (their messages
 // are counted from the references) or any other blob: what a listing
 // needs costs the stored snapshot, not the conversation.
-func (s *Store) latestSummary(id session.SessionID, v *view) (*record.Rec, summary.Summary, error) {
-	last, snap, err := s.latestSnapshot(id, v)
+func LatestSummary(fsys vfs.FS, id session.SessionID, v *View) (*record.Rec, summary.Summary, error) {
+	last, snap, err := LatestSnapshot(fsys, id, v)
 	if err != nil {
 		return nil, summary.Summary{}, err
 	}
 	inline, pages, err := record.SplitPages(snap)
 	if err != nil {
-		return nil, summary.Summary{}, pageAt(id, last, err)
+		return nil, summary.Summary{}, PageAt(id, last, err)
 	}
-	decoded, err := decodeSnapshot(id, last, inline)
+	decoded, err := DecodeSnapshot(id, last, inline)
 	if err != nil {
 		return nil, summary.Summary{}, err
 	}
-	sum := projectRecord(last, &decoded, v.size)
+	sum := ProjectRecord(last, &decoded, v.Size)
 	for _, p := range pages {
 		sum.MessageCount += p.Messages
 	}
 	return last, sum, nil
 }
 
-func projectRecord(rec *record.Rec, snap *sessnap.Snapshot, logSize int64) summary.Summary {
+// ProjectRecord computes a session's summary from a record.
+func ProjectRecord(rec *record.Rec, snap *sessnap.Snapshot, logSize int64) summary.Summary {
 	// (A gap record is never a log's last: repair ends a log with a
 	// readable revision.)
 	s := summary.Project(snap, rec.Rev, rec.Gen, rec.Time)
 	s.Sizes.LogBytes = logSize
 	return s
-}
-
-// age is how long ago t was, never negative.
-func age(now, t time.Time) time.Duration {
-	if d := now.Sub(t); d > 0 {
-		return d
-	}
-	return 0
 }
 
 // summaryEncoder is encodeSummaryFile at a writer's pace: successive
@@ -210,13 +206,13 @@ func age(now, t time.Time) time.Duration {
 // count), so the encoder keeps the members of the summary it encoded in
 // full last and, while every other field is the same, writes those again
 // with only the changed members encoded anew. The bytes are those
-// encodeSummaryFile writes (TestSummaryEncoderMatches): json.Marshal of a
+// EncodeSummary writes (TestSummaryEncoderMatches): json.Marshal of a
 // field's value is the value as it appears in the struct's encoding, for
 // fields without omitempty, which the members encoded anew are (log_mtime,
 // which has it, is encoded anew only while it stays nonzero).
 type summaryEncoder struct {
 	ok   bool
-	last summaryFile     // encoded in full last (its own Labels and Origin)
+	last SummaryFile     // encoded in full last (its own Labels and Origin)
 	top  []record.Member // its members, into enc
 	sum  []record.Member // the members of its "summary", into enc
 	buf  []byte          // the encoding returned last
@@ -226,7 +222,7 @@ type summaryEncoder struct {
 // does not encode anew, so that their encodings differ only in those
 // (TestSummaryEncoderFields keeps the list whole). Lease is not
 // compared: it is never written.
-func sameStable(a, b *summaryFile) bool {
+func sameStable(a, b *SummaryFile) bool {
 	x, y := &a.Summary, &b.Summary
 	return a.Version == b.Version && a.Log == b.Log && (a.LogMtime != 0) == (b.LogMtime != 0) &&
 		x.ID == y.ID && x.Title == y.Title && x.TitleProvenance == y.TitleProvenance && x.State == y.State &&
@@ -243,8 +239,8 @@ func sameTime(a, b time.Time) bool { return a.Equal(b) && a.Location() == b.Loca
 
 // encode returns encodeSummaryFile(sf), in memory that the next call
 // reuses.
-func (e *summaryEncoder) encode(sf summaryFile) ([]byte, error) {
-	sf.Version = summaryVersion
+func (e *summaryEncoder) encode(sf SummaryFile) ([]byte, error) {
+	sf.Version = SummaryVersion
 	sf.Summary.Lease = summary.LeaseStatus{}
 	if e.ok && sameStable(&sf, &e.last) {
 		return e.reencode(&sf)
@@ -277,7 +273,7 @@ func (e *summaryEncoder) encode(sf summaryFile) ([]byte, error) {
 
 // reencode writes sf from the members of e.last, whose stable fields sf
 // shares.
-func (e *summaryEncoder) reencode(sf *summaryFile) ([]byte, error) {
+func (e *summaryEncoder) reencode(sf *SummaryFile) ([]byte, error) {
 	b := append(e.buf[:0], '{')
 	for i, m := range e.top {
 		if i > 0 {

@@ -1,4 +1,4 @@
-package jsonlstore
+package layout
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"os"
 )
 
-// checkRoot refuses an unsafe root; fi describes the opened root.
-func checkRoot(abs string, fi fs.FileInfo) error {
+// CheckRoot refuses an unsafe root; fi describes the opened root.
+func CheckRoot(abs string, fi fs.FileInfo) error {
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
 		return fmt.Errorf("%w: %s is writable by other users (mode %v); remove their write permission (chmod go-w)", ErrUnsafeRoot, abs, perm)
 	}

@@ -1,0 +1,215 @@
+package blobfile
+
+import (
+	"bytes"
+	"maps"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Cache holds the blob contents one read has fetched, so that a
+// History of many revisions reads each blob (and page) once; it keeps at
+// most blobCacheBytes (then starts again). A light cache reads pages only:
+// the parts' content stays out of line.
+type Cache struct {
+	light bool
+	*shared
+}
+
+// shared is a blobCache's blobs, shared by its light view.
+type shared struct {
+	fs    vfs.FS
+	id    session.SessionID
+	dir   *DirReader // opened at the first fetch
+	tried bool
+
+	mu       sync.Mutex // guards m and size while a prefetch runs
+	m        map[string][]byte
+	size     int64
+	inflight sync.WaitGroup
+}
+
+const cacheBytes = 256 << 20
+
+// NewCache returns a cache for reads with the content. Close it.
+func NewCache(fsys vfs.FS, id session.SessionID) *Cache {
+	return &Cache{shared: &shared{fs: fsys, id: id, m: map[string][]byte{}}}
+}
+
+// NewPageCache returns a cache for reads without the content (light).
+// Close it.
+func NewPageCache(fsys vfs.FS, id session.SessionID) *Cache {
+	return &Cache{light: true, shared: &shared{fs: fsys, id: id, m: map[string][]byte{}}}
+}
+
+// CacheFor returns the cache for a read with the content, or, light,
+// without it. Close it.
+func CacheFor(fsys vfs.FS, id session.SessionID, light bool) *Cache {
+	if light {
+		return NewPageCache(fsys, id)
+	}
+	return NewCache(fsys, id)
+}
+
+// WithoutContent returns a light cache sharing c's blobs (and c's
+// directory: close c, not it).
+func (c *Cache) WithoutContent() *Cache {
+	return &Cache{light: true, shared: c.shared}
+}
+
+// Close releases the blob directory the cache holds open.
+func (c *Cache) Close() {
+	if c.dir != nil {
+		c.dir.Close()
+		c.dir = nil
+	}
+}
+
+// Page returns the content of page p (a blob like any other).
+func (c *Cache) Page(p record.PageRef) ([]byte, error) {
+	return c.Fetch(session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+}
+
+// Fetch returns the content of ref, read once and kept while the cache
+// holds less than its bound.
+func (c *Cache) Fetch(ref session.ContentRef) ([]byte, error) {
+	c.mu.Lock()
+	b, ok := c.m[ref.SHA256]
+	c.mu.Unlock()
+	if ok && int64(len(b)) == ref.Size {
+		return b, nil
+	}
+	c.open()
+	b, err := ReadVia(c.fs, c.dir, c.id, ref)
+	if err != nil {
+		return nil, err
+	}
+	c.Keep(ref.SHA256, b)
+	return b, nil
+}
+
+func (c *Cache) open() {
+	if !c.tried {
+		c.tried = true
+		c.dir = OpenDir(c.fs, c.id) // nil when it cannot: names are then resolved one by one
+	}
+}
+
+// Keep caches b, the content of hash, unless the cache is full (a
+// Prefetch stops then) or, for a fetch, after emptying it.
+func (c *Cache) Keep(hash string, b []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.size+int64(len(b)) > cacheBytes {
+		clear(c.m)
+		c.size = 0
+	}
+	c.m[hash] = b
+	c.size += int64(len(b))
+	return true
+}
+
+// Prefetch starts reading into c the blobs snap references (found in its
+// bytes, scanRefs), on as many goroutines as there are cores, up to what
+// the cache holds; wait waits for them, and so does the function it
+// returns (for a caller that returns early). A blob that fails to read is
+// left out: the fetch that needs it reads it again and reports why.
+func (c *Cache) Prefetch(snap []byte) func() {
+	var hashes []string
+	seen := map[string]bool{}
+	c.mu.Lock()
+	ScanRefs(snap, func(hash string, page bool) {
+		if _, cached := c.m[hash]; !page && !cached && !seen[hash] {
+			seen[hash] = true
+			hashes = append(hashes, hash)
+		}
+	})
+	c.mu.Unlock()
+	if len(hashes) < 2 {
+		return c.Wait
+	}
+	c.open()
+	next := make(chan string)
+	var budget atomic.Int64
+	budget.Store(cacheBytes - c.size)
+	workers := min(runtime.GOMAXPROCS(0), len(hashes))
+	c.inflight.Add(workers + 1)
+	go func() {
+		defer c.inflight.Done()
+		defer close(next)
+		for _, h := range hashes {
+			if budget.Load() <= 0 {
+				return
+			}
+			next <- h
+		}
+	}()
+	for range workers {
+		go func() {
+			defer c.inflight.Done()
+			for h := range next {
+				b, err := ReadVia(c.fs, c.dir, c.id, session.ContentRef{SHA256: h, Size: SizeJustified})
+				if err == nil && budget.Add(-int64(len(b))) >= 0 {
+					c.mu.Lock()
+					if _, ok := c.m[h]; !ok {
+						c.m[h] = b
+						c.size += int64(len(b))
+					}
+					c.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return c.Wait
+}
+
+// Wait waits for the prefetch under way, if any.
+func (c *Cache) Wait() { c.inflight.Wait() }
+
+// refPrefix and pageRefPrefix precede a blob's and a page's hash in a
+// record (sessnap's part "blob" reference; record.EncodePage).
+var (
+	refPrefix     = []byte(`"sha256":"`)
+	pageRefPrefix = []byte(`{"page":{"sha256":"`)
+)
+
+// ScanRefs calls fn with every hash b names after refPrefix, and whether
+// it names a page.
+func ScanRefs(b []byte, fn func(hash string, page bool)) {
+	for {
+		i := bytes.Index(b, refPrefix)
+		if i < 0 {
+			return
+		}
+		h := b[i+len(refPrefix):]
+		if len(h) > 64 && h[64] == '"' && blob.ValidHash(string(h[:64])) {
+			page := i+len(refPrefix) >= len(pageRefPrefix) && bytes.Equal(b[i+len(refPrefix)-len(pageRefPrefix):i+len(refPrefix)], pageRefPrefix)
+			fn(string(h[:64]), page)
+		}
+		b = b[i+len(refPrefix):]
+	}
+}
+
+// Light reports whether c is for a read without the content (its parts
+// keep their references).
+func (c *Cache) Light() bool { return c.light }
+
+// Hold puts content, already checked against hash, into the cache.
+func (c *Cache) Hold(hash string, content []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[hash] = content
+}
+
+// CopyTo copies the blobs the cache holds into dst.
+func (c *Cache) CopyTo(dst map[string][]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.Copy(dst, c.m)
+}

@@ -1,0 +1,21 @@
+// Package logfile owns a session's log.jsonl as readers see it, and its
+// summary.json (FORMAT.md "log.jsonl" and "summary.json"): a View of the
+// log (its identity and size when opened, never read past), the read
+// loop that confirms an anomaly on a fresh view before calling it
+// corruption, the evidence summary.json gives of committed revisions, the
+// latest record and its snapshot, the forward scan of a session's whole
+// history across archive/ into the log, what a damaged or missing log is
+// (LogErr, StatLog, CheckLog), and summary.json's codec and writer.
+//
+// The log's codec and its sequence rules are internal/record's; logfile
+// applies them to the files of one session.
+//
+//	<session>/
+//	  log.jsonl      0600  one record a line (View, Scan)
+//	  summary.json   0600  a projection of the latest record, framed (SummaryFile)
+//
+// It must never write the log, take a lease, or decide anything about
+// the catalog, listings, search or repair: it reads, classifies and
+// reports, and the only file it writes is summary.json, for the writer
+// that holds the lease. It imports layout and archive only.
+package logfile
