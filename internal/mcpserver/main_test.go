@@ -1,0 +1,11 @@
+package mcpserver
+
+import (
+	"testing"
+
+	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
+)
+
+// TestMain fails the run when a test leaves a goroutine or a file
+// descriptor behind (a client, a server session, a store).
+func TestMain(m *testing.M) { leaktest.Main(m) }
