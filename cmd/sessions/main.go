@@ -52,6 +52,7 @@ func init() {
 		{name: "new", usage: "[--id ID] [--title T] [--label K=V] [--project DIR | --here]", summary: "create an empty session and print its ID", run: cmdNew},
 		{name: "append", usage: "ID [--wait D] < messages.jsonl", summary: "append messages (JSON lines on stdin) to a session", run: cmdAppend},
 		{name: "label", usage: "ID KEY=VALUE... [--rm KEY] [--wait D]", summary: "set and remove a session's labels", run: cmdLabel},
+		{name: "mcp", usage: "", summary: "serve the store's history to a coding agent over MCP (stdio): search, list, read", run: cmdMCP},
 		{name: "serve", usage: "[--socket PATH] [--tcp ADDR --token-file FILE] [--grace D] [--verbose]", summary: "serve the store to agents in any language over HTTP (API.md)", run: cmdServe},
 		{name: "demo", usage: "", summary: "run a simulated multi-agent workload, with a crash and a takeover", run: cmdDemo},
 		{name: "demo-agent", usage: "--id ID ...", summary: "one agent process of the demo", hidden: true, run: cmdDemoAgent},
