@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessionstore/sessionstore"
@@ -84,12 +85,26 @@ func New(st sessionstore.Store, opts Options) *mcp.Server {
 			fmt.Sprintf("At most max_bytes bytes (default %d, at most %d): a longer session is cut between messages, ", DefaultReadBytes, MaxReadBytes) +
 			"and a note after it says which messages were shown and the from_message to go on with. id: the session's ID or a unique prefix.",
 	}, guard(t.readSession))
-	mcp.AddTool(srv, &mcp.Tool{Name: "read_message", Title: "Read one message", Annotations: readOnly,
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_message", Title: "Read one message", Annotations: readOnly, OutputSchema: messageSchema(),
 		Description: "One message of a session, by its index (from 0, as search hits give it), as JSON: role, time, parts " +
 			"(text, reasoning, tool calls with their input, tool results with their output). " +
 			fmt.Sprintf("A message over max_bytes (default %d, at most %d) comes as its text, cut, with truncated set.", DefaultReadBytes, MaxReadBytes),
 	}, guard(t.readMessage))
 	return srv
+}
+
+// messageSchema is read_message's output schema: Message's, with its
+// message an object. (Inferred from an interface it would be the schema
+// true, which clients that check schemas strictly, as the TypeScript
+// SDK does, refuse in a listing.)
+func messageSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[Message](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: schema of Message: %v", err)) // a static type: fails every test, or never
+	}
+	s.Properties["message"] = &jsonschema.Schema{Type: "object",
+		Description: "the message as `sessions show` prints it (role, parts, created_at, …), when its JSON is at most max_bytes"}
+	return s
 }
 
 // tools are the server's tool handlers over one store.

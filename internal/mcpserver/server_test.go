@@ -127,6 +127,13 @@ func TestTools(t *testing.T) {
 		for _, tl := range res.Tools {
 			names = append(names, tl.Name)
 			require.True(t, tl.Annotations.ReadOnlyHint, "%s is read-only", tl.Name)
+			// No subschema may be a bare true or false: the TypeScript
+			// SDK's client refuses such a listing.
+			for _, schema := range []any{tl.InputSchema, tl.OutputSchema} {
+				b, err := json.Marshal(schema)
+				require.NoError(t, err)
+				require.NotRegexp(t, `:(true|false)[,}]`, strings.ReplaceAll(string(b), `"additionalProperties":false`, ""), "%s: %s", tl.Name, b)
+			}
 		}
 		require.ElementsMatch(t, []string{"search_sessions", "list_sessions", "read_session", "read_message"}, names)
 	})
