@@ -11,12 +11,12 @@ BENCHTIME ?= 2s
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)/golangci-lint
 
-.PHONY: seeds all test fmt-check vet test-race test-python test-typescript lint lint-install demo bench bench-quick bench-go soak fuzz mutate-sync
+.PHONY: seeds all test fmt-check vet test-race test-python test-typescript test-mcp lint lint-install demo bench bench-quick bench-go soak fuzz mutate-sync
 
 all: test
 
 ## test: gofmt check, vet (linux and darwin), race tests, the clients' tests
-test: fmt-check vet test-race test-python test-typescript
+test: fmt-check vet test-race test-python test-typescript test-mcp
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -45,6 +45,15 @@ test-typescript:
 	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -o "$$bin/sessions" ./cmd/sessions && \
 	cd clients/typescript && npm ci --no-audit --no-fund && SESSIONS_BIN="$$bin/sessions" npm test
+
+## test-mcp: `sessions mcp` tested with the official TypeScript MCP client
+## (clients/mcp: @modelcontextprotocol/sdk from npm, pinned by
+## package-lock.json) over stdio; node (20 or later) and npm are required
+test-mcp:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "test-mcp: node and npm are required (.ci/run installs them)" >&2; exit 1; }
+	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
+	$(GO) build -o "$$bin/sessions" ./cmd/sessions && \
+	cd clients/mcp && npm ci --no-audit --no-fund && SESSIONS_BIN="$$bin/sessions" npm test
 
 ## lint: golangci-lint (config: .golangci.yml) over every package, tests included; linux and darwin, as vet
 lint: lint-install
