@@ -82,17 +82,36 @@ func (p rendered) note(id session.SessionID, n, most int) string {
 }
 
 // page renders snap from message from on, with as many whole messages
-// as fit in most bytes (found by halving: the rendering of a message
-// does not depend on the others, so more messages never render
-// shorter), and at least one: a message that alone is over most is cut.
+// as fit in most bytes, and at least one: a message that alone is over
+// most is cut. The rendering of a message does not depend on the others,
+// so more messages never render shorter: it doubles the count while
+// they fit, then halves the gap, rendering about a page's worth each
+// time however long the session is.
 func page(snap sessnap.Snapshot, from, most int) (rendered, error) {
 	n := len(snap.Messages)
-	all, err := renderRange(snap, from, n)
-	if err != nil || len(all) <= most {
-		return rendered{text: all, from: from, to: n}, err
+	// renderRange(from, lo) fits (lo == from: nothing yet), and
+	// renderRange(from, hi) does not (hi == n+1: not known to).
+	lo, hi := from, n+1
+	var fit string
+	for step := 1; lo < n; step *= 2 {
+		to := min(from+step, n)
+		s, err := renderRange(snap, from, to)
+		if err != nil {
+			return rendered{}, err
+		}
+		if len(s) > most {
+			hi = to
+			break
+		}
+		lo, fit = to, s
 	}
-	// renderRange(from, lo) fits and renderRange(from, hi) does not.
-	lo, hi := from, n
+	if lo == n && n > from {
+		return rendered{text: fit, from: from, to: n}, nil
+	}
+	if n == from { // no messages: the facts alone
+		s, err := renderRange(snap, from, n)
+		return rendered{text: s, from: from, to: n}, err
+	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		s, err := renderRange(snap, from, mid)
@@ -100,14 +119,13 @@ func page(snap sessnap.Snapshot, from, most int) (rendered, error) {
 			return rendered{}, err
 		}
 		if len(s) <= most {
-			lo = mid
+			lo, fit = mid, s
 		} else {
 			hi = mid
 		}
 	}
 	if lo > from {
-		s, err := renderRange(snap, from, lo)
-		return rendered{text: s, from: from, to: lo}, err
+		return rendered{text: fit, from: from, to: lo}, nil
 	}
 	one, err := renderRange(snap, from, from+1)
 	if err != nil {

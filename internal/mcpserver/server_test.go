@@ -189,6 +189,14 @@ func TestTools(t *testing.T) {
 		require.Equal(t, []string{want.String()}, texts(t, res), "a unique prefix in any case names the session; nothing was cut")
 	})
 
+	t.Run("read an empty session", func(t *testing.T) {
+		addSession(t, st, "empty", "/src/e", nil)
+		got := texts(t, call(t, cs, "read_session", map[string]any{"id": "empty"}))
+		require.Len(t, got, 1)
+		require.True(t, strings.HasPrefix(got[0], "# Session empty\n"), got[0])
+		toolError(t, call(t, cs, "read_message", map[string]any{"id": "empty", "index": 0}), "has 0 messages")
+	})
+
 	t.Run("read message", func(t *testing.T) {
 		var out Message
 		structured(t, call(t, cs, "read_message", map[string]any{"id": "01JAAAAAAAAAAAAAAAAAAAAAAA", "index": 1}), &out)
