@@ -45,6 +45,7 @@ function call(name, args) {
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sessions-mcp-'));
   sessions(['new', '--title', 'create the store']); // `new` creates a missing store
+  ids.long = addSession('long', '/src/gamma', Array.from({ length: 8 }, (_, i) => `paragraph ${i} `.repeat(40)));
   ids.parser = addSession('tab bug', '/src/alpha', [
     'why does the parser reject tabs',
     'the lexer treats a tab as an invalid rune; fixed in lexer.go',
@@ -112,6 +113,28 @@ test('read_session is the Markdown show --format markdown prints', async () => {
   assert.equal(res.content.length, 1, 'nothing was cut');
   assert.equal(res.content[0].text, sessions(['show', ids.parser, '--format', 'markdown']) + '\n');
   assert.match(res.content[0].text, /^# tab bug\n/);
+});
+
+test('read_session reads a long session in pages of whole messages', async () => {
+  let from = 0;
+  const pages = [];
+  for (;;) {
+    const res = await call('read_session', { id: ids.long, from_message: from, max_bytes: 1024 });
+    assert.equal(res.isError, undefined);
+    assert.equal(res.content.length, 2, 'the Markdown and a note');
+    assert.ok(res.content[0].text.length <= 1024);
+    pages.push(res.content[0].text);
+    const note = res.content[1].text;
+    if (note.includes('the end of the session')) break;
+    const next = Number(/from_message (\d+)/.exec(note)?.[1]);
+    assert.ok(next > from, note);
+    from = next;
+  }
+  assert.ok(pages.length > 1);
+  const all = pages.join('');
+  for (let i = 0; i < 8; i++) {
+    assert.equal(all.split(`paragraph ${i} `.repeat(40)).length, 2, `message ${i} is in one page, whole`);
+  }
 });
 
 test('read_message reads one message', async () => {
