@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -447,4 +449,20 @@ func TestShutdownEndsWatchers(t *testing.T) {
 	rec, err := st.Load(context.Background(), session.SessionID(id))
 	require.NoError(t, err)
 	require.Len(t, rec.Snapshot.Messages, 1)
+}
+
+// TestSearchWithoutTheIndex: a directory store opened without its search
+// index answers a search 501 unsupported, saying how to open it with one;
+// everything else works.
+func TestSearchWithoutTheIndex(t *testing.T) {
+	dir := shortTemp(t)
+	st, err := jsonlstore.Open(filepath.Join(dir, "st"), jsonlstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	ts := serveStore(t, dir, st, Options{})
+	ts.create()
+	a := ts.must(http.StatusNotImplemented, "GET", "/v1/search?q=anything", nil)
+	require.Equal(t, "unsupported", a.str("code"))
+	require.Contains(t, a.str("error"), "fts.New()")
+	ts.must(http.StatusOK, "GET", "/v1/sessions", nil)
 }

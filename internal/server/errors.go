@@ -66,6 +66,10 @@ func errorOf(err error) *apiError {
 		return apiErrorf(http.StatusRequestEntityTooLarge, "too_large", "%v", err)
 	case errors.Is(err, sessionstore.ErrBadQuery), errors.Is(err, summary.ErrBadCursor):
 		return apiErrorf(http.StatusBadRequest, "bad_query", "%v", err)
+	case errors.Is(err, errors.ErrUnsupported):
+		// A store opened without what the request needs (a directory
+		// store without its search index).
+		return apiErrorf(http.StatusNotImplemented, "unsupported", "%v", err)
 	case errors.Is(err, sessionstore.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apiErrorf(http.StatusServiceUnavailable, "unavailable", "%v", err)
 	case errors.As(err, &ce):

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 )
 
 // testServer is a server on a unix socket of a store in a temporary
@@ -45,7 +46,7 @@ func shortTemp(tb testing.TB) string {
 // openStore opens a jsonlstore in dir and verifies it when the test ends.
 func openStore(tb testing.TB, dir string) *jsonlstore.Store {
 	tb.Helper()
-	st, err := jsonlstore.Open(dir, jsonlstore.Options{})
+	st, err := jsonlstore.Open(dir, jsonlstore.Options{Search: fts.New()})
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
 		rep, err := sessionstore.Verify(context.Background(), st)

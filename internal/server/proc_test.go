@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/fts"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -35,7 +36,7 @@ import (
 //     "refused pid=N" naming the holder's process.
 func runHelper(mode string) error {
 	ctx := context.Background()
-	st, err := jsonlstore.Open(os.Getenv("SERVER_TEST_DIR"), jsonlstore.Options{})
+	st, err := jsonlstore.Open(os.Getenv("SERVER_TEST_DIR"), jsonlstore.Options{Search: fts.New()})
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func TestKillLoopLosesNoAcknowledgedMessage(t *testing.T) {
 	dir := shortTemp(t)
 	stdir := filepath.Join(dir, "st")
 	socket := filepath.Join(dir, "s.sock")
-	setup, err := jsonlstore.Open(stdir, jsonlstore.Options{})
+	setup, err := jsonlstore.Open(stdir, jsonlstore.Options{Search: fts.New()})
 	require.NoError(t, err)
 	id := newSession(t, setup)
 	require.NoError(t, setup.Close())
@@ -219,7 +220,7 @@ func requireKilled(t *testing.T, child *proctest.Child) {
 func requireConversation(t *testing.T, dir string, id session.SessionID, want []string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := jsonlstore.Open(dir, jsonlstore.Options{})
+	st, err := jsonlstore.Open(dir, jsonlstore.Options{Search: fts.New()})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, st.Close()) }()
 	rec, err := st.Load(ctx, id)
