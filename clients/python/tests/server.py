@@ -22,12 +22,13 @@ def sessions_binary():
 class Server:
     """A server of a store in a temporary directory."""
 
-    def __init__(self, *args, store=None):
+    def __init__(self, *args, store=None, warmup=True):
         self.tmp = tempfile.mkdtemp(prefix="pysrv")
         self.store = store or os.path.join(self.tmp, "st")
         self.socket = os.path.join(self.tmp, "s.sock")
         self.bin = sessions_binary()
-        subprocess.run([self.bin, "--dir", self.store, "new", "--id", "warmup"], check=True, capture_output=True)
+        if warmup:  # creates the store, and a session in it
+            subprocess.run([self.bin, "--dir", self.store, "new", "--id", "warmup"], check=True, capture_output=True)
         self.proc = subprocess.Popen(
             [self.bin, "--dir", self.store, "serve", "--socket", self.socket, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
