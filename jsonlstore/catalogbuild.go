@@ -182,7 +182,7 @@ func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, er
 		}
 	}
 	probed := make([]bool, len(probe))
-	if err := parallel(ctx, len(probe), func(k int) error {
+	if err := layout.Parallel(ctx, len(probe), func(k int) error {
 		st, err := s.Lease(ctx, probe[k])
 		if logfile.EndsStoreWide(err) {
 			return err
@@ -209,7 +209,7 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 	// Step 3.
 	entries := make([]catalog.Entry, len(names))
 	found, read := make([]bool, len(names)), make([]bool, len(names))
-	err := parallel(ctx, len(names), func(k int) error {
+	err := layout.Parallel(ctx, len(names), func(k int) error {
 		id := names[k]
 		if old != nil && len(marks.gens[id]) == 0 {
 			i := old.Find(id)

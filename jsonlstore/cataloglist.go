@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -289,7 +290,7 @@ func (s *Store) lookAt(ctx context.Context, f *catalog.File, look map[session.Se
 	for id, i := range look {
 		comp = append(comp, computed{id: id, entry: i})
 	}
-	err := parallel(ctx, len(comp), func(j int) error {
+	err := layout.Parallel(ctx, len(comp), func(j int) error {
 		c := &comp[j]
 		if e, err := entryAt(f, c.entry); err == nil && !e.Unreadable {
 			fi, err := logfile.StatLog(s.root, c.id)
@@ -349,7 +350,7 @@ func (s *Store) proveEntries(f *catalog.File, sorted []int, comp []computed, mar
 		}
 	}
 	bad := make([]error, len(todo))
-	err := parallel(context.Background(), len(todo), func(k int) error {
+	err := layout.Parallel(context.Background(), len(todo), func(k int) error {
 		e := &ents[k]
 		fi, err := logfile.StatLog(s.root, e.ID)
 		switch {

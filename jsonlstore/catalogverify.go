@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -222,7 +223,7 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		checked bool
 	}
 	found := make([]finding, f.Len())
-	err = parallel(ctx, f.Len(), func(i int) error {
+	err = layout.Parallel(ctx, f.Len(), func(i int) error {
 		e := &ents[i]
 		if e.Unreadable || len(marks.gens[e.ID]) > 0 || !onDisk[e.ID] {
 			return nil // listings read the session itself

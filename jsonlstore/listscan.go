@@ -6,10 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
@@ -109,7 +107,7 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 		return summary.Page{}, err
 	}
 	all = make([]scanned, len(ids))
-	err = parallel(ctx, len(ids), func(i int) error {
+	err = layout.Parallel(ctx, len(ids), func(i int) error {
 		var err error
 		all[i], err = s.scanSession(ctx, ids[i])
 		return err
@@ -223,7 +221,7 @@ func (s *Store) fillLeases(ctx context.Context, items []summary.Summary) {
 
 // fillLeasesOf is fillLeases for the items at the indexes todo.
 func (s *Store) fillLeasesOf(ctx context.Context, items []summary.Summary, todo []int) {
-	_ = parallel(ctx, len(todo), func(j int) error {
+	_ = layout.Parallel(ctx, len(todo), func(j int) error {
 		i := todo[j]
 		s.listings.leaseProbes.Add(1)
 		if st, err := s.Lease(ctx, items[i].ID); err == nil {
@@ -231,55 +229,6 @@ func (s *Store) fillLeasesOf(ctx context.Context, items []summary.Summary, todo 
 		}
 		return nil
 	})
-}
-
-// parallel calls fn(i) for i in [0, n) from a few goroutines (the work is
-// mostly system calls) and returns the first error. All have returned
-// when it returns.
-func parallel(ctx context.Context, n int, fn func(i int) error) error {
-	workers := min(runtime.GOMAXPROCS(0), 8, n)
-	if workers <= 1 {
-		for i := range n {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := fn(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var (
-		next    atomic.Int64
-		failed  atomic.Bool
-		errOnce sync.Once
-		first   error
-		wg      sync.WaitGroup
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { first = err })
-		failed.Store(true)
-	}
-	for range workers {
-		wg.Go(func() {
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					fail(err)
-					return
-				}
-				if err := fn(i); err != nil {
-					fail(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
 }
 
 // --- ranking fields of summary.json -----------------------------------------

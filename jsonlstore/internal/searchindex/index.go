@@ -2,11 +2,8 @@ package searchindex
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
-	"github.com/sessionstore/sessionstore/session"
 )
 
 // Index is a store's search index and the queue of what its writers
@@ -82,78 +78,10 @@ const (
 	tmpSuffix = ".tmp"
 )
 
-// opErr wraps an error of the index's operation op, as the store wraps
-// its own (the index's errors are the store's).
-func opErr(op string, id session.SessionID, err error) error {
-	return &sessionstore.OpError{Store: "jsonlstore", Op: op, ID: id, Err: err}
-}
-
-// pathErr is opErr naming the file at fault, relative to the root.
-func pathErr(op string, id session.SessionID, path string, err error) error {
-	return &sessionstore.OpError{Store: "jsonlstore", Op: op, ID: id, Path: path, Err: err}
-}
-
 // endsStoreWide reports whether err ends the whole search rather than
 // one session's part in it: the store closed, the caller's context done.
 func endsStoreWide(err error) bool {
 	return errors.Is(err, sessionstore.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// randomSuffix is 8 random bytes in hex, for a new index's temporary
-// name.
-func randomSuffix() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
-}
-
-// parallel calls fn(i) for i in [0, n) from a few goroutines (the work
-// is mostly system calls and reads of logs) and returns the first error.
-// All have returned when it returns.
-func parallel(ctx context.Context, n int, fn func(i int) error) error {
-	workers := min(runtime.GOMAXPROCS(0), 8, n)
-	if workers <= 1 {
-		for i := range n {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := fn(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var (
-		next    atomic.Int64
-		failed  atomic.Bool
-		errOnce sync.Once
-		first   error
-		wg      sync.WaitGroup
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { first = err })
-		failed.Store(true)
-	}
-	for range workers {
-		wg.Go(func() {
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					fail(err)
-					return
-				}
-				if err := fn(i); err != nil {
-					fail(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
 }
 
 // Component is the search index a store is opened with

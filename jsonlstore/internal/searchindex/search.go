@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -258,7 +259,7 @@ func (x *Index) probeLogs(ctx context.Context, ids []session.SessionID, logs []l
 	}
 	x.stats.probes.Add(int64(len(todo)))
 	x.stats.vouched.Add(int64(len(ids) - len(todo)))
-	return parallel(ctx, len(todo), func(k int) error {
+	return layout.Parallel(ctx, len(todo), func(k int) error {
 		i := todo[k]
 		logs[i] = probedState(x.h.ProbeLog(ids[i]))
 		return nil
@@ -377,7 +378,7 @@ func (x *Index) catchUpLocked(ctx context.Context, db *searchdb.DB, probeAll boo
 	}
 	read := make([]*indexed, len(stale))
 	errs := make([]error, len(stale))
-	err = parallel(ctx, len(stale), func(i int) error {
+	err = layout.Parallel(ctx, len(stale), func(i int) error {
 		var hint *searchdb.State
 		if st, ok := states[stale[i]]; ok {
 			hint = &st
@@ -637,7 +638,7 @@ func (x *Index) Reindex(ctx context.Context) (sessionstore.SearchIndexReport, er
 	if fi, err := x.fs.Lstat(x.file); err == nil && fi.Mode().IsRegular() {
 		// Another user's index is theirs to remove, not ours to replace.
 		if err := searchdb.Accessible(x.h.Abs(x.file)); errors.Is(err, fs.ErrPermission) {
-			return sessionstore.SearchIndexReport{}, opErr("search index", "", fmt.Errorf("%w (remove %s to rebuild it)", err, x.h.Abs(x.dir)))
+			return sessionstore.SearchIndexReport{}, layout.OpErr("search index", "", fmt.Errorf("%w (remove %s to rebuild it)", err, x.h.Abs(x.dir)))
 		}
 	}
 	db, name, err := x.newSearchIndex(ctx)
@@ -646,7 +647,7 @@ func (x *Index) Reindex(ctx context.Context) (sessionstore.SearchIndexReport, er
 	}
 	cu, err := x.catchUpLocked(ctx, db, true, searchWait)
 	if err == nil && (cu.mem != nil || len(cu.pending) > 0) {
-		err = opErr("search index", "", errors.New("some sessions could not be written to the new index"))
+		err = layout.OpErr("search index", "", errors.New("some sessions could not be written to the new index"))
 	}
 	if err != nil {
 		x.dropSearchIndex(db, name)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
 )
 
@@ -66,10 +67,10 @@ var searchSidecars = []string{"-wal", "-shm", "-journal"}
 func (x *Index) checkSearchEntry(name string) (fs.FileInfo, error) {
 	fi, err := x.fs.Lstat(name)
 	if err != nil {
-		return nil, opErr("search index", "", err)
+		return nil, layout.OpErr("search index", "", err)
 	}
 	if !fi.Mode().IsRegular() || vfs.Links(fi) != 1 {
-		return fi, pathErr("search index", "", name, fmt.Errorf("%w: %s with %d links", errSearchJunk, fi.Mode().Type(), vfs.Links(fi)))
+		return fi, layout.PathErr("search index", "", name, fmt.Errorf("%w: %s with %d links", errSearchJunk, fi.Mode().Type(), vfs.Links(fi)))
 	}
 	return fi, nil
 }
@@ -82,9 +83,9 @@ func (x *Index) checkSearchDir() error {
 	case errors.Is(err, fs.ErrNotExist):
 		return searchdb.ErrMissing
 	case err != nil:
-		return opErr("search index", "", err)
+		return layout.OpErr("search index", "", err)
 	case !fi.IsDir():
-		return pathErr("search index", "", x.dir, fmt.Errorf("%w: %s", errSearchJunk, fi.Mode().Type()))
+		return layout.PathErr("search index", "", x.dir, fmt.Errorf("%w: %s", errSearchJunk, fi.Mode().Type()))
 	}
 	return nil
 }
@@ -98,12 +99,12 @@ func (x *Index) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 		if errors.Is(err, vfs.ErrSymlink) || errors.Is(err, vfs.ErrNotRegular) || errors.Is(err, unix.EISDIR) {
 			err = fmt.Errorf("%w: %w", errSearchJunk, err)
 		}
-		return nil, pathErr("search index lock", "", x.lock, err)
+		return nil, layout.PathErr("search index lock", "", x.lock, err)
 	}
 	fd, ok := f.(interface{ Fd() uintptr })
 	if fi, err := f.Stat(); !ok || err != nil || !fi.Mode().IsRegular() {
 		_ = f.Close() // nothing locked
-		return nil, pathErr("search index lock", "", x.lock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
+		return nil, layout.PathErr("search index lock", "", x.lock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
 	}
 	how := unix.LOCK_SH
 	if exclusive {
@@ -118,7 +119,7 @@ func (x *Index) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 			_ = f.Close()
-			return nil, pathErr("search index lock", "", x.lock, err)
+			return nil, layout.PathErr("search index lock", "", x.lock, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -200,12 +201,12 @@ func (x *Index) fixSearchDir() error {
 	case errors.Is(err, errSearchJunk):
 		x.log.Warn("jsonlstore: search index directory is not a directory: replacing it", "err", err)
 		if err := x.fs.Remove(x.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return opErr("search index", "", err)
+			return layout.OpErr("search index", "", err)
 		}
 		fallthrough
 	case errors.Is(err, searchdb.ErrMissing):
 		if err := x.fs.Mkdir(x.dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return opErr("search index", "", err)
+			return layout.OpErr("search index", "", err)
 		}
 	case err != nil:
 		return err
@@ -213,7 +214,7 @@ func (x *Index) fixSearchDir() error {
 	if _, err := x.checkSearchEntry(x.lock); errors.Is(err, errSearchJunk) {
 		x.log.Warn("jsonlstore: search index lock is not a regular file: replacing it", "err", err)
 		if err := x.fs.RemoveAll(x.lock); err != nil {
-			return opErr("search index", "", err)
+			return layout.OpErr("search index", "", err)
 		}
 	}
 	return nil
@@ -223,14 +224,14 @@ func (x *Index) fixSearchDir() error {
 // .search and opens it. finish makes it whole and durable and closes it
 // (before put puts it in place); drop removes it.
 func (x *Index) newSearchIndex(ctx context.Context) (db *searchdb.DB, name string, err error) {
-	name = x.dir + "/" + searchTempPrefix + randomSuffix() + tmpSuffix
+	name = x.dir + "/" + searchTempPrefix + layout.RandomSuffix() + tmpSuffix
 	f, err := x.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return nil, "", opErr("search index", "", err)
+		return nil, "", layout.OpErr("search index", "", err)
 	}
 	if err := f.Close(); err != nil {
 		x.dropSearchIndex(nil, name)
-		return nil, "", opErr("search index", "", err)
+		return nil, "", layout.OpErr("search index", "", err)
 	}
 	db, err = searchdb.Open(ctx, x.h.Abs(name), searchdb.OpenOptions{Create: true})
 	if err != nil {
@@ -252,19 +253,19 @@ func (x *Index) finishSearchIndex(ctx context.Context, db *searchdb.DB, name str
 	}
 	for _, ext := range searchSidecars {
 		if err := x.fs.Remove(name + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return opErr("search index", "", err)
+			return layout.OpErr("search index", "", err)
 		}
 	}
 	f, err := x.fs.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
-		return opErr("search index", "", err)
+		return layout.OpErr("search index", "", err)
 	}
 	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return opErr("search index", "", err)
+		return layout.OpErr("search index", "", err)
 	}
 	return nil
 }
@@ -297,7 +298,7 @@ func (x *Index) putSearchIndex(ctx context.Context, name string, replace func(fs
 	fi, err := x.fs.Lstat(x.file)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		x.dropSearchIndex(nil, name)
-		return false, opErr("search index", "", err)
+		return false, layout.OpErr("search index", "", err)
 	}
 	if !replace(fi, err) {
 		x.dropSearchIndex(nil, name)
@@ -306,21 +307,21 @@ func (x *Index) putSearchIndex(ctx context.Context, name string, replace func(fs
 	for _, ext := range searchSidecars {
 		if err := x.fs.RemoveAll(x.file + ext); err != nil {
 			x.dropSearchIndex(nil, name)
-			return false, opErr("search index", "", err)
+			return false, layout.OpErr("search index", "", err)
 		}
 	}
 	if fi != nil && fi.IsDir() {
 		if err := x.fs.RemoveAll(x.file); err != nil {
 			x.dropSearchIndex(nil, name)
-			return false, opErr("search index", "", err)
+			return false, layout.OpErr("search index", "", err)
 		}
 	}
 	if err := x.fs.Rename(name, x.file); err != nil {
 		x.dropSearchIndex(nil, name)
-		return false, opErr("search index", "", err)
+		return false, layout.OpErr("search index", "", err)
 	}
 	if err := x.fs.SyncDir(x.dir); err != nil {
-		return true, opErr("search index", "", err)
+		return true, layout.OpErr("search index", "", err)
 	}
 	return true, nil
 }
