@@ -1,9 +1,11 @@
 package server
 
 import (
+	"os"
 	"testing"
 
 	"github.com/sessionstore/sessionstore/internal/testing/leaktest"
+	"github.com/sessionstore/sessionstore/internal/testing/pgtest"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 )
 
@@ -11,9 +13,9 @@ import (
 const modeEnv = "SERVER_TEST_HELPER"
 
 // TestMain runs a helper when the test binary is a child, and otherwise
-// the tests, failing the run when one leaves a goroutine or a file
-// descriptor behind.
+// the tests (stopping the PostgreSQL server pgtest starts for them),
+// failing the run when one leaves a goroutine or a file descriptor behind.
 func TestMain(m *testing.M) {
 	proctest.Helper(modeEnv, runHelper)
-	leaktest.Main(m)
+	os.Exit(pgtest.Run(func() int { return leaktest.Run(m) }))
 }
