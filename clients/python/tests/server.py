@@ -22,10 +22,10 @@ def sessions_binary():
 class Server:
     """A server of a store in a temporary directory."""
 
-    def __init__(self, *args, store=None, warmup=True):
+    def __init__(self, *args, store=None, socket=None, warmup=True):
         self.tmp = tempfile.mkdtemp(prefix="pysrv")
         self.store = store or os.path.join(self.tmp, "st")
-        self.socket = os.path.join(self.tmp, "s.sock")
+        self.socket = socket or os.path.join(self.tmp, "s.sock")
         self.bin = sessions_binary()
         if warmup:  # creates the store, and a session in it
             subprocess.run([self.bin, "--dir", self.store, "new", "--id", "warmup"], check=True, capture_output=True)
