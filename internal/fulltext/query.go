@@ -202,9 +202,13 @@ func (q Query) Instances(text string) (counts []int, words int) {
 	for _, t := range q.Terms {
 		span = max(span, len(t.Words))
 	}
-	last := make([]string, span) // word i at last[i%span]
-	Tokens(text, func(tok Token) bool {
-		last[words%span] = tok.Word
+	type word struct {
+		start, end int
+		ascii      bool
+	}
+	last := make([]word, span) // word i at last[i%span]
+	spans(text, func(start, end int, ascii bool) bool {
+		last[words%span] = word{start, end, ascii}
 		words++
 		for ti, t := range q.Terms {
 			n := len(t.Words)
@@ -214,12 +218,7 @@ func (q Query) Instances(text string) (counts []int, words int) {
 			match := true
 			for j, w := range t.Words {
 				got := last[(words-n+j)%span]
-				if j == n-1 && t.Prefix {
-					match = strings.HasPrefix(got, w)
-				} else {
-					match = got == w
-				}
-				if !match {
+				if match = foldedIs(text[got.start:got.end], got.ascii, w, j == n-1 && t.Prefix); !match {
 					break
 				}
 			}
