@@ -192,12 +192,21 @@ func readExact(r io.Reader, size, limit int64) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	}
-	more := bytes.NewBuffer(buf)
-	m, err := io.Copy(more, io.LimitReader(r, limit-size+1))
+	// The content is usually exactly size bytes: one byte's read finds
+	// its end without growing (and copying) the buffer.
+	var probe [1]byte
+	switch _, err := io.ReadFull(r, probe[:]); {
+	case errors.Is(err, io.EOF):
+		return buf, nil
+	case err != nil:
+		return nil, err
+	}
+	more := bytes.NewBuffer(append(buf, probe[0]))
+	m, err := io.Copy(more, io.LimitReader(r, limit-size))
 	switch {
 	case err != nil:
 		return nil, err
-	case size+m > limit:
+	case size+1+m > limit:
 		return nil, blob.LongerThan(limit)
 	}
 	return more.Bytes(), nil
