@@ -26,6 +26,9 @@ var (
 	// ErrTooManyEntries reports a walk of the paths given that met more
 	// directory entries than Options.MaxEntries: nothing is imported.
 	ErrTooManyEntries = errors.New("ingest: too many directory entries")
+	// ErrOtherTool reports a source none of whose lines is the tool's:
+	// another tool's file (the error names it when it reads as one).
+	ErrOtherTool = errors.New("not a transcript of this tool")
 )
 
 // The bounds of a walk of the paths given, by default (Options).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -439,4 +440,54 @@ func TestRunErrors(t *testing.T) {
 	require.ErrorIs(t, err, ingest.ErrUnknownTool)
 	_, err = ingest.Run(context.Background(), st, ingest.Codex, []string{filepath.Join(t.TempDir(), "missing")}, ingest.Options{})
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestOtherToolsFile: every real transcript of one tool, imported as the
+// other's, fails naming the tool it reads as, and writes nothing; a file
+// of unknown JSON objects fails without a hint; an empty file and one of
+// broken lines are not another tool's (they import as empty).
+func TestOtherToolsFile(t *testing.T) {
+	c := corpus(t)
+	for tool, other := range map[string]string{ingest.ClaudeCode: ingest.Codex, ingest.Codex: ingest.ClaudeCode} {
+		st := newStore(t)
+		rep := run(t, st, other, []string{c[tool]}, ingest.Options{})
+		require.NotEmpty(t, rep.Sources, tool)
+		failed := 0
+		for _, src := range rep.Sources {
+			if src.Status != ingest.StatusFailed {
+				continue // a file the other tool reads too (none in the corpus today)
+			}
+			failed++
+			require.Contains(t, src.Error, ingest.ErrOtherTool.Error(), src.Path)
+			require.Contains(t, src.Error, fmt.Sprintf("it reads as a %s transcript: 'sessions import %s'", tool, tool), src.Path)
+		}
+		require.Equal(t, len(rep.Sources), failed, "%s's files imported as %s's", tool, other)
+		page, err := st.List(context.Background(), summary.Query{})
+		require.NoError(t, err)
+		require.Empty(t, page.Items, "nothing is written")
+	}
+
+	dir := t.TempDir()
+	files := map[string]string{
+		"unknown.jsonl": `{"kind":"x"}` + "\n" + `{"type":"mystery","n":1}` + "\n",
+		"empty.jsonl":   "",
+		"broken.jsonl":  "not json\n{\"type\":\n",
+	}
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
+	}
+	for _, tool := range []string{ingest.ClaudeCode, ingest.Codex} {
+		for name := range files {
+			rep := run(t, newStore(t), tool, []string{filepath.Join(dir, name)}, ingest.Options{})
+			require.Len(t, rep.Sources, 1)
+			src := rep.Sources[0]
+			if name != "unknown.jsonl" {
+				require.Equal(t, ingest.StatusRead, src.Status, "%s as %s: %s", name, tool, src.Error)
+				continue
+			}
+			require.Equal(t, ingest.StatusFailed, src.Status, "%s as %s", name, tool)
+			require.Contains(t, src.Error, ingest.ErrOtherTool.Error())
+			require.NotContains(t, src.Error, "reads as", "no tool reads it")
+		}
+	}
 }

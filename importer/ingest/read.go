@@ -1,8 +1,13 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"maps"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/sessionstore/sessionstore/importer"
@@ -73,18 +78,56 @@ func (r *run) read(ctx context.Context, batches []*batch, out chan<- []item) {
 // load converts one source with the tool's converter, its paths made
 // absolute. Several run at once.
 func (r *run) load(src *source) (*importer.Transcript, error) {
-	var t *importer.Transcript
-	var err error
-	if r.tool == ClaudeCode {
-		t, err = claudecode.Load(src.fsys, src.name, claudecode.Options{MaxLineBytes: r.opts.MaxLineBytes})
-	} else {
-		t, err = codex.Load(src.fsys, src.name, codex.Options{MaxLineBytes: r.opts.MaxLineBytes})
-	}
+	t, err := r.convert(r.tool, src)
 	if err != nil {
+		return nil, err
+	}
+	if err := otherTool(r.tool, t.Report, func(tool string) bool {
+		o, err := r.convert(tool, src)
+		return err == nil && o.Report.Used > 0
+	}); err != nil {
 		return nil, err
 	}
 	absolute(t, src.dir)
 	return t, nil
+}
+
+// convert converts src with tool's converter.
+func (r *run) convert(tool string, src *source) (*importer.Transcript, error) {
+	if tool == ClaudeCode {
+		return claudecode.Load(src.fsys, src.name, claudecode.Options{MaxLineBytes: r.opts.MaxLineBytes})
+	}
+	return codex.Load(src.fsys, src.name, codex.Options{MaxLineBytes: r.opts.MaxLineBytes})
+}
+
+// otherTool returns ErrOtherTool when rep, tool's report of a source,
+// says that none of its lines is tool's: some are JSON objects of types
+// tool does not know, and no line was used or of a type tool knows. The
+// error names the types found and, when readsAs says the source converts
+// as the other tool's, that tool's import. An empty source, or one of
+// unreadable lines only, is not another tool's: it imports as empty or
+// reports its lines as skipped.
+func otherTool(tool string, rep importer.Report, readsAs func(tool string) bool) error {
+	known := rep.Skipped[importer.SkipNotConversation] + rep.Skipped[importer.SkipInvalid] + rep.Skipped[importer.SkipDuplicate]
+	if rep.Used > 0 || known > 0 || rep.Skipped[importer.SkipUnknownType] == 0 {
+		return nil
+	}
+	types := slices.SortedFunc(maps.Keys(rep.SkippedTypes), func(a, b string) int {
+		return cmp.Or(cmp.Compare(rep.SkippedTypes[b], rep.SkippedTypes[a]), strings.Compare(a, b))
+	})
+	if len(types) > 5 {
+		types = append(types[:5], "…")
+	}
+	other := Codex
+	if tool == Codex {
+		other = ClaudeCode
+	}
+	hint := ""
+	if readsAs(other) {
+		hint = fmt.Sprintf("; it reads as a %s transcript: 'sessions import %s'", other, other)
+	}
+	return fmt.Errorf("%w: none of its %d lines is a %s line (it holds lines of type %s)%s",
+		ErrOtherTool, rep.Lines, tool, strings.Join(types, ", "), hint)
 }
 
 // loader converts sources on several goroutines, ahead of the one reader
