@@ -2,8 +2,6 @@ package compact
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -11,43 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/roottest"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
 // The tests here drive compaction through Holder alone, as the facade's
 // writer does; the crash, kill, fault and sync-mutation suites of
 // compaction run on a whole store, in package jsonlstore.
-
-// testRoot returns a root in a new directory with session id's log of
-// revs full records, one revision each.
-func testRoot(t *testing.T, id session.SessionID, revs int) *layout.Root {
-	t.Helper()
-	dir := t.TempDir()
-	osr, err := os.OpenRoot(dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = osr.Close() })
-	root := &layout.Root{FS: vfs.OS(osr), Dir: dir, MaxRecordBytes: record.Cap(0), LeftoverAge: time.Minute,
-		Logger: slog.New(slog.DiscardHandler), Now: time.Now}
-	require.NoError(t, root.FS.Mkdir(layout.SessionDir(id), layout.DirPerm))
-	var log []byte
-	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	for rev := 1; rev <= revs; rev++ {
-		payload, err := sessnap.Marshal(sessiontest.Snap(t, sessiontest.Titled(string(id), fmt.Sprintf("title %d", rev))))
-		require.NoError(t, err)
-		log = append(log, record.Encode(record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: uint64(rev), Gen: 1,
-			Time: at.Add(time.Duration(rev) * time.Second), Kind: record.KindFull}, payload)...)
-	}
-	require.NoError(t, os.WriteFile(root.Abs(layout.LogPath(id)), log, layout.FilePerm))
-	return root
-}
 
 // testHolder is a writer as compaction sees it: the log it appends to,
 // and what compaction told it.
@@ -100,9 +74,8 @@ func (h *testHolder) CollectBlobs(context.Context) (maintenance.BlobCollection, 
 func TestRunThroughHolder(t *testing.T) {
 	ctx := context.Background()
 	const id = session.SessionID("c1")
-	root := testRoot(t, id, 5)
-	before, err := os.ReadFile(root.Abs(layout.LogPath(id)))
-	require.NoError(t, err)
+	root, log := roottest.New(t, id, 5)
+	before := log.Bytes
 	h := newTestHolder(t, root, id, 5)
 
 	rep, err := Run(ctx, root, id, h, maintenance.CompactPolicy{KeepLast: 2}, maintenance.CompactReport{ID: id})
@@ -144,7 +117,7 @@ func TestRunThroughHolder(t *testing.T) {
 // left (another size) is not compacted, and nothing changes.
 func TestRunRefusesChangedLog(t *testing.T) {
 	const id = session.SessionID("c2")
-	root := testRoot(t, id, 4)
+	root, _ := roottest.New(t, id, 4)
 	h := newTestHolder(t, root, id, 4)
 	h.size--
 	_, err := Run(context.Background(), root, id, h, maintenance.CompactPolicy{KeepLast: 1}, maintenance.CompactReport{ID: id})
@@ -161,7 +134,7 @@ func TestRunRefusesChangedLog(t *testing.T) {
 func TestDryRunMatchesRun(t *testing.T) {
 	ctx := context.Background()
 	const id = session.SessionID("c3")
-	root := testRoot(t, id, 6)
+	root, _ := roottest.New(t, id, 6)
 	p := maintenance.CompactPolicy{KeepLast: 3}
 	dry, err := DryRun(ctx, root, id, maintenance.CompactPolicy{KeepLast: 3, DryRun: true}, maintenance.CompactReport{ID: id, DryRun: true})
 	require.NoError(t, err)
