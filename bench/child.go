@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/fts"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/pgstore"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -153,7 +154,7 @@ func runChild(mode string, args []string) error {
 		}
 		defer st.Close()
 		start := time.Now()
-		rep, err := st.Compact(ctx, session.SessionID(arg(1)), jsonlstore.CompactPolicy{KeepLast: 1}, 0)
+		rep, err := st.Compact(ctx, session.SessionID(arg(1)), maintenance.CompactPolicy{KeepLast: 1}, 0)
 		d := time.Since(start)
 		if err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -51,7 +52,7 @@ func accessSession(t *testing.T, dir string, id session.SessionID, opts Options)
 		_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
 		require.NoError(t, err)
 	}
-	_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 30})
+	_, err = w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 30})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	return images
@@ -121,7 +122,7 @@ func requireAccessRefused(t *testing.T, st *Store, id session.SessionID, dir str
 	require.Len(t, vr.Unreadable, 1)
 	requireNotCorruption(t, vr.Unreadable[0].Err, want, "Verify deep")
 
-	for _, opts := range []RepairOptions{{}, {TruncateAtCorruption: true}, {Salvage: true}} {
+	for _, opts := range []maintenance.RepairOptions{{}, {TruncateAtCorruption: true}, {Salvage: true}} {
 		rep, err := st.Repair(ctx, id, opts)
 		requireNotCorruption(t, err, want, fmt.Sprintf("Repair %+v", opts))
 		require.Nil(t, rep.Found, "Repair %+v found no corruption", opts)

@@ -76,7 +76,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	}
 	if last.Kind != record.KindGap {
 		c := blobfile.NewPageCache(s.fs, id)
-		_, err := decodeRecord(id, last, snap, c)
+		_, err := logfile.DecodeRecord(id, last, snap, c)
 		c.Close()
 		if err != nil {
 			return rc, err
@@ -308,7 +308,7 @@ func (s *Store) sweepSession(id session.SessionID) []string {
 	// Temporary blob files: a blob being written when its writer died.
 	if entries, err := s.fs.ReadDir(blobfile.Dir(id)); err == nil {
 		for _, e := range entries {
-			if p := blobfile.Dir(id) + "/" + e.Name(); isBlobTemp(e.Name()) && s.fs.Remove(p) == nil {
+			if p := blobfile.Dir(id) + "/" + e.Name(); blobfile.IsTemp(e.Name()) && s.fs.Remove(p) == nil {
 				swept = append(swept, p)
 			}
 		}

@@ -1,61 +1,13 @@
 package jsonlstore
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/vfs"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/offline"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/summary"
 )
-
-// A backup copies each session consistently even while writers append and
-// compactions run: it opens a view of the log first (a compaction that
-// replaces the log later does not affect the open file), copies only the
-// log's committed prefix (bytes up to the end of its last valid record,
-// which never change), then reads the manifest — which, being written
-// before any log replacement, covers every revision below the view's first
-// — and copies the segments it needs (published segments are immutable).
-// Lease, summary and forensic files are not copied: the copy's first holder
-// starts a fresh lease above every generation in the log. Each session is
-// built in a temporary directory of the destination, synced, and published
-// with RENAME_NOREPLACE; the whole destination is verified at the end.
-
-// BackupReport says what Backup copied and whether the copy verified.
-type BackupReport struct {
-	Dest     string                    `json:"dest"`
-	Sessions []SessionBackup           `json:"sessions"`
-	Verify   sessionstore.VerifyReport `json:"verify"`
-	Skipped  map[string]string         `json:"skipped,omitempty"` // id → why (deleted meanwhile)
-	// Unreadable lists the sessions that could not be read, and so were
-	// not copied, with the reason (a damaged or missing log, a file this
-	// user may not read). The others are copied all the same.
-	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
-}
-
-// OK reports whether every session was copied and the copy verifies.
-func (r *BackupReport) OK() bool { return len(r.Unreadable) == 0 && r.Verify.OK() }
-
-// SessionBackup is one session's copy.
-type SessionBackup struct {
-	ID           session.SessionID `json:"id"`
-	Revision     uint64            `json:"revision"`
-	LogBytes     int64             `json:"log_bytes"`
-	ArchiveBytes int64             `json:"archive_bytes"`
-	Segments     int               `json:"segments"`
-	Blobs        int               `json:"blobs,omitempty"`
-}
 
 // Backup copies sessions ids (all when none) into the store at dest
 // (created if missing; a session already there is an error), then verifies
@@ -64,12 +16,12 @@ type SessionBackup struct {
 // that cannot be read is reported in the report's Unreadable list and the
 // others are copied. A dest that is the store's root or lies inside it is
 // refused (ErrBackupInsideStore) before anything is created.
-func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionID) (BackupReport, error) {
-	rep := BackupReport{Dest: dest}
+func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionID) (maintenance.BackupReport, error) {
+	rep := maintenance.BackupReport{Dest: dest}
 	if s.closed.Load() {
 		return rep, sessionstore.ErrClosed
 	}
-	if err := s.checkBackupDest(dest); err != nil {
+	if err := offline.CheckBackupDest(s.osRoot, s.dir, dest); err != nil {
 		return rep, err
 	}
 	if err := sessionstore.ValidateIDs(ids...); err != nil {
@@ -80,40 +32,7 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		return rep, err
 	}
 	defer func() { _ = dst.Close() }() // only the root handle: every copy is synced and closed on its own
-	var copied []session.SessionID
-	_, err = s.forSessions(ids, func(id session.SessionID) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		src, err := s.openBackupSource(id)
-		switch {
-		case errors.Is(err, logfile.ErrNotSession) && len(ids) == 0:
-			return nil // a directory beside the sessions, not one of them
-		case errors.Is(err, sessionstore.ErrNotFound):
-			if rep.Skipped == nil {
-				rep.Skipped = map[string]string{}
-			}
-			rep.Skipped[string(id)] = "deleted while backing up"
-			if errors.Is(err, logfile.ErrNotSession) {
-				rep.Skipped[string(id)] = "not a session: it holds no " + LogFile
-			}
-			return nil
-		case err != nil && !logfile.EndsStoreWide(err):
-			// The source cannot be read: reported, and the others go on.
-			rep.Unreadable = append(rep.Unreadable, summary.UnreadableOf(id, err))
-			return nil
-		case err != nil:
-			return err
-		}
-		defer src.close()
-		sb, err := src.copyInto(dst)
-		if err != nil {
-			return layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
-		}
-		rep.Sessions = append(rep.Sessions, sb)
-		copied = append(copied, id)
-		return nil
-	}, nil)
+	copied, err := s.offline().Backup(ctx, dst.fs, ids, s.forSessions, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -124,191 +43,4 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		}
 	}
 	return rep, nil
-}
-
-// checkBackupDest refuses a destination that is the store's root or lies
-// inside it: the copy would land among the sessions it copies. Every
-// existing ancestor of dest is compared with the root by identity, so a
-// symlink or another path to the root is caught too.
-func (s *Store) checkBackupDest(dest string) error {
-	if s.osRoot == nil {
-		return nil // a simulated file system: nothing on disk to land in
-	}
-	abs, err := filepath.Abs(dest)
-	if err != nil {
-		return err
-	}
-	root, err := s.osRoot.Stat(".")
-	if err != nil {
-		return layout.OpErr("backup", "", err)
-	}
-	for p := abs; ; p = filepath.Dir(p) {
-		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, root) {
-			return fmt.Errorf("%w: %s is inside %s; choose a directory outside the store", ErrBackupInsideStore, dest, s.dir)
-		}
-		if filepath.Dir(p) == p {
-			return nil
-		}
-	}
-}
-
-// backupSource is what a backup of one session reads, all opened before
-// anything is written: a view of the log (a compaction that replaces the
-// log later does not affect it), its last record, and the archive segments
-// that hold the revisions below the log's first.
-type backupSource struct {
-	s        *Store
-	id       session.SessionID
-	v        *logfile.View
-	last     *record.Rec
-	segs     []archive.Segment
-	segFiles []vfs.File
-}
-
-// openBackupSource opens what a backup of session id reads. Its errors are
-// about the source session alone.
-func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err error) {
-	if err := s.root.Exists(id); err != nil {
-		return nil, err
-	}
-	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
-	if err != nil {
-		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
-			return nil, lerr
-		}
-		return nil, layout.OpErr("backup", id, err)
-	}
-	src := &backupSource{s: s, id: id, v: v}
-	defer func() {
-		if err != nil {
-			src.close()
-		}
-	}()
-	if src.last, _, err = logfile.Latest(s.fs, id, v); err != nil {
-		return nil, err
-	}
-	first, ok := logfile.FirstRev(v)
-	if !ok {
-		return nil, &sessionstore.CorruptionError{ID: id, Path: v.Name, Err: errors.New("the log's first record is unreadable")}
-	}
-	if first > 1 {
-		m, err := archive.ReadManifest(s.fs, id)
-		if err != nil {
-			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
-		}
-		if src.segs, err = m.Below(first); err != nil {
-			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
-		}
-	}
-	for _, seg := range src.segs {
-		f, err := s.fs.OpenFile(archive.Dir(id)+"/"+seg.File, layout.RDONLY, 0)
-		if err != nil {
-			return nil, archive.Corruption(id, seg.File, seg.First, err)
-		}
-		src.segFiles = append(src.segFiles, f)
-	}
-	return src, nil
-}
-
-func (src *backupSource) close() {
-	_ = src.v.Close() // read-only, as the segments below
-	for _, f := range src.segFiles {
-		_ = f.Close()
-	}
-}
-
-// copyInto copies the session into dst: in a temporary directory, synced,
-// then published with RENAME_NOREPLACE.
-func (src *backupSource) copyInto(dst *Store) (SessionBackup, error) {
-	id := src.id
-	sb := SessionBackup{ID: id}
-	if _, err := dst.fs.Lstat(layout.SessionDir(id)); err == nil {
-		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
-	}
-	tmp := layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()
-	if err := dst.fs.Mkdir(tmp, layout.DirPerm); err != nil {
-		return sb, err
-	}
-	published := false
-	defer func() {
-		if !published {
-			_ = dst.fs.RemoveAll(tmp)
-		}
-	}()
-	if err := copyInto(dst.fs, tmp+"/"+LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
-		return sb, err
-	}
-	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
-	if len(src.segs) > 0 {
-		if err := dst.fs.Mkdir(tmp+"/"+ArchiveDir, layout.DirPerm); err != nil {
-			return sb, err
-		}
-		for i, seg := range src.segs {
-			if err := copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+seg.File, src.segFiles[i]); err != nil {
-				return sb, err
-			}
-			sb.ArchiveBytes += seg.ZstBytes
-		}
-		b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
-		if err != nil {
-			return sb, err
-		}
-		if err := copyInto(dst.fs, tmp+"/"+ArchiveDir+"/"+archive.ManifestFile, bytes.NewReader(b)); err != nil {
-			return sb, err
-		}
-		if err := dst.fs.SyncDir(tmp + "/" + ArchiveDir); err != nil {
-			return sb, err
-		}
-	}
-	// The blobs: every one there, each whole (a blob under its name was
-	// synced before it got it); those the copied records reference were
-	// there before the log was opened.
-	names, err := blobfile.Names(src.s.fs, id)
-	if err != nil {
-		return sb, err
-	}
-	if len(names) > 0 {
-		if err := dst.fs.Mkdir(tmp+"/"+BlobDir, layout.DirPerm); err != nil {
-			return sb, err
-		}
-		for _, name := range names {
-			f, err := src.s.fs.OpenFile(blobfile.Dir(id)+"/"+name, layout.RDONLY, 0)
-			if err != nil {
-				return sb, err
-			}
-			err = copyInto(dst.fs, tmp+"/"+BlobDir+"/"+name, f)
-			_ = f.Close() // read-only
-			if err != nil {
-				return sb, err
-			}
-			sb.Blobs++
-		}
-		if err := dst.fs.SyncDir(tmp + "/" + BlobDir); err != nil {
-			return sb, err
-		}
-	}
-	if err := dst.fs.SyncDir(tmp); err != nil {
-		return sb, err
-	}
-	if err := dst.fs.RenameNoReplace(tmp, layout.SessionDir(id)); err != nil {
-		return sb, err
-	}
-	published = true
-	return sb, dst.fs.SyncDir(".")
-}
-
-// copyInto writes r into a new file name of fsys and syncs it.
-func copyInto(fsys vfs.FS, name string, r io.Reader) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(writerOnly{f}, r)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

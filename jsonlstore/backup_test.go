@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -45,7 +46,7 @@ func TestBackupDuringCompaction(t *testing.T) {
 				return
 			}
 			if i%3 == 0 {
-				if _, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1 + i%7}); err != nil {
+				if _, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 1 + i%7}); err != nil {
 					holderErr = err
 					return
 				}

@@ -25,6 +25,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -290,7 +291,7 @@ func testBlobBomb(t *testing.T, bomb string) {
 		require.False(t, vr.OK())
 		require.Contains(t, vr.Sessions[0].Problems[0].Message, BlobDir+"/")
 	}
-	var br BackupReport
+	var br maintenance.BackupReport
 	require.NoError(t, measure("Backup", func(st *Store) error {
 		var err error
 		br, err = st.Backup(ctx, filepath.Join(t.TempDir(), "copy"), id)

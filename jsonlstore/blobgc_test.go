@@ -16,6 +16,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -102,7 +103,7 @@ func TestCompactionCollectsUnreferencedBlobs(t *testing.T) {
 	other := filepath.Join(dir, "notes.txt")
 	require.NoError(t, os.WriteFile(other, []byte("mine"), 0o600))
 
-	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1})
+	rep, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 1})
 	require.NoError(t, err)
 	require.Positive(t, rep.RevisionsTrimmed)
 	require.Equal(t, 2, rep.Blobs.Blobs, "the refused and the crashed blob")
@@ -129,7 +130,7 @@ func TestCompactionCollectsUnreferencedBlobs(t *testing.T) {
 
 	// Nothing unreferenced: a compaction with nothing to trim, and one
 	// that trims, remove nothing.
-	rep, err = st.Compact(ctx, "gc", CompactPolicy{KeepLast: 1}, 0)
+	rep, err = st.Compact(ctx, "gc", maintenance.CompactPolicy{KeepLast: 1}, 0)
 	require.NoError(t, err)
 	require.Zero(t, rep.Blobs)
 }
@@ -169,7 +170,7 @@ func TestRepairCollectsBlobsButKeepsForensicOnes(t *testing.T) {
 	require.Len(t, lines, 6)
 	require.Contains(t, string(lines[4]), hashOf(aside))
 	toolFlip(t, path, offs[4]+int64(len(lines[4])-20))
-	rep, err := st.Repair(ctx, "rp", RepairOptions{Salvage: true})
+	rep, err := st.Repair(ctx, "rp", maintenance.RepairOptions{Salvage: true})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Salvaged)
 	require.Equal(t, 1, rep.Blobs.Blobs, "the crashed blob")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -20,7 +21,7 @@ import (
 func toolCompacted(t *testing.T, st *Store) string {
 	t.Helper()
 	toolSession(t, st, "arch", 8)
-	rep, err := st.Compact(context.Background(), "arch", CompactPolicy{KeepLast: 3}, 0)
+	rep, err := st.Compact(context.Background(), "arch", maintenance.CompactPolicy{KeepLast: 3}, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), rep.RevisionsTrimmed, "%+v", rep)
 	require.NotEmpty(t, rep.Segment)
@@ -62,7 +63,7 @@ func TestVerifyArchives(t *testing.T) {
 	// Repair does not cut the log for damage it cannot reach.
 	logBefore, err := os.ReadFile(filepath.Join(st.Dir(), "arch", LogFile))
 	require.NoError(t, err)
-	rrep, err := st.Repair(ctx, "arch", RepairOptions{TruncateAtCorruption: true})
+	rrep, err := st.Repair(ctx, "arch", maintenance.RepairOptions{TruncateAtCorruption: true})
 	var ce *sessionstore.CorruptionError
 	require.ErrorAs(t, err, &ce)
 	require.Contains(t, err.Error(), "the damage is in the archives")

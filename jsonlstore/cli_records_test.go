@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -98,7 +99,7 @@ func TestRecordLines(t *testing.T) {
 	// After a compaction, archived revisions come first, byte for byte.
 	before, err := lines("deltas")
 	require.NoError(t, err)
-	rep, err := st.Compact(ctx, "deltas", CompactPolicy{KeepLast: 1}, 0)
+	rep, err := st.Compact(ctx, "deltas", maintenance.CompactPolicy{KeepLast: 1}, 0)
 	require.NoError(t, err)
 	require.Positive(t, rep.RevisionsTrimmed)
 	after, err := lines("deltas")

@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -243,7 +244,7 @@ func compactBenchCompact(ctx context.Context, dir string, id session.SessionID) 
 	}
 	defer st.Close()
 	start := time.Now()
-	rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: 1}, 0)
+	rep, err := st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: 1}, 0)
 	d := time.Since(start)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -145,7 +146,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	}
 	// compact runs one compaction as step name, expecting a log that
 	// starts at newFirst afterwards if it succeeds.
-	compact := func(name string, newFirst uint64, fn func() (CompactReport, error)) (CompactReport, error) {
+	compact := func(name string, newFirst uint64, fn func() (maintenance.CompactReport, error)) (maintenance.CompactReport, error) {
 		*step = name
 		from := faulty.Calls(vfs.OpAnySync)
 		old := ack.firsts
@@ -164,11 +165,11 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 		}
 		return rep, err
 	}
-	writerCompact := func(w sessionstore.Writer, p CompactPolicy) func() (CompactReport, error) {
-		return func() (CompactReport, error) { return w.(Compactor).Compact(ctx, p) }
+	writerCompact := func(w sessionstore.Writer, p maintenance.CompactPolicy) func() (maintenance.CompactReport, error) {
+		return func() (maintenance.CompactReport, error) { return w.(maintenance.Compactor).Compact(ctx, p) }
 	}
-	standalone := func(p CompactPolicy) func() (CompactReport, error) {
-		return func() (CompactReport, error) { return st.Compact(ctx, ccID, p, 0) }
+	standalone := func(p maintenance.CompactPolicy) func() (maintenance.CompactReport, error) {
+		return func() (maintenance.CompactReport, error) { return st.Compact(ctx, ccID, p, 0) }
 	}
 	segPath := func(first, last uint64) string { return archive.Dir(ccID) + "/" + archive.SegmentName(first, last) }
 
@@ -187,7 +188,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 		require.Equal(t, want, kind, "revision %d", rev)
 	}
 
-	rep, err := compact("C1 holder", 13, writerCompact(w, CompactPolicy{KeepLast: 12}))
+	rep, err := compact("C1 holder", 13, writerCompact(w, maintenance.CompactPolicy{KeepLast: 12}))
 	require.NoError(t, err)
 	require.Equal(t, int64(12), rep.RevisionsTrimmed)
 	appendTo(w, 40)
@@ -196,13 +197,13 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	// writer is not poisoned, and the segment it published (13-29) is
 	// listed but overlaps the log.
 	faulty.Inject(vfs.Fault{Op: vfs.OpRename, Match: func(n string) bool { return n == layout.LogPath(ccID) }})
-	_, err = compact("C2 holder, log rename fails", 30, writerCompact(w, CompactPolicy{KeepLast: 10}))
+	_, err = compact("C2 holder, log rename fails", 30, writerCompact(w, maintenance.CompactPolicy{KeepLast: 10}))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, sessionstore.ErrWriterFailed)
 	*step = "after C2"
 	appendTo(w, 50)
 
-	rep, err = compact("C3 holder, reclaims C2's segment", 34, writerCompact(w, CompactPolicy{KeepLast: 15}))
+	rep, err = compact("C3 holder, reclaims C2's segment", 34, writerCompact(w, maintenance.CompactPolicy{KeepLast: 15}))
 	require.NoError(t, err)
 	require.Equal(t, []string{segPath(13, 29)}, rep.Reclaimed)
 	*step = "after C3"
@@ -211,7 +212,7 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 
 	// C4: the manifest cannot be written: an unlisted segment (34-49).
 	faulty.Inject(vfs.Fault{Op: vfs.OpOpen, Match: func(n string) bool { return strings.Contains(n, "/."+archive.ManifestFile) }})
-	_, err = compact("C4 standalone, manifest fails", 50, standalone(CompactPolicy{KeepLast: 5}))
+	_, err = compact("C4 standalone, manifest fails", 50, standalone(maintenance.CompactPolicy{KeepLast: 5}))
 	require.Error(t, err)
 	*step = "after C4"
 	w, err = st.Acquire(ctx, ccID, sessionstore.AcquireOptions{Label: "cc"})
@@ -219,16 +220,16 @@ func ccWorkload(t testing.TB, mutate int) *ccRun {
 	appendTo(w, 60)
 	require.NoError(t, w.Release(ctx))
 
-	rep, err = compact("C5 standalone, reclaims C4's file", 57, standalone(CompactPolicy{KeepLast: 4}))
+	rep, err = compact("C5 standalone, reclaims C4's file", 57, standalone(maintenance.CompactPolicy{KeepLast: 4}))
 	require.NoError(t, err)
 	require.Equal(t, []string{segPath(34, 49)}, rep.Reclaimed)
 
 	// C6: the new log's fsync fails: a listed segment (57-59) overlapping
 	// the log. C7 trims nothing and reclaims it.
 	faulty.Inject(vfs.Fault{Op: vfs.OpSync, Match: func(n string) bool { return strings.Contains(n, "/."+LogFile+".compact-") }})
-	_, err = compact("C6 standalone, new log's fsync fails", 60, standalone(CompactPolicy{KeepLast: 1}))
+	_, err = compact("C6 standalone, new log's fsync fails", 60, standalone(maintenance.CompactPolicy{KeepLast: 1}))
 	require.Error(t, err)
-	rep, err = compact("C7 standalone, reclaim only", 57, standalone(CompactPolicy{KeepLast: 10}))
+	rep, err = compact("C7 standalone, reclaim only", 57, standalone(maintenance.CompactPolicy{KeepLast: 10}))
 	require.NoError(t, err)
 	require.Equal(t, "nothing to trim", rep.Skipped)
 	require.Equal(t, []string{segPath(57, 59)}, rep.Reclaimed)
@@ -362,7 +363,7 @@ func ccCheck(crashed *vfs.Sim, ack ccAck, r *rand.Rand, chk ccChecks, stats *ccS
 		return crashtest.Violate("recompact", "%w", err)
 	}
 	wantFirst := chainStart(log, next-1)
-	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 2})
+	rep, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 2})
 	if err != nil {
 		return crashtest.Violate("recompact", "%w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
 // The compaction fault tests: every I/O call of a compaction faulted in
@@ -22,7 +23,7 @@ import (
 // with the compaction crash test's checker (compact_crash_test.go).
 
 // TestCompactFaults faults every I/O call a compaction makes, in turn —
-// by the holder (Compactor) and standalone (Store.Compact, whose lease
+// by the holder (maintenance.Compactor) and standalone (Store.Compact, whose lease
 // acquisition, recovery and release are included) — on a session whose
 // log starts at revision 13 (an earlier compaction archived 1-12): the
 // compaction either succeeds, or fails and leaves the old state (the log
@@ -36,7 +37,7 @@ import (
 func TestCompactFaults(t *testing.T) {
 	ctx := context.Background()
 	const acked, oldFirst, newFirst = 40, 13, 37
-	policy := CompactPolicy{KeepLast: acked - newFirst + 1}
+	policy := maintenance.CompactPolicy{KeepLast: acked - newFirst + 1}
 	base := vfs.NewSim()
 	{
 		st := newStore(ccRoot, nil, base, newSimLeaser(base, ccRoot), Options{})
@@ -46,7 +47,7 @@ func TestCompactFaults(t *testing.T) {
 			_, err := w.Append(ctx, rev-1, plSnapshot(ccID, rev, 0))
 			require.NoError(t, err)
 			if rev == 30 {
-				_, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 18})
+				_, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 18})
 				require.NoError(t, err)
 			}
 		}
@@ -71,9 +72,9 @@ func TestCompactFaults(t *testing.T) {
 		}
 		return e
 	}
-	compact := func(e *env) (CompactReport, error) {
+	compact := func(e *env) (maintenance.CompactReport, error) {
 		if e.w != nil {
-			return e.w.(Compactor).Compact(ctx, policy)
+			return e.w.(maintenance.Compactor).Compact(ctx, policy)
 		}
 		return e.st.Compact(ctx, ccID, policy, 0)
 	}
@@ -186,7 +187,7 @@ func TestCompactVerifiesSegment(t *testing.T) {
 	logBefore, err := sim.ReadFile(layout.LogPath(ccID))
 	require.NoError(t, err)
 	faulty.Inject(vfs.Fault{Op: vfs.OpWrite, Silent: true, Match: func(n string) bool { return strings.Contains(n, "/.segment-") }})
-	_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 5})
+	_, err = w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 5})
 	require.ErrorContains(t, err, "verify segment")
 	require.Equal(t, 1, faulty.Fired(vfs.OpWrite))
 	logAfter, err := sim.ReadFile(layout.LogPath(ccID))
@@ -197,7 +198,7 @@ func TestCompactVerifiesSegment(t *testing.T) {
 	require.Empty(t, entries, "no segment, no manifest, no temporary file")
 	_, err = w.Append(ctx, 30, plSnapshot(ccID, 31, 0))
 	require.NoError(t, err, "the writer is usable")
-	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 5})
+	rep, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 5})
 	require.NoError(t, err)
 	require.Equal(t, uint64(27), rep.FirstKept)
 	_, _, err = ccRevisions(ctx, st, 31, false, ccEvery)

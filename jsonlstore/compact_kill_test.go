@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -145,7 +146,7 @@ func TestCompactKilled(t *testing.T) {
 		}
 		log, err = os.ReadFile(filepath.Join(dir, layout.LogPath(id)))
 		require.NoError(t, err)
-		rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: 2}, 0)
+		rep, err := st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: 2}, 0)
 		require.NoError(t, err)
 		require.NotContains(t, rep.Skipped, "held", "the killed child's lease is free")
 		require.Equal(t, chainStart(log, latest-1), rep.FirstKept)
@@ -249,7 +250,7 @@ func compactKillChild(ctx context.Context, dir string, id session.SessionID) err
 	defer st.Close()
 	fmt.Println("ready")
 	start := time.Now()
-	rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: keep}, proctest.ChildWait)
+	rep, err := st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: keep}, proctest.ChildWait)
 	if err != nil {
 		return err
 	}

@@ -14,13 +14,14 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
 // TestHistoryDuringCompaction runs readers — goroutines with their own
 // Store handles, and one reader process (helper_test.go's procModeReader)
 // — while a holder appends and compacts the session again and again, by
-// turns as the holder (Compactor) and standalone (Store.Compact, which
+// turns as the holder (maintenance.Compactor) and standalone (Store.Compact, which
 // waits for the lease while the holder has it). Every revision is the
 // deterministic procSession of its number, so readers check each record
 // they are handed byte for byte.
@@ -123,15 +124,15 @@ func TestHistoryDuringCompaction(t *testing.T) {
 		keep := 1 + r.IntN(4)
 		begun.Add(1)
 		if cycles%2 == 0 {
-			rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: keep})
+			rep, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: keep})
 			require.NoError(t, err)
 			trimmed += hcCheckReport(t, st, rep)
 		} else {
 			// Standalone: it waits for the lease, which the holder lets go
 			// of and then takes back.
-			done := make(chan CompactReport, 1)
+			done := make(chan maintenance.CompactReport, 1)
 			go func() {
-				rep, err := st.Compact(ctx, id, CompactPolicy{KeepLast: keep}, time.Minute)
+				rep, err := st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: keep}, time.Minute)
 				if err != nil {
 					rep.Skipped = "error: " + err.Error()
 				}
@@ -176,7 +177,7 @@ const (
 // it may trim nothing: exactly when the chain of the first revision the
 // policy keeps starts at the log's first record. Then the report says
 // "nothing to trim" and FirstKept is that record.
-func hcCheckReport(t *testing.T, st *Store, rep CompactReport) int {
+func hcCheckReport(t *testing.T, st *Store, rep maintenance.CompactReport) int {
 	t.Helper()
 	if rep.Skipped == "" {
 		require.Positive(t, rep.RevisionsTrimmed, "a compaction that did not skip trimmed nothing")

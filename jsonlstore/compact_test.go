@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -90,7 +91,7 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	first := chainStart(before, 91)
 	require.Less(t, first, uint64(91), "KeepLast 10 lands on a delta")
 
-	dry, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 10, DryRun: true})
+	dry, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 10, DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, int64(first-1), dry.RevisionsTrimmed)
 	after, err := os.ReadFile(logFile)
@@ -99,7 +100,7 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	_, err = os.Stat(filepath.Join(st.Dir(), "cmp", ArchiveDir))
 	require.ErrorIs(t, err, os.ErrNotExist, "a dry run creates nothing")
 
-	rep, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 10})
+	rep, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 10})
 	require.NoError(t, err)
 	require.Equal(t, int64(first-1), rep.RevisionsTrimmed)
 	require.Equal(t, first, rep.FirstKept)
@@ -122,7 +123,7 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	log, err := os.ReadFile(logFile)
 	require.NoError(t, err)
 	second := chainStart(log, 101)
-	rep, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1})
+	rep, err = w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 1})
 	require.NoError(t, err)
 	require.Equal(t, int64(second-first), rep.RevisionsTrimmed)
 	checkAllRevisions(t, st, "cmp", want)
@@ -142,13 +143,13 @@ func TestCompactKeepsEveryRevision(t *testing.T) {
 	// Standalone compaction skips a held session.
 	w3, err := st.Acquire(ctx, "cmp", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
-	rep, err = st.Compact(ctx, "cmp", CompactPolicy{KeepLast: 1}, 0)
+	rep, err = st.Compact(ctx, "cmp", maintenance.CompactPolicy{KeepLast: 1}, 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Skipped)
 	require.NoError(t, w3.Release(ctx))
 	log, err = os.ReadFile(logFile)
 	require.NoError(t, err)
-	rep, err = st.Compact(ctx, "cmp", CompactPolicy{KeepLast: 1}, 0)
+	rep, err = st.Compact(ctx, "cmp", maintenance.CompactPolicy{KeepLast: 1}, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(chainStart(log, 102)-second), rep.RevisionsTrimmed)
 	require.Equal(t, record.KindFull, revisionKinds(log)[rep.FirstKept])

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -200,7 +201,7 @@ func copyCheck(t *testing.T, dst string, ids []session.SessionID, seed uint64, b
 			}
 			if _, err := cs.Load(ctx, id); err != nil {
 				require.ErrorIs(t, err, ErrBlob, "%s in the copy: a later revision may lack a blob, nothing else", id)
-				_, err := cs.Repair(ctx, id, RepairOptions{Salvage: true})
+				_, err := cs.Repair(ctx, id, maintenance.RepairOptions{Salvage: true})
 				require.NoError(t, err, "%s: salvage of the copy", id)
 				vr, err := cs.Verify(ctx, id)
 				require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -91,7 +92,7 @@ func TestSessionWithoutLogIsReported(t *testing.T) {
 	requireDamaged(t, err, "lost", logfile.ErrLogMissing)
 	_, err = st.TryAcquire(ctx, "lost", sessionstore.AcquireOptions{})
 	requireDamaged(t, err, "lost", logfile.ErrLogMissing)
-	_, err = st.Repair(ctx, "lost", RepairOptions{TruncateAtCorruption: true})
+	_, err = st.Repair(ctx, "lost", maintenance.RepairOptions{TruncateAtCorruption: true})
 	requireDamaged(t, err, "lost", logfile.ErrLogMissing)
 
 	rep, err := st.Verify(ctx)
@@ -225,13 +226,13 @@ func TestNoLogCreatesNothing(t *testing.T) {
 		require.Nil(t, w)
 		_, err = st.Acquire(ctx, id, sessionstore.AcquireOptions{})
 		want(err)
-		_, err = st.Repair(ctx, id, RepairOptions{})
+		_, err = st.Repair(ctx, id, maintenance.RepairOptions{})
 		want(err)
-		_, err = st.Repair(ctx, id, RepairOptions{TruncateAtCorruption: true})
+		_, err = st.Repair(ctx, id, maintenance.RepairOptions{TruncateAtCorruption: true})
 		want(err)
-		_, err = st.Compact(ctx, id, CompactPolicy{KeepLast: 1}, 0)
+		_, err = st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: 1}, 0)
 		want(err)
-		_, err = st.Compact(ctx, id, CompactPolicy{KeepLast: 1, DryRun: true}, 0)
+		_, err = st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: 1, DryRun: true}, 0)
 		want(err)
 	}
 	require.Equal(t, before, tree(t, st.Dir()), "nothing was created")

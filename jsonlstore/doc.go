@@ -74,6 +74,16 @@
 // seam): the root, the sessions' logs read as records, the catalog's
 // word on them.
 //
+// # Maintenance
+//
+// Verify, Repair, Backup, DiskUsage and Compact (and a holder's own
+// compaction, maintenance.Compactor) take their options and return their
+// reports as types of package jsonlstore/maintenance. The work is done
+// below this package: internal/offline (verify, repair and salvage,
+// backup, disk usage, blob collection) and internal/compact
+// (compaction); this package gives them the lease and the writer they
+// work under.
+//
 // Network file systems are not supported: flock and fsync semantics there
 // are not what the store relies on.
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
 // A store root may share its directory with other things (--dir $HOME):
@@ -48,7 +49,7 @@ func TestRepairSweepsOnlyOurLeftovers(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o600))
 		require.NoError(t, os.Chtimes(dir, old, old))
 	}
-	rep, err := st.Repair(ctx, "sess", RepairOptions{})
+	rep, err := st.Repair(ctx, "sess", maintenance.RepairOptions{})
 	require.NoError(t, err)
 	var want []string
 	for name, swept := range cases {
@@ -71,7 +72,7 @@ func TestBackupInsideStoreRefused(t *testing.T) {
 	toolSession(t, st, "sess", 3)
 	w, err := st.Acquire(ctx, "sess", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
-	_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1})
+	_, err = w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 1})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
 	outside := t.TempDir()

@@ -42,14 +42,14 @@ func (s *Store) Export(ctx context.Context, id session.SessionID, w io.Writer, l
 		// Every snapshot is rebuilt, also those already written (a retry
 		// reads from the start); ctx interrupts it (an export of every
 		// revision can be long).
-		h := s.rebuildHistory(ctx, id, v)
+		h := logfile.NewRebuild(ctx, s.fs, id, v)
 		defer h.Close()
 		for h.Next() {
 			r := h.Record()
 			if r.Through() <= yielded || r.Kind == record.KindGap {
 				continue // a gap's revisions have no snapshot to export
 			}
-			snap, err := exportSnapshot(id, r, h.Snapshot(), h.blobs)
+			snap, err := exportSnapshot(id, r, h.Snapshot(), h.Blobs())
 			if err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ func (s *Store) exportLatest(ctx context.Context, id session.SessionID, w io.Wri
 // returns the snapshot to export (record.ExportSnapshot), its content read
 // from c.
 func exportSnapshot(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) ([]byte, error) {
-	rec, err := decodeRecord(id, r, snap, c.WithoutContent())
+	rec, err := logfile.DecodeRecord(id, r, snap, c.WithoutContent())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -232,10 +233,10 @@ func TestFormat4Fixtures(t *testing.T) {
 			require.Equal(t, len(msgs)+1, n)
 
 			if name == "v4-blob-torn" {
-				rep, err := st.Repair(ctx, id, RepairOptions{})
+				rep, err := st.Repair(ctx, id, maintenance.RepairOptions{})
 				require.NoError(t, err)
 				require.Contains(t, rep.Recovery.Swept, name+"/"+BlobDir+"/"+blobfile.TmpPrefix+"0123456789abcdef"+layout.TmpSuffix, "the repair's takeover sweeps the temporary file")
-				require.Equal(t, BlobCollection{Blobs: 1, Bytes: int64(len("a blob whose record was never written"))}, rep.Blobs)
+				require.Equal(t, maintenance.BlobCollection{Blobs: 1, Bytes: int64(len("a blob whose record was never written"))}, rep.Blobs)
 				entries, err := os.ReadDir(filepath.Join(root, name, BlobDir))
 				require.NoError(t, err)
 				require.Len(t, entries, 3, "the blobs the records reference")

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -56,7 +57,7 @@ func compactedFixture(tb testing.TB) archivedFixture {
 	st, err := Open(root, Options{MaxRecordBytes: fuzzMaxRecord})
 	require.NoError(tb, err)
 	defer st.Close()
-	_, err = st.Compact(ctx, "clean", CompactPolicy{KeepLast: 2}, 0)
+	_, err = st.Compact(ctx, "clean", maintenance.CompactPolicy{KeepLast: 2}, 0)
 	require.NoError(tb, err)
 
 	a := archivedFixture{id: "clean", want: map[uint64][]byte{}}

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -75,7 +76,7 @@ func TestPlantedSpecialFilesRefused(t *testing.T) {
 			if strings.HasPrefix(name, ArchiveDir) {
 				w, err := st.Acquire(ctx, "clean", sessionstore.AcquireOptions{})
 				require.NoError(t, err)
-				_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 2})
+				_, err = w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 2})
 				require.NoError(t, err)
 				require.NoError(t, w.Release(ctx))
 			}
@@ -278,7 +279,7 @@ func TestSymlinksInArchiveRefused(t *testing.T) {
 			st, dir := storeWithLog(t, cleanFixture(t), Options{})
 			w, err := st.Acquire(ctx, "clean", sessionstore.AcquireOptions{})
 			require.NoError(t, err)
-			_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 2})
+			_, err = w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 2})
 			require.NoError(t, err)
 			require.NoError(t, w.Release(ctx))
 
@@ -302,7 +303,7 @@ func TestSymlinksInArchiveRefused(t *testing.T) {
 				_, err = st.Acquire(ctx, "clean", sessionstore.AcquireOptions{})
 				require.ErrorIs(t, err, vfs.ErrSymlink, "no holder writes into a session holding a symlink")
 			} else {
-				_, err = st.Compact(ctx, "clean", CompactPolicy{KeepLast: 1}, 0)
+				_, err = st.Compact(ctx, "clean", maintenance.CompactPolicy{KeepLast: 1}, 0)
 				require.Error(t, err, "compaction does not write through the symlink")
 			}
 			require.Equal(t, snapshot, tree(t, filepath.Dir(outside)), "nothing outside the store changed")

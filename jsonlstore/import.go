@@ -128,7 +128,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 			if err != nil {
 				return 0, err
 			}
-			latest, err = decodeRecord(id, r, snap, pc)
+			latest, err = logfile.DecodeRecord(id, r, snap, pc)
 			pc.Close()
 			if err != nil {
 				return 0, err
@@ -227,7 +227,7 @@ func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessna
 
 // importPages copies into w the pages snap (record r's snapshot)
 // references, from src, checked, and returns a light cache holding them,
-// for decodeRecord: they are not in the session's directory yet. held is
+// for logfile.DecodeRecord: they are not in the session's directory yet. held is
 // the pages of the record before (a chain's records share its full
 // record's), kept so that each is read from src once, and becomes r's.
 func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, src sessionstore.BlobSource, w *blobfile.Writer, held map[string][]byte) (*blobfile.Cache, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -83,7 +84,7 @@ func TestImportCopiesVerbatim(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, w.Release(ctx))
 	}
-	rep, err := src.Compact(ctx, id, CompactPolicy{KeepLast: 3}, 0)
+	rep, err := src.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: 3}, 0)
 	require.NoError(t, err)
 	require.Positive(t, rep.RevisionsTrimmed, "some revisions come from the archives")
 	lines := collectLines(t, src, id)

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -112,9 +113,9 @@ func TestHardLinkedLogRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrLinkedLog)
 	_, err = st.TryAcquire(ctx, "linked", sessionstore.AcquireOptions{})
 	require.ErrorIs(t, err, ErrLinkedLog)
-	_, err = st.Repair(ctx, "linked", RepairOptions{TruncateAtCorruption: true})
+	_, err = st.Repair(ctx, "linked", maintenance.RepairOptions{TruncateAtCorruption: true})
 	require.ErrorIs(t, err, ErrLinkedLog)
-	_, err = st.Compact(ctx, "linked", CompactPolicy{KeepLast: 1}, 0)
+	_, err = st.Compact(ctx, "linked", maintenance.CompactPolicy{KeepLast: 1}, 0)
 	require.ErrorIs(t, err, ErrLinkedLog)
 	rec, err := st.Load(ctx, "linked")
 	require.NoError(t, err, "reading is unaffected")

@@ -14,34 +14,6 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// decodeRecord turns r, a verified record whose snapshot (its payload, or
-// what its delta chain rebuilds) is snap, into a contract Record. The
-// pages its messages array references are read from the session's blobs
-// through c, and so is the content its parts keep out of line unless c is
-// light (a load without the content: the parts keep their references);
-// each blob is checked against its SHA-256.
-func decodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) (sessionstore.Record, error) {
-	snap, err := record.ExpandPages(snap, c.Page)
-	if err != nil {
-		return sessionstore.Record{}, logfile.PageAt(id, r, err)
-	}
-	if !c.Light() {
-		// The blobs are read (on every core) while the snapshot decodes.
-		defer c.Prefetch(snap)()
-	}
-	decoded, err := logfile.DecodeSnapshot(id, r, snap)
-	if err != nil {
-		return sessionstore.Record{}, err
-	}
-	if !c.Light() {
-		c.Wait()
-		if err := decoded.Messages.Resolve(c.Fetch); err != nil {
-			return sessionstore.Record{}, logfile.BlobAt(r, err)
-		}
-	}
-	return sessionstore.Record{ID: id, Revision: r.Rev, Generation: r.Gen, Time: r.Time, SchemaVersion: r.Schema, Snapshot: decoded}, nil
-}
-
 // loadLatest reads the view's latest revision: its last record and the
 // chain that rebuilds it, read backwards from the end, with its content
 // (or, light, without what is kept out of line).
@@ -52,7 +24,7 @@ func (s *Store) loadLatest(id session.SessionID, v *logfile.View, light bool) (*
 	}
 	c := blobfile.CacheFor(s.fs, id, light)
 	defer c.Close()
-	rec, err := decodeRecord(id, last, snap, c)
+	rec, err := logfile.DecodeRecord(id, last, snap, c)
 	return last, rec, err
 }
 
@@ -160,7 +132,7 @@ func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint
 			if r.Kind == record.KindGap {
 				return logfile.GapError(id, r)
 			}
-			rec, err = decodeRecord(id, r, snaps.Bytes(), c)
+			rec, err = logfile.DecodeRecord(id, r, snaps.Bytes(), c)
 			return err
 		}
 		if err := h.Err(); err != nil {

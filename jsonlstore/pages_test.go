@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -226,7 +227,7 @@ func TestRecordCapIsTheStores(t *testing.T) {
 		vr, err := small.Verify(ctx, "wide")
 		require.NoError(t, err)
 		require.True(t, vr.OK(), "cap %d: %+v", own, vr)
-		rep, err := small.Repair(ctx, "wide", RepairOptions{TruncateAtCorruption: true})
+		rep, err := small.Repair(ctx, "wide", maintenance.RepairOptions{TruncateAtCorruption: true})
 		require.NoError(t, err)
 		require.False(t, rep.Cut)
 		require.Equal(t, uint64(len(s.Conversation())+1), rep.Revision)

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -76,7 +77,7 @@ func TestRepairFixtures(t *testing.T) {
 			logFile := filepath.Join(root, name, LogFile)
 			data := toolFixture(t, name)
 			if w.newer {
-				for _, opts := range []RepairOptions{{}, {TruncateAtCorruption: true}, {Salvage: true}} {
+				for _, opts := range []maintenance.RepairOptions{{}, {TruncateAtCorruption: true}, {Salvage: true}} {
 					_, err := st.Repair(ctx, id, opts)
 					require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew, "%+v", opts)
 					after, err := os.ReadFile(logFile)
@@ -88,7 +89,7 @@ func TestRepairFixtures(t *testing.T) {
 
 			// Without truncation: corruption is reported, and nothing but
 			// normal recovery changes.
-			rep, err := st.Repair(ctx, id, RepairOptions{})
+			rep, err := st.Repair(ctx, id, maintenance.RepairOptions{})
 			if w.plainFail {
 				var ce *sessionstore.CorruptionError
 				require.ErrorAs(t, err, &ce)
@@ -112,7 +113,7 @@ func TestRepairFixtures(t *testing.T) {
 			// With truncation.
 			before, err := os.ReadFile(logFile)
 			require.NoError(t, err)
-			rep, err = st.Repair(ctx, id, RepairOptions{TruncateAtCorruption: true})
+			rep, err = st.Repair(ctx, id, maintenance.RepairOptions{TruncateAtCorruption: true})
 			if w.cutFail {
 				var ce *sessionstore.CorruptionError
 				require.ErrorAs(t, err, &ce)
@@ -189,7 +190,7 @@ func TestRepairSummaryEvidence(t *testing.T) {
 	var ce *sessionstore.CorruptionError
 	require.ErrorAs(t, err, &ce)
 
-	rep, err := st.Repair(ctx, "evid", RepairOptions{TruncateAtCorruption: true})
+	rep, err := st.Repair(ctx, "evid", maintenance.RepairOptions{TruncateAtCorruption: true})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Found)
 	require.Equal(t, last, rep.Found.Offset)
@@ -232,12 +233,12 @@ func TestRepairSummaryDisagrees(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 
-	_, err = st.Repair(ctx, "lie", RepairOptions{})
+	_, err = st.Repair(ctx, "lie", maintenance.RepairOptions{})
 	var ce *sessionstore.CorruptionError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "lie/"+SummaryFile, ce.Path)
 
-	rep, err := st.Repair(ctx, "lie", RepairOptions{TruncateAtCorruption: true})
+	rep, err := st.Repair(ctx, "lie", maintenance.RepairOptions{TruncateAtCorruption: true})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Found)
 	require.False(t, rep.Cut)
@@ -261,13 +262,13 @@ func TestRepairHeld(t *testing.T) {
 	w, err := st.Acquire(ctx, "held", sessionstore.AcquireOptions{Label: "busy-agent"})
 	require.NoError(t, err)
 
-	_, err = st.Repair(ctx, "held", RepairOptions{})
+	_, err = st.Repair(ctx, "held", maintenance.RepairOptions{})
 	var he *sessionstore.LeaseHeldError
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, "busy-agent", he.Status.Holder.Label)
 
 	start := time.Now()
-	_, err = st.Repair(ctx, "held", RepairOptions{Wait: 100 * time.Millisecond, TruncateAtCorruption: true})
+	_, err = st.Repair(ctx, "held", maintenance.RepairOptions{Wait: 100 * time.Millisecond, TruncateAtCorruption: true})
 	require.ErrorAs(t, err, &he, "a wait that runs out says who holds the lease")
 	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
 	require.Contains(t, err.Error(), "waited 100ms")
@@ -277,14 +278,14 @@ func TestRepairHeld(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		done <- w.Release(ctx)
 	}()
-	rep, err := st.Repair(ctx, "held", RepairOptions{Wait: 10 * time.Second})
+	rep, err := st.Repair(ctx, "held", maintenance.RepairOptions{Wait: 10 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, <-done)
 	require.Equal(t, uint64(2), rep.Revision)
 	require.Equal(t, uint64(3), rep.Generation)
 	require.Equal(t, summary.LeaseFree, rep.Recovery.Previous.State)
 
-	_, err = st.Repair(ctx, "nope", RepairOptions{})
+	_, err = st.Repair(ctx, "nope", maintenance.RepairOptions{})
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 }
 
@@ -313,7 +314,7 @@ func TestRepairSweepsLeftovers(t *testing.T) {
 	defer l.Release(ctx)
 	require.NoError(t, os.Chtimes(heldDir, old, old))
 
-	rep, err := st.Repair(ctx, "sess", RepairOptions{})
+	rep, err := st.Repair(ctx, "sess", maintenance.RepairOptions{})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{".tmp-a-0123456789abcdef", ".trash-b-0123456789abcdef"}, rep.Swept)
 	for name, exists := range map[string]bool{".tmp-a-0123456789abcdef": false, ".trash-b-0123456789abcdef": false, ".tmp-young-0123456789abcdef": true, ".tmp-held-0123456789abcdef": true, "sess": true} {
@@ -327,10 +328,10 @@ func TestRepairSweepsLeftovers(t *testing.T) {
 func TestRepairTwice(t *testing.T) {
 	ctx := context.Background()
 	st, root := toolStore(t, Options{}, "bitflip-middle")
-	rep, err := st.Repair(ctx, "bitflip-middle", RepairOptions{TruncateAtCorruption: true})
+	rep, err := st.Repair(ctx, "bitflip-middle", maintenance.RepairOptions{TruncateAtCorruption: true})
 	require.NoError(t, err)
 	require.True(t, rep.Cut)
-	rep2, err := st.Repair(ctx, "bitflip-middle", RepairOptions{TruncateAtCorruption: true})
+	rep2, err := st.Repair(ctx, "bitflip-middle", maintenance.RepairOptions{TruncateAtCorruption: true})
 	require.NoError(t, err)
 	require.False(t, rep2.Cut, "a repaired log needs no second cut")
 	require.Nil(t, rep2.Found)

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -85,14 +86,14 @@ func TestSalvageKeepsReadableRevisions(t *testing.T) {
 	damaged, err := os.ReadFile(path)
 	require.NoError(t, err)
 
-	_, err = st.Repair(ctx, "sv", RepairOptions{})
+	_, err = st.Repair(ctx, "sv", maintenance.RepairOptions{})
 	var ce *sessionstore.CorruptionError
 	require.ErrorAs(t, err, &ce, "without a mode, repair only reports")
-	rep, err := st.Repair(ctx, "sv", RepairOptions{Salvage: true})
+	rep, err := st.Repair(ctx, "sv", maintenance.RepairOptions{Salvage: true})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Salvaged)
 	first, last := uint64(k+1), uint64(nextFull) // revisions k+1 .. nextFull (1-based) are lost
-	require.Equal(t, []SalvagedGap{{First: first, Last: last, Reason: rep.Salvaged.Gaps[0].Reason, Forensic: rep.Salvaged.Gaps[0].Forensic}}, rep.Salvaged.Gaps)
+	require.Equal(t, []maintenance.SalvagedGap{{First: first, Last: last, Reason: rep.Salvaged.Gaps[0].Reason, Forensic: rep.Salvaged.Gaps[0].Forensic}}, rep.Salvaged.Gaps)
 	require.Equal(t, 40-int(last-first+1), rep.Salvaged.Kept)
 	require.Zero(t, rep.Salvaged.Restored)
 	require.Equal(t, uint64(40), rep.Revision)
@@ -151,7 +152,7 @@ func TestSalvageKeepsReadableRevisions(t *testing.T) {
 	require.NoError(t, w.Release(ctx))
 
 	// Compaction copies the gap like any record.
-	crep, err := st.Compact(ctx, "sv", CompactPolicy{KeepLast: 2}, 0)
+	crep, err := st.Compact(ctx, "sv", maintenance.CompactPolicy{KeepLast: 2}, 0)
 	require.NoError(t, err)
 	require.Empty(t, crep.Skipped)
 	revs, err = salvageHistory(t, st, "sv")
@@ -192,7 +193,7 @@ func TestSalvageDuplicatedTail(t *testing.T) {
 		require.ErrorIs(t, err, sessionstore.ErrCorrupt, "a holder never builds on a duplicated tail")
 		require.ErrorContains(t, err, "revision 16", "the duplicate is named")
 
-		rep, err := st.Repair(ctx, "dup", RepairOptions{Salvage: true})
+		rep, err := st.Repair(ctx, "dup", maintenance.RepairOptions{Salvage: true})
 		require.NoError(t, err)
 		require.Equal(t, 2, rep.Salvaged.DuplicatesRemoved)
 		require.Empty(t, rep.Salvaged.Gaps)
@@ -219,7 +220,7 @@ func TestSalvageEndsReadable(t *testing.T) {
 	require.NoError(t, err)
 	toolFlip(t, path, toolLineOffset(data, 5)+40)
 
-	rep, err := st.Repair(ctx, "end", RepairOptions{Salvage: true})
+	rep, err := st.Repair(ctx, "end", maintenance.RepairOptions{Salvage: true})
 	require.NoError(t, err)
 	require.Equal(t, []uint64{6, 6}, []uint64{rep.Salvaged.Gaps[0].First, rep.Salvaged.Gaps[0].Last})
 	require.Equal(t, uint64(7), rep.Salvaged.Restored)
@@ -233,7 +234,7 @@ func TestSalvageEndsReadable(t *testing.T) {
 
 	// A newer program's records are never removed.
 	st2, _ := toolStore(t, Options{}, "unknown-kind-built-on")
-	_, err = st2.Repair(ctx, "unknown-kind-built-on", RepairOptions{Salvage: true})
+	_, err = st2.Repair(ctx, "unknown-kind-built-on", maintenance.RepairOptions{Salvage: true})
 	require.ErrorIs(t, err, sessionstore.ErrSchemaTooNew)
 }
 
@@ -252,7 +253,7 @@ func TestSalvageFixtures(t *testing.T) {
 					readable[rev] = true
 				}
 			}
-			rep, err := st.Repair(ctx, id, RepairOptions{Salvage: true})
+			rep, err := st.Repair(ctx, id, maintenance.RepairOptions{Salvage: true})
 			if errors.Is(err, sessionstore.ErrSchemaTooNew) {
 				return // never salvaged
 			}
@@ -280,7 +281,7 @@ func TestSalvageFixtures(t *testing.T) {
 // in the first full record after revision 1 that another full record
 // follows, and salvages it: the damaged record and the deltas on it
 // become one gap record. It returns the gap.
-func salvagedSession(t *testing.T, st *Store, id session.SessionID, n int) SalvagedGap {
+func salvagedSession(t *testing.T, st *Store, id session.SessionID, n int) maintenance.SalvagedGap {
 	t.Helper()
 	path := toolSession(t, st, id, n)
 	lines, offs := salvageLines(t, path)
@@ -298,7 +299,7 @@ func salvagedSession(t *testing.T, st *Store, id session.SessionID, n int) Salva
 	}
 	require.NotZero(t, nextFull, "the chain policy writes two full records after the first within %d revisions", n)
 	toolFlip(t, path, offs[k]+int64(len(lines[k])/2))
-	rep, err := st.Repair(context.Background(), id, RepairOptions{Salvage: true})
+	rep, err := st.Repair(context.Background(), id, maintenance.RepairOptions{Salvage: true})
 	require.NoError(t, err)
 	require.Len(t, rep.Salvaged.Gaps, 1)
 	g := rep.Salvaged.Gaps[0]
@@ -333,7 +334,7 @@ func TestCompactSalvagedLog(t *testing.T) {
 		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
 			st := openTestStore(t)
 			require.NoError(t, os.CopyFS(filepath.Join(st.Dir(), "sv"), os.DirFS(filepath.Join(src.Dir(), "sv"))))
-			crep, err := st.Compact(ctx, "sv", CompactPolicy{KeepLast: keep}, 0)
+			crep, err := st.Compact(ctx, "sv", maintenance.CompactPolicy{KeepLast: keep}, 0)
 			require.NoError(t, err)
 			m, err := archive.ReadManifest(st.fs, "sv")
 			require.NoError(t, err)
@@ -360,9 +361,9 @@ func TestCompactSalvagedLog(t *testing.T) {
 			_, err = st.LoadRevision(ctx, "sv", g.Last)
 			require.ErrorIs(t, err, sessionstore.ErrRevisionsMissing)
 
-			_, err = st.Repair(ctx, "sv", RepairOptions{})
+			_, err = st.Repair(ctx, "sv", maintenance.RepairOptions{})
 			require.NoError(t, err)
-			rep, err := st.Repair(ctx, "sv", RepairOptions{Salvage: true})
+			rep, err := st.Repair(ctx, "sv", maintenance.RepairOptions{Salvage: true})
 			require.NoError(t, err)
 			require.Nil(t, rep.Salvaged, "nothing to set aside")
 		})
@@ -409,7 +410,7 @@ func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
 			orphan := randomImage(9, 32<<10)
 			require.NoError(t, os.WriteFile(filepath.Join(st.Dir(), "pg", BlobDir, hashOf(orphan)), orphan, 0o600))
 
-			rep, err := st.Repair(ctx, "pg", RepairOptions{Salvage: true})
+			rep, err := st.Repair(ctx, "pg", maintenance.RepairOptions{Salvage: true})
 			require.NoError(t, err)
 			require.NotNil(t, rep.Salvaged)
 			require.NotEmpty(t, rep.Salvaged.Gaps)
@@ -422,11 +423,11 @@ func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
 			_, err = os.Stat(page)
 			require.NoError(t, err, "the forensic copy references the page")
 
-			rep, err = st.Repair(ctx, "pg", RepairOptions{})
+			rep, err = st.Repair(ctx, "pg", maintenance.RepairOptions{})
 			require.NoError(t, err, "a sound log repairs")
 			require.Nil(t, rep.Found)
 			require.Contains(t, rep.Blobs.Kept, names[0])
-			rep, err = st.Repair(ctx, "pg", RepairOptions{Salvage: true})
+			rep, err = st.Repair(ctx, "pg", maintenance.RepairOptions{Salvage: true})
 			require.NoError(t, err)
 			require.Nil(t, rep.Salvaged, "nothing more to set aside")
 			require.Nil(t, rep.Found)
@@ -457,7 +458,7 @@ func TestRepairCorrectsOldGapManifest(t *testing.T) {
 			t.Run(fmt.Sprintf("keep=%d/salvage=%v", keep, salvage), func(t *testing.T) {
 				st := openUncheckedStore(t)
 				require.NoError(t, os.CopyFS(filepath.Join(st.Dir(), "sv"), os.DirFS(filepath.Join(src.Dir(), "sv"))))
-				_, err := st.Compact(ctx, "sv", CompactPolicy{KeepLast: keep}, 0)
+				_, err := st.Compact(ctx, "sv", maintenance.CompactPolicy{KeepLast: keep}, 0)
 				require.NoError(t, err)
 				old := ageGapManifest(t, st, "sv", g)
 				if old == nil {
@@ -468,7 +469,7 @@ func TestRepairCorrectsOldGapManifest(t *testing.T) {
 				require.NoError(t, err)
 				require.False(t, vr.OK(), "the old manifest hides archived revisions")
 
-				rep, err := st.Repair(ctx, "sv", RepairOptions{Salvage: salvage})
+				rep, err := st.Repair(ctx, "sv", maintenance.RepairOptions{Salvage: salvage})
 				require.NoError(t, err)
 				require.Len(t, rep.Archives, 1, "%+v", rep)
 				fix := rep.Archives[0]
@@ -485,7 +486,7 @@ func TestRepairCorrectsOldGapManifest(t *testing.T) {
 				revs, err := salvageHistory(t, st, "sv")
 				require.NoError(t, err)
 				require.Equal(t, want, revs)
-				rep, err = st.Repair(ctx, "sv", RepairOptions{})
+				rep, err = st.Repair(ctx, "sv", maintenance.RepairOptions{})
 				require.NoError(t, err)
 				require.Empty(t, rep.Archives, "corrected once")
 			})
@@ -498,7 +499,7 @@ func TestRepairCorrectsOldGapManifest(t *testing.T) {
 // fix wrote it: the segment holding gap g listed, and named, as ending at
 // its first revision plus its records less one. It returns the segment as
 // now listed, nil when no archived segment holds the gap.
-func ageGapManifest(t *testing.T, st *Store, id session.SessionID, g SalvagedGap) *archive.Segment {
+func ageGapManifest(t *testing.T, st *Store, id session.SessionID, g maintenance.SalvagedGap) *archive.Segment {
 	t.Helper()
 	m, err := archive.ReadManifest(st.fs, id)
 	require.NoError(t, err)

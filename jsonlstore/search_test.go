@@ -20,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/searchtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -175,7 +176,7 @@ func TestSearchSeesEveryChangeOfTheLog(t *testing.T) {
 
 	// Compaction replaces the logs of two sessions.
 	for _, id := range []session.SessionID{"s7-000", "s7-001"} {
-		_, err := st.Compact(ctx, id, CompactPolicy{KeepLast: 1}, 0)
+		_, err := st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: 1}, 0)
 		require.NoError(t, err)
 	}
 	requireSameAsHistory(t, st, qs, "compacted")

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex/searchdb"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -56,7 +57,7 @@ func TestUmaskDoesNotLoosenModes(t *testing.T) {
 			_, err := w.Append(ctx, r, sessiontest.Snap(t, s))
 			require.NoError(t, err)
 		}
-		_, err = w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 1})
+		_, err = w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 1})
 		require.NoError(t, err)
 		require.NoError(t, w.Release(ctx))
 		// A torn tail makes the next holder write a forensic file.
@@ -225,13 +226,13 @@ func TestRootLeavesFilesToOwner(t *testing.T) {
 	st, err := Open(root, Options{Search: searchindex.New()})
 	require.NoError(t, err, "root opens any user's store")
 	defer st.Close()
-	_, err = st.Compact(ctx, "compacted", CompactPolicy{KeepLast: 1}, 0)
+	_, err = st.Compact(ctx, "compacted", maintenance.CompactPolicy{KeepLast: 1}, 0)
 	require.NoError(t, err)
 	logOf := func(id session.SessionID) string { return filepath.Join(root, string(id), LogFile) }
 	data, err := os.ReadFile(logOf("repaired"))
 	require.NoError(t, err)
 	toolFlip(t, logOf("repaired"), int64(bytes.IndexByte(data, '\n')+20)) // revision 2
-	_, err = st.Repair(ctx, "repaired", RepairOptions{TruncateAtCorruption: true})
+	_, err = st.Repair(ctx, "repaired", maintenance.RepairOptions{TruncateAtCorruption: true})
 	require.NoError(t, err)
 	f, err := os.OpenFile(logOf("recovered"), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)

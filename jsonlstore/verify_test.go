@@ -18,6 +18,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -300,7 +301,7 @@ func TestVerifyLiveStore(t *testing.T) {
 				if i == 0 && rev%8 == 0 {
 					// One writer compacts its session now and then: the
 					// log is replaced under the verifiers.
-					if _, err := w.(Compactor).Compact(ctx, CompactPolicy{KeepLast: 3}); err != nil {
+					if _, err := w.(maintenance.Compactor).Compact(ctx, maintenance.CompactPolicy{KeepLast: 3}); err != nil {
 						errs <- err
 						return
 					}

@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
 const backupDoc = `
@@ -52,7 +53,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		if *asJSON {
 			if rep.Sessions == nil {
-				rep.Sessions = []jsonlstore.SessionBackup{}
+				rep.Sessions = []maintenance.SessionBackup{}
 			}
 			if rep.Verify.Sessions == nil {
 				rep.Verify.Sessions = []sessionstore.SessionVerifyReport{}
@@ -73,7 +74,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	})
 }
 
-func printBackup(w io.Writer, rep *jsonlstore.BackupReport) {
+func printBackup(w io.Writer, rep *maintenance.BackupReport) {
 	var logBytes, archiveBytes int64
 	for _, sb := range rep.Sessions {
 		fmt.Fprintf(w, "%s: revisions 1-%d, log %s", sb.ID, sb.Revision, cli.HumanBytes(sb.LogBytes))

@@ -23,6 +23,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/clitest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -295,7 +296,7 @@ func TestRepairCLI(t *testing.T) {
 	require.Contains(t, r.Stderr, "frees it first")
 	r = sessions(t, nil, "--dir", root, "repair", "--json", "--truncate-at-corruption", "crc-fail-claims-old-revision")
 	require.Equal(t, exitOK, r.Code, r.String())
-	var rep jsonlstore.RepairReport
+	var rep maintenance.RepairReport
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	require.True(t, rep.Cut)
 	require.Equal(t, uint64(5), rep.Revision)
@@ -407,7 +408,7 @@ func TestLogArchived(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	writeSession(t, st, sessiontest.InState("compacted", session.StateRunning), 5)
-	rep, err := st.Compact(ctx, "compacted", jsonlstore.CompactPolicy{KeepLast: 2}, 0)
+	rep, err := st.Compact(ctx, "compacted", maintenance.CompactPolicy{KeepLast: 2}, 0)
 	require.NoError(t, err)
 	require.Positive(t, rep.RevisionsTrimmed)
 	r := inProcess(t, "--dir", root, "log", "compacted")

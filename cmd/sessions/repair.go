@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
@@ -65,7 +66,7 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return c.fail(err)
 		}
-		rep, err := st.Repair(ctx, id, jsonlstore.RepairOptions{TruncateAtCorruption: *truncate, Salvage: *salvage, Wait: *wait})
+		rep, err := st.Repair(ctx, id, maintenance.RepairOptions{TruncateAtCorruption: *truncate, Salvage: *salvage, Wait: *wait})
 		var he *sessionstore.LeaseHeldError
 		if errors.As(err, &he) {
 			return c.fail(heldError(he, "repair", *wait))
@@ -101,7 +102,7 @@ func cmdRepair(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	})
 }
 
-func printRepair(w io.Writer, rep *jsonlstore.RepairReport, fixing bool) {
+func printRepair(w io.Writer, rep *maintenance.RepairReport, fixing bool) {
 	fmt.Fprintf(w, "session %s\n", rep.ID)
 	if rep.Generation > 0 {
 		fmt.Fprintf(w, "  lease: generation %d; previous holder %s\n", rep.Generation, previousText(rep.Recovery.Previous))

@@ -29,6 +29,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -61,8 +62,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 }
 
 // Policy validates the flags and returns the policy they say.
-func (f *Flags) Policy() (jsonlstore.CompactPolicy, error) {
-	p := jsonlstore.CompactPolicy{KeepLast: f.KeepLast, KeepSince: time.Duration(f.KeepSince), DryRun: f.DryRun}
+func (f *Flags) Policy() (maintenance.CompactPolicy, error) {
+	p := maintenance.CompactPolicy{KeepLast: f.KeepLast, KeepSince: time.Duration(f.KeepSince), DryRun: f.DryRun}
 	switch {
 	case p.KeepLast < 0:
 		return p, fmt.Errorf("--keep-last must be positive, not %d", p.KeepLast)
@@ -95,12 +96,12 @@ func Run(ctx context.Context, st *jsonlstore.Store, ids []session.SessionID, f F
 	out := Report{DryRun: policy.DryRun, Sessions: []Result{}}
 	for _, s := range work {
 		if ctx.Err() != nil {
-			out.add(Result{CompactReport: jsonlstore.CompactReport{ID: s.id}, Error: "not attempted: " + ctx.Err().Error()})
+			out.add(Result{CompactReport: maintenance.CompactReport{ID: s.id}, Error: "not attempted: " + ctx.Err().Error()})
 			continue
 		}
 		if s.unreadable != "" {
 			// Reported as a failure, and the others go on.
-			out.add(Result{CompactReport: jsonlstore.CompactReport{ID: s.id}, Error: "cannot be read: " + s.unreadable})
+			out.add(Result{CompactReport: maintenance.CompactReport{ID: s.id}, Error: "cannot be read: " + s.unreadable})
 			continue
 		}
 		bar.start(s)
@@ -173,7 +174,7 @@ func targets(ctx context.Context, st *jsonlstore.Store, ids []session.SessionID)
 
 // Result is one session's outcome.
 type Result struct {
-	jsonlstore.CompactReport
+	maintenance.CompactReport
 	Error string `json:"error,omitempty"`
 }
 

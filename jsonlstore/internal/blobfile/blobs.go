@@ -398,3 +398,14 @@ func Names(fsys vfs.FS, id session.SessionID) ([]string, error) {
 	}
 	return names, nil
 }
+
+// IsTemp reports whether name, in a session's blobs/, is a temporary blob
+// file as the store names them (.blob-<suffix>.tmp).
+func IsTemp(name string) bool {
+	rest, ok := strings.CutPrefix(name, TmpPrefix)
+	if !ok {
+		return false
+	}
+	suffix, ok := strings.CutSuffix(rest, layout.TmpSuffix)
+	return ok && layout.IsSuffix(suffix)
+}

@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"path/filepath"
@@ -65,3 +66,7 @@ func WriteAll(f vfs.File, b []byte) error {
 	}
 	return err
 }
+
+// WriterOnly hides every method of a writer but Write (a file's ReadFrom
+// among them) from io.Copy, which then copies through its own buffer.
+type WriterOnly struct{ io.Writer }

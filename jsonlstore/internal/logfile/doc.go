@@ -4,7 +4,9 @@
 // loop that confirms an anomaly on a fresh view before calling it
 // corruption, the evidence summary.json gives of committed revisions, the
 // latest record and its snapshot, the forward scan of a session's whole
-// history across archive/ into the log, what a damaged or missing log is
+// history across archive/ into the log and its rebuild of every
+// revision's snapshot (Rebuild), the decoding of a record into the
+// contract's Record (DecodeRecord), what a damaged or missing log is
 // (LogErr, StatLog, CheckLog), and summary.json's codec and writer.
 //
 // The log's codec and its sequence rules are internal/record's; logfile
@@ -17,5 +19,6 @@
 // It must never write the log, take a lease, or decide anything about
 // the catalog, listings, search or repair: it reads, classifies and
 // reports, and the only file it writes is summary.json, for the writer
-// that holds the lease. It imports layout and archive only.
+// that holds the lease. It imports layout, archive and blobfile (the
+// content a record's snapshot references) only.
 package logfile

@@ -1,4 +1,4 @@
-package jsonlstore
+package offline
 
 import (
 	"bytes"
@@ -7,20 +7,22 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/compact"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
 // Salvage is the repair that keeps every revision that can still be read
-// (RepairOptions.Salvage). Under the lease it reads the log forwards with
-// a salvaging reader, which goes on past damage, and plans a new log:
+// (maintenance.RepairOptions.Salvage). Under the lease it reads the log
+// forwards with a salvaging reader, which goes on past damage, and plans a
+// new log:
 //
 //   - a record whose line repeats an earlier one exactly is a copy: it is
 //     dropped;
@@ -72,24 +74,14 @@ type salvagePlan struct {
 	last   record.Meta // the last kept record
 	keptN  int
 	dups   int
-	gaps   []SalvagedGap
-	found  *sessionstore.Finding // the first damage met (RepairReport.Found)
-}
-
-// SalvagedGap is a run of revisions a salvage set aside.
-type SalvagedGap struct {
-	First  uint64 `json:"first"`
-	Last   uint64 `json:"last"`
-	Reason string `json:"reason"`
-	// Forensic holds their bytes, relative to the store root ("" when the
-	// log held none of them).
-	Forensic string `json:"forensic,omitempty"`
+	gaps   []maintenance.SalvagedGap
+	found  *sessionstore.Finding // the first damage met (maintenance.RepairReport.Found)
 }
 
 // planSalvage reads v and plans its salvage.
 func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfile.View) (*salvagePlan, error) {
 	pl := &salvagePlan{}
-	blobs := blobChecker{s: s, id: id, seen: map[string]bool{}}
+	blobs := blobChecker{fsys: s.root.FS, id: id, seen: map[string]bool{}}
 	rd := v.Reader(record.Resumed())
 	rd.Salvage = true
 	snaps := record.NewSnapshots(id, v.MaxPayload)
@@ -100,7 +92,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfil
 	// The log's first revision is 1 unless older ones are archived; then
 	// the first readable record is taken as the start.
 	first := uint64(0)
-	if _, err := s.fs.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.root.FS.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
 		first = 1
 	}
 	setAside := func(off, n int64, why string) int {
@@ -177,9 +169,9 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfil
 			// A full record must be a snapshot of this session (its pages
 			// read, its content left out of line), or nothing can build on
 			// it; and so must the content it references be there.
-			c := blobfile.NewPageCache(s.fs, id)
+			c := blobfile.NewPageCache(s.root.FS, id)
 			var rec sessionstore.Record
-			rec, err = decodeRecord(id, r, r.Payload, c)
+			rec, err = logfile.DecodeRecord(id, r, r.Payload, c)
 			c.Close()
 			if err == nil {
 				err = blobs.check(r, rec.Snapshot.Messages)
@@ -238,7 +230,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfil
 		note(nil, sessionstore.Finding{File: v.Name, Offset: pos, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("%d bytes after the last record", v.Size-pos)})
 	}
 	// Revisions other evidence proves committed, past the last kept one.
-	if ev := logfile.Evidence(s.fs, id, v); ev.Revision > pl.last.Through() {
+	if ev := logfile.Evidence(s.root.FS, id, v); ev.Revision > pl.last.Through() {
 		why := fmt.Sprintf("committed (%s) but no longer in the log", ev.Source)
 		miss(pl.last.Through()+1, ev.Revision, why, -1)
 		note(nil, sessionstore.Finding{File: v.Name, Revision: pl.last.Through() + 1, Message: fmt.Sprintf("revisions %d to %d were %s", pl.last.Through()+1, ev.Revision, why)})
@@ -252,7 +244,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfil
 
 func (pl *salvagePlan) closeGap(g *salvageGap) {
 	pl.pieces = append(pl.pieces, salvagePiece{gap: g})
-	pl.gaps = append(pl.gaps, SalvagedGap{First: g.Rev, Last: g.last, Reason: g.why})
+	pl.gaps = append(pl.gaps, maintenance.SalvagedGap{First: g.Rev, Last: g.last, Reason: g.why})
 	g.Kind, g.Version = record.KindGap, record.VersionOf(record.KindGap)
 	// The gap stands for its revisions in the sequence.
 	m := g.Meta
@@ -274,8 +266,8 @@ func (s *Store) sameBytes(v *logfile.View, a, b, n int64) bool {
 
 // salvageLog runs under the lease: it plans the salvage of session id's log
 // and, when anything is to change, carries it out (see Salvage above).
-func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *RepairReport) error {
-	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
+func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *maintenance.RepairReport) error {
+	v, err := logfile.Open(s.root.FS, id, s.root.MaxRecordBytes)
 	if err != nil {
 		return layout.OpErr("repair", id, err)
 	}
@@ -301,7 +293,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	// Every byte set aside is kept, durably, before anything changes.
 	for i := range pl.spans {
 		sp := &pl.spans[i]
-		name, err := s.saveForensic(id, "repair", sp.off, v, sp.n)
+		name, err := s.host.SaveForensic(id, "repair", sp.off, v, sp.n)
 		if err != nil {
 			return layout.OpErr("repair", id, fmt.Errorf("save removed bytes: %w", err))
 		}
@@ -325,7 +317,7 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 			gi++
 		}
 	}
-	if _, err := s.publishLog(id, "repair", func(w io.Writer) error {
+	if _, err := compact.PublishLog(s.root.FS, id, "repair", func(w io.Writer) error {
 		gi := 0
 		for _, p := range pl.pieces {
 			switch {
@@ -349,25 +341,11 @@ func (s *Store) salvageLog(ctx context.Context, id session.SessionID, rep *Repai
 	}); err != nil {
 		return layout.OpErr("repair", id, err)
 	}
-	rep.Salvaged = &SalvageReport{Kept: pl.keptN, DuplicatesRemoved: pl.dups, Gaps: pl.gaps, Restored: restored}
+	rep.Salvaged = &maintenance.SalvageReport{Kept: pl.keptN, DuplicatesRemoved: pl.dups, Gaps: pl.gaps, Restored: restored}
 	rep.Found = pl.found
-	s.opts.Logger.Info("jsonlstore: repair salvaged the log", "session", id, "kept", pl.keptN,
+	s.root.Logger.Info("jsonlstore: repair salvaged the log", "session", id, "kept", pl.keptN,
 		"duplicates", pl.dups, "gaps", len(pl.gaps), "forensic", rep.ForensicFiles)
 	return nil
-}
-
-// SalvageReport says what a salvage kept and set aside.
-type SalvageReport struct {
-	// Kept is the number of records kept, byte for byte.
-	Kept int `json:"kept"`
-	// DuplicatesRemoved counts exact copies of kept lines that were
-	// dropped (their bytes are in forensic/ too).
-	DuplicatesRemoved int `json:"duplicates_removed"`
-	// Gaps are the revisions set aside, each recorded in the log as a gap
-	// record; Restored is the revision that restores the last readable
-	// one when the log's last revisions were lost (0: none was needed).
-	Gaps     []SalvagedGap `json:"gaps,omitempty"`
-	Restored uint64        `json:"restored,omitempty"`
 }
 
 // restoringRecord returns the line of a full record, the revision after
@@ -411,49 +389,6 @@ func (s *Store) restoringRecord(ctx context.Context, id session.SessionID, v *lo
 		return nil, errors.New("no readable revision to restore")
 	}
 	m := record.Meta{Version: record.VersionOf(record.KindFull), Schema: keptLast.Schema, Rev: pl.last.Through() + 1, Gen: pl.last.Gen,
-		Time: record.Later(s.opts.Now().UTC(), pl.last.Time), Kind: record.KindFull}
+		Time: record.Later(s.root.Now().UTC(), pl.last.Time), Kind: record.KindFull}
 	return record.Encode(m, snap), nil
-}
-
-// publishLog writes a new log for session id with fill (writeLog) and
-// syncs the session directory: a crash leaves the old log or the new one.
-// It returns the new log's size.
-func (s *Store) publishLog(id session.SessionID, what string, fill func(w io.Writer) error) (int64, error) {
-	n, err := s.writeLog(id, what, fill)
-	if err != nil {
-		return 0, err
-	}
-	if err := s.fs.SyncDir(layout.SessionDir(id)); err != nil {
-		return n, fmt.Errorf("sync session directory: %w", err)
-	}
-	return n, nil
-}
-
-// writeLog writes a new log for session id with fill, beside the old one
-// (a temporary name that a holder's sweep removes if a crash leaves it),
-// syncs it and renames it over log.jsonl, and returns its size. The
-// rename is durable once the caller syncs the session directory.
-func (s *Store) writeLog(id session.SessionID, what string, fill func(w io.Writer) error) (int64, error) {
-	tmp := layout.SessionDir(id) + "/." + LogFile + "." + what + "-" + layout.RandomSuffix() + layout.TmpSuffix
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
-	if err != nil {
-		return 0, err
-	}
-	cw := &archive.CountingWriter{W: writerOnly{f}}
-	err = fill(cw)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = s.fs.Remove(tmp)
-		return 0, fmt.Errorf("write new log: %w", err)
-	}
-	if err := s.fs.Rename(tmp, layout.LogPath(id)); err != nil {
-		_ = s.fs.Remove(tmp)
-		return 0, fmt.Errorf("replace log: %w", err)
-	}
-	return cw.N, nil
 }

@@ -1,4 +1,4 @@
-package jsonlstore
+package offline
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -28,29 +29,15 @@ import (
 // the damage a salvage set aside: when one cannot be read, the blobs it
 // references are unknown, and the collection removes none.
 
-// BlobCollection is what a blob collection removed.
-type BlobCollection struct {
-	// Blobs and Bytes count the unreferenced blobs removed and their
-	// bytes on disk; Temporary the temporary blob files removed.
-	Blobs     int   `json:"blobs,omitempty"`
-	Bytes     int64 `json:"bytes,omitempty"`
-	Temporary int   `json:"temporary,omitempty"`
-	// Kept says why no blob was removed although some may be
-	// unreferenced ("" when the collection ran): a page that only
-	// forensic copies reference cannot be read, so the references it
-	// holds are unknown.
-	Kept string `json:"kept,omitempty"`
-}
-
-// collectBlobs removes session id's unreferenced blobs and temporary blob
-// files; the caller holds the lease (w is its writer, whose memory of the
-// blobs present it corrects). It removes nothing when it cannot read every
-// reference: a damaged log or archive (the error says why), or a page
-// only forensic copies reference that cannot be read (Kept says which).
-func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, error) {
-	id := w.id
-	var c BlobCollection
-	entries, err := s.fs.ReadDir(blobfile.Dir(id))
+// CollectBlobs removes session id's unreferenced blobs and temporary blob
+// files; the caller holds the lease, and forget corrects its writer's
+// memory of the blobs present (blobfile.Writer.Forget). It removes
+// nothing when it cannot read every reference: a damaged log or archive
+// (the error says why), or a page only forensic copies reference that
+// cannot be read (Kept says which).
+func (s *Store) CollectBlobs(ctx context.Context, id session.SessionID, forget func(hash string)) (maintenance.BlobCollection, error) {
+	var c maintenance.BlobCollection
+	entries, err := s.root.FS.ReadDir(blobfile.Dir(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -62,8 +49,8 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 		name := e.Name()
 		switch {
 		case !e.Type().IsRegular():
-		case isBlobTemp(name):
-			if s.fs.Remove(blobfile.Dir(id)+"/"+name) == nil {
+		case blobfile.IsTemp(name):
+			if s.root.FS.Remove(blobfile.Dir(id)+"/"+name) == nil {
 				c.Temporary++
 			}
 		case blob.ValidHash(strings.TrimSuffix(name, blobfile.ZstSuffix)):
@@ -80,7 +67,7 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 	if unread != "" {
 		// Any blob may be one the unread page references: keep them all.
 		c.Kept = unread
-		s.opts.Logger.Warn("jsonlstore: blob collection removed no blob", "session", id, "why", unread)
+		s.root.Logger.Warn("jsonlstore: blob collection removed no blob", "session", id, "why", unread)
 		return c, nil
 	}
 	for hash, name := range present {
@@ -88,14 +75,14 @@ func (s *Store) collectBlobs(ctx context.Context, w *writer) (BlobCollection, er
 			continue
 		}
 		p := blobfile.Dir(id) + "/" + name
-		fi, err := s.fs.Lstat(p)
+		fi, err := s.root.FS.Lstat(p)
 		if err != nil {
 			continue
 		}
-		if err := s.fs.Remove(p); err != nil {
+		if err := s.root.FS.Remove(p); err != nil {
 			return c, layout.OpErr("collect blobs of", id, err)
 		}
-		w.blobs.Forget(hash)
+		forget(hash)
 		c.Blobs++
 		c.Bytes += fi.Size()
 	}
@@ -125,7 +112,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 		for len(pages) > 0 {
 			hash := pages[len(pages)-1]
 			pages = pages[:len(pages)-1]
-			content, name, err := blobfile.ReadFile(s.fs, id, hash, blobfile.SizeAny)
+			content, name, err := blobfile.ReadFile(s.root.FS, id, hash, blobfile.SizeAny)
 			if err == nil {
 				err = blob.CheckHash(hash, content) // a page cut short or overwritten
 			}
@@ -147,7 +134,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 	err = s.read(ctx, id, func(v *logfile.View) error {
 		clear(refs)
 		pages = pages[:0]
-		h := logfile.NewScan(s.fs, id, v)
+		h := logfile.NewScan(s.root.FS, id, v)
 		defer h.Close()
 		for h.Next() {
 			if err := ctx.Err(); err != nil {
@@ -177,8 +164,8 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 // forensicRefs scans session id's forensic copies for references,
 // streaming (they may be large).
 func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page bool)) error {
-	dir := layout.SessionDir(id) + "/" + ForensicDir
-	entries, err := s.fs.ReadDir(dir)
+	dir := layout.SessionDir(id) + "/" + layout.ForensicDir
+	entries, err := s.root.FS.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -194,7 +181,7 @@ func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page boo
 		if !e.Type().IsRegular() {
 			continue
 		}
-		f, err := s.fs.OpenFile(dir+"/"+e.Name(), layout.RDONLY, 0)
+		f, err := s.root.FS.OpenFile(dir+"/"+e.Name(), layout.RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -213,15 +200,4 @@ func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page boo
 		}
 	}
 	return nil
-}
-
-// isBlobTemp reports whether name, in a session's blobs/, is a temporary
-// blob file as the store names them (.blob-<suffix>.tmp).
-func isBlobTemp(name string) bool {
-	rest, ok := strings.CutPrefix(name, blobfile.TmpPrefix)
-	if !ok {
-		return false
-	}
-	suffix, ok := strings.CutSuffix(rest, layout.TmpSuffix)
-	return ok && layout.IsSuffix(suffix)
 }

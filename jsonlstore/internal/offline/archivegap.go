@@ -1,4 +1,4 @@
-package jsonlstore
+package offline
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -30,27 +31,14 @@ import (
 // here: an archive that does not prove its end is left to Verify to
 // report.
 
-// ArchiveFix is one manifest entry a repair corrected.
-type ArchiveFix struct {
-	// Old and New are the segment's file names (in archive/) before and
-	// after; New holds the same bytes under the name of its true range.
-	Old string `json:"old"`
-	New string `json:"new"`
-	// First and Last are the revisions the segment holds, Listed the last
-	// revision the manifest listed.
-	First  uint64 `json:"first"`
-	Last   uint64 `json:"last"`
-	Listed uint64 `json:"listed"`
-}
-
 // fixArchiveGaps corrects, under the lease, the manifest entries of
 // segments that an older compaction ended too early (above), and returns
 // what it corrected. Order makes every crash safe: the segment's bytes
 // are copied under the new name (synced, renamed, the directory synced) —
 // an unlisted file that compaction would reclaim — then the manifest is
 // replaced atomically and durably, and only then is the old file removed.
-func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
-	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
+func (s *Store) fixArchiveGaps(id session.SessionID) ([]maintenance.ArchiveFix, error) {
+	v, err := logfile.Open(s.root.FS, id, s.root.MaxRecordBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +48,7 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 	if !ok || logFirst <= 1 {
 		return nil, nil
 	}
-	m, err := archive.ReadManifest(s.fs, id)
+	m, err := archive.ReadManifest(s.root.FS, id)
 	if err != nil {
 		return nil, nil //nolint:nilerr // damage that Verify reports: nothing here proves a fix, and repair goes on to report it
 	}
@@ -75,7 +63,7 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 			below = append(below, i)
 		}
 	}
-	var fixes []ArchiveFix
+	var fixes []maintenance.ArchiveFix
 	next := uint64(1)
 	for k, i := range below {
 		seg := m.Segments[i]
@@ -94,7 +82,7 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 		if err != nil || last != after-1 {
 			return nil, nil //nolint:nilerr // a segment that does not prove its end is left as it is, for Verify to report
 		}
-		fixes = append(fixes, ArchiveFix{Old: seg.File, New: archive.SegmentName(seg.First, last), First: seg.First, Last: last, Listed: seg.Last})
+		fixes = append(fixes, maintenance.ArchiveFix{Old: seg.File, New: archive.SegmentName(seg.First, last), First: seg.First, Last: last, Listed: seg.Last})
 		next = after
 	}
 	if len(fixes) == 0 {
@@ -112,18 +100,18 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 			}
 		}
 	}
-	if err := archive.WriteManifest(s.fs, id, m); err != nil {
+	if err := archive.WriteManifest(s.root.FS, id, m); err != nil {
 		return nil, fmt.Errorf("write archive manifest: %w", err)
 	}
 	for _, f := range fixes {
 		// Unlisted now: a file left by a crash here is a leftover that the
 		// next compaction reclaims.
-		_ = s.fs.Remove(archive.Dir(id) + "/" + f.Old)
+		_ = s.root.FS.Remove(archive.Dir(id) + "/" + f.Old)
 	}
-	if err := s.fs.SyncDir(archive.Dir(id)); err != nil {
+	if err := s.root.FS.SyncDir(archive.Dir(id)); err != nil {
 		return nil, err
 	}
-	s.opts.Logger.Info("jsonlstore: repair corrected archive segments that ended in a gap", "session", id, "fixes", fixes)
+	s.root.Logger.Info("jsonlstore: repair corrected archive segments that ended in a gap", "session", id, "fixes", fixes)
 	return fixes, nil
 }
 
@@ -132,7 +120,7 @@ func (s *Store) fixArchiveGaps(id session.SessionID) ([]ArchiveFix, error) {
 // first revision and record count, and the sequence rules among its
 // records.
 func (s *Store) segmentEnd(id session.SessionID, seg archive.Segment, maxPayload int) (uint64, error) {
-	dec, closeSeg, err := archive.OpenSegment(s.fs, archive.Dir(id)+"/"+seg.File)
+	dec, closeSeg, err := archive.OpenSegment(s.root.FS, archive.Dir(id)+"/"+seg.File)
 	if err != nil {
 		return 0, err
 	}
@@ -170,13 +158,13 @@ func (s *Store) segmentEnd(id session.SessionID, seg archive.Segment, maxPayload
 // synced, renamed, and the directory synced.
 func (s *Store) copySegment(id session.SessionID, old, new string) (err error) {
 	dir := archive.Dir(id)
-	src, err := s.fs.OpenFile(dir+"/"+old, layout.RDONLY, 0)
+	src, err := s.root.FS.OpenFile(dir+"/"+old, layout.RDONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = src.Close() }() // read-only
 	tmp := dir + "/.segment-" + layout.RandomSuffix() + layout.TmpSuffix
-	dst, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
+	dst, err := s.root.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return err
 	}
@@ -185,7 +173,7 @@ func (s *Store) copySegment(id session.SessionID, old, new string) (err error) {
 			_ = dst.Close() // failed already
 		}
 		if err != nil {
-			_ = s.fs.Remove(tmp)
+			_ = s.root.FS.Remove(tmp)
 		}
 	}()
 	if _, err = io.Copy(dst, src); err != nil {
@@ -198,8 +186,8 @@ func (s *Store) copySegment(id session.SessionID, old, new string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err = s.fs.Rename(tmp, dir+"/"+new); err != nil {
+	if err = s.root.FS.Rename(tmp, dir+"/"+new); err != nil {
 		return err
 	}
-	return s.fs.SyncDir(dir)
+	return s.root.FS.SyncDir(dir)
 }
