@@ -1,10 +1,10 @@
-// Package catalogfile owns a store's catalog (FORMAT.md ".catalog/"): how
-// the catalog file is built and rewritten (build.go), the holders' marks
-// (marks.go), what a reader may believe of a catalog and what it needs
-// after (vouch.go, the trust rules), and the check of a catalog against
-// the logs (verify.go). The bytes of its files are package catalog's
-// (internal/catalog, the codec); this package says what the store trusts
-// of them, and why that is sound.
+// Package catalogfile owns a store's catalog (FORMAT.md "The listing
+// catalog: .catalog/"): how the catalog file is built and rewritten
+// (build.go), the holders' marks (marks.go), what a reader may believe of
+// a catalog and what it needs after (vouch.go, the trust rules), and the
+// check of a catalog against the logs (verify.go). The bytes of its files
+// are package catalog's (internal/catalog, the codec); this package says
+// what the store trusts of them, and why that is sound.
 //
 //	ROOT/.catalog/
 //	  catalog             every session's summary (Path), written by Write
