@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -76,7 +77,7 @@ func TestCatalogFirstPageReadsOneFile(t *testing.T) {
 	page, err := fresh.List(ctx, summary.Query{Limit: 5})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 5)
-	require.Equal(t, int64(1), fresh.listings.catalog.Load(), "answered from the catalog")
+	require.Equal(t, int64(1), fresh.lister.Counts.Catalog.Load(), "answered from the catalog")
 	require.Zero(t, summaries.Load(), "no summary.json read")
 	require.Zero(t, rootLists.Load(), "the root's names not read")
 	require.LessOrEqual(t, logs.Load(), int64(6), "a stat of each listed log (and of the next one's)")
@@ -86,11 +87,11 @@ func TestCatalogFirstPageReadsOneFile(t *testing.T) {
 	// changed, and the next listing reads its names and lists it first.
 	other := e.open(t)
 	catFill(t, other, 1, "new-")
-	served := fresh.listings.catalog.Load()
+	served := fresh.lister.Counts.Catalog.Load()
 	page, err = fresh.List(ctx, summary.Query{Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, []session.SessionID{"new-000"}, idsOf(page.Items))
-	require.Equal(t, served+1, fresh.listings.catalog.Load(), "still from the catalog, with the new session read")
+	require.Equal(t, served+1, fresh.lister.Counts.Catalog.Load(), "still from the catalog, with the new session read")
 	require.Positive(t, rootLists.Load())
 }
 
@@ -121,7 +122,7 @@ func TestCatalogReadOnlyMedia(t *testing.T) {
 			page, err := st.List(ctx, summary.Query{Limit: summary.MaxLimit})
 			require.NoError(t, err)
 			require.Len(t, page.Items, 12)
-			require.Equal(t, withCatalog, st.listings.catalog.Load() > 0)
+			require.Equal(t, withCatalog, st.lister.Counts.Catalog.Load() > 0)
 			require.Equal(t, before, crashtest.Fingerprint(e.sim), "nothing written")
 		})
 	}
@@ -151,20 +152,20 @@ func TestCatalogLogChangedWithoutMark(t *testing.T) {
 	e.clock.Advance(catalog.SettleTime)
 	_, err = e.st.List(ctx, summary.Query{})
 	require.NoError(t, err)
-	marks, err := e.st.readMarks()
+	marks, err := e.st.cat.ReadMarks()
 	require.NoError(t, err)
-	require.Zero(t, marks.count(), "the catalog accounts for every released session")
+	require.Zero(t, marks.Count(), "the catalog accounts for every released session")
 
 	// An older program appends revision 2 of s003, marking nothing.
 	id := session.SessionID("s003")
 	unmarkedAppend(t, e, id)
 	st := e.open(t)
 	requireListsAsScan(t, st, summary.Query{Order: summary.OrderIDAsc, Limit: 20}, "s003 listed")
-	require.Positive(t, st.listings.scanned.Load(), "the listing that met it scanned")
+	require.Positive(t, st.lister.Counts.Scanned.Load(), "the listing that met it scanned")
 	page, err := st.List(ctx, summary.Query{Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, []session.SessionID{id}, idsOf(page.Items), "the rebuilt catalog has it newest")
-	require.Positive(t, st.listings.catalog.Load())
+	require.Positive(t, st.lister.Counts.Catalog.Load())
 
 	unmarkedAppend(t, e, "s005")
 	_, err = e.open(t).Reindex(ctx)
@@ -203,7 +204,7 @@ func TestCatalogMarks(t *testing.T) {
 	ctx := context.Background()
 	e := newCatEnv(t)
 	has := func(id session.SessionID, gen uint64) bool {
-		_, err := e.sim.Lstat(marksDir + "/" + catalog.MarkName(id, gen))
+		_, err := e.sim.Lstat(catalogfile.MarksDir + "/" + catalog.MarkName(id, gen))
 		return err == nil
 	}
 	w, err := e.st.Create(ctx, sessiontest.Snap(t, sessiontest.New("a")), sessionstore.AcquireOptions{})
@@ -244,7 +245,7 @@ func TestCatalogMarksAreLinks(t *testing.T) {
 		require.Zero(t, fi.Size(), name)
 		return vfs.IdentityOf(fi)
 	}
-	mark := func(id session.SessionID) string { return marksDir + "/" + catalog.MarkName(id, 1) }
+	mark := func(id session.SessionID) string { return catalogfile.MarksDir + "/" + catalog.MarkName(id, 1) }
 	create := func(st *Store, id session.SessionID) {
 		w, err := st.Create(ctx, sessiontest.Snap(t, sessiontest.New(string(id))), sessionstore.AcquireOptions{})
 		require.NoError(t, err)
@@ -252,12 +253,12 @@ func TestCatalogMarksAreLinks(t *testing.T) {
 	}
 	create(e.st, "a")
 	create(e.st, "b")
-	require.Equal(t, ident(markSource), ident(mark("a")))
-	require.Equal(t, ident(markSource), ident(mark("b")))
+	require.Equal(t, ident(catalogfile.MarkSource), ident(mark("a")))
+	require.Equal(t, ident(catalogfile.MarkSource), ident(mark("b")))
 
-	require.NoError(t, e.sim.Remove(markSource))
+	require.NoError(t, e.sim.Remove(catalogfile.MarkSource))
 	create(e.st, "c")
-	require.Equal(t, ident(markSource), ident(mark("c")), "made again")
+	require.Equal(t, ident(catalogfile.MarkSource), ident(mark("c")), "made again")
 	require.NotEqual(t, ident(mark("a")), ident(mark("c")))
 
 	f := vfs.NewFaulty(e.sim)
@@ -265,10 +266,10 @@ func TestCatalogMarksAreLinks(t *testing.T) {
 	st := newStore(catRoot, nil, f, e.leases, Options{Now: e.clock.Now})
 	defer st.Close()
 	create(st, "d")
-	require.NotEqual(t, ident(markSource), ident(mark("d")), "a file of its own")
-	marks, err := e.st.readMarks()
+	require.NotEqual(t, ident(catalogfile.MarkSource), ident(mark("d")), "a file of its own")
+	marks, err := e.st.cat.ReadMarks()
 	require.NoError(t, err)
-	require.Equal(t, []string{"a.1", "b.1", "c.1", "d.1"}, marks.names, ".mark is no mark")
+	require.Equal(t, []string{"a.1", "b.1", "c.1", "d.1"}, marks.Names, ".mark is no mark")
 	requireListsAsScan(t, e.st, summary.Query{}, "marks of both kinds")
 }
 
@@ -285,12 +286,12 @@ func TestCatalogMarkFailureNeverFailsAnAppend(t *testing.T) {
 			_, err := e.st.List(ctx, summary.Query{})
 			require.NoError(t, err)
 			f := vfs.NewFaulty(e.sim)
-			isMark := func(n string) bool { return strings.HasPrefix(n, marksDir+"/") }
+			isMark := func(n string) bool { return strings.HasPrefix(n, catalogfile.MarksDir+"/") }
 			// A full disk refuses a mark's link as it refuses its file.
 			f.Inject(vfs.Fault{Op: vfs.OpLink, Times: -1, Err: syscall.ENOSPC, Match: isMark})
 			f.Inject(vfs.Fault{Op: vfs.OpOpen, Times: -1, Err: syscall.ENOSPC, Match: isMark})
 			if removeFails {
-				f.Inject(vfs.Fault{Op: vfs.OpRemove, Times: -1, Err: syscall.EIO, Match: func(n string) bool { return n == catalogFile }})
+				f.Inject(vfs.Fault{Op: vfs.OpRemove, Times: -1, Err: syscall.EIO, Match: func(n string) bool { return n == catalogfile.Path }})
 			}
 			st := newStore(catRoot, nil, f, e.leases, Options{Now: e.clock.Now})
 			defer st.Close()
@@ -301,7 +302,7 @@ func TestCatalogMarkFailureNeverFailsAnAppend(t *testing.T) {
 				require.NoError(t, err, "append %d", rev+1)
 			}
 			if !removeFails {
-				_, err := e.sim.Lstat(catalogFile)
+				_, err := e.sim.Lstat(catalogfile.Path)
 				require.ErrorIs(t, err, os.ErrNotExist, "the catalog is removed")
 				requireListsAsScan(t, st, summary.Query{Limit: 2}, "no mark")
 			}
@@ -321,14 +322,14 @@ func TestCatalogOnDisk(t *testing.T) {
 	catFill(t, st, 20, "s")
 	_, err := st.List(ctx, summary.Query{})
 	require.NoError(t, err)
-	require.FileExists(t, filepath.Join(st.Dir(), catalogFile))
-	require.FileExists(t, filepath.Join(st.Dir(), catalogRootFile), "the root had settled by the store's clock")
+	require.FileExists(t, filepath.Join(st.Dir(), catalogfile.Path))
+	require.FileExists(t, filepath.Join(st.Dir(), catalogfile.RootPath), "the root had settled by the store's clock")
 
 	fresh, err := Open(st.Dir(), Options{Now: ahead})
 	require.NoError(t, err)
 	defer fresh.Close()
 	requireListsAsScan(t, fresh, summary.Query{Limit: 4}, "fresh")
-	require.Positive(t, fresh.listings.catalog.Load())
+	require.Positive(t, fresh.lister.Counts.Catalog.Load())
 
 	// Created, and deleted, by other handles.
 	catFill(t, st, 1, "t")

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/proctest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -162,22 +163,22 @@ func ctWorkload(t testing.TB, mutate int) *ctRun {
 	// Sim — a hook of the workload runs it in the middle of another call,
 	// which a store over rec.FS could not — and writes (steps 3 to 6)
 	// through st, so that its syncs are the recording's.
-	var looked *catalogLook
+	var looked *catalogfile.Look
 	var lookUnlock func()
 	look := func(fsys vfs.FS) {
 		looker := newStore(ctRoot, nil, fsys, leases, Options{Now: clock.Now})
 		t.Cleanup(func() { looker.Close() })
-		unlock, err := looker.lockCatalog(ctx, true)
+		unlock, err := looker.cat.Lock(ctx, true)
 		require.NoError(t, err)
-		l, err := looker.lookForCatalog(ctx, false)
+		l, err := looker.cat.LookFor(ctx, false)
 		require.NoError(t, err)
 		looked, lookUnlock = l, unlock
 	}
 	written := func(name string) {
 		step(name, func() {
-			_, err := st.writeLooked(ctx, looked)
+			_, err := st.cat.WriteLooked(ctx, looked)
 			require.NoError(t, err)
-			looked.release()
+			looked.Release()
 			lookUnlock()
 		})
 	}
@@ -187,7 +188,7 @@ func ctWorkload(t testing.TB, mutate int) *ctRun {
 	lookWhenMarking := func(id session.SessionID) {
 		var once atomic.Bool
 		when := func(n string) bool {
-			if strings.HasPrefix(n, marksDir+"/"+string(id)+".") && once.CompareAndSwap(false, true) {
+			if strings.HasPrefix(n, catalogfile.MarksDir+"/"+string(id)+".") && once.CompareAndSwap(false, true) {
 				look(rec.Sim)
 			}
 			return false
@@ -292,7 +293,7 @@ func ctWorkload(t testing.TB, mutate int) *ctRun {
 
 	// The marks directory deleted by hand: A's holder makes it again,
 	// durably, before its append; a rewrite looks before A's mark.
-	byHand("marks deleted by hand", marksDir, CatalogDir)
+	byHand("marks deleted by hand", catalogfile.MarksDir, CatalogDir)
 	lookWhenMarking(a)
 	acquire(a)
 	appendTo(a)
@@ -306,7 +307,9 @@ func ctWorkload(t testing.TB, mutate int) *ctRun {
 	// A mark that cannot be made: the catalog goes instead, durably,
 	// before C's append.
 	var failing atomic.Bool
-	cMark := func(n string) bool { return failing.Load() && strings.HasPrefix(n, marksDir+"/"+string(c)+".") }
+	cMark := func(n string) bool {
+		return failing.Load() && strings.HasPrefix(n, catalogfile.MarksDir+"/"+string(c)+".")
+	}
 	rec.FS.Inject(vfs.Fault{Op: vfs.OpLink, Times: -1, Err: syscall.ENOSPC, Match: cMark})
 	rec.FS.Inject(vfs.Fault{Op: vfs.OpOpen, Times: -1, Err: syscall.ENOSPC, Match: cMark})
 	failing.Store(true)
@@ -379,7 +382,7 @@ func ctCheck(crashed *vfs.Sim, p crashtest.Point[ctAck], _ crashtest.Crash, _ *r
 // failed test.
 func ctListsAsScan(ctx context.Context, st *Store, q summary.Query) error {
 	for pages := 0; pages < 100; pages++ {
-		want, err := st.listScan(ctx, q)
+		want, err := st.lister.Scan(ctx, q)
 		if err != nil {
 			return err
 		}

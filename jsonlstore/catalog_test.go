@@ -23,6 +23,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -119,14 +120,14 @@ func catQuery(r *rand.Rand) summary.Query {
 	return q
 }
 
-// requireListsAsScan pages through q with List and with listScan, the
+// requireListsAsScan pages through q with List and with the lister's Scan, the
 // listing that reads every session, and requires the same pages.
 func requireListsAsScan(t testing.TB, st *Store, q summary.Query, what string) {
 	t.Helper()
 	ctx := context.Background()
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 200)
-		want, err := st.listScan(ctx, q)
+		want, err := st.lister.Scan(ctx, q)
 		require.NoError(t, err)
 		got, err := st.List(ctx, q)
 		require.NoError(t, err, what)
@@ -160,7 +161,7 @@ func unreadableIDs(p summary.Page) []session.SessionID {
 
 // requireCatalogSound checks what lets a listing believe the catalog
 // without looking: every entry of a session that has no mark describes
-// its log as it is (catalog.go). A catalog that cannot be used (missing,
+// its log as it is (internal/catalogfile). A catalog that cannot be used (missing,
 // damaged, of other marks) claims nothing.
 func requireCatalogSound(t testing.TB, st *Store, what string) {
 	t.Helper()
@@ -170,16 +171,16 @@ func requireCatalogSound(t testing.TB, st *Store, what string) {
 }
 
 func catalogSound(st *Store) error {
-	marks, err := st.readMarks()
+	marks, err := st.cat.ReadMarks()
 	if err != nil {
 		return nil //nolint:nilerr // no marks to read: no catalog is believed
 	}
-	b, err := vfs.ReadFile(st.fs, catalogFile, 1<<30)
+	b, err := vfs.ReadFile(st.fs, catalogfile.Path, 1<<30)
 	if err != nil {
 		return nil //nolint:nilerr // no catalog
 	}
 	f, err := catalog.Decode(bytes.NewReader(b), int64(len(b)))
-	if err != nil || !marks.trusts(f) {
+	if err != nil || !marks.Trusts(f) {
 		return nil //nolint:nilerr // a catalog no listing believes
 	}
 	for i := range f.Len() {
@@ -187,10 +188,10 @@ func catalogSound(st *Store) error {
 		if err != nil {
 			return fmt.Errorf("a believed catalog: %w", err)
 		}
-		if len(marks.gens[e.ID]) > 0 || e.Unreadable {
+		if len(marks.Gens[e.ID]) > 0 || e.Unreadable {
 			continue
 		}
-		sum, stt, err := st.summaryState(context.Background(), e.ID)
+		sum, stt, err := catalogfile.Current(context.Background(), st.root, e.ID)
 		if errors.Is(err, sessionstore.ErrNotFound) {
 			continue // deleted: the root's state says so
 		}
@@ -212,16 +213,16 @@ var catTamper = []struct {
 	name string
 	do   func(t testing.TB, sim *vfs.Sim, r *rand.Rand)
 }{
-	{"catalog deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.Remove(catalogFile) }},
+	{"catalog deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.Remove(catalogfile.Path) }},
 	{"catalog directory deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.RemoveAll(CatalogDir) }},
 	{"catalog torn", func(t testing.TB, sim *vfs.Sim, r *rand.Rand) {
-		catRewrite(t, sim, catalogFile, func(b []byte) []byte { return b[:r.IntN(len(b))] })
+		catRewrite(t, sim, catalogfile.Path, func(b []byte) []byte { return b[:r.IntN(len(b))] })
 	}},
 	{"catalog byte flipped", func(t testing.TB, sim *vfs.Sim, r *rand.Rand) {
-		catRewrite(t, sim, catalogFile, func(b []byte) []byte { b[r.IntN(len(b))] ^= 1 << r.IntN(8); return b })
+		catRewrite(t, sim, catalogfile.Path, func(b []byte) []byte { b[r.IntN(len(b))] ^= 1 << r.IntN(8); return b })
 	}},
 	{"catalog garbage", func(t testing.TB, sim *vfs.Sim, r *rand.Rand) {
-		catRewrite(t, sim, catalogFile, func(b []byte) []byte {
+		catRewrite(t, sim, catalogfile.Path, func(b []byte) []byte {
 			for i := range b {
 				b[i] = byte(r.UintN(256))
 			}
@@ -229,18 +230,18 @@ var catTamper = []struct {
 		})
 	}},
 	{"catalog empty", func(t testing.TB, sim *vfs.Sim, _ *rand.Rand) {
-		catRewrite(t, sim, catalogFile, func([]byte) []byte { return nil })
+		catRewrite(t, sim, catalogfile.Path, func([]byte) []byte { return nil })
 	}},
 	{"catalog of a newer version", func(t testing.TB, sim *vfs.Sim, _ *rand.Rand) { catVersion(t, sim, catalog.Version+1) }},
 	{"catalog of an older version", func(t testing.TB, sim *vfs.Sim, _ *rand.Rand) { catVersion(t, sim, 0) }},
-	{"marks directory deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.RemoveAll(marksDir) }},
+	{"marks directory deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.RemoveAll(catalogfile.MarksDir) }},
 	{"marks directory made again", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) {
-		_ = sim.RemoveAll(marksDir)
-		_ = sim.Mkdir(marksDir, layout.DirPerm)
+		_ = sim.RemoveAll(catalogfile.MarksDir)
+		_ = sim.Mkdir(catalogfile.MarksDir, layout.DirPerm)
 	}},
-	{"root file deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.Remove(catalogRootFile) }},
+	{"root file deleted", func(_ testing.TB, sim *vfs.Sim, _ *rand.Rand) { _ = sim.Remove(catalogfile.RootPath) }},
 	{"root file garbage", func(t testing.TB, sim *vfs.Sim, _ *rand.Rand) {
-		catRewrite(t, sim, catalogRootFile, func(b []byte) []byte { return bytes.Repeat([]byte{'x'}, len(b)) })
+		catRewrite(t, sim, catalogfile.RootPath, func(b []byte) []byte { return bytes.Repeat([]byte{'x'}, len(b)) })
 	}},
 }
 
@@ -259,7 +260,7 @@ func catRewrite(t testing.TB, sim *vfs.Sim, name string, edit func([]byte) []byt
 
 // catVersion gives the catalog another version, with a valid checksum.
 func catVersion(t testing.TB, sim *vfs.Sim, v uint32) {
-	catRewrite(t, sim, catalogFile, func(b []byte) []byte {
+	catRewrite(t, sim, catalogfile.Path, func(b []byte) []byte {
 		if len(b) < catalog.HeaderSize {
 			return b
 		}
@@ -371,9 +372,9 @@ func (m *catModel) step() string {
 		what = "list"
 	}
 	st := m.store()
-	before := st.listings.catalog.Load()
+	before := st.lister.Counts.Catalog.Load()
 	requireListsAsScan(m.t, st, catQuery(m.r), what)
-	m.trusted = st.listings.catalog.Load() > before
+	m.trusted = st.lister.Counts.Catalog.Load() > before
 	if m.trusted {
 		m.served++
 	}
@@ -383,7 +384,7 @@ func (m *catModel) step() string {
 	rep, err := st.VerifyCatalog(context.Background())
 	require.NoError(m.t, err, what)
 	for _, p := range rep.Problems {
-		require.True(m.t, m.tampered && strings.HasPrefix(p, catalogFile+": "), "after %s: verify reports %q", what, p)
+		require.True(m.t, m.tampered && strings.HasPrefix(p, catalogfile.Path+": "), "after %s: verify reports %q", what, p)
 	}
 	return what
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -31,7 +33,7 @@ func settledCatalog(t *testing.T, e *catEnv, n int) {
 	e.clock.Advance(catalog.SettleTime)
 	_, err = e.st.List(ctx, summary.Query{})
 	require.NoError(t, err)
-	_, ok := e.st.readCatalogRoot()
+	_, ok := e.st.cat.ReadRoot()
 	require.True(t, ok, "the root file is written")
 }
 
@@ -40,7 +42,7 @@ func settledCatalog(t *testing.T, e *catEnv, n int) {
 // marks, so that listings still believe it.
 func recodeCatalog(t *testing.T, e *catEnv, edit func([]catalog.Entry) []catalog.Entry) {
 	t.Helper()
-	b, err := e.sim.ReadFile(catalogFile)
+	b, err := e.sim.ReadFile(catalogfile.Path)
 	require.NoError(t, err)
 	f, err := catalog.Decode(bytes.NewReader(b), int64(len(b)))
 	require.NoError(t, err)
@@ -55,7 +57,7 @@ func recodeCatalog(t *testing.T, e *catEnv, edit func([]catalog.Entry) []catalog
 	out.Entries = edit(out.Entries)
 	nb, err := catalog.Encode(out)
 	require.NoError(t, err)
-	catRewrite(t, e.sim, catalogFile, func([]byte) []byte { return nb })
+	catRewrite(t, e.sim, catalogfile.Path, func([]byte) []byte { return nb })
 }
 
 // TestVerifyCatalog: what VerifyCatalog says of each state a catalog may
@@ -67,57 +69,57 @@ func TestVerifyCatalog(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		do          func(t *testing.T, e *catEnv)
-		wantState   CatalogState
+		wantState   maintenance.CatalogState
 		wantChecked int
 		wantNote    string // in a note ("": none)
 		wantProblem string // in a problem ("": none)
 	}{
-		{name: "current", wantState: CatalogCurrent, wantChecked: 8},
-		{name: "missing", do: func(t *testing.T, e *catEnv) { require.NoError(t, e.sim.Remove(catalogFile)) },
-			wantState: CatalogMissing, wantNote: "no catalog"},
+		{name: "current", wantState: maintenance.CatalogCurrent, wantChecked: 8},
+		{name: "missing", do: func(t *testing.T, e *catEnv) { require.NoError(t, e.sim.Remove(catalogfile.Path)) },
+			wantState: maintenance.CatalogMissing, wantNote: "no catalog"},
 		{name: "a session created since", do: func(t *testing.T, e *catEnv) { catFill(t, e.st, 1, "t") },
-			wantState: CatalogCurrent, wantChecked: 8, wantNote: "1 sessions not in the catalog yet (t000)"},
+			wantState: maintenance.CatalogCurrent, wantChecked: 8, wantNote: "1 sessions not in the catalog yet (t000)"},
 		{name: "a session deleted since", do: func(t *testing.T, e *catEnv) {
 			w, err := e.st.Acquire(ctx, "s002", sessionstore.AcquireOptions{})
 			require.NoError(t, err)
 			require.NoError(t, w.Delete(ctx))
-		}, wantState: CatalogCurrent, wantChecked: 7, wantNote: "1 entries of sessions since deleted"},
+		}, wantState: maintenance.CatalogCurrent, wantChecked: 7, wantNote: "1 entries of sessions since deleted"},
 		{name: "a session being written", do: func(t *testing.T, e *catEnv) {
 			w, err := e.st.Acquire(ctx, "s003", sessionstore.AcquireOptions{})
 			require.NoError(t, err)
 			_, err = w.Append(ctx, 1, catSnap(t, "s003", 1, rand.New(rand.NewPCG(3, 3))))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = w.Release(ctx) })
-		}, wantState: CatalogCurrent, wantChecked: 7},
+		}, wantState: maintenance.CatalogCurrent, wantChecked: 7},
 		{name: "marks directory made again", do: func(t *testing.T, e *catEnv) {
-			require.NoError(t, e.sim.RemoveAll(marksDir))
-			require.NoError(t, e.sim.Mkdir(marksDir, layout.DirPerm))
-		}, wantState: CatalogStale, wantNote: "listings do not believe the catalog"},
+			require.NoError(t, e.sim.RemoveAll(catalogfile.MarksDir))
+			require.NoError(t, e.sim.Mkdir(catalogfile.MarksDir, layout.DirPerm))
+		}, wantState: maintenance.CatalogStale, wantNote: "listings do not believe the catalog"},
 		{name: "newer version", do: func(t *testing.T, e *catEnv) { catVersion(t, e.sim, catalog.Version+1) },
-			wantState: CatalogNewer, wantNote: "newer version"},
+			wantState: maintenance.CatalogNewer, wantNote: "newer version"},
 		{name: "torn", do: func(t *testing.T, e *catEnv) {
-			catRewrite(t, e.sim, catalogFile, func(b []byte) []byte { return b[:len(b)/2] })
-		}, wantState: CatalogDamaged, wantProblem: "catalog: damaged"},
+			catRewrite(t, e.sim, catalogfile.Path, func(b []byte) []byte { return b[:len(b)/2] })
+		}, wantState: maintenance.CatalogDamaged, wantProblem: "catalog: damaged"},
 		{name: "a summary's byte flipped", do: func(t *testing.T, e *catEnv) {
-			catRewrite(t, e.sim, catalogFile, func(b []byte) []byte { b[len(b)-3] ^= 4; return b })
-		}, wantState: CatalogDamaged, wantProblem: "checksum"},
+			catRewrite(t, e.sim, catalogfile.Path, func(b []byte) []byte { b[len(b)-3] ^= 4; return b })
+		}, wantState: maintenance.CatalogDamaged, wantProblem: "checksum"},
 		{name: "a log changed without a mark", do: func(t *testing.T, e *catEnv) { unmarkedAppend(t, e, "s004") },
-			wantState: CatalogDamaged, wantChecked: 7, wantProblem: "session s004: its log is not as its entry says, and the session has no mark"},
+			wantState: maintenance.CatalogDamaged, wantChecked: 7, wantProblem: "session s004: its log is not as its entry says, and the session has no mark"},
 		{name: "an entry claims another summary", do: func(t *testing.T, e *catEnv) {
 			recodeCatalog(t, e, func(es []catalog.Entry) []catalog.Entry {
 				es[5].Summary = bytes.Replace(es[5].Summary, []byte(`"title":"s005 step 0"`), []byte(`"title":"not its title"`), 1)
 				return es
 			})
-		}, wantState: CatalogDamaged, wantChecked: 8, wantProblem: "session s005: its entry says another summary"},
+		}, wantState: maintenance.CatalogDamaged, wantChecked: 8, wantProblem: "session s005: its entry says another summary"},
 		{name: "an entry claims another revision", do: func(t *testing.T, e *catEnv) {
 			recodeCatalog(t, e, func(es []catalog.Entry) []catalog.Entry { es[1].Revision = 7; return es })
-		}, wantState: CatalogDamaged, wantProblem: "entry"},
+		}, wantState: maintenance.CatalogDamaged, wantProblem: "entry"},
 		{name: "an entry claims another time", do: func(t *testing.T, e *catEnv) {
 			recodeCatalog(t, e, func(es []catalog.Entry) []catalog.Entry { es[6].Updated = es[6].Updated.Add(time.Hour); return es })
-		}, wantState: CatalogDamaged, wantChecked: 8, wantProblem: "session s006: its entry says updated"},
+		}, wantState: maintenance.CatalogDamaged, wantChecked: 8, wantProblem: "session s006: its entry says updated"},
 		{name: "a session hidden", do: func(t *testing.T, e *catEnv) {
 			recodeCatalog(t, e, func(es []catalog.Entry) []catalog.Entry { return es[1:] })
-		}, wantState: CatalogDamaged, wantChecked: 7, wantProblem: "it lacks s000: listings that believe it do not show them"}, // and no note that says listings read it
+		}, wantState: maintenance.CatalogDamaged, wantChecked: 7, wantProblem: "it lacks s000: listings that believe it do not show them"}, // and no note that says listings read it
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newCatEnv(t)
@@ -146,8 +148,8 @@ func TestVerifyCatalog(t *testing.T) {
 			rep, err = e.open(t).VerifyCatalog(ctx)
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "after reindex: %+v", rep)
-			if c.wantState != CatalogNewer {
-				require.Equal(t, CatalogCurrent, rep.State, "after reindex: %+v", rep)
+			if c.wantState != maintenance.CatalogNewer {
+				require.Equal(t, maintenance.CatalogCurrent, rep.State, "after reindex: %+v", rep)
 			}
 		})
 	}

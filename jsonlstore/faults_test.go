@@ -21,6 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/testing/crashtest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -90,7 +91,7 @@ func fltOpen(t testing.TB, backend string, realLeases bool) *fltEnv {
 // the operation under test, and the catalog's one-time directories are
 // faulted by the catalog's own tests.
 func withCatalogDirs(t testing.TB, fsys vfs.FS, sync bool) {
-	for _, d := range []struct{ dir, parent string }{{CatalogDir, "."}, {marksDir, CatalogDir}} {
+	for _, d := range []struct{ dir, parent string }{{CatalogDir, "."}, {catalogfile.MarksDir, CatalogDir}} {
 		err := fsys.Mkdir(d.dir, layout.DirPerm)
 		if err == nil && sync {
 			err = fsys.SyncDir(d.parent)

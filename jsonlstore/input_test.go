@@ -32,7 +32,7 @@ func tree(t *testing.T, root string) map[string]fs.FileMode {
 }
 
 // sessionsTree is tree without the catalog, which is no session's: a
-// listing may rewrite it (catalog.go) where readers modify nothing else.
+// listing may rewrite it (internal/catalogfile) where readers modify nothing else.
 func sessionsTree(t *testing.T, root string) map[string]fs.FileMode {
 	out := tree(t, root)
 	for p := range out {

@@ -167,7 +167,7 @@ func benchListCatalog(b *testing.B, root string, want session.SessionID) {
 			b.Fatal(err)
 		}
 		page, err := st.List(ctx, summary.Query{})
-		if err != nil || len(page.Items) != summary.DefaultLimit || page.Items[0].ID != want || st.listings.catalog.Load() != 1 {
+		if err != nil || len(page.Items) != summary.DefaultLimit || page.Items[0].ID != want || st.lister.Counts.Catalog.Load() != 1 {
 			b.Fatal(err, len(page.Items))
 		}
 		if err := st.Close(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -77,7 +78,7 @@ func TestSearchProvesRowsByTheCatalog(t *testing.T) {
 	// write the catalog and its root file.
 	require.Len(t, search(st, "platypus"), 1)
 	require.Len(t, search(st, "platypus"), 1)
-	_, err := os.Stat(filepath.Join(st.Dir(), catalogRootFile))
+	_, err := os.Stat(filepath.Join(st.Dir(), catalogfile.RootPath))
 	require.NoError(t, err, "a search wrote the catalog's root file")
 
 	f := fresh()
@@ -132,9 +133,9 @@ func TestSearchProvesRowsByTheCatalog(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.List(ctx, summary.Query{}) // and its root file
 	require.NoError(t, err)
-	marks, err := st.readMarks()
+	marks, err := st.cat.ReadMarks()
 	require.NoError(t, err)
-	require.Zero(t, marks.count(), "the catalog accounts for every session")
+	require.Zero(t, marks.Count(), "the catalog accounts for every session")
 	tmp := logFile + ".restore"
 	require.NoError(t, os.WriteFile(tmp, before, 0o600))
 	require.NoError(t, os.Rename(tmp, logFile))

@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
@@ -212,26 +213,26 @@ func (h searchHost) ProbeLog(id session.SessionID) (fs.FileInfo, error) {
 }
 
 // Sessions implements searchhost.Host: where the catalog can be believed
-// (catalog.go), an unmarked session's entry describes its log as it is,
-// and stands in for a probe. Otherwise, or with probeAll, the names are
-// the root's.
+// (catalogfile's trust rules), an unmarked session's entry describes its
+// log as it is, and stands in for a probe. Otherwise, or with probeAll,
+// the names are the root's.
 func (h searchHost) Sessions(ctx context.Context, probeAll bool) (searchhost.Sessions, error) {
 	s := h.s
-	var cl catalogList
-	keep := func(cl catalogList) func(context.Context, bool) {
+	var needs catalogfile.Needs
+	keep := func(needs catalogfile.Needs) func(context.Context, bool) {
 		return func(ctx context.Context, rebuild bool) {
 			if rebuild {
-				cl.up = upkeepRebuild
+				needs.Up = catalogfile.UpkeepRebuild
 			}
-			s.keepCatalog(ctx, cl)
+			s.cat.Keep(ctx, needs)
 		}
 	}
 	if !probeAll {
-		if v, ok := s.vouch(&cl); ok {
+		if v, ok := s.cat.Vouch(&needs); ok {
 			ids, logs, ok := vouchedStates(v)
-			v.lc.release()
+			v.LC.Release()
 			if ok {
-				return searchhost.Sessions{IDs: ids, Logs: logs, Keep: keep(cl)}, nil
+				return searchhost.Sessions{IDs: ids, Logs: logs, Keep: keep(needs)}, nil
 			}
 		}
 	}
@@ -245,19 +246,19 @@ func (h searchHost) Sessions(ctx context.Context, probeAll bool) (searchhost.Ses
 			ids = append(ids, session.SessionID(n))
 		}
 	}
-	return searchhost.Sessions{IDs: ids, Logs: make([]searchhost.LogState, len(ids)), Keep: keep(cl)}, nil
+	return searchhost.Sessions{IDs: ids, Logs: make([]searchhost.LogState, len(ids)), Keep: keep(needs)}, nil
 }
 
 // vouchedStates returns the sessions v knows to be under the root, with
-// the states its entries vouch for; those it does not vouch for (v.look)
+// the states its entries vouch for; those it does not vouch for (v.Look)
 // are left to probe. ok is false for an entry whose ID is not a
 // session's (a damaged catalog: no path it names is read).
-func vouchedStates(v vouched) (ids []session.SessionID, logs []searchhost.LogState, ok bool) {
-	f := v.lc.f
-	ids = make([]session.SessionID, 0, f.Len()+len(v.look))
-	logs = make([]searchhost.LogState, 0, f.Len()+len(v.look))
+func vouchedStates(v catalogfile.Vouched) (ids []session.SessionID, logs []searchhost.LogState, ok bool) {
+	f := v.LC.F
+	ids = make([]session.SessionID, 0, f.Len()+len(v.Look))
+	logs = make([]searchhost.LogState, 0, f.Len()+len(v.Look))
 	for i := range f.Len() {
-		if v.gone[i] {
+		if v.Gone[i] {
 			continue
 		}
 		id := f.EntryID(i)
@@ -265,12 +266,12 @@ func vouchedStates(v vouched) (ids []session.SessionID, logs []searchhost.LogSta
 			return nil, nil, false
 		}
 		ls := searchhost.LogState{}
-		if _, look := v.look[id]; !look {
+		if _, look := v.Look[id]; !look {
 			ls = searchhost.LogState{Proof: searchhost.Proof(f.Log(i)), Vouched: true}
 		}
 		ids, logs = append(ids, id), append(logs, ls)
 	}
-	for id, i := range v.look {
+	for id, i := range v.Look {
 		if i < 0 { // new: not in the catalog
 			ids, logs = append(ids, id), append(logs, searchhost.LogState{})
 		}
@@ -285,12 +286,12 @@ func (h searchHost) Held(ctx context.Context, id session.SessionID) bool {
 }
 
 func (h searchHost) ChangedWithoutMark(ids []session.SessionID) bool {
-	marks, err := h.s.readMarks()
+	marks, err := h.s.cat.ReadMarks()
 	if err != nil {
 		return false
 	}
 	for _, id := range ids {
-		if len(marks.gens[id]) == 0 && h.IsSession(id) {
+		if len(marks.Gens[id]) == 0 && h.IsSession(id) {
 			h.s.opts.Logger.Warn("jsonlstore: catalog entry changed without a mark (a program without the catalog, or a hand edit); searching by every log and rebuilding the catalog",
 				"session", id)
 			return true

@@ -21,7 +21,9 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/listing"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
@@ -109,12 +111,13 @@ type Store struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	watch  *watch.Watcher // started by the first Watch
-	cat    *loadedCatalog // the catalog read last (catalog.go)
+	// cat is the store's catalog (package catalogfile), lister its
+	// listings (package listing).
+	cat    *catalogfile.Catalog
+	lister *listing.Lister
 	// search is the search index the store was opened with
 	// (Options.Search, searchindex.go); nil: none.
 	search searchhost.Index
-	// listings counts how Lists were answered, for tests and diagnostics.
-	listings struct{ indexed, catalog, scanned, leaseProbes atomic.Int64 }
 }
 
 // Open opens (creating it, 0700, if needed) the store rooted at dir. It
@@ -160,6 +163,8 @@ func newStore(abs string, root *os.Root, fsys vfs.FS, leases leaser, opts Option
 		FS: fsys, Dir: abs, MaxRecordBytes: opts.MaxRecordBytes, BlobThreshold: opts.BlobThreshold,
 		FullRecordsOnly: opts.FullRecordsOnly, LeftoverAge: opts.LeftoverAge, Logger: opts.Logger, Now: opts.Now,
 	}}
+	s.cat = catalogfile.New(s.root, storeHost{s})
+	s.lister = listing.New(s.root, s.cat, storeHost{s})
 	if c, _ := s.opts.searchComponent(); c != nil { // checked by Open
 		s.search = c.Open(searchHost{s})
 	}
@@ -181,7 +186,7 @@ func (s *Store) Close() error {
 	if w != nil {
 		w.Close()
 	}
-	s.cacheCatalog(nil) // forget the cached catalog
+	s.cat.Close() // forget the cached catalog
 	if s.search != nil {
 		s.search.Close()
 	}
@@ -252,7 +257,7 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 	return &writer{
 		s: s, id: id, lease: lease, log: log, logID: vfs.IdentityOf(fi), dir: dir, app: app, blobs: blobs,
 		rev: last.Through(), last: last.Meta, size: fi.Size(), lastOffset: last.Offset,
-		report: report, mark: s.markFor(id, lease.Generation(), marked), feed: s.searchFeed(id, false),
+		report: report, mark: s.cat.MarkFor(id, lease.Generation(), marked), feed: s.searchFeed(id, false),
 	}, nil
 }
 
@@ -278,7 +283,7 @@ type newSession struct {
 	id    session.SessionID
 	tmp   string      // the temporary directory; "" once published
 	lease leaseHandle // nil once released
-	// marked: the lease's catalog mark is made (catalogmarks.go).
+	// marked: the lease's catalog mark is made (catalogfile.Catalog.Mark).
 	marked bool
 	log    vfs.File // the log, opened write-only, O_APPEND
 }

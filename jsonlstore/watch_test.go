@@ -14,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/listing"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -125,7 +126,7 @@ func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 	require.NoError(t, err)
 	list := func() summary.Page {
 		t.Helper()
-		page, ok, err := st.listIndexed(ctx, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit})
+		page, ok, err := st.lister.Indexed(ctx, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit})
 		require.NoError(t, err)
 		require.True(t, ok, "answered from the index")
 		viaList, err := st.List(ctx, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit})
@@ -159,7 +160,7 @@ func TestWatchFsnotifyListReadsItsWrites(t *testing.T) {
 
 // TestWatchListScanChecksPage: the scan ranks sessions by the summary
 // files that name the log on disk, but checks every item it returns as
-// summaryOf does; an item that fails the check (here a planted summary
+// logfile.Current does; an item that fails the check (here a planted summary
 // with the log's identity and size but another revision, and a time in
 // the future) is recomputed from the log and the page selected again.
 func TestWatchListScanChecksPage(t *testing.T) {
@@ -190,9 +191,9 @@ func TestWatchListScanChecksPage(t *testing.T) {
 	dirA, err := vfs.Sub(st.fs, "a")
 	require.NoError(t, err)
 	defer dirA.Close()
-	k, ok := readSummaryKeys(dirA, "a")
+	k, ok := listing.Ranked(dirA, "a")
 	require.True(t, ok, "the planted summary passes the ranking check")
-	require.Equal(t, sf.Summary.UpdatedAt.UTC(), k.Summary.UpdatedAt.UTC())
+	require.Equal(t, sf.Summary.UpdatedAt.UTC(), k.UpdatedAt.UTC())
 
 	for _, limit := range []int{1, 2, 3} {
 		page, err := st.List(ctx, summary.Query{Limit: limit})
@@ -223,7 +224,7 @@ func TestWatchListLeasesAsTheyAre(t *testing.T) {
 	defer other.Close()
 	leaseOf := func() summary.LeaseState {
 		t.Helper()
-		page, ok, err := st.listIndexed(ctx, summary.Query{})
+		page, ok, err := st.lister.Indexed(ctx, summary.Query{})
 		require.NoError(t, err)
 		require.True(t, ok, "answered from the index")
 		require.Len(t, page.Items, 1)
@@ -231,9 +232,9 @@ func TestWatchListLeasesAsTheyAre(t *testing.T) {
 	}
 	// The watcher looked at the free lease when it found the session: a
 	// listing takes it from the watcher.
-	before := st.listings.leaseProbes.Load()
+	before := st.lister.Counts.LeaseProbes.Load()
 	require.Equal(t, summary.LeaseFree, leaseOf())
-	require.Equal(t, before, st.listings.leaseProbes.Load(), "a free lease the watcher looked at is not inspected again")
+	require.Equal(t, before, st.lister.Counts.LeaseProbes.Load(), "a free lease the watcher looked at is not inspected again")
 	for round := range 20 {
 		require.Equal(t, summary.LeaseFree, leaseOf(), "round %d", round)
 		w, err := other.Acquire(ctx, "a", sessionstore.AcquireOptions{Label: "other"})

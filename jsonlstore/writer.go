@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
@@ -43,7 +44,7 @@ type writer struct {
 	failed     error            // set by the first I/O error; poisons the writer
 	lost       error            // set when fencing fails; every later call returns it
 	closed     bool
-	mark       writerMark // the catalog mark of this lease (catalogmarks.go)
+	mark       catalogfile.WriterMark // the catalog mark of this lease
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -258,7 +259,7 @@ func (w *writer) Release(ctx context.Context) error {
 	err := w.log.Close()
 	w.log = nil
 	w.sum.Close()
-	w.mark.close()
+	w.mark.Close()
 	_ = w.dir.Close()
 	if rerr := w.lease.Release(ctx); rerr != nil && err == nil {
 		err = rerr
@@ -291,9 +292,9 @@ func (w *writer) Delete(ctx context.Context) error {
 		return layout.OpErr("delete", w.id, err)
 	}
 	err = s.fs.SyncDir(".")
-	w.mark.close()
+	w.mark.Close()
 	if err == nil {
-		s.unmark(w.id, w.lease.Generation()) // the session is gone, durably
+		s.cat.Unmark(w.id, w.lease.Generation()) // the session is gone, durably
 	}
 	_ = w.lease.Moved(s.root.Abs(trash))
 	_ = w.lease.Release(context.WithoutCancel(ctx))

@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
 const reindexDoc = `
@@ -24,7 +24,7 @@ write.`
 
 // catalogReindexer is a store that keeps a catalog (jsonlstore).
 type catalogReindexer interface {
-	Reindex(ctx context.Context) (jsonlstore.CatalogReport, error)
+	Reindex(ctx context.Context) (maintenance.CatalogReport, error)
 }
 
 func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) int {

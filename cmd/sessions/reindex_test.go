@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
 // TestVerifyReindexCatalog: verify checks the catalog of a directory store
@@ -36,11 +37,11 @@ func TestVerifyReindexCatalog(t *testing.T) {
 	r = sessions(t, nil, "--dir", root, "verify", "--json")
 	var rep struct {
 		Sessions []json.RawMessage
-		Catalog  jsonlstore.CatalogVerifyReport
+		Catalog  maintenance.CatalogVerifyReport
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
 	require.Len(t, rep.Sessions, 4)
-	require.Equal(t, jsonlstore.CatalogCurrent, rep.Catalog.State)
+	require.Equal(t, maintenance.CatalogCurrent, rep.Catalog.State)
 
 	// A byte of a summary flipped: a problem of the catalog, exit 3; the
 	// sessions are sound, and listings still show every one.
@@ -59,7 +60,7 @@ func TestVerifyReindexCatalog(t *testing.T) {
 	r = sessions(t, nil, "--dir", root, "verify", "--json")
 	require.Equal(t, exitCorrupt, r.Code)
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
-	require.Equal(t, jsonlstore.CatalogDamaged, rep.Catalog.State)
+	require.Equal(t, maintenance.CatalogDamaged, rep.Catalog.State)
 	require.NotEmpty(t, rep.Catalog.Problems)
 
 	// reindex rebuilds it.
@@ -72,7 +73,7 @@ func TestVerifyReindexCatalog(t *testing.T) {
 	r = sessions(t, nil, "--dir", root, "reindex", "--json")
 	require.Equal(t, exitOK, r.Code, r.String())
 	var rr struct {
-		Catalog jsonlstore.CatalogReport
+		Catalog maintenance.CatalogReport
 		Search  sessionstore.SearchIndexReport
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rr), r.Stdout)

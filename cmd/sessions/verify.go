@@ -9,6 +9,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -75,7 +76,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return c.fail(err)
 		}
-		var crep *jsonlstore.CatalogVerifyReport
+		var crep *maintenance.CatalogVerifyReport
 		if cv, ok := st.(catalogVerifier); ok && len(names) == 0 {
 			r, err := cv.VerifyCatalog(ctx)
 			if err != nil {
@@ -97,8 +98,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 			out := struct {
 				sessionstore.VerifyReport
-				Catalog *jsonlstore.CatalogVerifyReport `json:"catalog,omitempty"`
-				Search  *jsonlstore.SearchVerifyReport  `json:"search_index,omitempty"`
+				Catalog *maintenance.CatalogVerifyReport `json:"catalog,omitempty"`
+				Search  *jsonlstore.SearchVerifyReport   `json:"search_index,omitempty"`
 			}{rep, crep, srep}
 			if err := writeJSON(stdout, out); err != nil {
 				return c.fail(err)
@@ -173,19 +174,19 @@ func printVerify(w io.Writer, rep *sessionstore.VerifyReport, quiet bool, p cli.
 
 // catalogVerifier is a store that keeps a catalog to check (jsonlstore).
 type catalogVerifier interface {
-	VerifyCatalog(ctx context.Context) (jsonlstore.CatalogVerifyReport, error)
+	VerifyCatalog(ctx context.Context) (maintenance.CatalogVerifyReport, error)
 }
 
 // printCatalogVerify prints what VerifyCatalog found: a line of the
 // catalog's state, its problems and (unless quiet) its notes.
-func printCatalogVerify(w io.Writer, rep *jsonlstore.CatalogVerifyReport, quiet bool, p cli.Palette) {
+func printCatalogVerify(w io.Writer, rep *maintenance.CatalogVerifyReport, quiet bool, p cli.Palette) {
 	if quiet && rep.OK() {
 		return
 	}
 	switch rep.State {
-	case jsonlstore.CatalogCurrent:
+	case maintenance.CatalogCurrent:
 		fmt.Fprintf(w, "catalog: %s (%s, %d checked against their logs)\n", p.Good("current"), entriesOf(rep.Entries), rep.Checked)
-	case jsonlstore.CatalogDamaged:
+	case maintenance.CatalogDamaged:
 		fmt.Fprintf(w, "catalog: %s (%s, %d checked against their logs)\n", p.Bad("DAMAGED"), entriesOf(rep.Entries), rep.Checked)
 	default:
 		fmt.Fprintf(w, "catalog: %s\n", p.Wait(string(rep.State)))

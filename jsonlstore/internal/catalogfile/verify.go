@@ -1,4 +1,4 @@
-package jsonlstore
+package catalogfile
 
 import (
 	"bytes"
@@ -14,64 +14,21 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// CatalogState is what VerifyCatalog found the catalog to be.
-type CatalogState string
-
-// The states of a catalog. Only CatalogDamaged is a problem: the others
-// are what a cache may be, and listings answer correctly in each.
-const (
-	// CatalogCurrent: listings believe the catalog, and it is right.
-	CatalogCurrent CatalogState = "current"
-	// CatalogMissing: there is no catalog; listings read every session
-	// until one writes it.
-	CatalogMissing CatalogState = "missing"
-	// CatalogStale: listings do not believe the catalog (its marks
-	// directory was replaced or lost a mark, or its owner may not write
-	// to it); the next listing that can rebuilds it.
-	CatalogStale CatalogState = "stale"
-	// CatalogNewer: a newer program wrote the catalog; this one lists
-	// without it and leaves it alone.
-	CatalogNewer CatalogState = "newer"
-	// CatalogDamaged: the catalog's bytes are not a whole catalog, or it
-	// claims what a log contradicts. Problems say what.
-	CatalogDamaged CatalogState = "damaged"
-)
-
-// CatalogVerifyReport is what VerifyCatalog found.
-type CatalogVerifyReport struct {
-	State CatalogState `json:"state"`
-	// Entries is the number of entries of the catalog, Checked the number
-	// compared with their sessions' logs. The others are of sessions that
-	// are being written (marked) or could not be read when the entry was
-	// made: listings read those sessions themselves.
-	Entries int `json:"entries"`
-	Checked int `json:"checked"`
-	// Notes are what is expected of a cache: sessions it does not know yet,
-	// entries of sessions since deleted, why listings do not believe it.
-	Notes []string `json:"notes,omitempty"`
-	// Problems are what no correct program leaves: bytes that fail their
-	// checks, an entry a listing would believe that its log contradicts,
-	// a session hidden from listings that believe the catalog.
-	Problems []string `json:"problems,omitempty"`
-}
-
-// OK reports whether the catalog has no problem.
-func (r *CatalogVerifyReport) OK() bool { return len(r.Problems) == 0 }
-
-func (r *CatalogVerifyReport) notef(format string, args ...any) {
+func notef(r *maintenance.CatalogVerifyReport, format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }
 
-func (r *CatalogVerifyReport) problemf(format string, args ...any) {
-	r.State = CatalogDamaged
+func problemf(r *maintenance.CatalogVerifyReport, format string, args ...any) {
+	r.State = maintenance.CatalogDamaged
 	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 }
 
-// VerifyCatalog checks the catalog (ROOT/.catalog/) against the sessions:
+// Verify checks the catalog (ROOT/.catalog/) against the sessions:
 // that its bytes pass their checksums and decode; that every entry a
 // listing would believe (its session has no mark) describes its session's
 // log as it is and carries the summary the log gives; and, when its root
@@ -81,53 +38,53 @@ func (r *CatalogVerifyReport) problemf(format string, args ...any) {
 // looked at again, never reported as a problem. It costs a read of every
 // session's latest revision. Errors: ctx's, a closed store, I/O that keeps
 // it from reading the root or the marks.
-func (s *Store) VerifyCatalog(ctx context.Context) (CatalogVerifyReport, error) {
-	if s.closed.Load() {
-		return CatalogVerifyReport{}, sessionstore.ErrClosed
+func (c *Catalog) Verify(ctx context.Context) (maintenance.CatalogVerifyReport, error) {
+	if c.host.Closed() {
+		return maintenance.CatalogVerifyReport{}, sessionstore.ErrClosed
 	}
 	// A catalog replaced while it is checked is checked again: a few
 	// times, since each replacement is a listing's that saw a change.
 	for range 3 {
-		rep, replaced, err := s.verifyCatalogOnce(ctx)
+		rep, replaced, err := c.verifyOnce(ctx)
 		if err != nil || !replaced {
 			return rep, err
 		}
 	}
-	return CatalogVerifyReport{State: CatalogStale, Notes: []string{"the catalog was rewritten during every check of it (a store being written): not checked"}}, nil
+	return maintenance.CatalogVerifyReport{State: maintenance.CatalogStale, Notes: []string{"the catalog was rewritten during every check of it (a store being written): not checked"}}, nil
 }
 
-// verifyCatalogOnce checks the catalog on disk. replaced reports that it
+// verifyOnce checks the catalog on disk. replaced reports that it
 // was replaced during the check, whose findings are then void.
-func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport, replaced bool, err error) {
-	rep.State = CatalogCurrent
+func (c *Catalog) verifyOnce(ctx context.Context) (rep maintenance.CatalogVerifyReport, replaced bool, err error) {
+	rep.State = maintenance.CatalogCurrent
 	// As a listing looks: the root, the marks, then the catalog (see
-	// listCatalog).
-	rootFi, err := s.fs.Lstat(".")
+	// the listing package).
+	rootFi, err := c.root.FS.Lstat(".")
 	if err != nil {
 		return rep, false, fmt.Errorf("jsonlstore: verify catalog: %w", err)
 	}
-	root := dirStateOf(rootFi)
-	if s.catalogKindProblems(&rep) {
+	root := DirStateOf(rootFi)
+	if c.kindProblems(&rep) {
 		return rep, false, nil
 	}
-	marks, err := s.readMarks()
+	marks, err := c.ReadMarks()
 	if err != nil {
 		return rep, false, fmt.Errorf("jsonlstore: verify catalog: %w", err)
 	}
-	f, state, err := s.readCatalogFile()
+	f, state, err := c.readFile()
 	switch {
 	case errors.Is(err, vfs.ErrReplaced):
 		return rep, true, nil
-	case errors.Is(err, errNoCatalog):
-		rep.State = CatalogMissing
-		rep.notef("no catalog: listings read every session until one writes it")
+	case errors.Is(err, ErrNoCatalog):
+		rep.State = maintenance.CatalogMissing
+		notef(&rep, "no catalog: listings read every session until one writes it")
 		return rep, false, nil
 	case errors.Is(err, catalog.ErrNewer):
-		rep.State = CatalogNewer
-		rep.notef("the catalog was written by a newer version of sessionstore: listings read the sessions and leave it to that version")
+		rep.State = maintenance.CatalogNewer
+		notef(&rep, "the catalog was written by a newer version of sessionstore: listings read the sessions and leave it to that version")
 		return rep, false, nil
 	case errors.Is(err, catalog.ErrDamaged):
-		rep.problemf("%s: %v; listings read the sessions meanwhile, and the next one (or a reindex) rebuilds it", catalogFile, err)
+		problemf(&rep, "%s: %v; listings read the sessions meanwhile, and the next one (or a reindex) rebuilds it", Path, err)
 		return rep, false, nil
 	case err != nil:
 		return rep, false, fmt.Errorf("jsonlstore: verify catalog: %w", err)
@@ -135,7 +92,7 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 	// If the file was replaced after it was read, what follows may compare
 	// an old catalog with newer logs.
 	stillThere := func() bool {
-		fi, err := s.fs.Lstat(catalogFile)
+		fi, err := c.root.FS.Lstat(Path)
 		return err == nil && vfs.StateOf(fi) == state
 	}
 	rep.Entries = f.Len()
@@ -149,18 +106,18 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		e, err := f.Entry(i)
 		switch {
 		case err != nil:
-			rep.problemf("%s: %v", catalogFile, err)
+			problemf(&rep, "%s: %v", Path, err)
 		case !e.ValidID():
-			rep.problemf("%s: %v: entry %d names %q, not a session ID", catalogFile, catalog.ErrDamaged, i, e.ID)
+			problemf(&rep, "%s: %v: entry %d names %q, not a session ID", Path, catalog.ErrDamaged, i, e.ID)
 		case e.Unreadable:
 			ents[i] = e
 			continue
 		default:
 			ents[i] = e
-			if sums[i], err = entrySummary(f, i); err == nil {
+			if sums[i], err = EntrySummary(f, i); err == nil {
 				continue
 			}
-			rep.problemf("%s: %v", catalogFile, err)
+			problemf(&rep, "%s: %v", Path, err)
 		}
 		bad = true
 	}
@@ -169,14 +126,14 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		return rep, !stillThere(), nil
 	}
 
-	if !marks.trusts(f) || !s.catalogDirWritable() {
-		rep.State = CatalogStale
-		rep.notef("listings do not believe the catalog (its marks directory is not the one it was written against, lacks a mark it kept, or may not be written to): the next listing that can rebuilds it")
+	if !marks.Trusts(f) || !c.DirWritable() {
+		rep.State = maintenance.CatalogStale
+		notef(&rep, "listings do not believe the catalog (its marks directory is not the one it was written against, lacks a mark it kept, or may not be written to): the next listing that can rebuilds it")
 		return rep, !stillThere(), nil
 	}
 
 	// The root's sessions beside the catalog's.
-	names, _, err := s.rootNames()
+	names, _, err := c.rootNames()
 	if err != nil {
 		return rep, false, err
 	}
@@ -185,7 +142,7 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 	for _, id := range names {
 		onDisk[id] = true
 		if f.Find(id) < 0 {
-			if _, err := logfile.StatLog(s.root, id); errors.Is(err, sessionstore.ErrNotFound) {
+			if _, err := logfile.StatLog(c.root, id); errors.Is(err, sessionstore.ErrNotFound) {
 				continue // a directory that holds no session: nobody lists it
 			}
 			unknown = append(unknown, id)
@@ -198,22 +155,22 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 		}
 	}
 	if len(unknown) > 0 || gone > 0 {
-		r, rok := s.readCatalogRoot()
+		r, rok := c.ReadRoot()
 		hidden := false
-		if rootTrusted(r, rok, f.ID, root) && len(unknown) > 0 {
+		if RootTrusted(r, rok, f.ID, root) && len(unknown) > 0 {
 			// Listings believe that the catalog holds every session: those
 			// it lacks are hidden, unless the root changed since it was
 			// looked at (a creation during the check).
-			if fi, err := s.fs.Lstat("."); err == nil && dirStateOf(fi) == root && stillThere() {
+			if fi, err := c.root.FS.Lstat("."); err == nil && DirStateOf(fi) == root && stillThere() {
 				hidden = true
-				rep.problemf("%s vouches that the catalog holds every session, but it lacks %s: listings that believe it do not show them until the root changes; `sessions reindex` rebuilds the catalog and the root file", catalogRootFile, idList(unknown))
+				problemf(&rep, "%s vouches that the catalog holds every session, but it lacks %s: listings that believe it do not show them until the root changes; `sessions reindex` rebuilds the catalog and the root file", RootPath, idList(unknown))
 			}
 		}
 		if len(unknown) > 0 && !hidden {
-			rep.notef("%d sessions not in the catalog yet (%s): listings read them until the next rewrite", len(unknown), idList(unknown))
+			notef(&rep, "%d sessions not in the catalog yet (%s): listings read them until the next rewrite", len(unknown), idList(unknown))
 		}
 		if gone > 0 {
-			rep.notef("%d entries of sessions since deleted: listings skip them until the next rewrite", gone)
+			notef(&rep, "%d entries of sessions since deleted: listings skip them until the next rewrite", gone)
 		}
 	}
 
@@ -225,28 +182,28 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 	found := make([]finding, f.Len())
 	err = layout.Parallel(ctx, f.Len(), func(i int) error {
 		e := &ents[i]
-		if e.Unreadable || len(marks.gens[e.ID]) > 0 || !onDisk[e.ID] {
+		if e.Unreadable || len(marks.Gens[e.ID]) > 0 || !onDisk[e.ID] {
 			return nil // listings read the session itself
 		}
-		fi, err := logfile.StatLog(s.root, e.ID)
+		fi, err := logfile.StatLog(c.root, e.ID)
 		if errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return nil // deleted during the check
 		}
 		if err != nil {
 			return nil //nolint:nilerr // unreadable now: the sessions' verification reports it
 		}
-		if logStateOf(fi) != e.Log {
-			found[i].problem = s.recheck(e.ID, marks, "its log is not as its entry says, and the session has no mark: a program that does not keep the catalog wrote it, or it was edited by hand; a listing that shows it rebuilds the catalog")
+		if LogStateOf(fi) != e.Log {
+			found[i].problem = c.recheck(e.ID, marks, "its log is not as its entry says, and the session has no mark: a program that does not keep the catalog wrote it, or it was edited by hand; a listing that shows it rebuilds the catalog")
 			return nil
 		}
-		sum, st, err := s.summaryFromLog(ctx, e.ID)
+		sum, st, err := c.fromLog(ctx, e.ID)
 		switch {
 		case logfile.EndsStoreWide(err):
 			return err
 		case err != nil:
 			return nil //nolint:nilerr // the sessions' verification reports it
 		case st != e.Log:
-			found[i].problem = s.recheck(e.ID, marks, "its log changed during the check without a mark")
+			found[i].problem = c.recheck(e.ID, marks, "its log changed during the check without a mark")
 			return nil
 		}
 		found[i].checked = true
@@ -266,32 +223,32 @@ func (s *Store) verifyCatalogOnce(ctx context.Context) (rep CatalogVerifyReport,
 			rep.Checked++
 		}
 		if found[i].problem != "" {
-			rep.problemf("session %s: %s", ents[i].ID, found[i].problem)
+			problemf(&rep, "session %s: %s", ents[i].ID, found[i].problem)
 		}
 	}
 	return rep, false, nil
 }
 
-// catalogKindProblems reports as problems what stands where the catalog
+// kindProblems reports as problems what stands where the catalog
 // keeps its directory, lock, marks, file or root file but is not of the
 // kind the store keeps there (a FIFO, a symlink, a file for a directory):
 // listings cannot use it, and `sessions reindex` sets it aside
 // (setAsideCatalogDamage). It reports whether it found any.
-func (s *Store) catalogKindProblems(rep *CatalogVerifyReport) bool {
+func (c *Catalog) kindProblems(rep *maintenance.CatalogVerifyReport) bool {
 	const after = "listings answer without it meanwhile, and `sessions reindex` sets it aside and rebuilds the catalog"
-	fi, err := s.fs.Lstat(CatalogDir)
+	fi, err := c.root.FS.Lstat(Dir)
 	if err != nil {
 		return false // missing (a listing writes it), or unreadable: the checks that follow say
 	}
 	if what := wrongKind(fi, true); what != "" {
-		rep.problemf("%s is %s, not the catalog's directory: %s", CatalogDir, what, after)
+		problemf(rep, "%s is %s, not the catalog's directory: %s", Dir, what, after)
 		return true
 	}
 	for _, k := range catalogKinds {
-		name := CatalogDir + "/" + k.name
-		if fi, err := s.fs.Lstat(name); err == nil {
+		name := Dir + "/" + k.name
+		if fi, err := c.root.FS.Lstat(name); err == nil {
 			if what := wrongKind(fi, k.dir); what != "" {
-				rep.problemf("%s is %s: %s", name, what, after)
+				problemf(rep, "%s is %s: %s", name, what, after)
 			}
 		}
 	}
@@ -300,17 +257,17 @@ func (s *Store) catalogKindProblems(rep *CatalogVerifyReport) bool {
 
 // recheck returns problem for session id, unless a mark of it came since
 // marks were read (a holder began writing it during the check): then "".
-func (s *Store) recheck(id session.SessionID, marks markSet, problem string) string {
-	if now, err := s.readMarks(); err != nil || len(now.gens[id]) > len(marks.gens[id]) {
+func (c *Catalog) recheck(id session.SessionID, marks MarkSet, problem string) string {
+	if now, err := c.ReadMarks(); err != nil || len(now.Gens[id]) > len(marks.Gens[id]) {
 		return ""
 	}
 	return problem
 }
 
-// readCatalogFile decodes the catalog on disk afresh (not the Store's
-// cached one), with the state of the file it read.
-func (s *Store) readCatalogFile() (*catalog.File, vfs.State, error) {
-	f, st, err := s.openCatalogFile()
+// readFile decodes the catalog on disk afresh (not the cached
+// one), with the state of the file it read.
+func (c *Catalog) readFile() (*catalog.File, vfs.State, error) {
+	f, st, err := c.openFile()
 	if err != nil {
 		return nil, vfs.State{}, err
 	}

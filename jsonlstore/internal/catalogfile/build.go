@@ -1,4 +1,4 @@
-package jsonlstore
+package catalogfile
 
 import (
 	"context"
@@ -18,11 +18,12 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// Writing the catalog (catalog.go). One writer at a time, under
+// Writing the catalog (doc.go). One writer at a time, under
 // .catalog/lock; a listing that cannot take it at once goes on without.
 //
 //  1. List the marks, then look at the root (its state, then its names):
@@ -52,43 +53,20 @@ import (
 //     and of sessions that no longer exist (no directory, and none being
 //     made). Not synced: a mark that comes back costs a stat.
 
-// CatalogReport is what a rewrite of the catalog did.
-type CatalogReport struct {
-	// Sessions is the number of entries written, Read the number of them
-	// read from their sessions (the others were taken from the previous
-	// catalog), Unreadable those that could not be read.
-	Sessions   int `json:"sessions"`
-	Read       int `json:"read"`
-	Unreadable int `json:"unreadable"`
-	// MarksRemoved and MarksKept count the marks let go and those left in
-	// place (their sessions were held, or being created).
-	MarksRemoved int `json:"marks_removed"`
-	MarksKept    int `json:"marks_kept"`
-	// RootFile says whether the root file was written (the root had not
-	// changed for two seconds, so that it was settled).
-	RootFile bool          `json:"root_file"`
-	Duration time.Duration `json:"duration_ns"`
-	// SetAside names (relative to the root) what Reindex moved out of
-	// the way before it rebuilt the catalog: entries where the catalog
-	// keeps its directory, lock, marks, file or root file that were not of
-	// the kind it keeps there (setAsideCatalogDamage).
-	SetAside []string `json:"set_aside,omitempty"`
-}
-
-// lockCatalog takes the catalog's lock: at once, or (wait) retrying until
+// Lock takes the catalog's lock: at once, or (wait) retrying until
 // ctx is done. It makes the catalog's directories and lock file as needed.
-func (s *Store) lockCatalog(ctx context.Context, wait bool) (func(), error) {
-	if err := s.ensureCatalogDirs(dirsLazy); err != nil {
+func (c *Catalog) Lock(ctx context.Context, wait bool) (func(), error) {
+	if err := c.ensureCatalogDirs(DirsLazy); err != nil {
 		return nil, err
 	}
-	f, err := s.fs.OpenFile(catalogLockFile, os.O_RDWR|os.O_CREATE, layout.FilePerm)
+	f, err := c.root.FS.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, layout.FilePerm)
 	if err != nil {
 		return nil, err
 	}
 	_ = f.Close() // it exists: the lock is taken on it by name
 	for {
-		unlock, err := s.leases.tryLock(s.root.Abs(catalogLockFile))
-		if !errors.Is(err, errLocked) || !wait {
+		unlock, err := c.host.TryLock(c.root.Abs(lockPath))
+		if !errors.Is(err, ErrLocked) || !wait {
 			return unlock, err
 		}
 		select {
@@ -99,29 +77,29 @@ func (s *Store) lockCatalog(ctx context.Context, wait bool) (func(), error) {
 	}
 }
 
-// writeCatalog writes a new catalog: from every session (full), or
+// Write writes a new catalog: from every session (full), or
 // keeping the previous catalog's entries of unmarked sessions. Without
-// wait it gives up at once (errLocked) when another process writes it.
-func (s *Store) writeCatalog(ctx context.Context, full, wait bool) (CatalogReport, error) {
-	unlock, err := s.lockCatalog(ctx, wait)
+// wait it gives up at once (ErrLocked) when another process writes it.
+func (c *Catalog) Write(ctx context.Context, full, wait bool) (maintenance.CatalogReport, error) {
+	unlock, err := c.Lock(ctx, wait)
 	if err != nil {
-		return CatalogReport{}, fmt.Errorf("jsonlstore: catalog: %w", err)
+		return maintenance.CatalogReport{}, fmt.Errorf("jsonlstore: catalog: %w", err)
 	}
 	defer unlock()
-	l, err := s.lookForCatalog(ctx, full)
+	l, err := c.LookFor(ctx, full)
 	if err != nil {
-		return CatalogReport{}, err
+		return maintenance.CatalogReport{}, err
 	}
-	defer l.release()
-	return s.writeLooked(ctx, l)
+	defer l.Release()
+	return c.WriteLooked(ctx, l)
 }
 
-// catalogLook is what a catalog's writer saw before it read any session
+// Look is what a catalog's writer saw before it read any session
 // (steps 1 and 2): the marks, the root, the previous catalog, the leases
 // of the marked sessions.
-type catalogLook struct {
+type Look struct {
 	start    time.Time
-	marks    markSet
+	marks    MarkSet
 	root     catalog.DirState
 	observed int64
 	names    []session.SessionID
@@ -131,39 +109,40 @@ type catalogLook struct {
 	// prev is the catalog replaced, when the marks vouch for it; reuse is
 	// prev unless every session is to be read again.
 	prev, reuse *catalog.File
-	prevRef     *loadedCatalog
+	prevRef     *Loaded
 }
 
-func (l *catalogLook) release() {
+// Release gives back the previous catalog the look holds.
+func (l *Look) Release() {
 	if l.prevRef != nil {
-		l.prevRef.release()
+		l.prevRef.Release()
 	}
 }
 
-// lookForCatalog makes steps 1 and 2, under the catalog's lock.
-func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, error) {
-	l := &catalogLook{start: time.Now(), held: map[session.SessionID]bool{}}
+// LookFor makes steps 1 and 2, under the catalog's lock.
+func (c *Catalog) LookFor(ctx context.Context, full bool) (*Look, error) {
+	l := &Look{start: time.Now(), held: map[session.SessionID]bool{}}
 	// Step 1.
 	var err error
-	if l.marks, err = s.readMarks(); err != nil {
+	if l.marks, err = c.ReadMarks(); err != nil {
 		return nil, err
 	}
-	if !l.marks.exists {
-		return nil, fmt.Errorf("jsonlstore: catalog: %s is missing", marksDir)
+	if !l.marks.Exists {
+		return nil, fmt.Errorf("jsonlstore: catalog: %s is missing", MarksDir)
 	}
-	rootFi, err := s.fs.Lstat(".")
+	rootFi, err := c.root.FS.Lstat(".")
 	if err != nil {
 		return nil, fmt.Errorf("jsonlstore: catalog: %w", err)
 	}
-	l.root, l.observed = dirStateOf(rootFi), s.opts.Now().UnixNano()
-	if l.names, l.creating, err = s.rootNames(); err != nil {
+	l.root, l.observed = DirStateOf(rootFi), c.root.Now().UnixNano()
+	if l.names, l.creating, err = c.rootNames(); err != nil {
 		return nil, err
 	}
-	if lc, err := s.openCatalog(); err == nil {
-		if l.marks.trusts(lc.f) {
-			l.prev, l.prevRef = lc.f, lc
+	if lc, err := c.Open(); err == nil {
+		if l.marks.Trusts(lc.F) {
+			l.prev, l.prevRef = lc.F, lc
 		} else {
-			lc.release()
+			lc.Release()
 		}
 	}
 	if !full {
@@ -176,14 +155,14 @@ func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, er
 		l.present[id] = true
 	}
 	var probe []session.SessionID
-	for id := range l.marks.gens {
+	for id := range l.marks.Gens {
 		if l.present[id] {
 			probe = append(probe, id)
 		}
 	}
 	probed := make([]bool, len(probe))
 	if err := layout.Parallel(ctx, len(probe), func(k int) error {
-		st, err := s.Lease(ctx, probe[k])
+		st, err := c.host.Lease(ctx, probe[k])
 		if logfile.EndsStoreWide(err) {
 			return err
 		}
@@ -191,7 +170,7 @@ func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, er
 		probed[k] = err != nil || st.State == summary.LeaseHeld
 		return nil //nolint:nilerr // that error is the answer: held
 	}); err != nil {
-		l.release()
+		l.Release()
 		return nil, err
 	}
 	for k, id := range probe {
@@ -202,18 +181,18 @@ func (s *Store) lookForCatalog(ctx context.Context, full bool) (*catalogLook, er
 	return l, nil
 }
 
-// writeLooked makes steps 3 to 6 of a rewrite whose look is l.
-func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport, error) {
-	var rep CatalogReport
+// WriteLooked makes steps 3 to 6 of a rewrite whose look is l.
+func (c *Catalog) WriteLooked(ctx context.Context, l *Look) (maintenance.CatalogReport, error) {
+	var rep maintenance.CatalogReport
 	marks, names, old := l.marks, l.names, l.reuse
 	// Step 3.
 	entries := make([]catalog.Entry, len(names))
 	found, read := make([]bool, len(names)), make([]bool, len(names))
 	err := layout.Parallel(ctx, len(names), func(k int) error {
 		id := names[k]
-		if old != nil && len(marks.gens[id]) == 0 {
+		if old != nil && len(marks.Gens[id]) == 0 {
 			i := old.Find(id)
-			if e, err := entryAt(old, i); err == nil && !e.Unreadable {
+			if e, err := EntryAt(old, i); err == nil && !e.Unreadable {
 				b, err := old.Summary(i)
 				if err == nil {
 					e.Summary = b
@@ -222,7 +201,7 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 				}
 			}
 		}
-		e, ok, err := s.catalogEntry(ctx, id)
+		e, ok, err := c.catalogEntry(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -232,8 +211,8 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 	if err != nil {
 		return rep, err
 	}
-	f := &catalog.File{ID: newCatalogID(), Written: s.opts.Now().UnixNano()}
-	mid := vfs.IdentityOf(marks.dir)
+	f := &catalog.File{ID: newCatalogID(), Written: c.root.Now().UnixNano()}
+	mid := vfs.IdentityOf(marks.Dir)
 	f.MarksDev, f.MarksIno = mid.Dev, mid.Ino
 	every := true
 	for k := range entries {
@@ -254,11 +233,11 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 	// Which marks go (step 6), counted before the catalog is written so
 	// that it names those that stay.
 	var drop []string
-	for id, gens := range marks.gens {
+	for id, gens := range marks.Gens {
 		keep := l.held[id] || l.creating[id]
 		if !keep && !l.present[id] {
 			// Not a session any more, unless it appeared after the look.
-			if _, err := s.fs.Lstat(layout.SessionDir(id)); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := c.root.FS.Lstat(layout.SessionDir(id)); !errors.Is(err, fs.ErrNotExist) {
 				keep = true
 			}
 		}
@@ -277,28 +256,28 @@ func (s *Store) writeLooked(ctx context.Context, l *catalogLook) (CatalogReport,
 	if err != nil {
 		return rep, err
 	}
-	if err := vfs.WriteFileAtomic(s.fs, CatalogDir, "catalog", b, layout.FilePerm, false, "-"+layout.RandomSuffix()); err != nil {
+	if err := vfs.WriteFileAtomic(c.root.FS, Dir, "catalog", b, layout.FilePerm, false, "-"+layout.RandomSuffix()); err != nil {
 		return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
 	}
 	if l.prev != nil && dropsUnkept(drop, l.prev.Kept) {
-		if err := s.fs.SyncDir(CatalogDir); err != nil {
+		if err := c.root.FS.SyncDir(Dir); err != nil {
 			return rep, fmt.Errorf("jsonlstore: write catalog: %w", err)
 		}
 	}
 
 	// Step 5.
 	if every && catalog.Settled(l.root, l.observed) {
-		rep.RootFile = s.writeCatalogRoot(catalog.Root{Catalog: f.ID, Dir: l.root, Observed: l.observed}) == nil
+		rep.RootFile = c.WriteRoot(catalog.Root{Catalog: f.ID, Dir: l.root, Observed: l.observed}) == nil
 	}
 
 	// Step 6.
 	for _, name := range drop {
-		if err := s.fs.Remove(marksDir + "/" + name); err == nil || errors.Is(err, fs.ErrNotExist) {
+		if err := c.root.FS.Remove(MarksDir + "/" + name); err == nil || errors.Is(err, fs.ErrNotExist) {
 			rep.MarksRemoved++
 		}
 	}
 	rep.MarksKept += len(drop) - rep.MarksRemoved
-	s.sweepCatalogTemps()
+	c.sweepCatalogTemps()
 	rep.Duration = time.Since(l.start)
 	return rep, nil
 }
@@ -316,8 +295,8 @@ func dropsUnkept(drop, kept []string) bool {
 
 // rootNames lists the sessions under the root (directories named by a
 // valid ID), and the IDs of sessions being created (temporary directories).
-func (s *Store) rootNames() ([]session.SessionID, map[session.SessionID]bool, error) {
-	entries, err := s.fs.ReadDir(".")
+func (c *Catalog) rootNames() ([]session.SessionID, map[session.SessionID]bool, error) {
+	entries, err := c.root.FS.ReadDir(".")
 	if err != nil {
 		return nil, nil, fmt.Errorf("jsonlstore: list root: %w", err)
 	}
@@ -340,8 +319,8 @@ func (s *Store) rootNames() ([]session.SessionID, map[session.SessionID]bool, er
 // catalogEntry reads session id's entry from its files. ok is false when
 // there is no such session (any more); a session that cannot be read gets
 // an entry that says why.
-func (s *Store) catalogEntry(ctx context.Context, id session.SessionID) (catalog.Entry, bool, error) {
-	sum, st, err := s.summaryState(ctx, id)
+func (c *Catalog) catalogEntry(ctx context.Context, id session.SessionID) (catalog.Entry, bool, error) {
+	sum, st, err := c.current(ctx, id)
 	switch {
 	case err == nil:
 	case logfile.EndsStoreWide(err):
@@ -372,21 +351,21 @@ func entryOf(sum summary.Summary, st catalog.LogState) (catalog.Entry, bool, err
 	return e, true, nil
 }
 
-// writeCatalogRoot replaces the root file, atomically but not durably.
-func (s *Store) writeCatalogRoot(r catalog.Root) error {
-	return vfs.WriteFileAtomic(s.fs, CatalogDir, "root", catalog.EncodeRoot(r), layout.FilePerm, false, "-"+layout.RandomSuffix())
+// WriteRoot replaces the root file, atomically but not durably.
+func (c *Catalog) WriteRoot(r catalog.Root) error {
+	return vfs.WriteFileAtomic(c.root.FS, Dir, "root", catalog.EncodeRoot(r), layout.FilePerm, false, "-"+layout.RandomSuffix())
 }
 
 // sweepCatalogTemps removes what writers of the catalog that died left in
 // its directory: temporary catalogs (only the lock's holder writes them,
 // and it holds the lock now) and temporary root files older than
 // LeftoverAge (listings write those without the lock).
-func (s *Store) sweepCatalogTemps() {
-	entries, err := s.fs.ReadDir(CatalogDir)
+func (c *Catalog) sweepCatalogTemps() {
+	entries, err := c.root.FS.ReadDir(Dir)
 	if err != nil {
 		return
 	}
-	now := s.opts.Now()
+	now := c.root.Now()
 	for _, e := range entries {
 		name := e.Name()
 		suffix, ok := strings.CutSuffix(name, layout.TmpSuffix)
@@ -397,13 +376,13 @@ func (s *Store) sweepCatalogTemps() {
 		case strings.HasPrefix(suffix, catalogTemp) && layout.IsSuffix(strings.TrimPrefix(suffix, catalogTemp)):
 		case strings.HasPrefix(suffix, rootTemp) && layout.IsSuffix(strings.TrimPrefix(suffix, rootTemp)):
 			fi, err := e.Info()
-			if err != nil || now.Sub(fi.ModTime()) < s.opts.LeftoverAge {
+			if err != nil || now.Sub(fi.ModTime()) < c.root.LeftoverAge {
 				continue
 			}
 		default:
 			continue
 		}
-		_ = s.fs.Remove(CatalogDir + "/" + name)
+		_ = c.root.FS.Remove(Dir + "/" + name)
 	}
 }
 
@@ -424,15 +403,15 @@ func newCatalogID() uint64 {
 // listing — but it is the way back after something changed logs behind
 // the catalog (a program built before it, a hand edit). It modifies no
 // session. Errors: ctx's, a closed store, I/O on the catalog's files.
-func (s *Store) Reindex(ctx context.Context) (CatalogReport, error) {
-	if s.closed.Load() {
-		return CatalogReport{}, sessionstore.ErrClosed
+func (c *Catalog) Reindex(ctx context.Context) (maintenance.CatalogReport, error) {
+	if c.host.Closed() {
+		return maintenance.CatalogReport{}, sessionstore.ErrClosed
 	}
-	aside, err := s.setAsideCatalogDamage()
+	aside, err := c.setAsideCatalogDamage()
 	if err != nil {
-		return CatalogReport{SetAside: aside}, fmt.Errorf("jsonlstore: catalog: %w", err)
+		return maintenance.CatalogReport{SetAside: aside}, fmt.Errorf("jsonlstore: catalog: %w", err)
 	}
-	rep, err := s.writeCatalog(ctx, true, true)
+	rep, err := c.Write(ctx, true, true)
 	rep.SetAside = aside
 	return rep, err
 }
@@ -479,34 +458,34 @@ func wrongKind(fi fs.FileInfo, dir bool) string {
 // .catalog-aside-<random>, the others to .catalog/aside-<name>-<random>.
 // It returns the new names. Anything else in .catalog is left alone (the
 // catalog reads only its own names).
-func (s *Store) setAsideCatalogDamage() ([]string, error) {
+func (c *Catalog) setAsideCatalogDamage() ([]string, error) {
 	var aside []string
 	move := func(name, to string) error {
-		if err := s.fs.Rename(name, to); err != nil {
+		if err := c.root.FS.Rename(name, to); err != nil {
 			return fmt.Errorf("set aside %s: %w", name, err)
 		}
 		aside = append(aside, to)
 		return nil
 	}
-	fi, err := s.fs.Lstat(CatalogDir)
+	fi, err := c.root.FS.Lstat(Dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case err != nil:
 		return nil, err
 	case wrongKind(fi, true) != "":
-		return aside, move(CatalogDir, CatalogDir+"-"+catalogAside+layout.RandomSuffix())
+		return aside, move(Dir, Dir+"-"+catalogAside+layout.RandomSuffix())
 	}
 	for _, k := range catalogKinds {
-		name := CatalogDir + "/" + k.name
-		fi, err := s.fs.Lstat(name)
+		name := Dir + "/" + k.name
+		fi, err := c.root.FS.Lstat(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case err != nil:
 			return aside, err
 		case wrongKind(fi, k.dir) != "":
-			if err := move(name, CatalogDir+"/"+catalogAside+k.name+"-"+layout.RandomSuffix()); err != nil {
+			if err := move(name, Dir+"/"+catalogAside+k.name+"-"+layout.RandomSuffix()); err != nil {
 				return aside, err
 			}
 		}

@@ -1,4 +1,4 @@
-package jsonlstore
+package listing
 
 import (
 	"testing"

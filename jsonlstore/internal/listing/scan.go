@@ -1,4 +1,4 @@
-package jsonlstore
+package listing
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
@@ -19,24 +18,12 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// List has three ways to a page, tried in this order (list.go chooses),
-// each costing in proportion to the number of sessions and the page,
-// never to the length of histories:
-//
-//   - listIndexed, when the watcher runs: once it confirms that its index
-//     holds every change made before the call (watch.Watcher.Current), the page
-//     is selected from memory; only its items' lease status is read.
-//   - listCatalog (cataloglist.go), when the catalog can be believed: the
-//     page is selected from .catalog/catalog, one file, and every entry it
-//     returns is proved current by an lstat of its log.
-//   - listScan otherwise: each session's summary.json is read and checked
-//     against a stat of its log, but only the fields a filter or an order
-//     needs are decoded; the page is selected from those, and only its
-//     items are then read in full and checked as summaryOf checks them.
-//
-// After a listing from the catalog or a scan, keepCatalog does what the
-// listing found the catalog to need (a rewrite, or a root file) for the
-// next one; a listing never waits for that.
+// The scan: the route a listing takes when neither the watcher's index
+// nor the catalog can answer (listing.go chooses). Every session's
+// summary.json is read and checked against a stat of its log, but only
+// the fields a filter or an order needs are decoded; the page is selected
+// from those, and only its items are then read in full and checked as
+// logfile.Current checks them.
 //
 // Why ranking by (identity, size) alone is sound: the holder writes
 // summary.json after an append is durable, naming the log's identity and
@@ -46,45 +33,13 @@ import (
 // vouches for is corruption, never a tail) — and when repair cuts it,
 // which moves summary.json aside, durably, first. So a summary whose
 // identity and size are those of the log describes the log's last record.
-// The revision check summaryOf adds costs opening the log; it guards
+// The revision check logfile.Current adds costs opening the log; it guards
 // against what the protocol excludes (a summary planted next to a log that
 // reuses an inode number and has its size), and it is still made for
 // every item List returns: a page item that fails it is recomputed from
 // the log and the page selected again.
 
-// listIndexed answers q from the watcher's index. ok is false when there
-// is no watcher, it has not completed its initial scan, or it cannot
-// confirm that its index is current.
-func (s *Store) listIndexed(ctx context.Context, q summary.Query) (_ summary.Page, ok bool, _ error) {
-	s.mu.Lock()
-	w := s.watch
-	s.mu.Unlock()
-	if w == nil || !w.Current(ctx) {
-		return summary.Page{}, false, nil
-	}
-	page, leases, err := w.PageWithLeases(q)
-	if err != nil {
-		return summary.Page{}, true, err
-	}
-	// A lease is computed when it is read, unless the watcher's status
-	// cannot have changed: a free lease whose record is the one the
-	// watcher looked at (every acquisition replaces it; only a holder's
-	// death writes nothing, and a free lease has no holder to die). A
-	// held, stale or unknown lease is inspected.
-	var todo []int
-	for i := range page.Items {
-		if page.Items[i].Lease.State == summary.LeaseFree {
-			if fi, err := vfs.Probe(s.fs, layout.SessionDir(page.Items[i].ID)+"/"+fslease.RecordFile); err == nil && leases[i].Unchanged(fi) {
-				continue
-			}
-		}
-		todo = append(todo, i)
-	}
-	s.fillLeasesOf(ctx, page.Items, todo)
-	return page, true, nil
-}
-
-// scanned is one session as listScan sees it.
+// scanned is one session as Scan sees it.
 type scanned struct {
 	id session.SessionID
 	// sum is the full summary when checked, else only the fields that
@@ -92,24 +47,24 @@ type scanned struct {
 	sum     summary.Summary
 	listed  bool  // false: gone, or unreadable
 	bad     error // why it is unreadable (a damaged log, a permission error); nil otherwise
-	checked bool  // sum was checked as summaryOf checks it
+	checked bool  // sum was checked as logfile.Current checks it
 }
 
-// listScan answers q by reading every session's summary from disk.
-func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, error) {
+// Scan answers q by reading every session's summary from disk.
+func (l *Lister) Scan(ctx context.Context, q summary.Query) (summary.Page, error) {
 	var all []scanned
 	sel, err := summary.NewSelection(q, func(i int) *summary.Summary { return &all[i].sum })
 	if err != nil {
 		return summary.Page{}, err
 	}
-	ids, err := s.sessionIDs()
+	ids, err := layout.SessionIDs(l.root.FS)
 	if err != nil {
 		return summary.Page{}, err
 	}
 	all = make([]scanned, len(ids))
 	err = layout.Parallel(ctx, len(ids), func(i int) error {
 		var err error
-		all[i], err = s.scanSession(ctx, ids[i])
+		all[i], err = l.scanSession(ctx, ids[i])
 		return err
 	})
 	if err != nil {
@@ -132,7 +87,7 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 			if c.checked {
 				continue
 			}
-			sum, err := s.summaryOf(ctx, c.id)
+			sum, err := l.current(ctx, c.id)
 			if err != nil {
 				if logfile.EndsStoreWide(err) {
 					return summary.Page{}, err
@@ -158,29 +113,29 @@ func (s *Store) listScan(ctx context.Context, q summary.Query) (summary.Page, er
 				page.Unreadable = append(page.Unreadable, summary.UnreadableOf(all[i].id, all[i].bad))
 			}
 		}
-		s.fillLeases(ctx, page.Items)
+		l.fillLeases(ctx, page.Items)
 		return page, nil
 	}
 }
 
-// scanSession reads what listScan needs of session id: the ranking fields
+// scanSession reads what Scan needs of session id: the ranking fields
 // of its summary.json when it names the log on disk, else its summary
 // computed from the log. Both files are reached through the session
 // directory, opened once (vfs.Sub): on the real file system that saves
 // resolving the directory again for each.
-func (s *Store) scanSession(ctx context.Context, id session.SessionID) (scanned, error) {
-	if dir, err := vfs.Sub(s.fs, layout.SessionDir(id)); err == nil {
+func (l *Lister) scanSession(ctx context.Context, id session.SessionID) (scanned, error) {
+	if dir, err := vfs.Sub(l.root.FS, layout.SessionDir(id)); err == nil {
 		k, ok := readSummaryKeys(dir, id)
 		var fi fs.FileInfo
 		if ok {
-			fi, err = dir.Lstat(LogFile)
+			fi, err = dir.Lstat(layout.LogFile)
 		}
 		_ = dir.Close() // a directory handle: nothing to flush
 		if ok && err == nil && (logfile.SummaryFile{Log: k.Log, LogSize: k.LogSize, LogMtime: k.LogMtime}).Matches(fi) {
 			return scanned{id: id, sum: k.ranked(), listed: true}, nil
 		}
 	}
-	sum, err := s.summaryOf(ctx, id)
+	sum, err := l.current(ctx, id)
 	if err != nil {
 		if logfile.EndsStoreWide(err) {
 			return scanned{}, err
@@ -207,28 +162,6 @@ func sameRank(a, b *summary.Summary) bool {
 	return a.ID == b.ID && a.State == b.State && a.Kind == b.Kind && a.ParentID == b.ParentID &&
 		a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt) &&
 		a.Project == b.Project && maps.Equal(a.Labels, b.Labels)
-}
-
-// fillLeases computes the lease status of a page's items, now. Errors
-// leave the status unknown, as a session may be deleted meanwhile.
-func (s *Store) fillLeases(ctx context.Context, items []summary.Summary) {
-	all := make([]int, len(items))
-	for i := range all {
-		all[i] = i
-	}
-	s.fillLeasesOf(ctx, items, all)
-}
-
-// fillLeasesOf is fillLeases for the items at the indexes todo.
-func (s *Store) fillLeasesOf(ctx context.Context, items []summary.Summary, todo []int) {
-	_ = layout.Parallel(ctx, len(todo), func(j int) error {
-		i := todo[j]
-		s.listings.leaseProbes.Add(1)
-		if st, err := s.Lease(ctx, items[i].ID); err == nil {
-			items[i].Lease = st
-		}
-		return nil
-	})
 }
 
 // --- ranking fields of summary.json -----------------------------------------
@@ -271,7 +204,7 @@ func (k *summaryKeys) ranked() summary.Summary {
 func readSummaryKeys(dir vfs.FS, id session.SessionID) (summaryKeys, bool) {
 	bp := summaryBufs.Get().(*[]byte)
 	defer summaryBufs.Put(bp)
-	b, err := readSmallFile(dir, SummaryFile, logfile.MaxSummaryBytes, bp)
+	b, err := readSmallFile(dir, layout.SummaryFile, logfile.MaxSummaryBytes, bp)
 	if err != nil {
 		return summaryKeys{}, false
 	}
@@ -322,4 +255,25 @@ func decodeSummaryKeys(b []byte, id session.SessionID) (summaryKeys, bool) {
 		return summaryKeys{}, false
 	}
 	return k, true
+}
+
+// current is logfile.Current without the log's state, refused once the
+// store is closed (as every read of a session is).
+func (l *Lister) current(ctx context.Context, id session.SessionID) (summary.Summary, error) {
+	if l.host.Closed() {
+		return summary.Summary{}, sessionstore.ErrClosed
+	}
+	sum, _, err := logfile.Current(ctx, l.root, id)
+	return sum, err
+}
+
+// Ranked reads the ranking fields of session id's summary.json in its
+// directory dir as a scan reads them (the other fields zero); ok is false
+// when the file fails the checks a scan makes of it.
+func Ranked(dir vfs.FS, id session.SessionID) (summary.Summary, bool) {
+	k, ok := readSummaryKeys(dir, id)
+	if !ok {
+		return summary.Summary{}, false
+	}
+	return k.ranked(), true
 }
