@@ -382,7 +382,7 @@ func (s *Store) indexRetired(ctx context.Context, area *retire.Area, id session.
 	opts := s.opts
 	opts.Search = nil
 	view := newStore(s.dir, nil, mem, viewLeaser{}, opts)
-	defer view.Close()
+	defer func() { _ = view.Close() }()
 	for rec, err := range view.History(ctx, id) {
 		var gap *sessionstore.GapError
 		if errors.As(err, &gap) {

@@ -184,7 +184,7 @@ func (a *Area) writeTemp(tmp string, h *Header) (int64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	hs := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(f, hs)}
 	if err := writePack(cw, fsys, layout.SessionDir(h.ID), h); err != nil {
@@ -206,7 +206,7 @@ func (a *Area) check(name string, h *Header) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	r, err := NewReader(f, name, h.ID)
 	if err != nil {
 		return err
@@ -257,7 +257,7 @@ func (a *Area) continues(id session.SessionID) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	r, err := NewReader(f, PackPath(id), id)
 	if err != nil {
 		return err
@@ -267,7 +267,7 @@ func (a *Area) continues(id session.SessionID) error {
 	if err != nil {
 		return err
 	}
-	defer live.Close()
+	defer func() { _ = live.Close() }()
 	same := false
 	for r.Next() {
 		if e := r.Entry(); e.Name == layout.LogFile && !e.Dir {
@@ -299,7 +299,7 @@ func prefixOf(r io.Reader, f vfs.File, n int64) (bool, error) {
 		}
 		m, err := f.ReadAt(b[:k], off)
 		if int64(m) < k {
-			if err == io.EOF || err == nil {
+			if errors.Is(err, io.EOF) || err == nil {
 				return false, nil
 			}
 			return false, err
@@ -412,7 +412,7 @@ func (a *Area) unpack(id session.SessionID, dir string) (_ Header, unlock func()
 	if err != nil {
 		return Header{}, nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	r, err := NewReader(f, PackPath(id), id)
 	if err != nil {
 		return Header{}, nil, err
@@ -441,7 +441,7 @@ func (a *Area) Unpack(id session.SessionID, fsys vfs.FS, dir string) (Header, er
 	if err != nil {
 		return Header{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	r, err := NewReader(f, PackPath(id), id)
 	if err != nil {
 		return Header{}, err
@@ -496,7 +496,7 @@ func writeFile(fsys vfs.FS, name string, mode fs.FileMode, body io.Reader, sync 
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := io.Copy(f, body); err != nil {
 		return err
 	}
@@ -515,7 +515,7 @@ func (a *Area) Header(id session.SessionID) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	r, err := NewReader(f, PackPath(id), id)
 	if err != nil {
 		return Header{}, err
@@ -534,7 +534,7 @@ func (a *Area) Verify(id session.SessionID) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	r, err := NewReader(f, PackPath(id), id)
 	if err != nil {
 		return Header{}, err

@@ -76,7 +76,7 @@ func appendEvent(fsys vfs.FS, ev Event) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	// A torn last line (a crash during an append) has no newline: start
 	// on a line of its own, in the same write, so that the torn one stays
 	// a line that readers skip.

@@ -144,7 +144,7 @@ func hashFile(fsys vfs.FS, name string) (string, int64, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
@@ -161,7 +161,7 @@ func writePack(w io.Writer, fsys vfs.FS, dir string, h *Header) error {
 	if err != nil {
 		return err
 	}
-	defer zw.Close()
+	defer func() { _ = zw.Close() }()
 	tw := tar.NewWriter(zw)
 	hb, err := json.Marshal(h)
 	if err != nil {
@@ -200,7 +200,7 @@ func copyFile(w io.Writer, fsys vfs.FS, name string, e Entry) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	hs := sha256.New()
 	n, err := io.Copy(io.MultiWriter(w, hs), io.LimitReader(f, e.Size+1))
 	switch {
@@ -339,7 +339,7 @@ func (p *Reader) Next() bool {
 	th, err := p.tr.Next()
 	if p.i == len(p.Header.Entries) {
 		p.done = true
-		if err != io.EOF {
+		if !errors.Is(err, io.EOF) {
 			p.err = p.corrupt("a member after the last entry (%v)", err)
 			return false
 		}
@@ -400,7 +400,7 @@ func (p *Reader) checkEnd() error {
 		if bytes.ContainsFunc(buf[:n], func(r rune) bool { return r != 0 }) {
 			return p.corrupt("bytes after the archive")
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {

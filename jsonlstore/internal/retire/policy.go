@@ -93,7 +93,7 @@ func ParsePolicy(b []byte) (maintenance.RetirePolicy, error) {
 		}
 		return fail("", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fail("", errors.New("more than one JSON value"))
 	}
 	switch {
