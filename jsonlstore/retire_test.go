@@ -195,6 +195,9 @@ func TestRetireRestore(t *testing.T) {
 
 	require.ElementsMatch(t, []session.SessionID{"old-held", "new-d"}, liveIDs(t, st))
 	require.Equal(t, []session.SessionID{"old-a", "old-b", "old-c"}, retiredIDs(t, st))
+	cv, err := st.VerifyCatalog(ctx)
+	require.NoError(t, err)
+	require.Empty(t, cv.Problems, "the catalog after the retires")
 	for id := range before {
 		_, err := os.Lstat(filepath.Join(dir, string(id)))
 		require.ErrorIs(t, err, fs.ErrNotExist)
@@ -227,6 +230,9 @@ func TestRetireRestore(t *testing.T) {
 	}
 	require.Empty(t, retiredIDs(t, st))
 	require.ElementsMatch(t, []session.SessionID{"old-a", "old-b", "old-c", "old-held", "new-d"}, liveIDs(t, st))
+	cv, err = st.VerifyCatalog(ctx)
+	require.NoError(t, err)
+	require.Empty(t, cv.Problems, "the catalog after the restores")
 	res, err = st.Search(ctx, sessionstore.SearchQuery{Text: "zebraolda"})
 	require.NoError(t, err)
 	require.Len(t, res.Hits, 1, "the live search sees it again")
