@@ -38,7 +38,7 @@ func init() {
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
 		{name: "watch", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
-		{name: "verify", usage: "[ID...] [--json] [--quiet]", summary: "check every record; exit 0 sound, 3 corrupt, 4 a newer version's", run: cmdVerify},
+		{name: "verify", usage: "[ID...] [--json] [--quiet] [--retired]", summary: "check every record; exit 0 sound, 3 corrupt, 4 a newer version's", run: cmdVerify},
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID [--wait D] | --retired ID", summary: "delete a session (refuses one that is held, unless --wait), or a retired one", run: cmdRm},
 		{name: "retire", usage: retireUsage, summary: "move idle sessions into the store's retired area (compressed; restorable)", run: cmdRetire},

@@ -190,3 +190,29 @@ func (c *sub) rmRetired(ctx context.Context, name string) int {
 		return exitOK
 	})
 }
+
+// verifyRetired checks the packs of the retired sessions named (all when
+// none is): verify --retired.
+func (c *sub) verifyRetired(ctx context.Context, names []string) int {
+	if err := checkNames(names); err != nil {
+		return c.usageError("%v", err)
+	}
+	ids := make([]session.SessionID, len(names))
+	for i, n := range names {
+		ids[i] = session.SessionID(n)
+	}
+	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
+		bad, err := st.VerifyRetired(ctx, ids...)
+		if err != nil {
+			return c.fail(err)
+		}
+		for _, u := range bad {
+			fmt.Fprintf(c.stdout, "%s: %s\n", u.ID, u.Reason)
+		}
+		if len(bad) > 0 {
+			return exitCorrupt
+		}
+		fmt.Fprintln(c.stdout, "every retired session checks out")
+		return exitOK
+	})
+}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -66,6 +69,21 @@ func TestRetireCLI(t *testing.T) {
 	r = run("search", "--retired", "quokka", "alpha")
 	require.Equal(t, exitOK, r.Code, r.String())
 	require.Contains(t, r.Stdout, "alpha  rev ")
+	r = run("verify", "--retired")
+	require.Equal(t, exitOK, r.Code, r.String())
+	require.Equal(t, "every retired session checks out\n", r.Stdout)
+	pack := filepath.Join(root, ".retired", "alpha.tar.zst")
+	good, err := os.ReadFile(pack)
+	require.NoError(t, err)
+	bad := bytes.Clone(good)
+	bad[len(bad)/2] ^= 1
+	require.NoError(t, os.WriteFile(pack, bad, 0o600))
+	r = run("verify", "--retired")
+	require.Equal(t, exitCorrupt, r.Code, r.String())
+	require.Contains(t, r.Stdout, "alpha: jsonlstore: retired area damaged")
+	r = run("restore", "alpha")
+	require.Equal(t, exitFail, r.Code, r.String())
+	require.NoError(t, os.WriteFile(pack, good, 0o600))
 
 	r = run("restore", "alpha")
 	require.Equal(t, exitOK, r.Code, r.String())
