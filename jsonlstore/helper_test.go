@@ -319,6 +319,8 @@ func procHelper(mode string) error {
 		return catalogChild(ctx, mode)
 	case procModeCreateKilled:
 		return createKilledChild(ctx)
+	case procModeRetireKill:
+		return retireKillChild(ctx)
 	case procModeIndexLock:
 		return indexLockChild(ctx)
 	}

@@ -179,8 +179,12 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var lf listFlags
 	lf.register(c, true)
 	asJSON := c.fs.Bool("json", false, "print the page (summary.Page) as JSON")
+	retired := c.fs.Bool("retired", false, "list the retired sessions instead (see retire; a directory store's)")
 	if _, code, ok := c.parse(args, 0, 0); !ok {
 		return code
+	}
+	if *retired {
+		return c.lsRetired(ctx, *asJSON)
 	}
 	q, tf, err := lf.parsed()
 	if err != nil {

@@ -16,14 +16,19 @@ Deletes a session. It takes the session's lease first, as any writer must:
 a session another process holds is refused, naming the holder, unless --wait
 is given, which waits up to that long for the holder to finish. Taking the
 lease recovers what a dead holder left. Deletion is atomic (the directory is
-renamed away, then removed).`
+renamed away, then removed). With --retired, deletes a retired session
+(see retire) instead: the only way one is ever deleted.`
 
 func cmdRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("rm", rmDoc, stdout, stderr)
 	wait := c.fs.Duration("wait", 0, "wait up to `duration` for a held lease (default: refuse at once)")
+	retired := c.fs.Bool("retired", false, "delete a retired session (see retire): its pack, recorded in the retired area's journal")
 	name, code, ok := c.parseID(args)
 	if !ok {
 		return code
+	}
+	if *retired {
+		return c.rmRetired(ctx, name)
 	}
 	if *wait < 0 {
 		return c.usageError("--wait must not be negative")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/jsonlstore"
 )
 
 const searchDoc = `
@@ -42,6 +44,7 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	noTools := c.fs.Bool("no-tools", false, "leave tool calls and tool results out")
 	limit := c.fs.Int("limit", sessionstore.DefaultSearchLimit, "at most `N` hits")
 	asJSON := c.fs.Bool("json", false, "print the result as JSON")
+	retired := c.fs.Bool("retired", false, "search the retired sessions instead (see retire; slower: each is read)")
 	pos, code, ok := c.parse(args, 1, -1)
 	if !ok {
 		return code
@@ -58,8 +61,18 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if _, err := q.Normalize(); err != nil {
 		return c.usageError("%v", err)
 	}
+	search := func(st sessionstore.Store) (sessionstore.SearchResult, error) { return st.Search(ctx, q) }
+	if *retired {
+		search = func(st sessionstore.Store) (sessionstore.SearchResult, error) {
+			ds, ok := st.(*jsonlstore.Store)
+			if !ok {
+				return sessionstore.SearchResult{}, errors.New("--retired: only a directory store has a retired area")
+			}
+			return ds.SearchRetired(ctx, q)
+		}
+	}
 	return c.withStore(ctx, func(st sessionstore.Store) int {
-		res, err := st.Search(ctx, q)
+		res, err := search(st)
 		if err != nil {
 			return c.fail(err)
 		}

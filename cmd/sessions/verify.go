@@ -54,6 +54,10 @@ A missing index is no problem (nothing is printed); a damaged one, or one this u
 is a problem (of the index alone: the next search replaces a damaged one,
 and searches read the logs meanwhile).
 
+With --retired, verify reads the packs of the retired sessions (ROOT/.retired/,
+see retire) whole instead: the header, and every file against its size and
+SHA-256.
+
 Exit status: 0 when every record checks out, 3 when anything is corrupt (the
 catalog and search index included) or a session or the search index cannot be read, 4 when nothing is corrupt but some records were
 written by a newer version, 1 when an error kept verify from checking (no
@@ -64,9 +68,13 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	quiet := c.fs.Bool("quiet", false, "print only sessions with problems")
 	deep := c.fs.Bool("deep", false, "decode and restore every revision, not only full records and the latest (slower: the sum of every revision's size)")
+	retired := c.fs.Bool("retired", false, "check the retired sessions' packs instead (see retire): every member against its checksum")
 	names, code, ok := c.parseIDs(args, 0)
 	if !ok {
 		return code
+	}
+	if *retired {
+		return c.verifyRetired(ctx, names)
 	}
 	return c.withSessions(ctx, names, func(st sessionstore.Store, ids []session.SessionID) int {
 		if *deep && cli.IsTerminal(stderr) {
