@@ -189,10 +189,19 @@ func (r *Redactor) messages(ms sessnap.Messages, from int, out sessnap.Messages)
 // keyword a rule's matches begin with is replaced too.
 func (r *Redactor) title(t string) (string, int) {
 	t, n := r.String(t)
-	i := strings.LastIndexAny(t, " \t\n") + 1
-	last := strings.TrimSuffix(t[i:], "…")
+	if at, last, rule := r.cutShort(t); rule != "" {
+		return t[:at] + Placeholder(rule, last) + t[at+len(last):], n + 1
+	}
+	return t, n
+}
+
+// cutShort returns the last word of t when it begins with a keyword that
+// begins a rule's matches, its offset, and the rule.
+func (r *Redactor) cutShort(t string) (at int, last, rule string) {
+	at = strings.LastIndexAny(t, " \t\n") + 1
+	last = strings.TrimSuffix(t[at:], "…")
 	if len(last) < 4 {
-		return t, n
+		return 0, "", ""
 	}
 	for _, ru := range r.rules {
 		if ru.before != 0 || ru.generic {
@@ -200,9 +209,9 @@ func (r *Redactor) title(t string) (string, int) {
 		}
 		for _, kw := range ru.keywords {
 			if strings.HasPrefix(last, kw) {
-				return t[:i] + Placeholder(ru.id, last) + t[i+len(last):], n + 1
+				return at, last, ru.id
 			}
 		}
 	}
-	return t, n
+	return 0, "", ""
 }

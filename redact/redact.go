@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -61,11 +62,11 @@ type Redactor struct {
 	always []int // rules without keywords, run over every string
 }
 
-// New returns the Redactor of opts (nil when opts.Off). Errors:
-// ErrUnknownRule.
+// New returns the Redactor of opts (one that redacts nothing when
+// opts.Off). Errors: ErrUnknownRule.
 func New(opts Options) (*Redactor, error) {
 	if opts.Off {
-		return nil, nil
+		return &Redactor{}, nil
 	}
 	for _, id := range opts.Disable {
 		if !slices.ContainsFunc(rules, func(r rule) bool { return r.id == id }) {
@@ -87,11 +88,20 @@ func New(opts Options) (*Redactor, error) {
 	return r, nil
 }
 
-// Default returns the Redactor of the zero Options.
-func Default() *Redactor {
-	r, _ := New(Options{})
+// Default returns the Redactor of the zero Options: the high-confidence
+// rules, what a store redacts with unless told otherwise.
+func Default() *Redactor { return defaultRedactor() }
+
+var defaultRedactor = sync.OnceValue(func() *Redactor {
+	r, err := New(Options{})
+	if err != nil {
+		panic(err) // the zero Options name no rule
+	}
 	return r
-}
+})
+
+// Off reports whether r redacts nothing.
+func (r *Redactor) Off() bool { return r == nil || len(r.rules) == 0 }
 
 // Placeholder is what replaces secret, found by rule: the rule and the
 // first 8 hex digits of the secret's SHA-256, so that two mentions of one
@@ -108,7 +118,7 @@ func shortHash(s string) string {
 
 // Find returns the secrets in s, in order, not overlapping.
 func (r *Redactor) Find(s string) []Finding {
-	if r == nil || len(s) == 0 {
+	if r.Off() || len(s) == 0 {
 		return nil
 	}
 	var found []Finding

@@ -112,12 +112,12 @@ var rules = []rule{
 	{id: "generic-password", generic: true,
 		keywords: []string{"password", "Password", "PASSWORD", "passwd", "PASSWD", "secret", "Secret", "SECRET", "api_key", "apikey", "API_KEY", "ApiKey", "apiKey", "token", "Token", "TOKEN"},
 		before:   40, span: 200,
-		re:       regexp.MustCompile(`(?i)[a-z0-9_.-]*(?:password|passwd|secret|api_?key|token)[a-z0-9_]*["']?\s*[:=]\s*["']?([^\s"',;]{6,128})`),
-		group:    1, valid: validAssigned},
+		re:    regexp.MustCompile(`(?i)[a-z0-9_.-]*(?:password|passwd|secret|api_?key|token)[a-z0-9_]*["']?\s*[:=]\s*["']?([^\s"',;]{6,128})`),
+		group: 1, valid: validAssigned},
 	{id: "generic-high-entropy",
 		generic: true, span: -1,
-		re:      regexp.MustCompile(`[A-Za-z0-9+/_=-]{24,512}`),
-		valid:   highEntropy},
+		re:    regexp.MustCompile(`[A-Za-z0-9+/_=-]{24,512}`),
+		valid: highEntropy},
 }
 
 // validURLPassword refuses the placeholders of templates and examples: a

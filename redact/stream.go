@@ -26,7 +26,12 @@ type Stream struct {
 }
 
 // NewStream returns a Stream that redacts with r (nil: not at all).
-func NewStream(r *Redactor) *Stream { return &Stream{r: r} }
+func NewStream(r *Redactor) *Stream {
+	if r.Off() {
+		return &Stream{}
+	}
+	return &Stream{r: r}
+}
 
 // Redactor returns the Stream's Redactor (nil when it redacts nothing).
 func (s *Stream) Redactor() *Redactor {
