@@ -57,13 +57,24 @@ func newPrefilter(rs []*rule) prefilter {
 func (p *prefilter) scan(s string) [][]int {
 	var hits [][]int
 	for i := 0; i < len(s); i++ {
+		// Eight bytes at a time while none is an anchor: most of a text.
+		for i+8 <= len(s) && p.slot[s[i]]|p.slot[s[i+1]]|p.slot[s[i+2]]|p.slot[s[i+3]]|
+			p.slot[s[i+4]]|p.slot[s[i+5]]|p.slot[s[i+6]]|p.slot[s[i+7]] == 0 {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		g := p.slot[s[i]]
 		if g == 0 {
 			continue
 		}
 		for _, a := range p.by[g-1] {
 			start := i - a.off
-			if start < 0 || start+len(a.kw) > len(s) || s[start:start+len(a.kw)] != a.kw {
+			// The first and last bytes first: most anchors are not a
+			// keyword's, and these two tell at once.
+			if start < 0 || start+len(a.kw) > len(s) || s[start] != a.kw[0] || s[start+len(a.kw)-1] != a.kw[len(a.kw)-1] ||
+				s[start:start+len(a.kw)] != a.kw {
 				continue
 			}
 			if hits == nil {

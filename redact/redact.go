@@ -154,8 +154,28 @@ func (r *Redactor) Find(s string) []Finding {
 }
 
 // find appends the matches of ru in s around the keyword hits at (or in
-// the whole of s when always).
+// the whole of s when always). A rule whose matches begin with a keyword
+// runs anchored at each hit, so that it fails at once where the keyword
+// is not followed by a secret; the others run over windows around hits.
 func (ru *rule) find(s string, at []int, always bool, found []Finding) []Finding {
+	if ru.at != nil && !always {
+		last := -1
+		for _, p := range at {
+			if p < last || ru.word && p > 0 && isWord(s[p-1]) || ru.near != nil && !ru.near(s, p) {
+				continue // inside the previous match, or inside a word
+			}
+			end := min(len(s), p+ru.span+1)
+			m := ru.at.FindStringSubmatchIndex(s[p:end])
+			if m == nil || m[1] == end-p && end < len(s) {
+				continue // none, or one the window cut
+			}
+			if f, ok := ru.finding(s, p, m); ok {
+				found = append(found, f)
+				last = p + m[1]
+			}
+		}
+		return found
+	}
 	type window struct{ lo, hi int }
 	var wins []window
 	if always || ru.span < 0 {
@@ -179,18 +199,29 @@ func (ru *rule) find(s string, at []int, always bool, found []Finding) []Finding
 			if m[0] == 0 && w.lo > 0 || m[1] == len(sub) && w.hi < len(s) {
 				continue
 			}
-			a, b := m[2*ru.group], m[2*ru.group+1]
-			if a < 0 {
-				continue
+			if f, ok := ru.finding(s, w.lo, m); ok {
+				found = append(found, f)
 			}
-			secret := sub[a:b]
-			if ru.valid != nil && !ru.valid(secret) || ru.id != "private-key" && dummy(secret) {
-				continue
-			}
-			found = append(found, Finding{Rule: ru.id, Start: w.lo + a, End: w.lo + b, Hash: shortHash(secret)})
 		}
 	}
 	return found
+}
+
+// finding returns the secret of match m of ru in s[off:], when it is one.
+func (ru *rule) finding(s string, off int, m []int) (Finding, bool) {
+	a, b := m[2*ru.group], m[2*ru.group+1]
+	if a < 0 {
+		return Finding{}, false
+	}
+	secret := s[off+a : off+b]
+	if ru.valid != nil && !ru.valid(secret) || ru.id != "private-key" && dummy(secret) {
+		return Finding{}, false
+	}
+	return Finding{Rule: ru.id, Start: off + a, End: off + b, Hash: shortHash(secret)}, true
+}
+
+func isWord(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // dummy reports a secret that documentation or a template shows: one

@@ -20,8 +20,11 @@ type rule struct {
 	before   int
 	span     int
 	re       *regexp.Regexp
+	at       *regexp.Regexp // re anchored at a keyword (rules whose matches begin with one: before 0)
+	word     bool           // re begins with \b: the byte before a match is not a word byte
 	group    int
-	valid    func(secret string) bool // nil: every match is a secret
+	valid    func(secret string) bool   // nil: every match is a secret
+	near     func(s string, p int) bool // a cheap test of the keyword at p before the expression runs; nil: none
 }
 
 // The rules. High-confidence rules are formats that name themselves (a
@@ -66,8 +69,10 @@ var rules = []rule{
 	// Model providers.
 	{id: "anthropic-api-key", keywords: []string{"sk-ant-"}, span: 130,
 		re: regexp.MustCompile(`\bsk-ant-(?:api|admin|oat|ort)\d\d-[A-Za-z0-9_-]{80,110}`)},
-	{id: "openai-api-key", keywords: []string{"T3BlbkFJ", "sk-proj-", "sk-svcacct-", "sk-admin-"}, before: 100, span: 250,
-		re: regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,200}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})`)},
+	{id: "openai-api-key", keywords: []string{"sk-proj-", "sk-svcacct-", "sk-admin-"}, span: 220,
+		re: regexp.MustCompile(`\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,200}`)},
+	{id: "openai-legacy-key", keywords: []string{"T3BlbkFJ"}, before: 23, span: 30,
+		re: regexp.MustCompile(`\bsk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}\b`)},
 	{id: "huggingface-token", keywords: []string{"hf_"}, span: 40,
 		re: regexp.MustCompile(`\bhf_[A-Za-z]{34}\b`)},
 	{id: "groq-api-key", keywords: []string{"gsk_"}, span: 60,
@@ -80,9 +85,9 @@ var rules = []rule{
 	// Chat and mail.
 	{id: "slack-token", keywords: []string{"xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-"}, span: 260,
 		re: regexp.MustCompile(`\bxox[baprse]-(?:\d{1,3}-)?[0-9]{8,13}-[0-9A-Za-z-]{8,220}`)},
-	{id: "slack-webhook", keywords: []string{"hooks.slack.com/"}, before: 8, span: 120,
+	{id: "slack-webhook", keywords: []string{"https://hooks.slack.com/"}, span: 130,
 		re: regexp.MustCompile(`https://hooks\.slack\.com/(?:services|workflows)/T[A-Z0-9]{8,12}/[A-Z0-9]{8,12}/[A-Za-z0-9]{24}`)},
-	{id: "discord-webhook", keywords: []string{"discord.com/api/webhooks/", "discordapp.com/api/webhooks/"}, before: 8, span: 140,
+	{id: "discord-webhook", keywords: []string{"https://discord.com/api/webhooks/", "https://discordapp.com/api/webhooks/"}, span: 150,
 		re: regexp.MustCompile(`https://(?:discord|discordapp)\.com/api/webhooks/\d{17,20}/[A-Za-z0-9_-]{60,68}`)},
 	{id: "telegram-bot-token", keywords: []string{":AA"}, before: 11, span: 40,
 		re: regexp.MustCompile(`\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b`)},
@@ -102,11 +107,11 @@ var rules = []rule{
 		re: regexp.MustCompile(`\blin_api_[A-Za-z0-9]{40}\b`)},
 	{id: "jwt", keywords: []string{"eyJ"}, span: 2700,
 		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,1000}\.eyJ[A-Za-z0-9_-]{8,1000}\.[A-Za-z0-9_-]{16,600}`)},
-	{id: "private-key", keywords: []string{"PRIVATE KEY-----"}, before: 30, span: 16 << 10,
+	{id: "private-key", keywords: []string{"-----BEGIN"}, span: 16 << 10,
 		re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,20} PRIVATE KEY-----[A-Za-z0-9+/=\s:,\\.\-]+?-----END[A-Z0-9 ]{0,20} PRIVATE KEY-----`)},
-	{id: "url-password", keywords: []string{"://"}, before: 20, span: 260,
-		re:    regexp.MustCompile(`\b[a-z][a-z0-9+.-]{1,18}://[A-Za-z0-9._~%!$&'*+,;=-]{1,64}:([^\s/?#@:"'<>\[\]{}\\]{3,128})@[A-Za-z0-9.-]+`),
-		group: 1, valid: validURLPassword},
+	{id: "url-password", keywords: []string{"://"}, span: 260,
+		re:    regexp.MustCompile(`://[A-Za-z0-9._~%!$&'*+,;=-]{1,64}:([^\s/?#@:"'<>\[\]{}\\]{3,128})@[A-Za-z0-9.-]+`),
+		group: 1, valid: validURLPassword, near: atSignAhead},
 
 	// Generic rules: opt-in.
 	{id: "generic-password", generic: true,
@@ -118,6 +123,31 @@ var rules = []rule{
 		generic: true, span: -1,
 		re:    regexp.MustCompile(`[A-Za-z0-9+/_=-]{24,512}`),
 		valid: highEntropy},
+}
+
+func init() {
+	for i := range rules {
+		r := &rules[i]
+		if r.before == 0 && len(r.keywords) > 0 {
+			expr := r.re.String()
+			r.word = strings.HasPrefix(expr, `\b`)
+			r.at = regexp.MustCompile(`^(?:` + strings.TrimPrefix(expr, `\b`) + `)`)
+		}
+	}
+}
+
+// atSignAhead reports whether the URL whose "://" is at p has an @ in its
+// authority: most URLs have none, and the expression need not run.
+func atSignAhead(s string, p int) bool {
+	for i := p + 3; i < len(s) && i < p+200; i++ {
+		switch s[i] {
+		case '@':
+			return true
+		case '/', ' ', '\n', '\t', '"', '\'', '<', '>', '?', '#':
+			return false
+		}
+	}
+	return false
 }
 
 // validURLPassword refuses the placeholders of templates and examples: a
