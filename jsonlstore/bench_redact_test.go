@@ -57,7 +57,7 @@ func BenchmarkAppendRedact(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer root.Close()
-			var fsys vfs.FS = vfs.OS(root)
+			fsys := vfs.OS(root)
 			if sync == "none" {
 				faulty := vfs.NewFaulty(fsys)
 				faulty.Inject(vfs.Fault{Op: vfs.OpAnySync, Times: -1, Silent: true})

@@ -18,7 +18,7 @@ type anchored struct {
 }
 
 type prefilter struct {
-	slot  [256]uint8   // 1 + the index of the byte's group in by; 0: not an anchor
+	slot  [256]uint16  // 1 + the index of the byte's group in by; 0: not an anchor
 	by    [][]anchored // keywords by anchor byte
 	rules int
 }
@@ -43,7 +43,7 @@ func newPrefilter(rs []*rule) prefilter {
 			c := kw[off]
 			if p.slot[c] == 0 {
 				p.by = append(p.by, nil)
-				p.slot[c] = uint8(len(p.by))
+				p.slot[c] = uint16(len(p.by)) //nolint:gosec // G115: at most 256 groups, one per byte value
 			}
 			g := int(p.slot[c]) - 1
 			p.by[g] = append(p.by[g], anchored{kw: kw, off: off, rule: ri})
