@@ -5,6 +5,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -55,6 +56,12 @@ type AcquireOptions struct {
 	// default when it is zero; adapters whose leases rest on a kernel lock
 	// need no heartbeat for liveness.
 	HeartbeatInterval time.Duration
+	// Redactor replaces secrets in what the writer writes (Create's and
+	// Fork's first revision, CreateHistory's, every Append), instead of
+	// the store's own (its Options' Redactor, redact.Default unless set).
+	// nil: the store's. A redact.New(redact.Options{Off: true}) writes
+	// content as it comes.
+	Redactor *redact.Redactor
 }
 
 // RecoveryReport says what acquiring a lease found and repaired.

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -199,6 +200,9 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	if err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx))
 		return nil, err
+	}
+	if opts.Redactor != nil {
+		w.app.Redact = redact.NewStream(opts.Redactor)
 	}
 	return w, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -83,6 +84,9 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	}
 	app, blobs := s.newAppender("")
 	app.Max = maxRecord
+	if opts.Redactor != nil {
+		app.Redact = redact.NewStream(opts.Redactor)
+	}
 	b, err := s.startSession(ctx, id, opts, maxRecord)
 	if err != nil {
 		return nil, err
@@ -116,7 +120,7 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		line, err := app.Line(id, m, snap)
+		line, err := app.Line(id, m, &snap)
 		if err != nil {
 			return nil, err
 		}

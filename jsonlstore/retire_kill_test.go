@@ -53,7 +53,7 @@ func TestRetireKilled(t *testing.T) {
 	dir := st.Dir()
 	const id = session.SessionID("rk")
 	makeRetireSession(t, st, id, 30, map[string]string{"team": "tools"}, 5000) // every message a blob
-	_, err := st.Compact(ctx, id, CompactPolicy{KeepLast: 3}, 0)
+	_, err := st.Compact(ctx, id, maintenance.CompactPolicy{KeepLast: 3}, 0)
 	require.NoError(t, err)
 	orig := sessionFiles(t, dir, id)
 	_, ok := orig["archive/manifest.json"]

@@ -155,7 +155,7 @@ func TestRetireRestore(t *testing.T) {
 	makeRetireSession(t, st, "old-b", 4, map[string]string{"team": "web"}, 9000) // blobs
 	makeRetireSession(t, st, "old-held", 3, nil, 300)
 	makeRetireSession(t, st, "old-c", 30, nil, 200)
-	_, err := st.Compact(ctx, "old-c", CompactPolicy{KeepLast: 3}, 0) // an archive
+	_, err := st.Compact(ctx, "old-c", maintenance.CompactPolicy{KeepLast: 3}, 0) // an archive
 	require.NoError(t, err)
 	clock.add(40 * 24 * time.Hour)
 	makeRetireSession(t, st, "new-d", 2, map[string]string{"team": "tools"}, 300)

@@ -27,6 +27,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -78,6 +79,11 @@ type Options struct {
 	// index read it, whoever wrote it). The CLI always opens stores with
 	// it.
 	Search SearchIndex
+	// Redactor replaces the secrets of what the store writes, before any
+	// byte of it reaches a file: the log, blobs, the summary, the catalog,
+	// the search index (nil: redact.Default(), the high-confidence rules);
+	// a writer's AcquireOptions may name another.
+	Redactor *redact.Redactor
 }
 
 func (o Options) withDefaults() Options {
@@ -94,6 +100,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Redactor == nil {
+		o.Redactor = redact.Default()
 	}
 	return o
 }
@@ -266,11 +275,14 @@ func (s *Store) newWriter(id session.SessionID, lease leaseHandle, log vfs.File,
 // session directory dir (none with FullRecordsOnly).
 func (s *Store) newAppender(dir string) (*appender.Appender, *blobfile.Writer) {
 	if s.opts.FullRecordsOnly {
-		return appender.New(nil, s.opts.MaxRecordBytes, true), nil
+		a := appender.New(nil, s.opts.MaxRecordBytes, true)
+		a.Redact = redact.NewStream(s.opts.Redactor)
+		return a, nil
 	}
 	blobs := blobfile.NewWriter(s.fs, dir, s.opts.BlobThreshold)
 	a := appender.New(blobs, s.opts.MaxRecordBytes, false)
 	a.Pages = blobs
+	a.Redact = redact.NewStream(s.opts.Redactor)
 	return a, blobs
 }
 

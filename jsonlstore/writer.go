@@ -127,7 +127,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	// The record costs what changed (appender.go): a delta built from the
 	// new messages and the changed members when the chain policy allows,
 	// else a full record.
-	line, err := w.app.Line(w.id, rec.Meta, snap)
+	line, err := w.app.Line(w.id, rec.Meta, &snap)
 	if err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -76,6 +77,7 @@ func (s *Store) takeLocked(e *entry, opts sessionstore.AcquireOptions) *writer {
 		e:   e,
 		gen: e.lastGen,
 		rev: uint64(len(e.records)),
+		red: cmp.Or(opts.Redactor, s.opts.Redactor),
 		report: sessionstore.RecoveryReport{
 			Generation: e.lastGen,
 			Previous:   prev,

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
@@ -13,6 +14,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -32,6 +34,10 @@ type Options struct {
 	// Now is the clock for record times and lease identities; nil means
 	// time.Now.
 	Now func() time.Time
+	// Redactor replaces the secrets of what the store writes (nil:
+	// redact.Default(), the high-confidence rules); a writer's
+	// AcquireOptions may name another.
+	Redactor *redact.Redactor
 }
 
 func (o Options) withDefaults() Options {
@@ -39,6 +45,9 @@ func (o Options) withDefaults() Options {
 	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Redactor == nil {
+		o.Redactor = redact.Default()
 	}
 	return o
 }
@@ -186,9 +195,10 @@ func (s *Store) create(snap sessnap.Snapshot, held map[string][]byte, opts sessi
 		return nil, err
 	}
 	app := appender.New(nil, s.opts.MaxRecordBytes, false)
+	app.Redact = redact.NewStream(cmp.Or(opts.Redactor, s.opts.Redactor))
 	// The creator is the session's first holder, of generation 1: a new
 	// entry has issued none.
-	rec, added, err := s.line(app, id, get, record.First(1, s.opts.Now()), snap)
+	rec, added, err := s.line(app, id, get, record.First(1, s.opts.Now()), &snap)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +226,7 @@ func (s *Store) create(snap sessnap.Snapshot, held map[string][]byte, opts sessi
 // line: the content the session does not hold already (get finds what it
 // holds) is returned as added, for the caller to store with the record.
 // The record's line is parsed back, so that it is read as every record is.
-func (s *Store) line(app *appender.Appender, id session.SessionID, get func(hash string) ([]byte, bool), m record.Meta, snap sessnap.Snapshot) (record.Rec, map[string][]byte, error) {
+func (s *Store) line(app *appender.Appender, id session.SessionID, get func(hash string) ([]byte, bool), m record.Meta, snap *sessnap.Snapshot) (record.Rec, map[string][]byte, error) {
 	added := map[string][]byte{}
 	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: func(hash string, content []byte) error {
 		if _, ok := get(hash); !ok {

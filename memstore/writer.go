@@ -9,6 +9,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -40,7 +41,8 @@ type writer struct {
 	// first append of a writer that acquired the session, which resumes it
 	// from the stored chain.
 	app      *appender.Appender
-	arrivals blob.Arrivals // the references checked (Append's contract)
+	arrivals blob.Arrivals    // the references checked (Append's contract)
+	red      *redact.Redactor // what the writer's appends redact with
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -113,6 +115,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	}
 	if w.app == nil {
 		w.app = appender.New(nil, s.opts.MaxRecordBytes, false)
+		w.app.Redact = redact.NewStream(w.red)
 		// The stored chain is the latest revision as pieces; a chain that
 		// does not resume leaves the next record full.
 		full, deltas := &resume[0], make([]*record.Rec, len(resume)-1)
@@ -121,7 +124,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		}
 		_ = w.app.Resume(full, deltas)
 	}
-	rec, added, err := s.line(w.app, e.id, func(hash string) ([]byte, bool) { return s.get(e, hash) }, m, snap)
+	rec, added, err := s.line(w.app, e.id, func(hash string) ([]byte, bool) { return s.get(e, hash) }, m, &snap)
 	if err != nil {
 		return 0, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -42,6 +43,9 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	}
 	w := s.newWriter(id, 1)
 	w.app = s.newAppender(s.opts.MaxRecordBytes)
+	if opts.Redactor != nil {
+		w.app.Redact = redact.NewStream(opts.Redactor)
+	}
 	var m record.Meta
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := s.insertSessionTx(ctx, tx, w, opts.Label)
@@ -67,7 +71,7 @@ func (s *Store) CreateHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 				}
 			}
 			var line []byte
-			m, line, err = s.encode(w.app, id, next, snap, put)
+			m, line, err = s.encode(w.app, id, next, &snap, put)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -64,9 +66,17 @@ type Options struct {
 	// uses the database server's clock, the one clock every machine
 	// shares.
 	Now func() time.Time
+	// Redactor replaces the secrets of what the store writes, before it
+	// reaches a row: records, blobs, summaries, the search index (nil:
+	// redact.Default(), the high-confidence rules); a writer's
+	// AcquireOptions may name another.
+	Redactor *redact.Redactor
 }
 
 func (o Options) withDefaults() Options {
+	if o.Redactor == nil {
+		o.Redactor = redact.Default()
+	}
 	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
 	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.LeaseTTL <= 0 {
@@ -240,6 +250,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 	id := snap.ID
 	w := s.newWriter(id, 1)
 	w.app = s.newAppender(s.opts.MaxRecordBytes)
+	w.app.Redact = redact.NewStream(cmp.Or(opts.Redactor, s.opts.Redactor))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if from != "" {
 			var recorded int64
@@ -263,7 +274,7 @@ func (s *Store) create(ctx context.Context, snap *sessnap.Snapshot, opts session
 			return err
 		}
 		put, added := blobPut(ctx, tx, id, held)
-		m, line, err := s.encode(w.app, id, record.First(1, s.opts.Now()), *snap, put)
+		m, line, err := s.encode(w.app, id, record.First(1, s.opts.Now()), snap, put)
 		if err != nil {
 			return err
 		}
@@ -311,9 +322,12 @@ func (s *Store) insertSessionTx(ctx context.Context, tx pgx.Tx, w *writer, label
 const readCap = sessionstore.MaxReadRecordBytes
 
 // newAppender returns the append state of a writer that knows no stored
-// revision, writing under record cap max: its next record is full.
+// revision, writing under record cap max: its next record is full. It
+// redacts with the store's Redactor.
 func (s *Store) newAppender(max int) *appender.Appender {
-	return appender.New(nil, max, false)
+	a := appender.New(nil, max, false)
+	a.Redact = redact.NewStream(s.opts.Redactor)
+	return a
 }
 
 // writeCap is the record cap a holder writes under in a session whose
@@ -322,12 +336,13 @@ func (s *Store) writeCap(recorded int64) int {
 	return record.SessionCap(s.opts.MaxRecordBytes, recorded)
 }
 
-// encode builds the line of record m for snap with app (a delta on the
-// revision app remembers, or a full record, its older messages in pages),
+// encode builds the line of record m for *snap with app (a delta on the
+// revision app remembers, or a full record, its older messages in pages;
+// its secrets replaced in *snap first, appender.Appender.Line),
 // its new content and pages kept out of line through put, and returns the
 // record's envelope as the line has it (Kind and Version set) and the
 // line.
-func (s *Store) encode(app *appender.Appender, id session.SessionID, m record.Meta, snap sessnap.Snapshot, put func(hash string, content []byte) error) (record.Meta, []byte, error) {
+func (s *Store) encode(app *appender.Appender, id session.SessionID, m record.Meta, snap *sessnap.Snapshot, put func(hash string, content []byte) error) (record.Meta, []byte, error) {
 	ext := &blob.Externalizer{Threshold: s.opts.BlobThreshold, Put: put}
 	app.Ext, app.Pages = ext, ext // a full record's pages are kept as content is
 	line, err := app.Line(id, m, snap)

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -83,6 +84,9 @@ func (s *Store) startWriter(w *writer, opts sessionstore.AcquireOptions) {
 	}
 	s.bg.Add(1) // under s.mu, so Close's Wait counts it
 	s.mu.Unlock()
+	if opts.Redactor != nil && w.app != nil && w.app.Redact.Redactor() != opts.Redactor {
+		w.app.Redact = redact.NewStream(opts.Redactor) // an acquisition's: nothing encoded yet
+	}
 	// w is not shared yet: no lock needed to set hb.
 	w.hb = startHeartbeat(s.life, interval, w.Heartbeat, s.bg.Done)
 }
@@ -185,7 +189,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		}
 		var put func(string, []byte) error
 		put, added = blobPut(ctx, tx, w.id, w.sound)
-		m, line, err := w.s.encode(w.app, w.id, m, snap, put)
+		m, line, err := w.s.encode(w.app, w.id, m, &snap, put)
 		if err != nil {
 			return err
 		}
@@ -201,7 +205,9 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		if built {
 			// The record is not stored (or may not be): the appender's
 			// memory is not the store's, and the next record is full.
+			red := w.app.Redact.Redactor()
 			w.app = w.s.newAppender(w.app.Max)
+			w.app.Redact = redact.NewStream(red)
 		}
 		return 0, w.failLocked("append to", err)
 	}

@@ -27,6 +27,10 @@ var checks = []check{
 	{"AppendedSnapshotIsCopied", checkAppendCopies},
 	{"AppendAfterReleaseIsErrClosed", checkAppendAfterRelease},
 
+	// Redaction (redact.go).
+	{"RedactsSecretsBeforeWriting", checkRedactsBeforeWriting},
+	{"RedactionPerCall", checkRedactPerCall},
+
 	// Leases (lease.go).
 	{"TryAcquireHeldSaysWho", checkTryAcquireHeld},
 	{"GenerationsIncreaseAcrossAcquisitions", checkGenerationsIncrease},

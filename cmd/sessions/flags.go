@@ -23,6 +23,9 @@ type sub struct {
 	doc    string // what the command does, for --help
 	stdout io.Writer
 	stderr io.Writer
+	// redact is the --redact flag's value, for the commands that write
+	// content (redactFlag); empty: the store's default rules.
+	redact string
 }
 
 func newSub(name, doc string, stdout, stderr io.Writer) *sub {

@@ -21,7 +21,7 @@ import (
 	"github.com/sessionstore/sessionstore/memstore"
 )
 
-const importUsage = "claude-code|codex [PATH...] [--dry-run] [--json]"
+const importUsage = "claude-code|codex [PATH...] [--dry-run] [--redact default|generic|off] [--json]"
 
 var importDoc = fmt.Sprintf(`
 Imports another agent's sessions: Claude Code's transcripts (PATH defaults to
@@ -63,6 +63,7 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	c := newSub("import", importDoc, stdout, stderr)
 	dryRun := c.fs.Bool("dry-run", false, "read the sources and report what would be written; write nothing")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
+	c.redactFlag()
 	pos, code, ok := c.parse(args, 1, -1)
 	if !ok {
 		return code

@@ -42,6 +42,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxHandles := c.fs.Int("max-handles", 1024, "the most handles open at once")
 	perClient := c.fs.Int("max-handles-per-client", 64, "the most handles one client process holds")
 	maxBody := c.fs.Int64("max-body", 0, "the largest request body in `bytes` (default: the record cap plus 1 MiB)")
+	c.redactFlag()
 	verbose := c.fs.Bool("verbose", false, "log every request (its route and status; never a token or handle)")
 	if _, code, ok := c.parse(args, 0, 0); !ok {
 		return code

@@ -9,6 +9,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/cli"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/pgstore"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -40,20 +41,34 @@ func (c *sub) open(ctx context.Context, create bool) (sessionstore.Store, error)
 	if err != nil {
 		return nil, err
 	}
-	if cli.IsDSN(loc) {
-		return openPG(ctx, loc)
+	red, err := c.redactor()
+	if err != nil {
+		return nil, err
 	}
-	return c.openDir(loc, create)
+	if cli.IsDSN(loc) {
+		return openPGRedacting(ctx, loc, red)
+	}
+	return cli.OpenDirRedacting(loc, create, c.stderr, red)
 }
 
 func (c *sub) openDir(dir string, create bool) (*jsonlstore.Store, error) {
-	return cli.OpenDir(dir, create, c.stderr)
+	red, err := c.redactor()
+	if err != nil {
+		return nil, err
+	}
+	return cli.OpenDirRedacting(dir, create, c.stderr, red)
 }
 
 // openPG opens a PostgreSQL store, saying what to do about an unmigrated
 // database. Errors never show the DSN's password: pgx leaves it out.
 func openPG(ctx context.Context, dsn string) (*pgstore.Store, error) {
-	st, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	return openPGRedacting(ctx, dsn, nil)
+}
+
+// openPGRedacting is openPG with the Redactor the store writes with (nil:
+// the default rules).
+func openPGRedacting(ctx context.Context, dsn string, red *redact.Redactor) (*pgstore.Store, error) {
+	st, err := pgstore.Open(ctx, dsn, pgstore.Options{Redactor: red})
 	if errors.Is(err, pgstore.ErrSchemaOutdated) {
 		return nil, fmt.Errorf("%w\nrun 'sessions migrate --schema --to DSN' first", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -47,6 +48,11 @@ type Appender struct {
 	Pages record.PageStore
 	// Max is the record cap.
 	Max int
+	// Redact replaces the secrets of each snapshot before anything of it
+	// is encoded (nil: none are): Line is the one path by which every
+	// adapter writes a snapshot, so that no adapter writes a secret the
+	// rules find (package redact).
+	Redact *redact.Stream
 	// FullOnly makes every record a full record of the snapshot as
 	// sessnap.Marshal writes it, content inline (a log the programs from
 	// before delta records read).
@@ -133,12 +139,17 @@ func (a *Appender) head(snap *sessnap.Snapshot, k int) ([]byte, []record.Member,
 	return enc, members, nil
 }
 
-// Line returns the next record's line for snap, as revision m (whose
-// Kind and Version it sets), and remembers snap as the stored revision
-// (the caller writes the line, or gives the writer up). Errors wrap
+// Line returns the next record's line for *snap, as revision m (whose
+// Kind and Version it sets), and remembers it as the stored revision
+// (the caller writes the line, or gives the writer up). It first replaces
+// the snapshot's secrets (Redact), in *snap, so that what the caller
+// derives from it after (a summary, a title, the search index) is what
+// was written. Errors wrap
 // ErrInvalidSnapshot or ErrTooLarge; then nothing changed. An error of the
 // Externalizer is returned as it is.
-func (a *Appender) Line(id session.SessionID, m record.Meta, snap sessnap.Snapshot) ([]byte, error) {
+func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snapshot) ([]byte, error) {
+	a.Redact.Snapshot(snapp)
+	snap := *snapp
 	if err := adapter.CheckID(id, snap); err != nil {
 		return nil, err
 	}

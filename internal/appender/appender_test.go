@@ -65,7 +65,7 @@ func TestLineFollowsTheConversation(t *testing.T) {
 	appendSnap := func(snap sessnap.Snapshot) {
 		t.Helper()
 		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: uint64(len(lines) + 1), Gen: 1, Time: at}
-		line, err := a.Line("a", m, snap)
+		line, err := a.Line("a", m, &snap)
 		require.NoError(t, err)
 		lines = append(lines, line)
 		got, _, err := record.Parse(line[:len(line)-1], 1<<24)
@@ -112,27 +112,27 @@ func TestLineRefusals(t *testing.T) {
 	a := New(nil, 64<<10, false)
 	s := sessiontest.New("a")
 	m := record.Meta{Schema: sessnap.SchemaVersion, Rev: 1, Gen: 1, Time: sessiontest.Epoch}
-	first, err := a.Line("a", m, sessiontest.Snap(t, s))
+	first, err := a.Line("a", m, ptr(sessiontest.Snap(t, s)))
 	require.NoError(t, err)
 
 	big := sessiontest.Snap(t, s)
 	big.Messages = append(sessnap.Messages(nil), session.TextMessage(session.RoleUser, strings.Repeat("x", 65<<10), sessiontest.Epoch))
 	m.Rev = 2
-	_, err = a.Line("a", m, big)
+	_, err = a.Line("a", m, &big)
 	require.ErrorIs(t, err, sessionstore.ErrTooLarge)
 	require.ErrorContains(t, err, "message 0")
 
 	head := sessiontest.Snap(t, s)
 	head.Title = strings.Repeat("t", 65<<10)
-	_, err = a.Line("a", m, head)
+	_, err = a.Line("a", m, &head)
 	require.ErrorIs(t, err, sessionstore.ErrTooLarge)
 	require.ErrorContains(t, err, "without its messages")
 
-	_, err = a.Line("b", m, sessiontest.Snap(t, s))
+	_, err = a.Line("b", m, ptr(sessiontest.Snap(t, s)))
 	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
 
 	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "fits", sessiontest.Epoch)))
-	line, err := a.Line("a", m, sessiontest.Snap(t, s))
+	line, err := a.Line("a", m, ptr(sessiontest.Snap(t, s)))
 	require.NoError(t, err)
 	require.Equal(t, encode(t, sessiontest.Snap(t, s)), encode(t, replay(t, [][]byte{first, line}, &memExt{})))
 }
@@ -145,7 +145,7 @@ func TestFullOnly(t *testing.T) {
 	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, strings.Repeat("inline ", 500), sessiontest.Epoch)))
 	snap := sessiontest.Snap(t, s)
 	for rev := uint64(1); rev <= 3; rev++ {
-		line, err := a.Line("a", record.Meta{Schema: sessnap.SchemaVersion, Rev: rev, Gen: 1, Time: sessiontest.Epoch}, snap)
+		line, err := a.Line("a", record.Meta{Schema: sessnap.SchemaVersion, Rev: rev, Gen: 1, Time: sessiontest.Epoch}, &snap)
 		require.NoError(t, err)
 		m, payload, err := record.Parse(line[:len(line)-1], 1<<24)
 		require.NoError(t, err)
@@ -174,9 +174,11 @@ func TestLineHeadChangedInPlace(t *testing.T) {
 	} {
 		change()
 		m := record.Meta{Schema: sessnap.SchemaVersion, Rev: uint64(rev + 1), Gen: 1, Time: sessiontest.Epoch}
-		line, err := a.Line("a", m, snap)
+		line, err := a.Line("a", m, &snap)
 		require.NoError(t, err)
 		lines = append(lines, line)
 		require.Equal(t, encode(t, snap), encode(t, replay(t, lines, &memExt{})), "revision %d", rev+1)
 	}
 }
+
+func ptr(s sessnap.Snapshot) *sessnap.Snapshot { return &s }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/fts"
+	"github.com/sessionstore/sessionstore/redact"
 )
 
 // Exit statuses, the same for every command.
@@ -28,6 +29,8 @@ const (
 	// ExitNewer: verify found nothing corrupt, but records written by a
 	// newer version, which it could not check.
 	ExitNewer = 4
+	// ExitSecrets: scan did its work and found secrets.
+	ExitSecrets = 5
 )
 
 // ExitStatusHelp documents the exit statuses, for usage texts.
@@ -101,7 +104,13 @@ func WarnLogger(w io.Writer) *slog.Logger {
 // that there is none (jsonlstore.ErrNoStore, with NoStoreHint) and create
 // nothing.
 func OpenDir(dir string, create bool, stderr io.Writer) (*jsonlstore.Store, error) {
-	opts := jsonlstore.Options{Logger: WarnLogger(stderr), Search: fts.New()}
+	return OpenDirRedacting(dir, create, stderr, nil)
+}
+
+// OpenDirRedacting is OpenDir with the Redactor the store writes with
+// (nil: the default rules).
+func OpenDirRedacting(dir string, create bool, stderr io.Writer, red *redact.Redactor) (*jsonlstore.Store, error) {
+	opts := jsonlstore.Options{Logger: WarnLogger(stderr), Search: fts.New(), Redactor: red}
 	if create {
 		return jsonlstore.Open(dir, opts)
 	}
