@@ -257,6 +257,39 @@ func TestRmRefusesHeld(t *testing.T) {
 	require.Contains(t, r.Stderr, "not found")
 }
 
+// TestRmSeveral: rm deletes every session named; one that cannot be
+// deleted (unknown, held) is named with its reason, the others are still
+// deleted, and the exit status is 1.
+func TestRmSeveral(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	for _, id := range []string{"one", "two", "held", "three"} {
+		writeSession(t, st, sessiontest.New(id), 1)
+	}
+	w, err := st.Acquire(ctx, "held", sessionstore.AcquireOptions{Label: "agent-cli"})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Release(ctx)) }()
+
+	r := sessions(t, nil, "--dir", root, "rm", "one", "nope", "two", "held", "three")
+	require.Equal(t, exitFail, r.Code, r.String())
+	require.Equal(t, "removed one\nremoved two\nremoved three\n", r.Stdout)
+	require.Contains(t, r.Stderr, "nope")
+	require.Contains(t, r.Stderr, "session held is held by agent-cli")
+	for _, id := range []session.SessionID{"one", "two", "three"} {
+		_, err := st.Load(ctx, id)
+		require.ErrorIs(t, err, sessionstore.ErrNotFound, id)
+	}
+	_, err = st.Load(ctx, "held")
+	require.NoError(t, err, "a held session stays")
+
+	r = sessions(t, nil, "--dir", root, "rm")
+	require.Equal(t, exitUsage, r.Code)
+	require.Contains(t, r.Stderr, "name the sessions to delete")
+}
+
 func TestLeaseStale(t *testing.T) {
 	root := statesStore(t)
 	r := inProcess(t, "--dir", root, "lease", "s11-stale")

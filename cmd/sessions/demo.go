@@ -35,7 +35,8 @@ team ('sessions ls --here --label team=core') and a search
 ('sessions search --here flaky').
 
 It takes a few seconds and works on an empty or an existing store: every
-run creates new sessions.`
+run creates new sessions, and the demo ends with the command that removes
+them.`
 
 // demoVictim is the agent the demo kills, once it has made demoKillAfter
 // revisions durable: in its second turn, around the time it calls a tool.
@@ -187,10 +188,26 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code := cmdSearch(ctx, []string{"--dir", dir, "--here", "--limit", "3", "flaky"}, stdout, stderr); code != exitOK {
 		return code
 	}
+	fmt.Fprintln(stdout)
+	rm := make([]string, len(ids))
+	for i, id := range ids {
+		rm[i] = string(id)
+	}
+	say("the demo wrote %s to %s; remove them with:", cli.Plural(len(ids), "session"), dir)
+	say("  sessions --dir %s rm %s", shellQuote(dir), strings.Join(rm, " "))
 	if failed {
 		return exitFail
 	}
 	return exitOK
+}
+
+// shellQuote quotes s for a POSIX shell when it holds more than letters,
+// digits and /._-+:@%,=.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // lineWriter serializes whole lines from several goroutines.

@@ -40,6 +40,7 @@ func TestDemo(t *testing.T) {
 	})
 	takeover := regexp.MustCompile(`rescuer \(pid \d+\) takes over session ([0-9A-Z]+)`)
 	drives := regexp.MustCompile(`agent-(\d) \(pid \d+\) drives session ([0-9A-Z]+)`)
+	var lastRm []string
 	for run := 1; run <= 2; run++ {
 		start := time.Now()
 		r := sessions(t, nil, "--dir", root, "demo", "--delay", "30ms")
@@ -82,6 +83,12 @@ func TestDemo(t *testing.T) {
 			require.Contains(t, row, " completed ", row)
 			require.True(t, strings.HasSuffix(row, " free"), row)
 		}
+		// It ends with the command that removes what it wrote.
+		rmLine := regexp.MustCompile(`demo:   sessions --dir (\S+) rm ((?:[0-9A-Z]+ ?)+)\n`).FindStringSubmatch(out)
+		require.NotNil(t, rmLine, out)
+		require.Equal(t, root, rmLine[1])
+		require.ElementsMatch(t, []string{agent["1"], agent["2"], agent["3"]}, strings.Fields(rmLine[2]))
+		lastRm = strings.Fields(rmLine[2])
 	}
 	cancel()
 	wg.Wait()
@@ -90,6 +97,11 @@ func TestDemo(t *testing.T) {
 	r := sessions(t, nil, "--dir", root, "ls", "--state", "completed", "--json")
 	require.Equal(t, exitOK, r.Code)
 	require.Equal(t, 6, strings.Count(r.Stdout, `"state": "completed"`))
+	r = sessions(t, nil, append([]string{"--dir", root, "rm"}, lastRm...)...)
+	require.Equal(t, exitOK, r.Code, r.String())
+	r = sessions(t, nil, "--dir", root, "ls", "--state", "completed", "--json")
+	require.Equal(t, exitOK, r.Code)
+	require.Equal(t, 3, strings.Count(r.Stdout, `"state": "completed"`), "the second run's sessions are gone")
 }
 
 func tableRow(table, id string) string {
@@ -99,4 +111,16 @@ func tableRow(table, id string) string {
 		}
 	}
 	return ""
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/tmp/store-1": "/tmp/store-1",
+		"":             "''",
+		"/a b":         "'/a b'",
+		"it's":         `'it'\''s'`,
+		"$HOME;rm":     "'$HOME;rm'",
+	} {
+		require.Equal(t, want, shellQuote(in), in)
+	}
 }
