@@ -43,7 +43,8 @@ type writer struct {
 	failed     error            // set by the first I/O error; poisons the writer
 	lost       error            // set when fencing fails; every later call returns it
 	closed     bool
-	mark       writerMark // the catalog mark of this lease (catalogmarks.go)
+	mark       writerMark    // the catalog mark of this lease (catalogmarks.go)
+	held       *heldRevision // what recovery decoded, until used (resume.go)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -255,6 +256,7 @@ func (w *writer) Release(ctx context.Context) error {
 		return nil
 	}
 	w.closed = true
+	w.held = nil
 	err := w.log.Close()
 	w.log = nil
 	w.sum.Close()

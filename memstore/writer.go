@@ -41,6 +41,9 @@ type writer struct {
 	// from the stored chain.
 	app      *appender.Appender
 	arrivals blob.Arrivals // the references checked (Append's contract)
+	// latest is a copy of the messages Latest returned, for app once it
+	// resumes (resume.go).
+	latest sessnap.Messages
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -120,6 +123,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 			deltas[i] = &resume[i+1]
 		}
 		_ = w.app.Resume(full, deltas)
+		w.holdLatest(w.app)
 	}
 	rec, added, err := s.line(w.app, e.id, func(hash string) ([]byte, bool) { return s.get(e, hash) }, m, snap)
 	if err != nil {

@@ -27,6 +27,9 @@ var checks = []check{
 	{"AppendedSnapshotIsCopied", checkAppendCopies},
 	{"AppendAfterReleaseIsErrClosed", checkAppendAfterRelease},
 
+	// Resuming (resume.go).
+	{"ResumedFirstAppendIsADelta", checkResumeDelta},
+
 	// Leases (lease.go).
 	{"TryAcquireHeldSaysWho", checkTryAcquireHeld},
 	{"GenerationsIncreaseAcrossAcquisitions", checkGenerationsIncrease},
