@@ -21,6 +21,10 @@ import (
 // light (a load without the content: the parts keep their references);
 // each blob is checked against its SHA-256.
 func decodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) (sessionstore.Record, error) {
+	if record.MayHavePages(snap) {
+		// The pages are read (on every core) before they are expanded.
+		c.PrefetchPages(snap)()
+	}
 	snap, err := record.ExpandPages(snap, c.Page)
 	if err != nil {
 		return sessionstore.Record{}, logfile.PageAt(id, r, err)

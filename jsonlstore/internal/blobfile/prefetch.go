@@ -21,3 +21,21 @@ func (c *Cache) PrefetchRefs(ms sessnap.Messages) func() {
 	c.mu.Unlock()
 	return c.prefetch(hashes)
 }
+
+// PrefetchPages starts reading the pages snap, a stored snapshot,
+// references, on as many goroutines as there are cores, so that
+// expanding them (record.ExpandPages, one page after another) finds them
+// read, decompressed and checked.
+func (c *Cache) PrefetchPages(snap []byte) func() {
+	var hashes []string
+	seen := map[string]bool{}
+	c.mu.Lock()
+	ScanRefs(snap, func(hash string, page bool) {
+		if _, cached := c.m[hash]; page && !cached && !seen[hash] {
+			seen[hash] = true
+			hashes = append(hashes, hash)
+		}
+	})
+	c.mu.Unlock()
+	return c.prefetch(hashes)
+}
