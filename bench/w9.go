@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -78,6 +79,19 @@ func w9Child(dir, id, n string) error {
 	k, err := strconv.Atoi(n)
 	if err != nil {
 		return err
+	}
+	if path := os.Getenv("SESSBENCH_W9_CPUPROFILE"); path != "" {
+		// Where a resume's time goes (go tool pprof): the profile of the
+		// last resume of a run.
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
 	msg, err := w9Resume(context.Background(), dir, session.SessionID(id), k)

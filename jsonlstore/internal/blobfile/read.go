@@ -192,8 +192,22 @@ func readExact(r io.Reader, size, limit int64) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	}
-	more := bytes.NewBuffer(buf)
-	m, err := io.Copy(more, io.LimitReader(r, limit-size+1))
+	// Whether there is more, by a read of one byte: the content is
+	// almost always exactly size bytes, and a buffer grown past buf would
+	// copy it all.
+	var probe [1]byte
+	k, err := io.ReadFull(r, probe[:])
+	switch {
+	case k == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+		return buf, nil
+	case k == 0:
+		return nil, err
+	case size+1 > limit:
+		return nil, blob.LongerThan(limit)
+	}
+	more := bytes.NewBuffer(append(buf, probe[0]))
+	m, err := io.Copy(more, io.LimitReader(r, limit-size))
+	m++
 	switch {
 	case err != nil:
 		return nil, err
