@@ -39,7 +39,7 @@ func decodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.
 	}
 	if !c.Light() {
 		c.Wait()
-		if err := decoded.Messages.Resolve(c.Fetch); err != nil {
+		if err := resolveShared(decoded.Messages, c.Fetch); err != nil {
 			return sessionstore.Record{}, logfile.BlobAt(r, err)
 		}
 	}
