@@ -225,6 +225,15 @@ type Writer interface {
 	// Revision returns the latest revision as this writer knows it.
 	Revision() uint64
 
+	// Latest returns the revision this writer holds (Revision), with its
+	// content, read from what acquiring it already read where the adapter
+	// can: a resume (Resume) reads each byte of the session once. An
+	// Append of its snapshot's messages followed by new ones stores what
+	// changed (a delta where the adapter writes them), not the session
+	// again. Errors as Load's, and the writer's as Append's
+	// (ErrLeaseLost, ErrWriterFailed, ErrClosed).
+	Latest(ctx context.Context) (Record, error)
+
 	// Append writes snap as revision expected+1 and returns it. The new
 	// revision is durable when Append returns nil. Errors: ErrConflict when
 	// expected is not the latest revision (nothing written); ErrLeaseLost

@@ -74,6 +74,10 @@ func runChild(mode string, args []string) error {
 		return slChild(mode, arg(0), arg(1))
 	case "w8-writer": // DIR ID SEED
 		return w8WriterChild(arg(0), arg(1), arg(2))
+	case "w9-resume": // DIR ID N
+		return w9Child(arg(0), arg(1), arg(2))
+	case "w9-read", "w9-read-zstd": // SESSIONDIR
+		return w9ReadChild(arg(0), mode == "w9-read-zstd")
 	case "noop":
 		result("ns=0")
 		return nil

@@ -48,6 +48,9 @@ type config struct {
 	w8Sessions  int
 	w8Msgs      int
 	w8Phase     time.Duration
+	w9MiB       int
+	w9Fresh     int
+	w9Many      int
 }
 
 func fullConfig() config {
@@ -61,6 +64,7 @@ func fullConfig() config {
 		slSessions:  10000, slAppends: 500, slFresh: 15,
 		w7Sessions: 10000, w7LargeMiB: 1024, w7Fresh: 15, w7Appends: 480,
 		w8Sessions: 300, w8Msgs: 30, w8Phase: 45 * time.Second,
+		w9MiB: 64, w9Fresh: 15, w9Many: 10000,
 	}
 }
 
@@ -76,6 +80,7 @@ func quickConfig() config {
 		slSessions:  1000, slAppends: 100, slFresh: 5,
 		w7Sessions: 1000, w7LargeMiB: 32, w7Fresh: 5, w7Appends: 96,
 		w8Sessions: 300, w8Msgs: 9, w8Phase: 8 * time.Second,
+		w9MiB: 8, w9Fresh: 5, w9Many: 1000,
 	}
 }
 
@@ -96,11 +101,12 @@ var workloads = []workload{
 	{"SL", runSearchLib},
 	{"W7", runW7},
 	{"W8", runW8},
+	{"W9", runW9},
 }
 
 func main() {
 	quick := flag.Bool("quick", false, "small counts, so that the whole run takes under two minutes")
-	only := flag.String("only", "", "comma-separated workloads to run (W1, prealloc, W2, W3, W4, W5, W6, SL, W7, W8); all when empty")
+	only := flag.String("only", "", "comma-separated workloads to run (W1, prealloc, W2, W3, W4, W5, W6, SL, W7, W8, W9); all when empty")
 	dir := flag.String("dir", "", "working directory (default: a new directory under $TMPDIR); it must be on the file system to measure")
 	out := flag.String("out", "", "also write the tables to this file")
 	pg := flag.Bool("pg", true, "add pgstore rows (W1, W3, W4), on a throwaway PostgreSQL cluster this run starts")

@@ -40,6 +40,9 @@ type recovered struct {
 	last   *record.Rec
 	full   *record.Rec
 	deltas []*record.Rec
+	// held is the latest revision as recovery decoded it, without its
+	// content (nil after a gap): what the writer resumes from (resume.go).
+	held *sessionstore.Record
 }
 
 // recoverLog analyses session id's log under the lease and removes an
@@ -75,15 +78,16 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	if err != nil {
 		return rc, err
 	}
+	rc.last, rc.full, rc.deltas = last.Clone(), full, deltas
 	if last.Kind != record.KindGap {
 		c := blobfile.NewPageCache(s.fs, id)
-		_, err := logfile.DecodeRecord(id, last, snap, c)
+		held, err := logfile.DecodeRecord(id, last, snap, c)
 		c.Close()
 		if err != nil {
 			return rc, err
 		}
+		rc.held = &held
 	}
-	rc.last, rc.full, rc.deltas = last.Clone(), full, deltas
 	if t.Bytes == 0 {
 		return rc, nil
 	}
@@ -272,6 +276,7 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 		_ = f.Close()
 		return nil, layout.PathErr("acquire", id, layout.LogPath(id), fmt.Errorf("open the log after recovery: %w", err))
 	}
+	w.holdRecovered(rc)
 	return w, nil
 }
 

@@ -323,6 +323,8 @@ func procHelper(mode string) error {
 		return retireKillChild(ctx)
 	case procModeIndexLock:
 		return indexLockChild(ctx)
+	case procModeResume:
+		return resumeChild(ctx)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)

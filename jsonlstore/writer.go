@@ -45,6 +45,7 @@ type writer struct {
 	lost       error            // set when fencing fails; every later call returns it
 	closed     bool
 	mark       catalogfile.WriterMark // the catalog mark of this lease
+	held       *heldRevision          // what recovery decoded, until used (resume.go)
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -256,6 +257,7 @@ func (w *writer) Release(ctx context.Context) error {
 		return nil
 	}
 	w.closed = true
+	w.held = nil
 	err := w.log.Close()
 	w.log = nil
 	w.sum.Close()

@@ -43,6 +43,9 @@ type writer struct {
 	app      *appender.Appender
 	arrivals blob.Arrivals    // the references checked (Append's contract)
 	red      *redact.Redactor // what the writer's appends redact with
+	// latest is a copy of the messages Latest returned, for app once it
+	// resumes (resume.go).
+	latest sessnap.Messages
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -123,6 +126,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 			deltas[i] = &resume[i+1]
 		}
 		_ = w.app.Resume(full, deltas)
+		w.holdLatest(w.app)
 	}
 	rec, added, err := s.line(w.app, e.id, func(hash string) ([]byte, bool) { return s.get(e, hash) }, m, &snap)
 	if err != nil {

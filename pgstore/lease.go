@@ -210,7 +210,7 @@ func (s *Store) tryTake(ctx context.Context, id session.SessionID, opts sessions
 			return err
 		}
 		nw.rev.Store(r)
-		if nw.app, err = s.resume(ctx, tx, id, r, s.writeCap(recorded)); err != nil {
+		if nw.app, nw.resumed, err = s.resume(ctx, tx, id, r, s.writeCap(recorded)); err != nil {
 			return err
 		}
 		w = nw
@@ -266,20 +266,20 @@ func (s *Store) ExpireLease(ctx context.Context, id session.SessionID) error {
 // first record can be a delta. A chain that does not read or resume (a
 // newer program's record, damage: Load reports it) leaves the first
 // record full. max is the record cap the holder writes under.
-func (s *Store) resume(ctx context.Context, tx pgx.Tx, id session.SessionID, rev uint64, max int) (*appender.Appender, error) {
+func (s *Store) resume(ctx context.Context, tx pgx.Tx, id session.SessionID, rev uint64, max int) (*appender.Appender, *record.Rec, error) {
 	app := s.newAppender(max)
 	target, err := toBigint("revision", rev)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, err := tx.Query(ctx, chainSQL, string(id), target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	rd := record.NewReader(id, readCap, record.Resumed())
 	rd.Read(rowLines(id, pullRows(rows)))
-	var full *record.Rec
+	var full, last *record.Rec
 	var deltas []*record.Rec
 	for rd.Next() {
 		r := rd.Record().Clone()
@@ -288,15 +288,21 @@ func (s *Store) resume(ctx context.Context, tx pgx.Tx, id session.SessionID, rev
 		} else {
 			deltas = append(deltas, r)
 		}
+		last = r
 	}
 	var ce *sessionstore.CorruptionError
 	var ne *sessionstore.NewerRecordError
 	switch err := rd.Err(); {
 	case errors.As(err, &ce), errors.As(err, &ne):
-		return app, nil
+		return app, nil, nil
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	}
-	_ = app.Resume(full, deltas) // on failure, the first record is full
-	return app, nil
+	if app.Resume(full, deltas) != nil || last == nil || last.Through() != rev {
+		return app, nil, nil // the first record is full
+	}
+	// The rows are not kept: the appender holds the revision as pieces.
+	l := *last
+	l.Payload = nil
+	return app, &l, nil
 }

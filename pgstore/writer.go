@@ -59,6 +59,9 @@ type writer struct {
 	known    map[string]int64
 	sound    map[string]int64
 	search   searchMark // what the writer gave the search index last (search.go)
+	// resumed is the record of the revision acquiring resumed app from,
+	// until the first append (resume.go); nil when none.
+	resumed *record.Rec
 }
 
 var _ sessionstore.Writer = (*writer)(nil)
@@ -187,6 +190,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 		if err := w.arrivals.Check(w.id, snap.Messages, blob.Held(w.known).Size); err != nil {
 			return err
 		}
+		w.holdResumed(ctx, tx)
 		var put func(string, []byte) error
 		put, added = blobPut(ctx, tx, w.id, w.sound)
 		m, line, err := w.s.encode(w.app, w.id, m, &snap, put)
@@ -214,6 +218,7 @@ func (w *writer) Append(ctx context.Context, expected uint64, snap sessnap.Snaps
 	maps.Copy(w.known, added)
 	maps.Copy(w.sound, added)
 	w.rev.Store(rev)
+	w.resumed = nil
 	return rev, nil
 }
 

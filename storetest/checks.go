@@ -30,6 +30,8 @@ var checks = []check{
 	// Redaction (redact.go).
 	{"RedactsSecretsBeforeWriting", checkRedactsBeforeWriting},
 	{"RedactionPerCall", checkRedactPerCall},
+	// Resuming (resume.go).
+	{"ResumedFirstAppendIsADelta", checkResumeDelta},
 
 	// Leases (lease.go).
 	{"TryAcquireHeldSaysWho", checkTryAcquireHeld},

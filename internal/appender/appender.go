@@ -57,6 +57,11 @@ type Appender struct {
 	// sessnap.Marshal writes it, content inline (a log the programs from
 	// before delta records read).
 	FullOnly bool
+	// Stored, when set, gives the stored revision's messages on demand to
+	// an appender that resumed a chain and was given none (Hold): the
+	// first append calls it once, before it compares (held.go). An error
+	// leaves the messages unknown (that append encodes them all).
+	Stored func() (sessnap.Messages, error)
 }
 
 // New returns an Appender with those settings.
@@ -66,8 +71,8 @@ func New(ext sessnap.Externalizer, maxRecord int, fullOnly bool) *Appender {
 
 // Resume sets a to the chain recovered from a store: its full record and
 // the deltas after it, in order (their payloads retained). The next record
-// can then be a delta on it; the messages are not known until an append
-// (the first one encodes them all).
+// can then be a delta on it once the appender knows the stored messages
+// (Hold, or Stored); without them the first append encodes them all.
 func (a *Appender) Resume(full *record.Rec, deltas []*record.Rec) error {
 	if a.FullOnly || full == nil || full.Kind != record.KindFull {
 		return nil // after a gap, or full records only: the next record is full
@@ -165,6 +170,7 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snap
 		a.known = false
 		return record.Encode(m, payload), nil
 	}
+	a.holdStored()
 	k := a.prefix(snap.Messages)
 	if k < 0 {
 		a.check.Reset()
@@ -273,6 +279,15 @@ func sameParts(a, b []session.Part) bool {
 	}
 	for i := range a {
 		p, q := &a[i], &b[i]
+		if p.Ref != nil && q.Ref == nil {
+			// A held part decoded without its content (held.go): q holds
+			// that content in its place.
+			if !contentIs(q, p.Ref) {
+				return false
+			}
+			pp, qq := withoutRefField(*p, p.Ref.Field), withoutRefField(*q, p.Ref.Field)
+			p, q = &pp, &qq
+		}
 		if p.Type != q.Type || p.Text != q.Text || p.ToolCallID != q.ToolCallID || p.Name != q.Name ||
 			p.Output != q.Output || p.IsError != q.IsError || p.MediaType != q.MediaType || p.URL != q.URL ||
 			p.Signature != q.Signature || p.Encrypted != q.Encrypted || p.ProviderExecuted != q.ProviderExecuted ||

@@ -131,6 +131,11 @@ func (c *Cache) Prefetch(snap []byte) func() {
 		}
 	})
 	c.mu.Unlock()
+	return c.prefetch(hashes)
+}
+
+// prefetch starts reading hashes into c (Prefetch).
+func (c *Cache) prefetch(hashes []string) func() {
 	if len(hashes) < 2 {
 		return c.Wait
 	}

@@ -192,14 +192,18 @@ func readExact(r io.Reader, size, limit int64) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	}
-	// The content is usually exactly size bytes: one byte's read finds
-	// its end without growing (and copying) the buffer.
+	// Whether there is more, by a read of one byte: the content is
+	// almost always exactly size bytes, and a buffer grown past buf would
+	// copy it all.
 	var probe [1]byte
-	switch _, err := io.ReadFull(r, probe[:]); {
-	case errors.Is(err, io.EOF):
+	k, err := io.ReadFull(r, probe[:])
+	switch {
+	case k == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
 		return buf, nil
-	case err != nil:
+	case k == 0:
 		return nil, err
+	case size+1 > limit:
+		return nil, blob.LongerThan(limit)
 	}
 	more := bytes.NewBuffer(append(buf, probe[0]))
 	m, err := io.Copy(more, io.LimitReader(r, limit-size))

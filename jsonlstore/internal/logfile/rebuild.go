@@ -69,6 +69,10 @@ func (h *Rebuild) Close() {
 // light (a load without the content: the parts keep their references);
 // each blob is checked against its SHA-256.
 func DecodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) (sessionstore.Record, error) {
+	if record.MayHavePages(snap) {
+		// The pages are read (on every core) before they are expanded.
+		c.PrefetchPages(snap)()
+	}
 	snap, err := record.ExpandPages(snap, c.Page)
 	if err != nil {
 		return sessionstore.Record{}, PageAt(id, r, err)
@@ -83,7 +87,7 @@ func DecodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.
 	}
 	if !c.Light() {
 		c.Wait()
-		if err := decoded.Messages.Resolve(c.Fetch); err != nil {
+		if err := ResolveShared(decoded.Messages, c.Fetch); err != nil {
 			return sessionstore.Record{}, BlobAt(r, err)
 		}
 	}
