@@ -131,15 +131,23 @@ func externalize(parts []partDTO, ext Externalizer) error {
 // reference names. It changes ms in place: call it on a snapshot of your
 // own (one just decoded), never on one that shares a session's messages.
 func (ms Messages) Resolve(fetch func(ref session.ContentRef) ([]byte, error)) error {
+	return ms.ResolveWith(fetch, func(b []byte) string { return string(b) })
+}
+
+// ResolveWith is Resolve with text making the strings of a part's text,
+// output and encrypted content from what fetch returned (Resolve copies
+// them; a caller whose fetched bytes are never written again may share
+// them). Data is always copied: the caller may change its bytes.
+func (ms Messages) ResolveWith(fetch func(ref session.ContentRef) ([]byte, error), text func([]byte) string) error {
 	for i := range ms {
-		if err := resolveParts(ms[i].Parts, fetch, "$.messages["+strconv.Itoa(i)+"]"); err != nil {
+		if err := resolveParts(ms[i].Parts, fetch, text, "$.messages["+strconv.Itoa(i)+"]"); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]byte, error), path string) error {
+func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]byte, error), text func([]byte) string, path string) error {
 	for j := range parts {
 		p := &parts[j]
 		if r := p.Ref; r != nil {
@@ -149,11 +157,11 @@ func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]by
 			}
 			switch r.Field {
 			case session.ContentText:
-				p.Text = string(b)
+				p.Text = text(b)
 			case session.ContentOutput:
-				p.Output = string(b)
+				p.Output = text(b)
 			case session.ContentEncrypted:
-				p.Encrypted = string(b)
+				p.Encrypted = text(b)
 			case session.ContentData:
 				p.Data = slices.Clone(b) // the caller's own bytes: fetch may share b
 			default:
@@ -161,7 +169,7 @@ func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]by
 			}
 			p.Ref = nil
 		}
-		if err := resolveParts(p.Content, fetch, fmt.Sprintf("%s.parts[%d].content", path, j)); err != nil {
+		if err := resolveParts(p.Content, fetch, text, fmt.Sprintf("%s.parts[%d].content", path, j)); err != nil {
 			return err
 		}
 	}

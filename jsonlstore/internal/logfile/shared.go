@@ -1,9 +1,6 @@
 package logfile
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
 	"unsafe"
 
 	"github.com/sessionstore/sessionstore/session"
@@ -18,41 +15,7 @@ import (
 // content, in a fresh process a page fault for each of its pages). Data
 // is copied, as Resolve copies it: the caller may change its bytes.
 func ResolveShared(ms sessnap.Messages, fetch func(ref session.ContentRef) ([]byte, error)) error {
-	for i := range ms {
-		if err := resolvePartsShared(ms[i].Parts, fetch, "$.messages["+strconv.Itoa(i)+"]"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func resolvePartsShared(parts []session.Part, fetch func(ref session.ContentRef) ([]byte, error), path string) error {
-	for j := range parts {
-		p := &parts[j]
-		if r := p.Ref; r != nil {
-			b, err := fetch(*r)
-			if err != nil {
-				return fmt.Errorf("%s.parts[%d]: %w", path, j, err)
-			}
-			switch r.Field {
-			case session.ContentText:
-				p.Text = sharedString(b)
-			case session.ContentOutput:
-				p.Output = sharedString(b)
-			case session.ContentEncrypted:
-				p.Encrypted = sharedString(b)
-			case session.ContentData:
-				p.Data = slices.Clone(b)
-			default:
-				return fmt.Errorf("%w: %s.parts[%d]: content reference to field %q", sessnap.ErrMalformed, path, j, r.Field)
-			}
-			p.Ref = nil
-		}
-		if err := resolvePartsShared(p.Content, fetch, fmt.Sprintf("%s.parts[%d].content", path, j)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ms.ResolveWith(fetch, sharedString)
 }
 
 // sharedString is b as a string without a copy: b is a blob's content as
