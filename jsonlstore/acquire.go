@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/appender"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
@@ -140,55 +138,10 @@ func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appe
 	return app, blobs
 }
 
-// saveForensic copies n bytes of v from off into a new file under the
-// session's forensic directory, durably (file and directory synced), and
-// returns its path relative to the root. Removed bytes are never lost: the
-// caller removes nothing unless this succeeds. A copy that fails (a full
-// disk) is removed again, so a failed recovery leaves nothing behind.
-// Callers never pass more than a record's worth (record.TailLimit) for a
-// tail; a repair's cut is bounded by the log.
-func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *logfile.View, n int64) (_ string, err error) {
-	dir := layout.SessionDir(id) + "/" + ForensicDir
-	created := false
-	if err := s.fs.Mkdir(dir, layout.DirPerm); err == nil {
-		created = true
-	} else if !errors.Is(err, fs.ErrExist) {
-		return "", err
-	}
-	name := dir + "/" + what + "-" + strconv.FormatInt(off, 10) + "-" + s.opts.Now().UTC().Format("20060102T150405.000000000Z") + ".bin"
-	f, err := s.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		if err != nil {
-			_ = s.fs.Remove(name) // a partial copy is no copy
-		}
-	}()
-	buf := make([]byte, min(n, 1<<20))
-	for done := int64(0); done < n; {
-		k := min(int64(len(buf)), n-done)
-		if _, err := v.F.ReadAt(buf[:k], off+done); err != nil {
-			_ = f.Close()
-			return "", record.ErrShrunk // the view promised these bytes
-		}
-		if err := layout.WriteAll(f, buf[:k]); err != nil {
-			_ = f.Close()
-			return "", err
-		}
-		done += k
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.SyncDir(dir)
-	}
-	if err == nil && created {
-		err = s.fs.SyncDir(layout.SessionDir(id))
-	}
-	return name, err
+// saveForensic copies n bytes of v from off into a new file of session
+// id's forensic/, durably (logfile.SaveForensic).
+func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *logfile.View, n int64) (string, error) {
+	return logfile.SaveForensic(s.root, id, what, off, v, n)
 }
 
 // acquire takes the lease of an existing session and recovers it.
@@ -280,50 +233,9 @@ func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool)
 	return w, nil
 }
 
-// checkNoSymlinks refuses a session directory that contains a symlink: a
-// session holds only regular files and directories, so a link is tampering
-// or a hostile copy, and no holder writes into such a directory.
-func (s *Store) checkNoSymlinks(id session.SessionID) error {
-	entries, err := s.fs.ReadDir(layout.SessionDir(id))
-	if err != nil {
-		return layout.OpErr("session", id, err)
-	}
-	for _, e := range entries {
-		if e.Type()&fs.ModeSymlink != 0 {
-			return layout.OpErr("session", id, fmt.Errorf("%s: %w", e.Name(), vfs.ErrSymlink))
-		}
-	}
-	return nil
-}
-
 // sweepSession removes leftover temporary files in a session directory
-// (torn summary and lease replacements, torn blobs); called under the
-// lease.
-func (s *Store) sweepSession(id session.SessionID) []string {
-	entries, err := s.fs.ReadDir(layout.SessionDir(id))
-	if err != nil {
-		return nil
-	}
-	var swept []string
-	for _, e := range entries {
-		name := e.Name()
-		if layout.IsSessionTemp(name) {
-			p := layout.SessionDir(id) + "/" + name
-			if s.fs.Remove(p) == nil {
-				swept = append(swept, p)
-			}
-		}
-	}
-	// Temporary blob files: a blob being written when its writer died.
-	if entries, err := s.fs.ReadDir(blobfile.Dir(id)); err == nil {
-		for _, e := range entries {
-			if p := blobfile.Dir(id) + "/" + e.Name(); blobfile.IsTemp(e.Name()) && s.fs.Remove(p) == nil {
-				swept = append(swept, p)
-			}
-		}
-	}
-	return swept
-}
+// (logfile.SweepSession); called under the lease.
+func (s *Store) sweepSession(id session.SessionID) []string { return logfile.SweepSession(s.fs, id) }
 
 // Acquire implements sessionstore.Store.
 func (s *Store) Acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
@@ -336,12 +248,5 @@ func (s *Store) TryAcquire(ctx context.Context, id session.SessionID, opts sessi
 }
 
 // checkWritable runs under a freshly taken lease, before anything is
-// written: the session directory holds no symlink and its log is one a
-// holder may write to (checked again here: it may have changed since
-// checkLog ran without the lease).
-func (s *Store) checkWritable(id session.SessionID) error {
-	if err := s.checkNoSymlinks(id); err != nil {
-		return err
-	}
-	return logfile.CheckLog(s.root, id)
-}
+// written (logfile.CheckWritable).
+func (s *Store) checkWritable(id session.SessionID) error { return logfile.CheckWritable(s.root, id) }

@@ -5,7 +5,6 @@ import (
 	"iter"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -18,38 +17,22 @@ import (
 // *sessionstore.GapError in their place, and the history goes on after
 // them.
 func (s *Store) History(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.Record, error] {
-	return func(yield func(sessionstore.Record, error) bool) {
-		var yielded uint64 // revisions already yielded survive a retry
-		stopped := false
-		err := s.read(ctx, id, func(v *logfile.View) error {
-			h := logfile.NewRebuild(ctx, s.fs, id, v)
-			defer h.Close()
-			for h.Next() {
-				r := h.Record()
-				if r.Through() <= yielded {
-					continue
-				}
-				var ok bool
-				if r.Kind == record.KindGap {
-					yielded = r.Through()
-					ok = yield(sessionstore.Record{}, logfile.GapError(id, r))
-				} else {
-					rec, err := logfile.DecodeRecord(id, r, h.Snapshot(), h.Blobs())
-					if err != nil {
-						return err // (not yielded: a retry meets it again)
-					}
-					yielded = r.Through()
-					ok = yield(rec, nil)
-				}
-				if !ok {
-					stopped = true
-					return nil
-				}
+	return checked(s, ctx, id, func() iter.Seq2[sessionstore.Record, error] { return logfile.History(ctx, s.root, id) })
+}
+
+// checked yields what seq() yields once the store is open, ctx is not
+// done and id is valid (check), or the error that says why not.
+func checked[T any](s *Store, ctx context.Context, id session.SessionID, seq func() iter.Seq2[T, error]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		if err := s.check(ctx, id); err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		for v, err := range seq() {
+			if !yield(v, err) {
+				return
 			}
-			return h.Err()
-		})
-		if err != nil && !stopped {
-			yield(sessionstore.Record{}, err)
 		}
 	}
 }

@@ -4,21 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/blob"
-	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 // IDs returns the ID of every session directory under the root, in ID
@@ -89,71 +84,13 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		}
 	}()
 
-	next, stop := iter.Pull2(lines)
-	defer stop()
-	var srcErr error // the source's own error, reported as it is
-	rd := record.NewReader(id, MaxReadRecordBytes, record.Seq{})
-	rd.Read(record.Source{Path: layout.LogPath(id), NextLine: func() ([]byte, error) {
-		line, err, ok := next()
-		switch {
-		case !ok:
-			return nil, io.EOF
-		case err != nil:
-			srcErr = err
-		}
-		return line, err
-	}})
-	snaps := record.NewSnapshots(id, MaxReadRecordBytes)
-	largest := s.opts.MaxRecordBytes // the session's cap: at least its largest record
-	var last *record.Rec
-	var latest sessionstore.Record
-	var size int64
 	bw := bufio.NewWriterSize(b.log, 1<<20)
 	copied := blobfile.NewWriter(s.fs, b.tmp, 0)
-	seen := map[string]bool{}
-	pages := map[string][]byte{} // the latest record's pages, by SHA-256
-	for rd.Next() {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		r := rd.Record()
-		if err := snaps.Add(r); err != nil {
-			return 0, err
-		}
-		largest = max(largest, len(r.Payload))
-		if r.Kind != record.KindGap {
-			snap := snaps.Bytes()
-			largest = max(largest, len(snap))
-			pc, err := s.importPages(id, r, snap, blobs, copied, pages)
-			if err != nil {
-				return 0, err
-			}
-			latest, err = logfile.DecodeRecord(id, r, snap, pc)
-			pc.Close()
-			if err != nil {
-				return 0, err
-			}
-			if err := copyBlobs(id, r, latest.Snapshot.Messages, blobs, copied, seen); err != nil {
-				return 0, err
-			}
-		}
-		if _, err := bw.Write(r.Line()); err != nil {
-			return 0, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
-		}
-		n++
-		size += r.LineLen
-		last = r.Clone()
-	}
-	switch err := rd.Err(); {
-	case srcErr != nil:
-		return 0, layout.OpErr("import", id, srcErr)
-	case err != nil:
+	im, err := logfile.Import(ctx, s.fs, id, lines, blobs, bw, copied, s.opts.MaxRecordBytes)
+	if err != nil {
 		return 0, err
-	case last == nil:
-		return 0, layout.OpErr("import", id, errors.New("no records"))
-	case last.Kind == record.KindGap:
-		return 0, logfile.GapError(id, last) // a log ends with a readable revision
 	}
+	last, largest := im.Last, im.Largest // the session's cap: at least its largest record
 	if err = bw.Flush(); err == nil {
 		err = b.log.Datasync()
 	}
@@ -191,93 +128,19 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		return 0, err
 	}
 	// Published: from here on the session exists whole, whatever fails.
-	last.Offset = size - last.LineLen
-	s.writeImportSummary(b, last, &latest.Snapshot)
+	// The summary is a cache: failing to write it fails nothing.
+	if dir, err := vfs.Sub(s.fs, layout.SessionDir(id)); err == nil {
+		if err := logfile.WriteImportSummary(dir, b.log, last, &im.Latest.Snapshot); err != nil {
+			s.opts.Logger.Warn("jsonlstore: summary not written", "session", id, "err", err)
+		}
+		_ = dir.Close() // a directory handle, read-only
+	}
 	err = b.lease.Release(context.WithoutCancel(ctx))
 	b.lease = nil
 	_ = b.log.Close() // written and synced above; nothing is written after
 	b.log = nil
 	if err != nil {
-		return n, layout.OpErr("import", id, fmt.Errorf("release: %w", err))
+		return 0, layout.OpErr("import", id, fmt.Errorf("release: %w", err))
 	}
-	return n, nil
-}
-
-// writeImportSummary writes the summary of a published import whose last
-// record is last. The summary is a cache: failing to write it fails
-// nothing.
-func (s *Store) writeImportSummary(b *newSession, last *record.Rec, snap *sessnap.Snapshot) {
-	fi, err := b.log.Stat()
-	if err != nil || fi.Size() != last.End() {
-		return // none is better than a wrong one
-	}
-	dir, err := vfs.Sub(s.fs, layout.SessionDir(b.id))
-	if err != nil {
-		return
-	}
-	defer func() { _ = dir.Close() }() // a directory handle, read-only
-	var sw logfile.SummaryWriter
-	defer sw.Close()
-	sf := logfile.SummaryFile{Log: vfs.IdentityOf(fi), LogSize: last.End(), LogMtime: fi.ModTime().UnixNano(),
-		LastOffset: last.Offset, Revision: last.Rev, Summary: logfile.ProjectRecord(last, snap, last.End())}
-	if err := sw.Write(dir, sf); err != nil {
-		s.opts.Logger.Warn("jsonlstore: summary not written", "session", b.id, "err", err)
-	}
-}
-
-// importPages copies into w the pages snap (record r's snapshot)
-// references, from src, checked, and returns a light cache holding them,
-// for logfile.DecodeRecord: they are not in the session's directory yet. held is
-// the pages of the record before (a chain's records share its full
-// record's), kept so that each is read from src once, and becomes r's.
-func (s *Store) importPages(id session.SessionID, r *record.Rec, snap []byte, src sessionstore.BlobSource, w *blobfile.Writer, held map[string][]byte) (*blobfile.Cache, error) {
-	c := blobfile.NewPageCache(s.fs, id)
-	var err error
-	if perr := record.Pages(snap, func(p record.PageRef) {
-		if err != nil {
-			return
-		}
-		content, ok := held[p.SHA256]
-		if !ok {
-			content, err = copyBlob(id, r, session.ContentRef{SHA256: p.SHA256, Size: p.Size}, src, w)
-		}
-		c.Hold(p.SHA256, content)
-	}); perr != nil {
-		return nil, logfile.PageAt(id, r, perr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	clear(held)
-	c.CopyTo(held)
-	return c, nil
-}
-
-// copyBlobs writes into w the content of every reference in msgs (the
-// snapshot of record r) not copied before (seen), from src, checked.
-func copyBlobs(id session.SessionID, r *record.Rec, msgs sessnap.Messages, src sessionstore.BlobSource, w *blobfile.Writer, seen map[string]bool) error {
-	var err error
-	msgs.Refs(func(ref session.ContentRef) {
-		if err != nil || seen[ref.SHA256] {
-			return
-		}
-		if _, err = copyBlob(id, r, ref, src, w); err == nil {
-			seen[ref.SHA256] = true
-		}
-	})
-	return err
-}
-
-// copyBlob writes into w the blob ref names (a page, or part content), from
-// src, checked, and returns it. A reference src cannot satisfy is
-// corruption at r, the record that references it.
-func copyBlob(id session.SessionID, r *record.Rec, ref session.ContentRef, src sessionstore.BlobSource, w *blobfile.Writer) ([]byte, error) {
-	content, err := blob.Fetch(src, ref)
-	if errors.Is(err, blob.ErrMissing) {
-		return nil, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", ErrBlob, err)}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return content, w.Put(ref.SHA256, content)
+	return im.N, nil
 }

@@ -2,7 +2,6 @@ package jsonlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
@@ -14,18 +13,9 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
-// loadLatest reads the view's latest revision: its last record and the
-// chain that rebuilds it, read backwards from the end, with its content
-// (or, light, without what is kept out of line).
+// loadLatest reads the view's latest revision (logfile.LoadLatest).
 func (s *Store) loadLatest(id session.SessionID, v *logfile.View, light bool) (*record.Rec, sessionstore.Record, error) {
-	last, snap, err := logfile.LatestSnapshot(s.fs, id, v)
-	if err != nil {
-		return nil, sessionstore.Record{}, err
-	}
-	c := blobfile.CacheFor(s.fs, id, light)
-	defer c.Close()
-	rec, err := logfile.DecodeRecord(id, last, snap, c)
-	return last, rec, err
+	return logfile.LoadLatest(s.fs, id, v, light)
 }
 
 // Load returns the latest revision, read from the end of the log: its cost
@@ -70,77 +60,13 @@ func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint
 	return s.loadRevision(ctx, id, rev, false)
 }
 
+// loadRevision reads revision rev (logfile.LoadRevision) once the
+// store is open and id valid.
 func (s *Store) loadRevision(ctx context.Context, id session.SessionID, rev uint64, light bool) (sessionstore.Record, error) {
-	c := blobfile.CacheFor(s.fs, id, light)
-	defer c.Close()
-	var rec sessionstore.Record
-	err := s.read(ctx, id, func(v *logfile.View) error {
-		last, _, err := logfile.Latest(s.fs, id, v)
-		var ne *sessionstore.NewerRecordError
-		switch {
-		case errors.As(err, &ne) && last != nil:
-			// The log ends with a newer program's record: the revisions
-			// before it are read forwards, as History reads them (the
-			// reader stops at that record, with ne, for any after it).
-			if last.Rev > 0 && rev >= last.Rev {
-				return err
-			}
-		case err != nil:
-			return err
-		case rev > last.Through():
-			return fmt.Errorf("%w: session %s revision %d (latest %d)", sessionstore.ErrNotFound, id, rev, last.Through())
-		case rev >= last.Rev:
-			_, rec, err = s.loadLatest(id, v, light)
-			return err
-		}
-		// Read forwards to rev. In the log, past damage that rev does not
-		// depend on (a salvaging reader): a revision is readable when its
-		// own chain is.
-		var h interface {
-			Next() bool
-			Record() *record.Rec
-			Err() error
-		}
-		var rd *record.Reader
-		if first, ok := logfile.FirstRev(v); ok && rev >= first {
-			rd = v.Reader(record.Resumed())
-			rd.Salvage = true
-			h = rd
-		} else {
-			hs := logfile.NewScan(s.fs, id, v)
-			defer hs.Close()
-			h = hs
-		}
-		snaps := record.NewSnapshots(id, v.MaxPayload)
-		for h.Next() {
-			r := h.Record()
-			if rd != nil && rd.Damage() != nil {
-				if !rd.Accepted() {
-					continue // a repeated or misplaced record: not part of the sequence
-				}
-				if r.Rev > rev {
-					return rd.Damage() // rev is among the records the damage took
-				}
-				snaps.Lose(rd.Damage())
-			}
-			if err := snaps.Add(r); err != nil {
-				return err
-			}
-			if r.Through() < rev {
-				continue
-			}
-			if r.Kind == record.KindGap {
-				return logfile.GapError(id, r)
-			}
-			rec, err = logfile.DecodeRecord(id, r, snaps.Bytes(), c)
-			return err
-		}
-		if err := h.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: session %s revision %d", sessionstore.ErrNotFound, id, rev)
-	})
-	return rec, err
+	if err := s.check(ctx, id); err != nil {
+		return sessionstore.Record{}, err
+	}
+	return logfile.LoadRevision(ctx, s.root, id, rev, light)
 }
 
 // ReadBlob implements sessionstore.Store: the content of ref from

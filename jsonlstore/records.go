@@ -5,7 +5,6 @@ import (
 	"iter"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -24,7 +23,7 @@ func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[ses
 				yield(sessionstore.RecordInfo{}, err)
 				return
 			}
-			if !yield(r.info(), nil) {
+			if !yield(r.Info(), nil) {
 				return
 			}
 		}
@@ -42,55 +41,15 @@ func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2
 				yield(nil, err)
 				return
 			}
-			if !yield(r.rec.Line(), nil) {
+			if !yield(r.Rec.Line(), nil) {
 				return
 			}
 		}
 	}
 }
 
-// placedRecord is a record of a session's history and where it is kept.
-type placedRecord struct {
-	rec      *record.Rec // payload valid until the next one
-	archived bool
-}
-
-func (p placedRecord) info() sessionstore.RecordInfo {
-	r := p.rec
-	return sessionstore.RecordInfo{
-		Revision: r.Rev, Generation: r.Gen, Time: r.Time, Schema: r.Schema, Kind: r.Kind,
-		File: r.Path, Offset: r.Offset, Archived: p.archived, Bytes: r.LineLen, PayloadBytes: len(r.Payload),
-	}
-}
-
-// rawRecords yields every verified record of session id's history, as
-// History reads it but without rebuilding snapshots, each once even when
-// the read is retried.
-func (s *Store) rawRecords(ctx context.Context, id session.SessionID) iter.Seq2[placedRecord, error] {
-	return func(yield func(placedRecord, error) bool) {
-		var yielded uint64 // records already yielded survive a retry of the read
-		stopped := false
-		err := s.read(ctx, id, func(v *logfile.View) error {
-			h := logfile.NewScan(s.fs, id, v)
-			defer h.Close()
-			for h.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				r := h.Record()
-				if r.Through() <= yielded {
-					continue
-				}
-				yielded = r.Through()
-				if !yield(placedRecord{rec: r, archived: h.Archived()}, nil) {
-					stopped = true
-					return nil
-				}
-			}
-			return h.Err()
-		})
-		if err != nil && !stopped {
-			yield(placedRecord{}, err)
-		}
-	}
+// rawRecords yields session id's records as they are kept
+// (logfile.Records), once the store is open and id valid.
+func (s *Store) rawRecords(ctx context.Context, id session.SessionID) iter.Seq2[logfile.Placed, error] {
+	return checked(s, ctx, id, func() iter.Seq2[logfile.Placed, error] { return logfile.Records(ctx, s.root, id) })
 }

@@ -310,6 +310,7 @@ func TestSearchIndexDamagedPages(t *testing.T) {
 	ctx := context.Background()
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel() // each seed its own store: 20 s each under -race, side by side
 			st := openTestStore(t)
 			qs := bigSearchWorkload(t, st, seed)
 			requireSameAsHistory(t, st, qs, "before")

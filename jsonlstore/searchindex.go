@@ -10,7 +10,6 @@ import (
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchhost"
@@ -212,92 +211,21 @@ func (h searchHost) ProbeLog(id session.SessionID) (fs.FileInfo, error) {
 	return vfs.Probe(h.s.fs, layout.LogPath(id))
 }
 
-// Sessions implements searchhost.Host: where the catalog can be believed
-// (catalogfile's trust rules), an unmarked session's entry describes its
-// log as it is, and stands in for a probe. Otherwise, or with probeAll,
-// the names are the root's.
-func (h searchHost) Sessions(ctx context.Context, probeAll bool) (searchhost.Sessions, error) {
-	s := h.s
-	var needs catalogfile.Needs
-	keep := func(needs catalogfile.Needs) func(context.Context, bool) {
-		return func(ctx context.Context, rebuild bool) {
-			if rebuild {
-				needs.Up = catalogfile.UpkeepRebuild
-			}
-			s.cat.Keep(ctx, needs)
-		}
-	}
-	if !probeAll {
-		if v, ok := s.cat.Vouch(&needs); ok {
-			ids, logs, ok := vouchedStates(v)
-			v.LC.Release()
-			if ok {
-				return searchhost.Sessions{IDs: ids, Logs: logs, Keep: keep(needs)}, nil
-			}
-		}
-	}
-	names, err := vfs.ReadDirNames(s.fs, ".")
-	if err != nil {
-		return searchhost.Sessions{}, layout.OpErr("list root", "", err)
-	}
-	var ids []session.SessionID
-	for _, n := range names {
-		if sessionstore.ValidateID(session.SessionID(n)) == nil {
-			ids = append(ids, session.SessionID(n))
-		}
-	}
-	return searchhost.Sessions{IDs: ids, Logs: make([]searchhost.LogState, len(ids)), Keep: keep(needs)}, nil
+// Sessions implements searchhost.Host with the catalog's word on the
+// logs (catalogfile's trust rules).
+func (h searchHost) Sessions(_ context.Context, probeAll bool) (searchhost.Sessions, error) {
+	return h.s.cat.SearchSessions(probeAll)
 }
 
-// vouchedStates returns the sessions v knows to be under the root, with
-// the states its entries vouch for; those it does not vouch for (v.Look)
-// are left to probe. ok is false for an entry whose ID is not a
-// session's (a damaged catalog: no path it names is read).
-func vouchedStates(v catalogfile.Vouched) (ids []session.SessionID, logs []searchhost.LogState, ok bool) {
-	f := v.LC.F
-	ids = make([]session.SessionID, 0, f.Len()+len(v.Look))
-	logs = make([]searchhost.LogState, 0, f.Len()+len(v.Look))
-	for i := range f.Len() {
-		if v.Gone[i] {
-			continue
-		}
-		id := f.EntryID(i)
-		if sessionstore.ValidateID(id) != nil {
-			return nil, nil, false
-		}
-		ls := searchhost.LogState{}
-		if _, look := v.Look[id]; !look {
-			ls = searchhost.LogState{Proof: searchhost.Proof(f.Log(i)), Vouched: true}
-		}
-		ids, logs = append(ids, id), append(logs, ls)
-	}
-	for id, i := range v.Look {
-		if i < 0 { // new: not in the catalog
-			ids, logs = append(ids, id), append(logs, searchhost.LogState{})
-		}
-	}
-	return ids, logs, true
-}
-
-// ChangedWithoutMark implements searchhost.Host.
+// Held implements searchhost.Host.
 func (h searchHost) Held(ctx context.Context, id session.SessionID) bool {
 	st, err := h.s.leases.inspect(ctx, h.s.root.Abs(layout.SessionDir(id)))
 	return err == nil && st.State == fslease.Held
 }
 
+// ChangedWithoutMark implements searchhost.Host.
 func (h searchHost) ChangedWithoutMark(ids []session.SessionID) bool {
-	marks, err := h.s.cat.ReadMarks()
-	if err != nil {
-		return false
-	}
-	for _, id := range ids {
-		if len(marks.Gens[id]) == 0 && h.IsSession(id) {
-			h.s.opts.Logger.Warn("jsonlstore: catalog entry changed without a mark (a program without the catalog, or a hand edit); searching by every log and rebuilding the catalog",
-				"session", id)
-			return true
-		}
-	}
-	return false
+	return h.s.cat.ChangedWithoutMark(ids, h.IsSession)
 }
 
 // ReadLog implements searchhost.Host with the store's reads (view.go).

@@ -2,8 +2,8 @@
 // the store root that holds every session's summary, so that a fresh
 // process lists the first page of ten thousand sessions by reading it
 // instead of ten thousand summary.json files. It knows the bytes only;
-// what the store trusts of them, and when, is jsonlstore's (catalog.go
-// there).
+// what the store trusts of them, and when, is package catalogfile's (the
+// trust rules). It must never read a session or the store root.
 //
 // # Layout
 //

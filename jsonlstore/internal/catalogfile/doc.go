@@ -2,7 +2,8 @@
 // catalog: .catalog/"): how the catalog file is built and rewritten
 // (build.go), the holders' marks (marks.go), what a reader may believe of
 // a catalog and what it needs after (vouch.go, the trust rules), and the
-// check of a catalog against the logs (verify.go). The bytes of its files
+// check of a catalog against the logs (verify.go), and the catalog's word
+// on the logs for the search index (search.go). The bytes of its files
 // are package catalog's (internal/catalog, the codec); this package says
 // what the store trusts of them, and why that is sound.
 //

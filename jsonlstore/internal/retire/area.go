@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
@@ -44,6 +45,27 @@ func PackPath(id session.SessionID) string { return Dir + "/" + string(id) + Pac
 // the area's lock. held reports that someone else has it.
 type Locker func(name string) (unlock func(), held bool, err error)
 
+// lockTries is how often the area tries a lock before calling it held: a
+// reader's lease probe holds a shared lock for a moment (fslease.TryAcquire
+// waits for it the same way).
+const lockTries = 10
+
+// retrying is lock tried up to lockTries times, 2 ms apart, while held.
+func retrying(lock Locker) Locker {
+	if lock == nil {
+		return nil
+	}
+	return func(name string) (func(), bool, error) {
+		for try := 1; ; try++ {
+			unlock, held, err := lock(name)
+			if err != nil || !held || try == lockTries {
+				return unlock, held, err
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
 // Area is a store's retired area.
 type Area struct {
 	root *layout.Root
@@ -51,8 +73,8 @@ type Area struct {
 }
 
 // New returns the retired area of the store at root, whose locks lock
-// takes.
-func New(root *layout.Root, lock Locker) *Area { return &Area{root: root, lock: lock} }
+// takes (tried again for a moment while held).
+func New(root *layout.Root, lock Locker) *Area { return &Area{root: root, lock: retrying(lock)} }
 
 // lockArea makes the area (durably) if it is missing and takes its lock:
 // one retire or restore at a time, across processes, so that the two
@@ -249,18 +271,12 @@ func (a *Area) sweepTemps(id session.SessionID) {
 // retired log (the live copy continues the retired one's history, or is
 // the same), ErrConflict when it does not.
 func (a *Area) continues(id session.SessionID) error {
-	fsys := a.root.FS
-	f, err := fsys.OpenFile(PackPath(id), layout.RDONLY, 0)
+	r, done, err := a.openPack(id)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = f.Close() }()
-	r, err := NewReader(f, PackPath(id), id)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	live, err := fsys.OpenFile(layout.LogPath(id), layout.RDONLY, 0)
+	defer done()
+	live, err := a.root.FS.OpenFile(layout.LogPath(id), layout.RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,14 @@
 // Package retire is a directory store's retired area: sessions moved out
 // of the live set, each kept whole in one compressed, checksummed pack,
 // listed and searched apart from the live ones, and restored byte for
-// byte. It owns the pack format, the journal of retires and restores, and
-// the retention policy file; the jsonlstore facade chooses the sessions
-// and tells the listing and search caches.
+// byte. It owns the pack format, the journal of retires and restores,
+// the retention policy file, which live sessions a retirement takes
+// (RetireIdle: named, idle long enough, labelled, or by the policy; never
+// a held one) and the search of retired sessions (Search). The facade
+// gives it the live set (Live: listings, summaries, the search index to
+// tell) and its reads of a session (History). It must never write a live
+// session's files other than by renaming its directory away under the
+// session's lease lock, and never deletes a pack but in Remove.
 //
 // # Layout
 //

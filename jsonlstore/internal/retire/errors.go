@@ -31,6 +31,9 @@ var (
 	// ErrPolicy reports a retention policy file that does not parse
 	// (PolicyError carries where).
 	ErrPolicy = errors.New("jsonlstore: invalid retention policy")
+	// ErrCriteria reports a retirement that names no sessions: no IDs,
+	// age, labels or policy.
+	ErrCriteria = errors.New("jsonlstore: say which sessions to retire: IDs, an age, labels or the policy")
 )
 
 // CorruptError is a damaged pack or journal: which file, and what is

@@ -14,42 +14,45 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
+
+// openPack opens session id's pack for reading: a missing one is
+// ErrNotRetired. done closes it.
+func (a *Area) openPack(id session.SessionID) (_ *Reader, done func(), _ error) {
+	f, err := a.root.FS.OpenFile(PackPath(id), layout.RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotRetired, id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := NewReader(f, PackPath(id), id)
+	if err != nil {
+		_ = f.Close() // read-only
+		return nil, nil, err
+	}
+	return r, func() { r.Close(); _ = f.Close() }, nil
+}
 
 // Header reads the Header of session id's pack (its first member only).
 func (a *Area) Header(id session.SessionID) (Header, error) {
-	f, err := a.root.FS.OpenFile(PackPath(id), layout.RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Header{}, fmt.Errorf("%w: %s", ErrNotRetired, id)
-	}
+	r, done, err := a.openPack(id)
 	if err != nil {
 		return Header{}, err
 	}
-	defer func() { _ = f.Close() }()
-	r, err := NewReader(f, PackPath(id), id)
-	if err != nil {
-		return Header{}, err
-	}
-	r.Close()
+	done()
 	return r.Header, nil
 }
 
 // Verify reads session id's pack whole: nil when every member is as its
 // Header says.
 func (a *Area) Verify(id session.SessionID) (Header, error) {
-	f, err := a.root.FS.OpenFile(PackPath(id), layout.RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Header{}, fmt.Errorf("%w: %s", ErrNotRetired, id)
-	}
+	r, done, err := a.openPack(id)
 	if err != nil {
 		return Header{}, err
 	}
-	defer func() { _ = f.Close() }()
-	r, err := NewReader(f, PackPath(id), id)
-	if err != nil {
-		return Header{}, err
-	}
-	defer r.Close()
+	defer done()
 	for r.Next() {
 	}
 	return r.Header, r.Err()
@@ -72,6 +75,27 @@ func (a *Area) IDs() ([]session.SessionID, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// VerifyAll reads the packs of the given retired sessions (all when none
+// are given) whole, and returns those that are damaged or missing.
+func (a *Area) VerifyAll(ctx context.Context, ids ...session.SessionID) ([]summary.Unreadable, error) {
+	if len(ids) == 0 {
+		var err error
+		if ids, err = a.IDs(); err != nil {
+			return nil, err
+		}
+	}
+	var bad []summary.Unreadable
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return bad, err
+		}
+		if _, err := a.Verify(id); err != nil {
+			bad = append(bad, summary.Unreadable{ID: id, Reason: err.Error()})
+		}
+	}
+	return bad, nil
 }
 
 // List yields every retired session, in ID order, from its pack's Header

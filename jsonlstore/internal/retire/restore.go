@@ -17,6 +17,20 @@ import (
 	"github.com/sessionstore/sessionstore/session"
 )
 
+// RestoreAll restores the sessions ids in order (Restore), and stops at
+// the first that fails: those before it stay restored.
+func (a *Area) RestoreAll(ctx context.Context, ids ...session.SessionID) (maintenance.RestoreReport, error) {
+	rep := maintenance.RestoreReport{Restored: []maintenance.RetiredSession{}}
+	for _, id := range ids {
+		rs, err := a.Restore(ctx, id)
+		if err != nil {
+			return rep, err
+		}
+		rep.Restored = append(rep.Restored, rs)
+	}
+	return rep, nil
+}
+
 // Restore brings session id back from the area: it reads the pack into a
 // temporary session directory (.tmp-<id>-<random>, its lease lock held
 // from its first byte), checking every member and syncing every file and
@@ -112,17 +126,11 @@ func (a *Area) finishRestore(id session.SessionID, h Header, size int64, reason 
 // every file and directory. unlock, when not nil, drops the lease lock
 // it took on dir's lease.lock as soon as it was written.
 func (a *Area) unpack(id session.SessionID, dir string) (_ Header, unlock func(), _ error) {
-	fsys := a.root.FS
-	f, err := fsys.OpenFile(PackPath(id), layout.RDONLY, 0)
+	r, done, err := a.openPack(id)
 	if err != nil {
 		return Header{}, nil, err
 	}
-	defer func() { _ = f.Close() }()
-	r, err := NewReader(f, PackPath(id), id)
-	if err != nil {
-		return Header{}, nil, err
-	}
-	defer r.Close()
+	defer done()
 	onLease := func() error {
 		u, held, err := a.lock(dir + "/" + leaseLock)
 		switch {
@@ -134,7 +142,7 @@ func (a *Area) unpack(id session.SessionID, dir string) (_ Header, unlock func()
 		unlock = u
 		return nil
 	}
-	err = extract(r, fsys, dir, true, onLease)
+	err = extract(r, a.root.FS, dir, true, onLease)
 	return r.Header, unlock, err
 }
 
@@ -142,16 +150,11 @@ func (a *Area) unpack(id session.SessionID, dir string) (_ Header, unlock func()
 // for a view in memory, such as a search of the retired sessions) and
 // returns its Header.
 func (a *Area) Unpack(id session.SessionID, fsys vfs.FS, dir string) (Header, error) {
-	f, err := a.root.FS.OpenFile(PackPath(id), layout.RDONLY, 0)
+	r, done, err := a.openPack(id)
 	if err != nil {
 		return Header{}, err
 	}
-	defer func() { _ = f.Close() }()
-	r, err := NewReader(f, PackPath(id), id)
-	if err != nil {
-		return Header{}, err
-	}
-	defer r.Close()
+	defer done()
 	err = extract(r, fsys, dir, false, nil)
 	return r.Header, err
 }

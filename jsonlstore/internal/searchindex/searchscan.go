@@ -219,18 +219,9 @@ func readAppended(id session.SessionID, v searchhost.Log, st *searchdb.State, pr
 				return nil
 			}
 		}
-		val, changed, err := record.MemberChange(r.Kind, r.Payload, titleKey)
-		if err != nil {
+		var ok bool
+		if title, titleRev, ok = titleAfter(r, title, titleRev); !ok {
 			return nil
-		}
-		if changed {
-			var t string
-			if val != nil && json.Unmarshal(val, &t) != nil {
-				return nil
-			}
-			if t != title {
-				title, titleRev = t, r.Rev
-			}
 		}
 	}
 	revs, ok := fulltext.Appearances(st.Rev, counts, st.Messages)
@@ -299,18 +290,9 @@ func readAfter(id session.SessionID, v searchhost.Log, last *record.Rec, rec *se
 			return nil
 		}
 		counts[k] = fulltext.Count{N: n, Kept: kept}
-		val, changed, err := record.MemberChange(r.Kind, r.Payload, titleKey)
-		if err != nil {
+		var ok bool
+		if title, titleRev, ok = titleAfter(r, title, titleRev); !ok {
 			return nil
-		}
-		if changed {
-			var t string
-			if val != nil && json.Unmarshal(val, &t) != nil {
-				return nil
-			}
-			if t != title {
-				title, titleRev = t, r.Rev
-			}
 		}
 	}
 	revs, ok := fulltext.Appearances(st.Rev, counts, st.Messages)
@@ -350,6 +332,26 @@ const (
 // errShortHistory reports a history that ends before the revision read
 // as the latest (damage a read of the latest alone does not see).
 var errShortHistory = errors.New("jsonlstore: the history ends before its latest revision")
+
+// titleAfter returns the title after record r, and the revision it was
+// set at, given title, set at rev, before it; ok is false when r's title
+// does not decode.
+func titleAfter(r *record.Rec, title string, rev uint64) (_ string, _ uint64, ok bool) {
+	val, changed, err := record.MemberChange(r.Kind, r.Payload, titleKey)
+	if err != nil {
+		return title, rev, false
+	}
+	if changed {
+		var t string
+		if val != nil && json.Unmarshal(val, &t) != nil {
+			return title, rev, false
+		}
+		if t != title {
+			return t, r.Rev, true
+		}
+	}
+	return title, rev, true
+}
 
 // historyCounts reads session id's history up to revision last and
 // returns each revision's message count and the revision its title (as
