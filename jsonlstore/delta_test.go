@@ -104,7 +104,9 @@ func TestDeltaGrowingConversation(t *testing.T) {
 
 // checkChains checks the writer's chain policy on every record of log: a
 // chain's bytes (its full record's payload and its deltas' lines) stay
-// within 1.5× the snapshot it rebuilds, and a delta is smaller than it.
+// within 1.5× the snapshot it rebuilds, a delta is smaller than it, and a
+// chain goes past record.MaxChainDeltas deltas only while they weigh less
+// than record.FullWeight times its full record.
 func checkChains(t *testing.T, log []byte) {
 	t.Helper()
 	var recs []record.Rec
@@ -119,17 +121,22 @@ func checkChains(t *testing.T, log []byte) {
 	}
 	snaps, err := rebuildAll(recs)
 	require.NoError(t, err)
-	chain, deltas := 0, 0
+	chain, full, deltas := 0, 0, 0
 	for i, r := range recs {
 		if r.Kind == record.KindFull {
-			chain, deltas = len(r.Payload), 0
+			chain, full, deltas = len(r.Payload), len(r.Payload), 0
 			continue
+		}
+		if deltas >= record.MaxChainDeltas {
+			// Past MaxChainDeltas only while the deltas weigh less than
+			// FullWeight times the full record.
+			require.Less(t, chain-full, record.FullWeight*full, "revision %d: delta %d of a chain whose deltas outweigh its full record", r.Rev, deltas+1)
 		}
 		chain += int(r.LineLen)
 		deltas++
 		require.Less(t, len(r.Payload), len(snaps[i]), "revision %d: a delta is smaller than its snapshot", r.Rev)
 		require.LessOrEqual(t, chain, len(snaps[i])*3/2, "revision %d: chain of %d bytes for a snapshot of %d", r.Rev, chain, len(snaps[i]))
-		require.LessOrEqual(t, deltas, record.MaxChainDeltas)
+		require.LessOrEqual(t, deltas, record.HardMaxChainDeltas)
 	}
 }
 

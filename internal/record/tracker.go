@@ -46,14 +46,34 @@ type Member struct {
 // while the chain's bytes — its full record's payload and its deltas'
 // lines, the new one included — stay within ChainBudgetNum/ChainBudgetDen
 // of the new snapshot, its deltas' lines and the snapshot it rebuilds
-// within the record cap, and its deltas at most MaxChainDeltas. (A full
+// within the record cap, and its deltas as chainOpen says. (A full
 // record with pages is small, so the snapshot a chain rebuilds reaches
 // the cap only long after the chain began.) So loading the latest revision reads at
 // most that, however long the history.
 const ChainBudgetNum, ChainBudgetDen = 3, 2
 
-// MaxChainDeltas bounds the deltas a writer writes after a full record.
+// MaxChainDeltas is the number of deltas after which a writer ends a
+// chain with a full record, once the chain's deltas outweigh its full
+// record (FullWeight): a full record costs the log its payload, and is
+// written only when the deltas since the last one have cost at least
+// FullWeight times that, so full records add at most 1/FullWeight to what
+// the deltas add to a log. A chain whose deltas are lighter goes on, up
+// to HardMaxChainDeltas deltas; its bytes stay bounded by the budget
+// above either way.
 const MaxChainDeltas = 1000
+
+// FullWeight is how many times its full record's payload a chain's
+// deltas' lines reach before a chain past MaxChainDeltas ends.
+const FullWeight = 2
+
+// HardMaxChainDeltas bounds the deltas of any chain (what a load applies).
+const HardMaxChainDeltas = 8 * MaxChainDeltas
+
+// chainOpen reports whether the policy lets the chain take one more
+// delta, by its count and its deltas' weight (MaxChainDeltas).
+func (t *Tracker) chainOpen() bool {
+	return t.n < MaxChainDeltas || (t.n < HardMaxChainDeltas && t.deltas < FullWeight*t.full)
+}
 
 // Known reports whether the tracker knows the latest snapshot (else the
 // next record is full).
@@ -153,7 +173,7 @@ var ErrFullRecordTooLarge = errors.New("full record larger than the record cap")
 // maxRecord is the record cap: a full record above it fails with
 // ErrFullRecordTooLarge, and the tracker is unchanged.
 func (t *Tracker) Next(m Meta, next []Member, maxRecord int, v Versions) ([]byte, error) {
-	if t.d != nil && t.n < MaxChainDeltas {
+	if t.d != nil && t.chainOpen() {
 		m.Version = v.of(KindDelta)
 		if line, ok := t.deltaLine(m, next, maxRecord); ok {
 			return line, nil

@@ -108,3 +108,52 @@ func payloadOf(t *testing.T, line []byte) []byte {
 	require.NoError(t, err)
 	return bytes.Clone(p)
 }
+
+// TestTrackerChainEndsByWeight: a chain ends at MaxChainDeltas deltas when
+// they outweigh FullWeight times its full record, and goes on past it
+// while they do not, until they do; so full records add at most
+// 1/FullWeight to the log beyond its deltas, however heavy the full record.
+func TestTrackerChainEndsByWeight(t *testing.T) {
+	const maxRecord = 16 << 20
+	elem := []byte(`{"text":"` + strings.Repeat("m", 1000) + `"}`)
+	for _, c := range []struct {
+		name     string
+		big      int
+		wantLong bool // the first chain goes past MaxChainDeltas
+	}{
+		{"light full record", 100 << 10, false},
+		{"heavy full record", 1 << 20, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var tr Tracker
+			m := Meta{Version: Version1, Schema: 1, Rev: 1, Gen: 1, Time: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
+			big := []byte(`"` + strings.Repeat("x", c.big) + `"`)
+			line, err := tr.Next(m, []Member{{Key: []byte(`"big"`), Value: big}, {Key: []byte(`"messages"`), Value: []byte(`[]`)}}, maxRecord, Versions{})
+			require.NoError(t, err)
+			_, payload, err := Parse(line[:len(line)-1], maxRecord)
+			require.NoError(t, err)
+			full := len(payload)
+			deltas, weight := 0, 0
+			for rev := 2; ; rev++ {
+				m.Rev = uint64(rev)
+				line, err := tr.Next(m, []Member{{Key: []byte(`"big"`), Value: big}, {Key: []byte(`"messages"`), Grown: true, Append: [][]byte{elem}}}, maxRecord, Versions{})
+				require.NoError(t, err)
+				got, _, err := Parse(line[:len(line)-1], maxRecord)
+				require.NoError(t, err)
+				if got.Kind == KindFull {
+					break
+				}
+				deltas++
+				weight += len(line)
+				require.LessOrEqual(t, deltas, HardMaxChainDeltas)
+			}
+			require.GreaterOrEqual(t, weight, FullWeight*full, "the chain ended while its deltas weighed less than %d× its full record", FullWeight)
+			if c.wantLong {
+				require.Greater(t, deltas, MaxChainDeltas, "a chain lighter than its full record goes on")
+				require.Less(t, weight-2*len(elem), FullWeight*full, "the chain went on past the weight")
+			} else {
+				require.Equal(t, MaxChainDeltas, deltas)
+			}
+		})
+	}
+}

@@ -46,8 +46,9 @@ import (
 //     was written against another marks directory. The new file's data is
 //     never synced: a power loss that tears it leaves a file whose
 //     checksums fail, which counts as no catalog.
-//  5. Write the root file when the look at the root was settled and every
-//     name in it got an entry (not synced: a lost root file costs a
+//  5. Write the root file when the look at the root was settled, every
+//     name in it got an entry and its other subdirectories are the store's
+//     own (SubdirsAccounted; not synced: a lost root file costs a
 //     listing a read of the root's names).
 //  6. Remove the marks of sessions whose lease was seen free in step 2,
 //     and of sessions that no longer exist (no directory, and none being
@@ -266,7 +267,7 @@ func (c *Catalog) WriteLooked(ctx context.Context, l *Look) (maintenance.Catalog
 	}
 
 	// Step 5.
-	if every && catalog.Settled(l.root, l.observed) {
+	if every && catalog.Settled(l.root, l.observed) && c.SubdirsAccounted(len(f.Entries), l.root) {
 		rep.RootFile = c.WriteRoot(catalog.Root{Catalog: f.ID, Dir: l.root, Observed: l.observed}) == nil
 	}
 

@@ -277,10 +277,43 @@ func (c *Catalog) ReadRoot() (catalog.Root, bool) {
 	return r, err == nil
 }
 
-// RootTrusted reports whether root file r vouches, for catalog id, that
-// the root directory in state now holds exactly the catalog's sessions.
-func RootTrusted(r catalog.Root, ok bool, id uint64, now catalog.DirState) bool {
-	return ok && r.Catalog == id && r.Dir == now && catalog.Settled(r.Dir, r.Observed)
+// RootTrusted reports whether root file r vouches, for catalog f, that
+// the root directory in state now holds exactly the catalog's sessions:
+// it names f, records the root as it is now, was settled when recorded,
+// and the root's subdirectories are as many as f's sessions and the
+// store's own directories (SubdirsAccounted).
+func (c *Catalog) RootTrusted(r catalog.Root, ok bool, f *catalog.File, now catalog.DirState) bool {
+	return ok && r.Catalog == f.ID && r.Dir == now && catalog.Settled(r.Dir, r.Observed) &&
+		c.SubdirsAccounted(f.Len(), now)
+}
+
+// ownDirs are the directories the store keeps under its root beside the
+// sessions'.
+var ownDirs = []string{Dir, ".search", ".retired"}
+
+// SubdirsAccounted reports whether the root directory, in state now,
+// holds no more subdirectories than sessions sessions and the store's own
+// directories that exist. A root file is written by whoever can write the
+// catalog's directory, so one can be forged to name the current catalog
+// and the root's current state; the root's link count, which the kernel
+// keeps (two, plus one per subdirectory), is what a forger cannot set, and
+// a session the catalog lacks shows in it. So the root file hides no
+// session, and a root with anything else in it (a leftover of a creation
+// or deletion, a directory set aside, junk) is not vouched for: listings
+// read its names. Where the file system does not count subdirectories in
+// the link count (a link count below 2: btrfs, ext4 past 65,000
+// subdirectories, the simulation), the root file is believed alone.
+func (c *Catalog) SubdirsAccounted(sessions int, now catalog.DirState) bool {
+	if now.Nlink < 2 {
+		return true
+	}
+	want := uint64(2 + sessions) //nolint:gosec // G115: a count
+	for _, name := range ownDirs {
+		if fi, err := c.root.FS.Lstat(name); err == nil && fi.IsDir() {
+			want++
+		}
+	}
+	return now.Nlink == want
 }
 
 // DirWritable reports whether the catalog's own directory is one

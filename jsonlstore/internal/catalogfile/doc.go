@@ -42,8 +42,11 @@
 //     someone compared the two, provided that look came SettleTime after
 //     the directory's last change (catalog.Settled): every creation and
 //     deletion renames an entry of the root, which gives it a new ctime.
-//     Otherwise a listing reads the root's names, which costs a few
-//     milliseconds for ten thousand sessions.
+//     The root file is believed only while the root's link count says it
+//     holds no other subdirectories than the catalog's sessions and the
+//     store's own (SubdirsAccounted): a root file can be forged, the
+//     link count cannot. Otherwise a listing reads the root's names,
+//     which costs a few milliseconds for ten thousand sessions.
 //   - The marks it relies on are in the directory it was written against
 //     (its identity is in the header): a marks directory deleted and made
 //     again, or one its owner may not write to, voids the catalog.

@@ -157,7 +157,7 @@ func (c *Catalog) verifyOnce(ctx context.Context) (rep maintenance.CatalogVerify
 	if len(unknown) > 0 || gone > 0 {
 		r, rok := c.ReadRoot()
 		hidden := false
-		if RootTrusted(r, rok, f.ID, root) && len(unknown) > 0 {
+		if c.RootTrusted(r, rok, f, root) && len(unknown) > 0 {
 			// Listings believe that the catalog holds every session: those
 			// it lacks are hidden, unless the root changed since it was
 			// looked at (a creation during the check).

@@ -102,7 +102,7 @@ func (c *Catalog) Vouch(n *Needs) (v Vouched, ok bool) {
 	r, rok := c.ReadRoot()
 	look := map[session.SessionID]int{} // → entry, or -1
 	gone := map[int]bool{}
-	if !RootTrusted(r, rok, f.ID, n.root) {
+	if !c.RootTrusted(r, rok, f, n.root) {
 		names, err := vfs.ReadDirNames(c.root.FS, ".")
 		if err != nil {
 			return v, false
@@ -126,7 +126,9 @@ func (c *Catalog) Vouch(n *Needs) (v Vouched, ok bool) {
 		switch {
 		case len(look) > 0 || len(gone) > 0:
 			n.Up = UpkeepCompact
-		case catalog.Settled(n.root, n.observed):
+		case catalog.Settled(n.root, n.observed) && c.SubdirsAccounted(f.Len(), n.root):
+			// (A root with other subdirectories is never vouched for:
+			// writing a root file for it would be redone by every listing.)
 			n.Up = UpkeepRoot
 		}
 	}
