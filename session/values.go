@@ -228,11 +228,18 @@ func (p PlacementMetadata) clone() PlacementMetadata {
 // what the sub-agent was asked to be (an agent type such as "reviewer"),
 // and ToolCallID the parent's tool call that spawned it (empty when the
 // runtime started it without one, like a compaction summarizer).
+//
+// A fork is a session started from another's conversation: ParentID is the
+// session it was forked from, RootID that session's root, and ForkedAt,
+// for a fork at a message (sessionstore.ForkAt), the ID of the last
+// message it took from the parent (MessageIDAt; empty for a fork of the
+// whole session or of an empty conversation).
 type SessionRelationship struct {
 	ParentID   SessionID `json:"parent_id,omitempty"`
 	RootID     SessionID `json:"root_id,omitempty"`
 	Role       string    `json:"role,omitempty"`
 	ToolCallID string    `json:"tool_call_id,omitempty"`
+	ForkedAt   string    `json:"forked_at,omitempty"`
 }
 
 // IsZero reports whether no relationship is recorded.

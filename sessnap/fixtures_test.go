@@ -34,6 +34,24 @@ var canonical = map[string]func() *session.Session{
 	"v2_labels_workspace.json": labelledSession,
 	// Schema 3.
 	"v3_content_refs.json": contentRefSession,
+	// Schema 4.
+	"v4_fork_at_message.json": forkAtMessageSession,
+}
+
+// forkAtMessageSession is a fork at a message: its relationship names the
+// parent and the last message taken from it, and its messages keep their
+// IDs.
+func forkAtMessageSession() *session.Session {
+	cfg := sessiontest.Config("01JDCANONV4FORK")
+	cfg.Relationship = session.SessionRelationship{ParentID: "01JDPARENT", RootID: "01JDPARENT", ForkedAt: "msg_b"}
+	s, err := session.New(cfg)
+	must(err)
+	must(s.AppendMessage(session.Message{ID: "msg_a", Role: session.RoleUser, CreatedAt: sessiontest.Epoch,
+		Parts: []session.Part{{Type: session.PartText, Text: "Refactor the parser"}}}))
+	must(s.AppendMessage(session.Message{ID: "msg_b", Role: session.RoleAssistant, CreatedAt: sessiontest.Epoch,
+		Parts: []session.Part{{Type: session.PartText, Text: "Done."}}}))
+	must(s.SetTitle("Refactor the parser", session.TitleFirstPrompt))
+	return s
 }
 
 // contentRefSession holds parts whose content is kept out of line (as a
@@ -182,6 +200,10 @@ func TestFixtures(t *testing.T) {
 			require.Empty(t, conv[n-2].Parts[0].Text, "the content is out of line")
 			require.Equal(t, session.ContentData, conv[n-2].Parts[1].Ref.Field)
 			require.Equal(t, session.ContentOutput, conv[n-1].Parts[0].Ref.Field)
+		}},
+		{file: "v4_fork_at_message.json", wantState: session.StateIdle, check: func(t *testing.T, s *session.Session) {
+			require.Equal(t, session.SessionRelationship{ParentID: "01JDPARENT", RootID: "01JDPARENT", ForkedAt: "msg_b"}, s.Relationship())
+			require.Equal(t, "msg_b", session.MessageIDAt(s.Conversation(), 1))
 		}},
 		{file: "invalid_v2_label_key.json", wantErr: session.ErrInvalid},
 		{file: "invalid_v2_too_many_labels.json", wantErr: session.ErrInvalid},

@@ -28,7 +28,8 @@ const Format = "sessnap/v1"
 //	   reasoning and part url, signature, encrypted, provider_executed,
 //	   content, result
 //	3  part blob: content kept out of line (session.ContentRef)
-const SchemaVersion = 3
+//	4  relationship.forked_at: the message a fork at a message was taken at
+const SchemaVersion = 4
 
 // Snapshot is the on-the-wire form of a session.Session. It is a plain
 // data struct with JSON tags so it serializes deterministically regardless

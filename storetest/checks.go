@@ -33,6 +33,12 @@ var checks = []check{
 	// Resuming (resume.go).
 	{"ResumedFirstAppendIsADelta", checkResumeDelta},
 
+	// The session handle (handle.go).
+	{"HandleDrivesAnAgentsTurns", checkHandleTurns},
+	{"HandleKeepsAndDerivesMessageIDs", checkHandleKeepsIDs},
+	{"HandleRewindsInPlace", checkHandleRewind},
+	{"ForkAtMessage", checkForkAtMessage},
+
 	// Leases (lease.go).
 	{"TryAcquireHeldSaysWho", checkTryAcquireHeld},
 	{"GenerationsIncreaseAcrossAcquisitions", checkGenerationsIncrease},

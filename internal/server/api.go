@@ -297,7 +297,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 		s.handles.unreserve(clientOf(r))
 		return err
 	}
-	rec := wr.w.Recovery()
+	rec := wr.Recovery()
 	return s.open(w, r, wr, &rec)
 }
 

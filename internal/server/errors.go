@@ -74,7 +74,7 @@ func errorOf(err error) *apiError {
 		return apiErrorf(http.StatusServiceUnavailable, "unavailable", "%v", err)
 	case errors.As(err, &ce):
 		return apiErrorf(http.StatusInternalServerError, "corrupt", "%v", err)
-	case errors.Is(err, errBroken), errors.Is(err, sessionstore.ErrWriterFailed):
+	case errors.Is(err, sessionstore.ErrWriterFailed):
 		return apiErrorf(http.StatusInternalServerError, "writer_failed", "%v", err)
 	}
 	return apiErrorf(http.StatusInternalServerError, "internal", "%v", err)
@@ -85,7 +85,7 @@ func ends(err error) (reason string, ok bool) {
 	switch {
 	case errors.Is(err, sessionstore.ErrLeaseLost):
 		return "lease_lost", true
-	case errors.Is(err, sessionstore.ErrWriterFailed), errors.Is(err, errBroken):
+	case errors.Is(err, sessionstore.ErrWriterFailed):
 		return "failed", true
 	case errors.Is(err, sessionstore.ErrClosed):
 		return "released", true
