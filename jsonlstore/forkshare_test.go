@@ -108,6 +108,24 @@ func TestForkSharesBlobs(t *testing.T) {
 	// full record: fewer files than the parent's 40 images and pages.
 	require.Less(t, len(forkFiles), len(parentBefore))
 
+	// Verify finds nothing to say of blobs with several links (a blob is
+	// never written through any of its names), and a backup of the store
+	// copies each session whole, parent and forks alike.
+	vr, err := st.Verify(ctx)
+	require.NoError(t, err)
+	require.True(t, vr.OK(), "%+v", vr)
+	for _, sv := range vr.Sessions {
+		require.Empty(t, sv.Notes, "session %s", sv.ID)
+	}
+	backup := t.TempDir() + "/backup"
+	_, err = st.Backup(ctx, backup)
+	require.NoError(t, err)
+	bst := openTestStore2(t, backup)
+	requireSameContent(t, bst, "parent", 30, "fork-b", 1)
+	for name, f := range blobFiles(t, backup, "fork-a") {
+		require.Equal(t, uint64(1), f.links, "backed-up blob %s is a file of its own", name)
+	}
+
 	// du: each session's figures are whole; the total counts a shared file
 	// once, and says how much is shared.
 	rep, err := st.DiskUsage(ctx)
@@ -145,7 +163,7 @@ func TestForkSharesBlobs(t *testing.T) {
 	pw, err := st.Acquire(ctx, "parent", sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, pw.Delete(ctx))
-	vr, err := st.Verify(ctx, "fork-b")
+	vr, err = st.Verify(ctx, "fork-b")
 	require.NoError(t, err)
 	require.True(t, vr.OK(), "%+v", vr)
 

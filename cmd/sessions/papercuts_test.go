@@ -10,6 +10,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
 )
 
 // Papercuts a first hour with the command met (each its test).
@@ -80,5 +85,39 @@ func TestCompactDryRunWritesNothing(t *testing.T) {
 		require.Equal(t, exitOK, r.Code, "%v: %s", args, r.Stderr)
 		require.Contains(t, r.Stdout+r.Stderr, "nothing was written")
 		require.Equal(t, before, storeFiles(t, root), "%v", args)
+	}
+}
+
+// TestImportedIDsFitEightyColumns: ls and watch of sessions with the long
+// IDs of imports fit an 80-column terminal, each ID shown whole or as a
+// prefix of it.
+func TestImportedIDsFitEightyColumns(t *testing.T) {
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	ids := []string{
+		"claude-code-0d3a8e6f-5b1c-4e2a-9f7d-3c2b1a0e9d8c-agent-a881341",
+		"claude-code-0d3a8e6f-5b1c-4e2a-9f7d-3c2b1a0e9d8c",
+		"codex-019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b",
+	}
+	for _, id := range ids {
+		s := sessiontest.New(id)
+		require.NoError(t, s.SetTitle("Fix the flaky TestParseDuration on CI", session.TitleFirstPrompt))
+		writeSession(t, st, s, 1)
+	}
+	require.NoError(t, st.Close())
+	for _, tc := range []struct{ stopAfter, cmd string }{{"", "ls"}, {"2", "watch"}} {
+		shown := ansi.ReplaceAllString(onTerminal(t, nil, tc.stopAfter, "--dir", root, tc.cmd), "")
+		var rows int
+		for _, l := range strings.Split(shown, "\n") {
+			require.LessOrEqual(t, cli.Width(l), 80, "%s: a line wider than the terminal: %q", tc.cmd, l)
+			for _, id := range ids {
+				if strings.HasPrefix(l, id[:idMin-1]) {
+					rows++
+					break
+				}
+			}
+		}
+		require.GreaterOrEqual(t, rows, len(ids), "%s: every session has its row: %s", tc.cmd, shown)
 	}
 }

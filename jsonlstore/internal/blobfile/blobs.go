@@ -56,6 +56,7 @@ type Writer struct {
 	// (ShareFrom), shared says how they got there.
 	source string
 	shared Shared
+	linker vfs.DirLinker // source's blobs/ into this one's, once opened
 }
 
 // encoder compresses blobs. EncodeAll may be called concurrently and
@@ -236,7 +237,11 @@ func (b *Writer) compress(content []byte) ([]byte, bool) {
 // except the temporary directory of a session being created, which
 // publish syncs.
 func (b *Writer) Sync() error {
-	if b == nil || len(b.pending) == 0 && !b.dirMade {
+	if b == nil {
+		return nil
+	}
+	b.closeLinker()
+	if len(b.pending) == 0 && !b.dirMade {
 		return nil
 	}
 	if err := b.deferred.Sync(); err != nil {

@@ -55,7 +55,15 @@ func (b *Writer) ShareRefs(msgs sessnap.Messages) error {
 		if err != nil || b.known[ref.SHA256] {
 			return
 		}
-		_, err = b.share(ref.SHA256)
+		var ok bool
+		if ok, err = b.share(ref.SHA256); ok && err == nil {
+			// The file is the parent's, which its record references with
+			// this size: CheckRefs need not open it again.
+			if b.sizes == nil {
+				b.sizes = map[string]int64{}
+			}
+			b.sizes[ref.SHA256] = ref.Size
+		}
 	})
 	return err
 }
@@ -82,9 +90,19 @@ func (b *Writer) share(hash string) (bool, error) {
 	if err := b.mkdirDeferred(); err != nil {
 		return false, err
 	}
+	if b.linker == nil {
+		l, err := vfs.NewDirLinker(b.fs, b.source, b.dir+"/"+layout.BlobDir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // the source has no blobs/
+		}
+		if err != nil {
+			return false, layout.OpErr("share blobs", "", err)
+		}
+		b.linker = l
+	}
 	for _, name := range []string{Name(hash, false), Name(hash, true)} {
 		src, dst := b.source+"/"+name, b.dir+"/"+layout.BlobDir+"/"+name
-		err := b.fs.Link(src, dst)
+		err := b.linker.Link(name)
 		if err == nil {
 			b.shared.Linked++
 		} else {
@@ -137,4 +155,12 @@ func (b *Writer) cloneOrCopy(src, name string) (cloned bool, err error) {
 	}
 	_ = out.Close() // the session is abandoned: the error is the copy's
 	return false, fmt.Errorf("copy: %w", err)
+}
+
+// closeLinker closes the directories sharing opened.
+func (b *Writer) closeLinker() {
+	if b.linker != nil {
+		_ = b.linker.Close() // directories, nothing written through them
+		b.linker = nil
+	}
 }
