@@ -12,7 +12,8 @@ import (
 // shows them.
 type UsageReport struct {
 	Sessions []SessionUsage `json:"sessions"`
-	// Total sums Sessions (its ID is empty).
+	// Total sums Sessions (its ID is empty), counting a file several of
+	// them share once.
 	Total SessionUsage `json:"total"`
 	// LeftoverBytes is what a file store's temporary and trash directories
 	// hold (creations and deletions in progress or interrupted). Counted
@@ -41,6 +42,10 @@ type SessionUsage struct {
 	OtherBytes int64 `json:"other_bytes"`
 	// TotalBytes is the sum of the above.
 	TotalBytes int64 `json:"total_bytes"`
+	// SharedBytes is the part of TotalBytes in files the session shares
+	// with another (a file store's fork holds its parent's blobs as hard
+	// links): in a report's Total, each such file counted once.
+	SharedBytes int64 `json:"shared_bytes,omitempty"`
 }
 
 // Add adds v's figures to u's (not its ID).
@@ -51,6 +56,7 @@ func (u *SessionUsage) Add(v SessionUsage) {
 	u.BlobBytes += v.BlobBytes
 	u.OtherBytes += v.OtherBytes
 	u.TotalBytes += v.TotalBytes
+	u.SharedBytes += v.SharedBytes
 }
 
 // DiskUsage is s.DiskUsage(ctx, ids...), for callers written when

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/redact"
+	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -67,6 +68,13 @@ func (s *Store) CreateHistoryReleased(ctx context.Context, snaps iter.Seq2[sessn
 // session is written under record cap maxRecord, which its settings.json
 // records (the store's own, or a fork's source's when that is larger).
 func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions, release bool, maxRecord int) (_ *writer, err error) {
+	return s.createHistoryFrom(ctx, snaps, opts, release, maxRecord, "")
+}
+
+// createHistoryFrom is createHistory of a fork of session share (""
+// none): the blobs and pages it needs are share's files, linked
+// (blobfile.ShareFrom), and the first snapshot's parts may reference them.
+func (s *Store) createHistoryFrom(ctx context.Context, snaps iter.Seq2[sessnap.Snapshot, error], opts sessionstore.AcquireOptions, release bool, maxRecord int, share session.SessionID) (_ *writer, err error) {
 	h := sessionstore.PullHistory(snaps)
 	defer h.Stop()
 	first, err := h.First()
@@ -77,12 +85,15 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	if err := s.check(ctx, id); err != nil {
 		return nil, err
 	}
-	// A new session holds no blobs: a part of its first revision that
-	// arrives as a reference names content it does not hold.
-	if err := blob.Refuse(id, first.Messages); err != nil {
-		return nil, err
-	}
 	app, blobs := s.newAppender("")
+	if share == "" || blobs == nil {
+		// A new session holds no blobs: a part of its first revision that
+		// arrives as a reference names content it does not hold.
+		if err := blob.Refuse(id, first.Messages); err != nil {
+			return nil, err
+		}
+		share = ""
+	}
 	app.Max = maxRecord
 	if opts.Redactor != nil {
 		app.Redact = redact.NewStream(opts.Redactor)
@@ -104,6 +115,18 @@ func (s *Store) createHistory(ctx context.Context, snaps iter.Seq2[sessnap.Snaps
 	blobs.Moved(b.tmp)
 	if blobs != nil {
 		blobs.Defer(true)
+	}
+	if share != "" {
+		// A fork's parts reference its parent's content: the new session
+		// holds it once it is linked, and the check that it does is an
+		// append's.
+		blobs.ShareFrom(share)
+		if err := blobs.ShareRefs(first.Messages); err != nil {
+			return nil, err
+		}
+		if err := blobs.CheckRefs(id, first.Messages); err != nil {
+			return nil, err
+		}
 	}
 	// Nothing is visible before publish, so nothing needs to be durable
 	// before the last record is written: the lines go through one buffer

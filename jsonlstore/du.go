@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -12,7 +13,9 @@ import (
 // as ls -l shows them, not allocated blocks, by kind of file (its
 // log.jsonl, everything under archive/, everything under forensic/,
 // everything under blobs/ as stored, and the rest: lease and summary
-// files, leftovers). LeftoverBytes is what the temporary and trash
+// files, leftovers). A file with several names (a fork's blobs and pages
+// are hard links of its parent's) counts in full for each session that
+// names it, and in its SharedBytes; the total counts it once. LeftoverBytes is what the temporary and trash
 // directories at the root hold (the next repair sweeps old ones). It reads
 // directory entries only, takes no lease and modifies nothing; on a live
 // store the figures are a moment's. A session whose directory cannot be
@@ -22,11 +25,12 @@ import (
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessionstore.UsageReport, error) {
 	var rep sessionstore.UsageReport
 	tools := s.offline()
+	seen := map[vfs.Identity]bool{}
 	all, err := s.forSessions(ids, func(id session.SessionID) error {
-		u, err := tools.SessionUsage(ctx, id)
+		u, once, err := tools.SessionUsage(ctx, id, seen)
 		if err == nil {
 			rep.Sessions = append(rep.Sessions, u)
-			rep.Total.Add(u)
+			rep.Total.Add(once)
 		}
 		return err
 	}, &rep.Unreadable)

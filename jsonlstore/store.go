@@ -390,7 +390,9 @@ func (b *newSession) publish(ctx context.Context) error {
 }
 
 // Fork creates newID whose revision 1 copies revision rev of from, under
-// the larger of the store's record cap and from's (settings.json).
+// the larger of the store's record cap and from's (settings.json). Its
+// blobs and pages are hard links of from's (clones, else copies, where
+// the file system links none): a fork costs its log, not its content.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
 	if newID == "" {
 		newID = sessionstore.NewID()
@@ -398,14 +400,22 @@ func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, ne
 	if err := s.check(ctx, newID); err != nil {
 		return nil, err
 	}
-	src, err := s.LoadWith(ctx, from, sessionstore.LoadOptions{Revision: rev})
+	// The fork's parts keep their references to content out of line, and
+	// its blobs and pages are the parent's files (blobfile.ShareFrom):
+	// nothing of them is read or written again. A fork redacted as it is
+	// written reads its content, which the redactor must see.
+	share := from
+	if opts.Redactor != nil || s.opts.FullRecordsOnly {
+		share = ""
+	}
+	src, err := s.LoadWith(ctx, from, sessionstore.LoadOptions{Revision: rev, WithoutContent: share != ""})
 	if err != nil {
 		return nil, err
 	}
 	// The fork is written under its source's cap when that is larger, so
 	// that a revision the source holds forks whatever this store's cap.
 	snap := adapter.ForkSnapshot(src.Snapshot, newID)
-	w, err := s.createHistory(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts, false, layout.ReadCap(s.fs, from, s.opts.MaxRecordBytes))
+	w, err := s.createHistoryFrom(ctx, func(yield func(sessnap.Snapshot, error) bool) { yield(snap, nil) }, opts, false, layout.ReadCap(s.fs, from, s.opts.MaxRecordBytes), share)
 	if err != nil {
 		return nil, err
 	}

@@ -120,12 +120,12 @@ func (q Query) Normalize() (Query, error) {
 	q.Limit = min(q.Limit, MaxLimit)
 	for _, s := range q.States {
 		if !s.Valid() {
-			return q, fmt.Errorf("summary: unknown state %q", s)
+			return q, fmt.Errorf("summary: unknown state %q (the states: %s)", s, joinNames(session.States))
 		}
 	}
 	for _, k := range q.Kinds {
 		if !k.Valid() {
-			return q, fmt.Errorf("summary: unknown kind %q", k)
+			return q, fmt.Errorf("summary: unknown kind %q (the kinds: %s)", k, joinNames([]session.SessionKind{session.KindPrimary, session.KindSubagent, session.KindScheduled, session.KindDebug, session.KindUnknown}))
 		}
 	}
 	if len(q.Labels) > session.MaxLabels {
@@ -281,4 +281,17 @@ func DecodeCursor(q Query) (after Key, ok bool, err error) {
 		return Key{}, false, fmt.Errorf("%w: issued for another order or filter", ErrBadCursor)
 	}
 	return c.After, true, nil
+}
+
+// joinNames lists names, comma-separated, for an error that says which
+// values are valid.
+func joinNames[T ~string](names []T) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(n))
+	}
+	return b.String()
 }

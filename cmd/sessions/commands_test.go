@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -519,4 +520,20 @@ func TestShowRevBeforeNewerRecord(t *testing.T) {
 	require.NotEqual(t, exitOK, r.Code, r.String())
 	require.Contains(t, r.Stderr, "written by a newer version")
 	require.NotContains(t, r.Stderr, "corrupt")
+}
+
+// TestHelpFitsEightyColumns: every help page, the list of commands and
+// each command's, fits an 80-column terminal.
+func TestHelpFitsEightyColumns(t *testing.T) {
+	pages := [][]string{{"help"}}
+	for name := range commands {
+		pages = append(pages, []string{name, "--help"})
+	}
+	for _, args := range pages {
+		r := sessions(t, nil, args...)
+		require.Equal(t, exitOK, r.Code, "%v: %s", args, r.Stderr)
+		for i, line := range strings.Split(r.Stdout, "\n") {
+			require.LessOrEqual(t, utf8.RuneCountInString(line), 80, "%v, line %d: %q", args, i+1, line)
+		}
+	}
 }

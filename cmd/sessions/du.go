@@ -19,7 +19,11 @@ recovery or repair removed from the log, kept for inspection), its blobs
 (part content kept out of line, each content once; a column of its own when
 any session has some), and the rest (lease and summary files), with totals.
 Sizes are apparent file sizes. For a PostgreSQL store, LOG is the bytes of
-the session's record lines and BLOBS the bytes of its content.`
+the session's record lines and BLOBS the bytes of its content.
+
+A fork's blobs are hard links of its parent's files: each session's row
+counts them, as a copy of its directory would hold them; the total counts
+each file once, and a last line says how much is shared.`
 
 func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("du", duDoc, stdout, stderr)
@@ -74,6 +78,14 @@ func cmdDu(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if err := writeTable(stdout, head, rows, right); err != nil {
 			return c.fail(err)
+		}
+		if shared := rep.Total.SharedBytes; shared > 0 {
+			var sum int64
+			for _, u := range rep.Sessions {
+				sum += u.TotalBytes
+			}
+			fmt.Fprintf(stdout, "shared: %s in files several sessions hold (forks' blobs), counted once in the total (%s saved)\n",
+				size(shared), size(sum-rep.Total.TotalBytes))
 		}
 		if rep.LeftoverBytes > 0 {
 			fmt.Fprintf(stdout, "leftover temporary and trash directories: %s ('sessions repair' sweeps old ones)\n", size(rep.LeftoverBytes))

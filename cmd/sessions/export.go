@@ -44,7 +44,8 @@ where snapshot is that revision's snapshot rebuilt, byte for byte as stored
 (the same bytes from a directory and from a PostgreSQL store). That is the
 whole history spelled out — it can be many times the session's size (the
 jsonl form holds the same history as stored) — so on a terminal it first
-says how much it would write, and asks. Every form is written as it is
+says how much it would write, and asks; to a file or a pipe it says so on
+stderr, and writes, when that is over 256 MiB. Every form is written as it is
 read: memory stays bounded however long the history. At a corrupt record
 the export stops with the error on stderr and exit status 1, after what
 came before it. --latest is the default form, as before.`
@@ -57,6 +58,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	format := c.fs.String("format", "snapshot", "the form: "+strings.Join(exportForms, ", "))
 	all := c.fs.Bool("all-revisions", false, "every revision's snapshot, as JSON Lines (snapshot form)")
 	yes := c.fs.Bool("yes", false, "with --all-revisions on a terminal: write without asking")
+	warnAbove := c.fs.Int64("warn-bytes", largeHistory, "with --all-revisions to a file or pipe: the size that is warned of (for tests)")
+	c.hide("warn-bytes")
 	c.fs.Bool("latest", false, "the latest snapshot (the default)")
 	name, code, ok := c.parseID(args)
 	if !ok {
@@ -73,6 +76,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			if code, ok := c.confirmHistory(ctx, st, id, os.Stdin); !ok {
 				return code
 			}
+		} else if *all {
+			c.warnHistory(ctx, st, id, *warnAbove)
 		}
 		bw := bufio.NewWriterSize(stdout, 64<<10)
 		err := exportAs(ctx, st, id, *format, *all, bw)
@@ -161,6 +166,26 @@ func (c *sub) confirmHistory(ctx context.Context, st sessionstore.Store, id sess
 	}
 	fmt.Fprintln(c.stderr, "nothing written: redirect it to a file (> FILE), or give --yes")
 	return exitFail, false
+}
+
+// largeHistory is the size of an --all-revisions export, written to a
+// file or a pipe, that is worth a word on stderr before it starts.
+const largeHistory = 256 << 20
+
+// warnHistory says on stderr how much --all-revisions is about to write to
+// a file or a pipe when that is at least above bytes: a pipe takes
+// gigabytes without a word, and the user may want the jsonl form instead.
+func (c *sub) warnHistory(ctx context.Context, st sessionstore.Store, id session.SessionID, above int64) {
+	revs, size, exact, err := historySize(ctx, st, id)
+	if err != nil || size < above {
+		return // the export meets the error itself
+	}
+	amount := cli.HumanBytes(size)
+	if !exact {
+		amount = "at least " + amount
+	}
+	fmt.Fprintf(c.stderr, "sessions export: --all-revisions writes %s (%s) of JSON: every revision spelled out; --format jsonl holds the same history as stored\n",
+		cli.Plural(revs, "revision"), amount)
 }
 
 // confirm asks question on w and reports whether the answer read from r

@@ -93,7 +93,7 @@ func (c *sub) parseIDs(args []string, minPos int) ([]string, int, bool) {
 
 // usageError prints a usage error and returns exitUsage.
 func (c *sub) usageError(format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "sessions %s: %s\n", c.name, cli.Escape(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(c.stderr, "sessions %s: %s\n", c.name, cli.Escape(errorText(fmt.Errorf(format, args...))))
 	fmt.Fprintf(c.stderr, "Run 'sessions %s --help' for usage.\n", c.name)
 	return exitUsage
 }
@@ -101,7 +101,7 @@ func (c *sub) usageError(format string, args ...any) int {
 // fail prints an error and returns exitFail. Each line of the message is
 // escaped: errors quote labels and names that other programs wrote.
 func (c *sub) fail(err error) int {
-	lines := strings.Split(err.Error(), "\n")
+	lines := strings.Split(errorText(err), "\n")
 	for i, l := range lines {
 		lines[i] = cli.Escape(l)
 	}
@@ -111,8 +111,10 @@ func (c *sub) fail(err error) int {
 
 func (c *sub) usage(w io.Writer) {
 	cmd := commands[c.name]
-	fmt.Fprintf(w, "Usage: sessions %s %s\n\n%s\n\n", c.name, cmd.usage, strings.TrimSpace(c.doc))
-	cli.PrintFlags(w, c.fs, c.hidden)
+	var page strings.Builder
+	fmt.Fprintf(&page, "Usage: sessions %s %s\n\n%s\n\n", c.name, cmd.usage, strings.TrimSpace(c.doc))
+	cli.PrintFlags(&page, c.fs, c.hidden)
+	_, _ = io.WriteString(w, cli.Wrap(page.String(), cli.HelpWidth)) // help: nothing to do about a failed write
 }
 
 // listFlag collects a repeatable, comma-separated flag.

@@ -96,6 +96,10 @@ func leaseText(st summary.LeaseStatus) string {
 // titleWidth caps the TITLE column.
 const titleWidth = 36
 
+// idMin is the least an ID is cut to where nothing else gives enough room:
+// a ULID whole, an imported ID's tool and its first dozen digits.
+const idMin = 26
+
 // paintState colors a STATE cell by what it asks of a person.
 func paintState(p cli.Palette) func(string) string {
 	return func(s string) string {
@@ -150,7 +154,9 @@ func writeSummaries(w io.Writer, items []summary.Summary, tf timeFormat, width i
 			strconv.FormatUint(s.Revision, 10), tf.format(s.UpdatedAt), leaseText(s.Lease)})
 	}
 	t := cli.Table{Columns: []cli.Column{
-		{Header: "ID"},
+		// An imported session's ID is long ("claude-code-<uuid>-<agent>"):
+		// cut short last, it stays a prefix that names the session.
+		{Header: "ID", Min: idMin},
 		{Header: "TITLE", Max: titleWidth, Want: 16, Min: 8},
 		{Header: "STATE", Min: 7, Paint: paintState(p)},
 		{Header: "KIND", Drop: 3},

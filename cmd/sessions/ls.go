@@ -37,7 +37,8 @@ warning on stderr names it and says why (with --json, it is also in the
 "unreadable" field), on every page; 'sessions verify' says more.
 
 On a terminal the table fits its width (the title and lease are cut short
-first, then the KIND, REV and UPDATED columns are left out) and states and
+first, then the KIND, REV and UPDATED columns are left out, and a long
+imported ID is cut last, to a prefix that still names it) and states and
 leases are colored, unless NO_COLOR is set.`
 
 // queryFlags are the filter and paging flags of ls and watch.

@@ -116,7 +116,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return c.run(ctx, rest, stdout, stderr)
 }
 
-func printHelp(w io.Writer) {
+func printHelp(out io.Writer) {
+	w := new(strings.Builder) // the page, wrapped to 80 columns when done
+	defer func() { _, _ = io.WriteString(out, cli.Wrap(w.String(), cli.HelpWidth)) }()
 	fmt.Fprint(w, `sessions — inspect and maintain a sessionstore store
 
 Usage:

@@ -292,3 +292,18 @@ func TestExportAllRevisionsAsks(t *testing.T) {
 	require.Equal(t, revs, strings.Count(shown, `{"revision":`), "every revision, without asking")
 	require.NotContains(t, shown, "Write it?")
 }
+
+// TestExportAllRevisionsWarnsAPipe: to a pipe, export --all-revisions
+// writes without asking, and says first on stderr how much it writes when
+// that is large (the threshold lowered here by the hidden --warn-bytes);
+// a small export says nothing.
+func TestExportAllRevisionsWarnsAPipe(t *testing.T) {
+	root := statesStore(t)
+	quiet := sessions(t, nil, "--dir", root, "export", "s6-cancelled", "--all-revisions")
+	require.Equal(t, exitOK, quiet.Code, quiet.Stderr)
+	require.Empty(t, quiet.Stderr, "a small export says nothing")
+	loud := sessions(t, nil, "--dir", root, "export", "s6-cancelled", "--all-revisions", "--warn-bytes", "1")
+	require.Equal(t, exitOK, loud.Code, loud.Stderr)
+	require.Equal(t, quiet.Stdout, loud.Stdout, "the warning changes nothing written")
+	require.Regexp(t, `^sessions export: --all-revisions writes \d+ revisions \(at least [0-9.]+ [KMG]?i?B\) of JSON: every revision spelled out; --format jsonl holds the same history as stored\n$`, loud.Stderr)
+}

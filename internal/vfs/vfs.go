@@ -310,3 +310,6 @@ func (p prefixFS) Lstat(name string) (fs.FileInfo, error)     { return p.FS.Lsta
 func (p prefixFS) ReadDir(name string) ([]fs.DirEntry, error) { return p.FS.ReadDir(p.name(name)) }
 func (p prefixFS) SyncDir(name string) error                  { return p.FS.SyncDir(p.name(name)) }
 func (p prefixFS) Close() error                               { return nil }
+
+// errUnsupported is what Clone returns where it cannot clone.
+var errUnsupported = errors.ErrUnsupported

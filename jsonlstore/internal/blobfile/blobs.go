@@ -52,6 +52,11 @@ type Writer struct {
 	// Files of a session not yet published are synced together, by sync
 	// (Deferred), not one by one as they are written.
 	deferred Deferred
+	// source is the blobs/ of the session a new one takes its blobs from
+	// (ShareFrom), shared says how they got there.
+	source string
+	shared Shared
+	linker vfs.DirLinker // source's blobs/ into this one's, once opened
 }
 
 // encoder compresses blobs. EncodeAll may be called concurrently and
@@ -169,19 +174,15 @@ func (b *Writer) Put(hash string, content []byte) error {
 // publish (deferredFiles.sync): no look for an existing blob, no
 // temporary name, no rename.
 func (b *Writer) putNew(hash string, content []byte) error {
-	d := &b.deferred
-	if d.dir == nil {
-		dir := b.dir + "/" + layout.BlobDir
-		if err := b.fs.Mkdir(dir, layout.DirPerm); err != nil {
-			return layout.OpErr("blobs", "", err)
+	if b.source != "" {
+		if ok, err := b.share(hash); ok || err != nil {
+			return err
 		}
-		b.dirMade = true
-		sub, err := vfs.Sub(b.fs, dir)
-		if err != nil {
-			return layout.OpErr("blobs", "", err)
-		}
-		d.dir = sub
 	}
+	if err := b.mkdirDeferred(); err != nil {
+		return err
+	}
+	d := &b.deferred
 	data, compressed := b.compress(content)
 	name := Name(hash, compressed)
 	f, err := d.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
@@ -197,6 +198,26 @@ func (b *Writer) putNew(hash string, content []byte) error {
 	}
 	b.known[hash] = true
 	b.pending = append(b.pending, hash)
+	return nil
+}
+
+// mkdirDeferred makes blobs/ in the temporary directory of a session
+// being created, once, and opens it (Deferred).
+func (b *Writer) mkdirDeferred() error {
+	d := &b.deferred
+	if d.dir != nil {
+		return nil
+	}
+	dir := b.dir + "/" + layout.BlobDir
+	if err := b.fs.Mkdir(dir, layout.DirPerm); err != nil {
+		return layout.OpErr("blobs", "", err)
+	}
+	b.dirMade = true
+	sub, err := vfs.Sub(b.fs, dir)
+	if err != nil {
+		return layout.OpErr("blobs", "", err)
+	}
+	d.dir = sub
 	return nil
 }
 
@@ -216,7 +237,11 @@ func (b *Writer) compress(content []byte) ([]byte, bool) {
 // except the temporary directory of a session being created, which
 // publish syncs.
 func (b *Writer) Sync() error {
-	if b == nil || len(b.pending) == 0 && !b.dirMade {
+	if b == nil {
+		return nil
+	}
+	b.closeLinker()
+	if len(b.pending) == 0 && !b.dirMade {
 		return nil
 	}
 	if err := b.deferred.Sync(); err != nil {

@@ -77,4 +77,7 @@ func (b *Writer) Defer(on bool) { b.deferred.on = on }
 
 // Discard closes the blob files b holds, unsynced: the session being
 // created is abandoned.
-func (b *Writer) Discard() { b.deferred.Discard() }
+func (b *Writer) Discard() {
+	b.closeLinker()
+	b.deferred.Discard()
+}

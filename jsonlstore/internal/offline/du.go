@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -31,45 +32,89 @@ func (s *Store) LeftoverBytes() (int64, error) {
 }
 
 // SessionUsage reports the bytes session id occupies, as jsonlstore's
-// DiskUsage promises: apparent file sizes, by kind of file. It reads
-// directory entries only.
-func (s *Store) SessionUsage(ctx context.Context, id session.SessionID) (sessionstore.SessionUsage, error) {
-	u := sessionstore.SessionUsage{ID: id}
+// DiskUsage promises: apparent file sizes, by kind of file, and in
+// SharedBytes those of its files that have another name (a hard link: a
+// fork's blobs and pages are its parent's files). once is the same figures
+// without the files seen names (by identity: device and inode) — that
+// is, what the session adds to the sessions reported before it —, and
+// the files it counts are added to seen. It reads directory entries only.
+func (s *Store) SessionUsage(ctx context.Context, id session.SessionID, seen map[vfs.Identity]bool) (u, once sessionstore.SessionUsage, err error) {
+	u.ID, once.ID = id, id
 	if err := s.checkSession(ctx, id); err != nil {
-		return u, err
+		return u, once, err
 	}
 	entries, err := s.root.FS.ReadDir(layout.SessionDir(id))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return u, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
+			return u, once, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 		}
-		return u, layout.OpErr("du", id, err)
+		return u, once, layout.OpErr("du", id, err)
 	}
 	for _, e := range entries {
 		name := layout.SessionDir(id) + "/" + e.Name()
-		var n int64
-		if e.IsDir() {
-			if _, n, err = s.duDir(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return u, layout.OpErr("du", id, err)
-			}
-		} else if fi, err := e.Info(); err == nil {
-			n = fi.Size()
-		}
+		var kind func(*sessionstore.SessionUsage) *int64
 		switch {
 		case e.Name() == layout.LogFile && !e.IsDir():
-			u.LogBytes += n
+			kind = func(u *sessionstore.SessionUsage) *int64 { return &u.LogBytes }
 		case e.Name() == layout.ArchiveDir && e.IsDir():
-			u.ArchiveBytes += n
+			kind = func(u *sessionstore.SessionUsage) *int64 { return &u.ArchiveBytes }
 		case e.Name() == layout.ForensicDir && e.IsDir():
-			u.ForensicBytes += n
+			kind = func(u *sessionstore.SessionUsage) *int64 { return &u.ForensicBytes }
 		case e.Name() == layout.BlobDir && e.IsDir():
-			u.BlobBytes += n
+			kind = func(u *sessionstore.SessionUsage) *int64 { return &u.BlobBytes }
 		default:
-			u.OtherBytes += n
+			kind = func(u *sessionstore.SessionUsage) *int64 { return &u.OtherBytes }
+		}
+		count := func(fi fs.FileInfo) {
+			n := fi.Size()
+			*kind(&u) += n
+			shared := vfs.Links(fi) > 1
+			if shared {
+				u.SharedBytes += n
+				ident := vfs.IdentityOf(fi)
+				if seen[ident] {
+					return
+				}
+				if seen != nil {
+					seen[ident] = true
+				}
+				once.SharedBytes += n
+			}
+			*kind(&once) += n
+		}
+		if e.IsDir() {
+			if err = s.walkFiles(name, count); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return u, once, layout.OpErr("du", id, err)
+			}
+		} else if fi, err := e.Info(); err == nil {
+			count(fi)
 		}
 	}
-	u.TotalBytes = u.LogBytes + u.ArchiveBytes + u.ForensicBytes + u.BlobBytes + u.OtherBytes
-	return u, nil
+	for _, v := range []*sessionstore.SessionUsage{&u, &once} {
+		v.TotalBytes = v.LogBytes + v.ArchiveBytes + v.ForensicBytes + v.BlobBytes + v.OtherBytes
+	}
+	return u, once, nil
+}
+
+// walkFiles calls fn with each file under dir. It follows no symlink (a
+// link is a file of its own size).
+func (s *Store) walkFiles(dir string, fn func(fs.FileInfo)) error {
+	entries, err := s.root.FS.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := s.walkFiles(dir+"/"+e.Name(), fn); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			fn(fi)
+		}
+	}
+	return nil
 }
 
 // duDir returns the number of files under dir and their total size. It

@@ -83,13 +83,13 @@ func TestSessionUsage(t *testing.T) {
 	require.NoError(t, fsys.Mkdir(left, layout.DirPerm))
 	require.NoError(t, os.WriteFile(st.root.Abs(left+"/"+layout.LogFile), make([]byte, 5), layout.FilePerm))
 
-	u, err := st.SessionUsage(ctx, id)
+	u, _, err := st.SessionUsage(ctx, id, nil)
 	require.NoError(t, err)
 	require.Equal(t, sessionstore.SessionUsage{ID: id, LogBytes: int64(len(log.Bytes)), ForensicBytes: 7, OtherBytes: 11,
 		TotalBytes: int64(len(log.Bytes)) + 18}, u)
 	n, err := st.LeftoverBytes()
 	require.NoError(t, err)
 	require.Equal(t, int64(5), n)
-	_, err = st.SessionUsage(ctx, "gone")
+	_, _, err = st.SessionUsage(ctx, "gone", nil)
 	require.ErrorIs(t, err, sessionstore.ErrNotFound)
 }

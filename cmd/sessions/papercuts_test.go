@@ -1,0 +1,123 @@
+package main
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// Papercuts a first hour with the command met (each its test).
+
+// TestErrorsWithoutPackagePrefix: what a user reads names the command,
+// not the library package an error came from.
+func TestErrorsWithoutPackagePrefix(t *testing.T) {
+	root := statesStore(t)
+	for _, args := range [][]string{{"show", "NOPE"}, {"lease", "NOPE"}, {"ls", "--state", "bogus"}, {"ls", "--kind", "robot"}} {
+		r := sessions(t, nil, append([]string{"--dir", root}, args...)...)
+		require.NotEqual(t, exitOK, r.Code, "%v", args)
+		require.True(t, strings.HasPrefix(r.Stderr, "sessions "+args[0]+": "), "%v: %s", args, r.Stderr)
+		for _, p := range packagePrefixes {
+			require.NotContains(t, r.Stderr, p, "%v", args)
+		}
+	}
+	r := sessions(t, nil, "--dir", root, "show", "NOPE")
+	require.Contains(t, r.Stderr, "sessions show: not found: session NOPE")
+}
+
+// TestUnknownStateListsStates: an unknown state or kind in a filter is
+// refused with the valid ones named.
+func TestUnknownStateListsStates(t *testing.T) {
+	root := statesStore(t)
+	r := sessions(t, nil, "--dir", root, "ls", "--state", "bogus")
+	require.Equal(t, exitUsage, r.Code)
+	require.Contains(t, r.Stderr, `unknown state "bogus" (the states: idle, running, awaiting, completed, stopped, cancelled, failed)`)
+	r = sessions(t, nil, "--dir", root, "ls", "--kind", "robot")
+	require.Equal(t, exitUsage, r.Code)
+	require.Contains(t, r.Stderr, `unknown kind "robot" (the kinds: primary, subagent, scheduled, debug, unknown)`)
+}
+
+// storeFiles describes every file and directory under root: path → kind,
+// size, modification time and content hash.
+func storeFiles(t *testing.T, root string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := fi.Mode().String() + " " + fi.ModTime().String()
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %x", sha256.Sum256(b))
+		}
+		files[p] = desc
+		return nil
+	}))
+	return files
+}
+
+// TestCompactDryRunWritesNothing: compact --dry-run, of every session or
+// of one, on a store no command has listed yet, leaves every file and
+// directory of the store as it was.
+func TestCompactDryRunWritesNothing(t *testing.T) {
+	for _, args := range [][]string{{"compact", "--dry-run"}, {"compact", "--dry-run", "s6-cancelled"}, {"compact", "--dry-run", "--keep-last", "1"}} {
+		root := statesStore(t)
+		before := storeFiles(t, root)
+		r := sessions(t, nil, append([]string{"--dir", root}, args...)...)
+		require.Equal(t, exitOK, r.Code, "%v: %s", args, r.Stderr)
+		require.Contains(t, r.Stdout+r.Stderr, "nothing was written")
+		require.Equal(t, before, storeFiles(t, root), "%v", args)
+	}
+}
+
+// TestImportedIDsFitEightyColumns: ls and watch of sessions with the long
+// IDs of imports fit an 80-column terminal, each ID shown whole or as a
+// prefix of it.
+func TestImportedIDsFitEightyColumns(t *testing.T) {
+	root := t.TempDir()
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	ids := []string{
+		"claude-code-0d3a8e6f-5b1c-4e2a-9f7d-3c2b1a0e9d8c-agent-a881341",
+		"claude-code-0d3a8e6f-5b1c-4e2a-9f7d-3c2b1a0e9d8c",
+		"codex-019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b",
+	}
+	for _, id := range ids {
+		s := sessiontest.New(id)
+		require.NoError(t, s.SetTitle("Fix the flaky TestParseDuration on CI", session.TitleFirstPrompt))
+		writeSession(t, st, s, 1)
+	}
+	require.NoError(t, st.Close())
+	for _, tc := range []struct{ stopAfter, cmd string }{{"", "ls"}, {"2", "watch"}} {
+		shown := ansi.ReplaceAllString(onTerminal(t, nil, tc.stopAfter, "--dir", root, tc.cmd), "")
+		var rows int
+		for _, l := range strings.Split(shown, "\n") {
+			require.LessOrEqual(t, cli.Width(l), 80, "%s: a line wider than the terminal: %q", tc.cmd, l)
+			for _, id := range ids {
+				if strings.HasPrefix(l, id[:idMin-1]) {
+					rows++
+					break
+				}
+			}
+		}
+		require.GreaterOrEqual(t, rows, len(ids), "%s: every session has its row: %s", tc.cmd, shown)
+	}
+}
