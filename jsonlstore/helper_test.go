@@ -325,6 +325,8 @@ func procHelper(mode string) error {
 		return indexLockChild(ctx)
 	case procModeResume:
 		return resumeChild(ctx)
+	case procModeBackupKill:
+		return backupKillChild(ctx)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)
