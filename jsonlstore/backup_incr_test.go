@@ -248,7 +248,11 @@ func TestBackupTornTailInDest(t *testing.T) {
 	for src[nl] != '\n' {
 		nl++
 	}
-	torn := src[end : nl+1+(int64(len(src))-nl-1)/2]
+	nl2 := nl + 1
+	for src[nl2] != '\n' {
+		nl2++
+	}
+	torn := src[end : nl+1+(nl2-nl)/2]
 	f, err := os.OpenFile(filepath.Join(dest, "t", "log.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.Write(torn)
