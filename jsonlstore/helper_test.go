@@ -327,6 +327,8 @@ func procHelper(mode string) error {
 		return resumeChild(ctx)
 	case procModeBackupKill:
 		return backupKillChild(ctx)
+	case procModeSyncKill:
+		return syncKillChild(ctx)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
@@ -274,12 +275,15 @@ func commonRev(a, b *backupSource) (uint64, error) {
 // last record's checksum is crc.
 func forkID(id session.SessionID, crc [8]byte) session.SessionID {
 	base := string(id)
-	const tail = len("-div-") + 8
+	const tail = len(forkInfix) + 8
 	if len(base)+tail > sessionstore.MaxIDLength {
 		base = base[:sessionstore.MaxIDLength-tail]
 	}
-	return session.SessionID(base + "-div-" + string(crc[:]))
+	return session.SessionID(base + forkInfix + string(crc[:]))
 }
+
+// forkInfix is between a fork's session ID and its checksum (forkID).
+const forkInfix = "-div-"
 
 // fork makes, in side to, the fork of src's branch (session src.id of side
 // from) diverged at revision n, unless to has it already.
@@ -336,6 +340,9 @@ func forkLabels(labels map[string]string, id session.SessionID, n uint64) map[st
 // does not, is a fork an earlier sync made in from of a branch to holds
 // under the session it diverged from.
 func isForkOf(ctx context.Context, from, to *syncSide, id session.SessionID) bool {
+	if !strings.Contains(string(id), forkInfix) {
+		return false // not named as forkID names them: no need to load it
+	}
 	rec, err := from.s.host.Load(ctx, id)
 	if err != nil {
 		return false
