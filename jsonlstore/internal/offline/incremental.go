@@ -58,7 +58,7 @@ func (src *backupSource) compareLogs(dv *logfile.View, dlast *record.Rec) (upToD
 	}
 	dfirst, err := dv.Back.At(0)
 	if err != nil {
-		return false, false, "its log in the destination is damaged", nil
+		return false, false, "its log in the destination is damaged", nil //nolint:nilerr // a damaged copy is replaced whole, not an error
 	}
 	if same, err := sameRecord(src.v.F, sfirst, dv.F, dfirst); err != nil || !same {
 		if err == nil && sfirst.Rev > dfirst.Rev {
@@ -73,7 +73,8 @@ func (src *backupSource) compareLogs(dv *logfile.View, dlast *record.Rec) (upToD
 	}
 	at, err := src.v.Back.At(dlast.Offset)
 	if err != nil {
-		return false, false, "repaired or rewritten since the last backup", nil
+		// No record of the source starts there: another history.
+		return false, false, "repaired or rewritten since the last backup", nil //nolint:nilerr // the answer, not a failure
 	}
 	same, err := sameRecord(src.v.F, at, dv.F, dlast)
 	switch {
