@@ -10,13 +10,22 @@ import (
 )
 
 // Backup copies sessions ids (all when none) into the store at dest
-// (created if missing; a session already there is an error), then verifies
-// the copy. The copy is consistent: every revision of a session at the
+// (created if missing), then verifies what it wrote. The copy is consistent: every revision of a session at the
 // moment its log was opened, from revision 1, each exactly once. A session
 // that cannot be read is reported in the report's Unreadable list and the
 // others are copied. A dest that is the store's root or lies inside it is
 // refused (ErrBackupInsideStore) before anything is created.
 func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionID) (maintenance.BackupReport, error) {
+	return s.BackupWith(ctx, dest, maintenance.BackupOptions{}, ids...)
+}
+
+// BackupWith is Backup with options. A session dest already holds is
+// brought up to date: the bytes its log lacks are appended when its log
+// is a prefix of the source's (compared by the records' checksums), and
+// it is copied whole, with the reason in the report, when not (compacted
+// or repaired since). opts.Delete deletes from dest the sessions this
+// store no longer has.
+func (s *Store) BackupWith(ctx context.Context, dest string, opts maintenance.BackupOptions, ids ...session.SessionID) (maintenance.BackupReport, error) {
 	rep := maintenance.BackupReport{Dest: dest}
 	if s.closed.Load() {
 		return rep, sessionstore.ErrClosed
@@ -32,7 +41,7 @@ func (s *Store) Backup(ctx context.Context, dest string, ids ...session.SessionI
 		return rep, err
 	}
 	defer func() { _ = dst.Close() }() // only the root handle: every copy is synced and closed on its own
-	copied, err := s.offline().Backup(ctx, dst.fs, ids, s.forSessions, &rep)
+	copied, err := s.offline().Backup(ctx, dst.offline(), ids, s.forSessions, opts, &rep)
 	if err != nil {
 		return rep, err
 	}

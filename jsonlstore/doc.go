@@ -76,11 +76,12 @@
 //
 // # Maintenance
 //
-// Verify, Repair, Backup, DiskUsage and Compact (and a holder's own
-// compaction, maintenance.Compactor) take their options and return their
-// reports as types of package jsonlstore/maintenance. The work is done
-// below this package: internal/offline (verify, repair and salvage,
-// backup, disk usage, blob collection) and internal/compact
+// Verify, Repair, Backup (BackupWith: incremental), Sync, DiskUsage and
+// Compact (and a holder's own compaction, maintenance.Compactor) take
+// their options and return their reports as types of package
+// jsonlstore/maintenance. The work is done below this package:
+// internal/offline (verify, repair and salvage, backup and sync, disk
+// usage, blob collection) and internal/compact
 // (compaction); this package gives them the lease and the writer they
 // work under.
 //

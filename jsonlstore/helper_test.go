@@ -325,6 +325,10 @@ func procHelper(mode string) error {
 		return indexLockChild(ctx)
 	case procModeResume:
 		return resumeChild(ctx)
+	case procModeBackupKill:
+		return backupKillChild(ctx)
+	case procModeSyncKill:
+		return syncKillChild(ctx)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)

@@ -117,10 +117,57 @@ func TestCompactDemoStoreKeepLast1(t *testing.T) {
 		require.Equal(t, oneTo(last[id]), logRevisions(t, dest, id))
 		require.Equal(t, before[id], export(t, dest, id), "export of %s from the backup", id)
 	}
-	// A second backup into the same place refuses to overwrite.
-	again := sessions(t, nil, "--dir", root, "backup", dest, ids[0])
-	require.Equal(t, exitFail, again.Code, again.String())
-	require.Contains(t, again.Stderr, "exists")
+	// A second backup into the same place copies nothing: it is all there.
+	again := sessions(t, nil, "--dir", root, "backup", dest, ids[0], "--json")
+	require.Equal(t, exitOK, again.Code, again.String())
+	var brep struct {
+		Sessions  []json.RawMessage `json:"sessions"`
+		Unchanged int               `json:"unchanged"`
+		Bytes     int64             `json:"bytes_copied"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(again.Stdout), &brep), again.Stdout)
+	require.Empty(t, brep.Sessions)
+	require.Equal(t, 1, brep.Unchanged)
+	require.Zero(t, brep.Bytes)
+}
+
+// TestSyncCommand: `sessions sync A B` between a store and its backup,
+// each appended to apart: the session is kept on each side and each gets
+// the other's branch as a fork; both verify; a second sync changes
+// nothing.
+func TestSyncCommand(t *testing.T) {
+	root := t.TempDir()
+	r := sessions(t, nil, "--dir", root, "demo", "--delay", "5ms")
+	require.Equal(t, exitOK, r.Code, r.String())
+	ids := storeIDs(t, root)
+	dest := filepath.Join(t.TempDir(), "usb")
+	b := sessions(t, nil, "--dir", root, "backup", dest)
+	require.Equal(t, exitOK, b.Code, b.String())
+	for i, dir := range []string{root, dest} {
+		w := sessions(t, nil, "--dir", dir, "label", ids[0], fmt.Sprintf("side=%d", i))
+		require.Equal(t, exitOK, w.Code, w.String())
+	}
+	s := sessions(t, nil, "sync", root, dest)
+	require.Equal(t, exitOK, s.Code, s.String())
+	require.Contains(t, s.Stdout, "appended on both sides since revision")
+	require.Contains(t, s.Stdout, "2 forks made")
+	require.Len(t, storeIDs(t, root), len(ids)+1)
+	require.Len(t, storeIDs(t, dest), len(ids)+1)
+	for _, dir := range []string{root, dest} {
+		v := sessions(t, nil, "--dir", dir, "verify")
+		require.Equal(t, exitOK, v.Code, v.String())
+	}
+	s = sessions(t, nil, "sync", root, dest, "--json")
+	require.Equal(t, exitOK, s.Code, s.String())
+	var rep struct {
+		ToA   []json.RawMessage `json:"to_a"`
+		ToB   []json.RawMessage `json:"to_b"`
+		Forks []json.RawMessage `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(s.Stdout), &rep), s.Stdout)
+	require.Empty(t, rep.ToA)
+	require.Empty(t, rep.ToB)
+	require.Empty(t, rep.Forks)
 }
 
 // TestBackupDuringCompaction: backups taken while the compact command

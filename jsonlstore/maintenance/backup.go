@@ -16,7 +16,38 @@ type BackupReport struct {
 	// not copied, with the reason (a damaged or missing log, a file this
 	// user may not read). The others are copied all the same.
 	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
+	// Unchanged counts the sessions the destination already held whole.
+	Unchanged int `json:"unchanged"`
+	// Deleted lists the sessions removed from the destination because
+	// the source no longer has them (BackupOptions.Delete).
+	Deleted []session.SessionID `json:"deleted,omitempty"`
+	// BytesCopied is every byte written into the destination: logs,
+	// archive segments, manifests and blobs.
+	BytesCopied int64 `json:"bytes_copied"`
 }
+
+// BackupOptions tunes a backup.
+type BackupOptions struct {
+	// Delete removes from the destination the sessions the source no
+	// longer has; without it nothing in the destination is removed.
+	Delete bool
+	// Progress, when set, is called after each session with how many of
+	// total are done (from one goroutine at a time).
+	Progress func(done, total int)
+}
+
+// What a backup did to one session (SessionBackup.Action).
+const (
+	// BackupNew: the session was not in the destination; copied whole.
+	BackupNew = "new"
+	// BackupAppended: the destination held a prefix of the log; the
+	// bytes past it were appended.
+	BackupAppended = "appended"
+	// BackupReplaced: the destination's log is not a prefix of the
+	// source's (compacted or repaired since); copied whole, and Reason
+	// says why.
+	BackupReplaced = "replaced"
+)
 
 // OK reports whether every session was copied and the copy verifies.
 func (r *BackupReport) OK() bool { return len(r.Unreadable) == 0 && r.Verify.OK() }
@@ -29,4 +60,13 @@ type SessionBackup struct {
 	ArchiveBytes int64             `json:"archive_bytes"`
 	Segments     int               `json:"segments"`
 	Blobs        int               `json:"blobs,omitempty"`
+	// Action is what the backup did (BackupNew, BackupAppended,
+	// BackupReplaced), Reason why a session was copied whole, and
+	// BytesCopied the bytes it wrote for this session.
+	Action      string `json:"action"`
+	Reason      string `json:"reason,omitempty"`
+	BytesCopied int64  `json:"bytes_copied"`
+	// Forensic is the destination's copy of its old log, kept when a
+	// replacement would have dropped revisions the source no longer has.
+	Forensic string `json:"forensic,omitempty"`
 }

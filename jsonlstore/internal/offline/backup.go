@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -39,15 +41,32 @@ import (
 type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error)
 
 // Backup copies sessions ids (every session forEach lists when none) into
-// the store whose root's file system is dst, filling in rep, and returns
-// the sessions it copied, for the caller to verify. A session already in
-// dst is an error. The copy is consistent: every revision of a session
-// at the moment its log was opened, from revision 1, each exactly once. A
-// session that cannot be read is reported in rep's Unreadable list and
-// the others are copied.
-func (s *Store) Backup(ctx context.Context, dst vfs.FS, ids []session.SessionID, forEach ForSessions, rep *maintenance.BackupReport) ([]session.SessionID, error) {
+// the store dst, filling in rep, and returns the sessions it wrote, for
+// the caller to verify. A session dst does not hold is copied whole
+// (copyInto); one it holds is brought up to date (update): the bytes past
+// what dst holds are appended when dst's log is a prefix of the source's,
+// and the session is copied whole otherwise. The copy is consistent: every
+// revision of a session at the moment its log was opened, from revision
+// 1, each exactly once. A session that cannot be read is reported in rep's
+// Unreadable list and the others are copied. With opts.Delete, the
+// sessions of dst the source no longer has are deleted (only when ids is
+// empty).
+func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID, forEach ForSessions, opts maintenance.BackupOptions, rep *maintenance.BackupReport) ([]session.SessionID, error) {
 	var copied []session.SessionID
-	_, err := forEach(ids, func(id session.SessionID) error {
+	seen := map[session.SessionID]bool{}
+	total, done := len(ids), 0
+	if total == 0 && opts.Progress != nil {
+		if all, err := layout.SessionIDs(s.root.FS); err == nil {
+			total = len(all)
+		}
+	}
+	all, err := forEach(ids, func(id session.SessionID) error {
+		seen[id] = true
+		defer func() {
+			if done++; opts.Progress != nil {
+				opts.Progress(done, max(total, done))
+			}
+		}()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -56,12 +75,9 @@ func (s *Store) Backup(ctx context.Context, dst vfs.FS, ids []session.SessionID,
 		case errors.Is(err, logfile.ErrNotSession) && len(ids) == 0:
 			return nil // a directory beside the sessions, not one of them
 		case errors.Is(err, sessionstore.ErrNotFound):
-			if rep.Skipped == nil {
-				rep.Skipped = map[string]string{}
-			}
-			rep.Skipped[string(id)] = "deleted while backing up"
+			skip(rep, id, "deleted while backing up")
 			if errors.Is(err, logfile.ErrNotSession) {
-				rep.Skipped[string(id)] = "not a session: it holds no " + layout.LogFile
+				skip(rep, id, "not a session: it holds no "+layout.LogFile)
 			}
 			return nil
 		case err != nil && !logfile.EndsStoreWide(err):
@@ -72,15 +88,71 @@ func (s *Store) Backup(ctx context.Context, dst vfs.FS, ids []session.SessionID,
 			return err
 		}
 		defer src.close()
-		sb, err := src.copyInto(dst)
+		var sb maintenance.SessionBackup
+		if _, lerr := dst.root.FS.Lstat(layout.SessionDir(id)); lerr == nil {
+			var why string
+			sb, why, err = src.update(ctx, dst)
+			if why != "" {
+				skip(rep, id, why)
+				return nil
+			}
+		} else {
+			sb, err = src.copyInto(dst.root.FS)
+		}
 		if err != nil {
 			return layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
 		}
+		if sb.Action == "" {
+			rep.Unchanged++
+			return nil
+		}
+		rep.BytesCopied += sb.BytesCopied
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
 		return nil
 	}, nil)
-	return copied, err
+	if err != nil || !all || !opts.Delete {
+		return copied, err
+	}
+	return copied, dst.deleteUnseen(ctx, seen, rep)
+}
+
+// skip records in rep that session id was not copied, and why.
+func skip(rep *maintenance.BackupReport, id session.SessionID, why string) {
+	if rep.Skipped == nil {
+		rep.Skipped = map[string]string{}
+	}
+	rep.Skipped[string(id)] = why
+}
+
+// deleteUnseen deletes the sessions of s (a backup's destination) that
+// are not in seen (the source's), each under its lease (the store's
+// Delete); one held by a live writer is skipped and reported.
+func (s *Store) deleteUnseen(ctx context.Context, seen map[session.SessionID]bool, rep *maintenance.BackupReport) error {
+	ids, err := layout.SessionIDs(s.root.FS)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		w, err := s.host.TryAcquire(ctx, id, sessionstore.AcquireOptions{Label: "sessions-backup"})
+		if err == nil {
+			err = w.Delete(ctx)
+		}
+		var he *sessionstore.LeaseHeldError
+		switch {
+		case errors.As(err, &he):
+			skip(rep, id, "not deleted: held by a live writer in the destination")
+		case errors.Is(err, sessionstore.ErrNotFound):
+		case err != nil:
+			return layout.OpErr("backup", id, err)
+		default:
+			rep.Deleted = append(rep.Deleted, id)
+		}
+	}
+	return nil
 }
 
 // CheckBackupDest refuses (layout.ErrBackupInsideStore) a destination
@@ -179,7 +251,7 @@ func (src *backupSource) close() {
 // then published with RENAME_NOREPLACE.
 func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error) {
 	id := src.id
-	sb := maintenance.SessionBackup{ID: id}
+	sb := maintenance.SessionBackup{ID: id, Action: maintenance.BackupNew}
 	if _, err := dst.Lstat(layout.SessionDir(id)); err == nil {
 		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
 	}
@@ -197,6 +269,7 @@ func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error)
 		return sb, err
 	}
 	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
+	sb.BytesCopied = sb.LogBytes
 	if len(src.segs) > 0 {
 		if err := dst.Mkdir(tmp+"/"+layout.ArchiveDir, layout.DirPerm); err != nil {
 			return sb, err
@@ -207,6 +280,7 @@ func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error)
 			}
 			sb.ArchiveBytes += seg.ZstBytes
 		}
+		sb.BytesCopied += sb.ArchiveBytes
 		b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
 		if err != nil {
 			return sb, err
@@ -214,6 +288,7 @@ func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error)
 		if err := copyInto(dst, tmp+"/"+layout.ArchiveDir+"/"+archive.ManifestFile, bytes.NewReader(b)); err != nil {
 			return sb, err
 		}
+		sb.BytesCopied += int64(len(b))
 		if err := dst.SyncDir(tmp + "/" + layout.ArchiveDir); err != nil {
 			return sb, err
 		}
@@ -221,29 +296,8 @@ func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error)
 	// The blobs: every one there, each whole (a blob under its name was
 	// synced before it got it); those the copied records reference were
 	// there before the log was opened.
-	names, err := blobfile.Names(src.s.root.FS, id)
-	if err != nil {
+	if err := src.copyBlobs(dst, tmp, nil, &sb); err != nil {
 		return sb, err
-	}
-	if len(names) > 0 {
-		if err := dst.Mkdir(tmp+"/"+layout.BlobDir, layout.DirPerm); err != nil {
-			return sb, err
-		}
-		for _, name := range names {
-			f, err := src.s.root.FS.OpenFile(blobfile.Dir(id)+"/"+name, layout.RDONLY, 0)
-			if err != nil {
-				return sb, err
-			}
-			err = copyInto(dst, tmp+"/"+layout.BlobDir+"/"+name, f)
-			_ = f.Close() // read-only
-			if err != nil {
-				return sb, err
-			}
-			sb.Blobs++
-		}
-		if err := dst.SyncDir(tmp + "/" + layout.BlobDir); err != nil {
-			return sb, err
-		}
 	}
 	if err := dst.SyncDir(tmp); err != nil {
 		return sb, err
@@ -255,18 +309,70 @@ func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error)
 	return sb, dst.SyncDir(".")
 }
 
-// copyInto writes r into a new file name of fsys and syncs it.
-func copyInto(fsys vfs.FS, name string, r io.Reader) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
+// copyBlobs copies into directory dir of dst (a session's) the source's
+// blobs and pages that have is missing (all when have is nil), each
+// whole, and syncs dir's blobs/. A blob under its name was synced before
+// it got it, and those the copied records reference were there before
+// the log was opened.
+func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool, sb *maintenance.SessionBackup) error {
+	names, err := blobfile.Names(src.s.root.FS, src.id)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(layout.WriterOnly{Writer: f}, r)
+	names = slices.DeleteFunc(names, func(name string) bool { return have[name] })
+	if len(names) == 0 {
+		return nil
+	}
+	if have == nil {
+		if err := dst.Mkdir(dir+"/"+layout.BlobDir, layout.DirPerm); err != nil {
+			return err
+		}
+	} else if err := dst.Mkdir(dir+"/"+layout.BlobDir, layout.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	for _, name := range names {
+		f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		// A blob is published under its name only whole: written under a
+		// temporary name of blobs/ (which the holder's sweep removes), then
+		// renamed.
+		tmp := dir + "/" + layout.BlobDir + "/" + blobfile.TmpPrefix + layout.RandomSuffix() + layout.TmpSuffix
+		n, err := copyFile(dst, tmp, f)
+		_ = f.Close() // read-only
+		if err == nil {
+			err = dst.Rename(tmp, dir+"/"+layout.BlobDir+"/"+name)
+		}
+		if err != nil {
+			_ = dst.Remove(tmp)
+			return err
+		}
+		sb.Blobs++
+		sb.BytesCopied += n
+	}
+	return dst.SyncDir(dir + "/" + layout.BlobDir)
+}
+
+// copyInto writes r into a new file name of fsys and syncs it.
+func copyInto(fsys vfs.FS, name string, r io.Reader) error {
+	_, err := copyFile(fsys, name, r)
+	return err
+}
+
+// copyFile writes r into a new file name of fsys, syncs it and returns
+// the bytes written.
+func copyFile(fsys vfs.FS, name string, r io.Reader) (int64, error) {
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(layout.WriterOnly{Writer: f}, r)
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return n, err
 }

@@ -6,7 +6,11 @@
 // the sweep of the root's leftovers), salvage (salvage.go: the new log
 // that keeps every readable revision and records gaps for the rest), the
 // correction of archive entries an older compaction ended too early
-// (archivegap.go), Backup (backup.go), disk usage (du.go) and the
+// (archivegap.go), Backup (backup.go: a new session copied whole;
+// incremental.go: one the destination holds brought up to date, its log
+// appended to when the destination's is a prefix by the records'
+// checksums, copied whole otherwise), Sync between two stores (sync.go:
+// the union, with diverged branches as forks), disk usage (du.go) and the
 // collection of blobs no record references (blobgc.go).
 //
 // The tools fill the reports of package jsonlstore/maintenance and
@@ -22,7 +26,8 @@
 //
 // It must never import the facade, take a lease other than through Host,
 // or change a session's files without holding its lease: Verify, disk
-// usage and a backup's reading are readers; repair, salvage, the archive
+// usage and a backup's reading are readers; a backup or sync writes into
+// a session that exists already only under its lease; repair, salvage, the archive
 // correction and blob collection run under the lease, and every byte they
 // remove is first copied into forensic/, durably. The log's and archive's
 // formats are record's, logfile's and archive's; replacing a log whole is

@@ -1,0 +1,116 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// procWchar is the bytes this process has passed to write(2) and its
+// kind so far (/proc/self/io's wchar): what a step wrote, whatever file.
+func procWchar(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skip("no /proc/self/io")
+	}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(l, []byte("wchar: ")); ok {
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Skip("no wchar in /proc/self/io")
+	return 0
+}
+
+// TestBackupTargets measures the targets of the incremental backup beside
+// their baselines, in one run (set SESSIONSTORE_BACKUP_TARGETS to the
+// number of sessions, 10000 for the target's size):
+//
+//   - an incremental backup after 10 sessions gained one message each,
+//     against a fresh listing of every session (`sessions ls --all`: a
+//     store opened anew, every page of List); and the bytes it wrote
+//     (every write(2) of the process, leases and all) against the bytes
+//     the appends added to the logs;
+//   - a first, full backup against `cp -r` of the store followed by
+//     `sync`.
+func TestBackupTargets(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("SESSIONSTORE_BACKUP_TARGETS"))
+	if n == 0 {
+		t.Skip("set SESSIONSTORE_BACKUP_TARGETS=10000")
+	}
+	ctx := t.Context()
+	st := openUncheckedStoreWith(t, Options{})
+	for i := range n {
+		bkGrow(t, st, session.SessionID(fmt.Sprintf("s%05d", i)), 2+i%5, 0)
+	}
+	cpDest := filepath.Join(t.TempDir(), "cp")
+	start := time.Now()
+	out, err := exec.Command("sh", "-c", `cp -r "$0" "$1" && sync`, st.Dir(), cpDest).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cpTime := time.Since(start)
+
+	dest := filepath.Join(t.TempDir(), "backup")
+	start = time.Now()
+	rep, err := st.Backup(ctx, dest)
+	fullTime := time.Since(start)
+	require.NoError(t, err)
+	require.True(t, rep.OK())
+	require.Len(t, rep.Sessions, n)
+
+	var appended int64
+	for i := range 10 {
+		id := session.SessionID(fmt.Sprintf("s%05d", i*(n/10)))
+		before := logSize(t, st, id)
+		bkGrow(t, st, id, 1, 0)
+		appended += logSize(t, st, id) - before
+	}
+
+	lsStart := time.Now()
+	fresh, err := Open(st.Dir(), Options{})
+	require.NoError(t, err)
+	listed, cursor := 0, ""
+	for {
+		page, err := fresh.List(ctx, summary.Query{Cursor: cursor})
+		require.NoError(t, err)
+		listed += len(page.Items)
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	lsTime := time.Since(lsStart)
+	require.NoError(t, fresh.Close())
+	require.Equal(t, n, listed)
+
+	w0 := procWchar(t)
+	incStart := time.Now()
+	fresh, err = Open(st.Dir(), Options{})
+	require.NoError(t, err)
+	rep, err = fresh.Backup(ctx, dest)
+	incTime := time.Since(incStart)
+	written := procWchar(t) - w0
+	require.NoError(t, fresh.Close())
+	require.NoError(t, err)
+	require.True(t, rep.OK())
+	require.Len(t, rep.Sessions, 10)
+	require.Equal(t, n-10, rep.Unchanged)
+
+	t.Logf("incremental backup of %d sessions, 10 appended: %v; fresh ls --all: %v; ratio %.2f (target <= 3)",
+		n, incTime, lsTime, incTime.Seconds()/lsTime.Seconds())
+	t.Logf("bytes written %d (report: %d) for %d bytes appended; ratio %.2f (target <= 1.2)",
+		written, rep.BytesCopied, appended, float64(written)/float64(appended))
+	t.Logf("full backup: %v; cp -r + sync: %v; speed ratio %.2f (target >= 0.7)",
+		fullTime, cpTime, cpTime.Seconds()/fullTime.Seconds())
+}
