@@ -157,7 +157,7 @@ func TestSyncCommand(t *testing.T) {
 		v := sessions(t, nil, "--dir", dir, "verify")
 		require.Equal(t, exitOK, v.Code, v.String())
 	}
-	s = sessions(t, nil, "sync", root, dest, "--json")
+	s = sessions(t, nil, "--dir", root, "sync", dest, "--json")
 	require.Equal(t, exitOK, s.Code, s.String())
 	var rep struct {
 		ToA   []json.RawMessage `json:"to_a"`

@@ -45,7 +45,7 @@ func init() {
 		{name: "restore", usage: "ID... [--json]", summary: "bring retired sessions back, byte for byte", run: cmdRestore},
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},
 		{name: "backup", usage: "DEST [ID...] [--delete] [--json]", summary: "a consistent, verified copy of sessions into the store at DEST, incremental", run: cmdBackup},
-		{name: "sync", usage: "A B [--json]", summary: "bring two stores to the union of their sessions; diverged ones become forks", run: cmdSync},
+		{name: "sync", usage: "[A] B [--json]", summary: "bring two stores to the union of their sessions; diverged ones become forks", run: cmdSync},
 		{name: "compact", usage: compactUsage, summary: "trim old revisions into verified archives (as the compact command does)", run: cmdCompact},
 		{name: "import", usage: importUsage, summary: "import Claude Code or Codex sessions (again: only what changed)", run: cmdImport},
 		{name: "export", usage: exportUsage, summary: "a session's latest snapshot, its records, every revision, or a Claude Code or Codex file", run: cmdExport},

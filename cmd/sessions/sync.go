@@ -14,8 +14,8 @@ import (
 )
 
 const syncDoc = `
-Brings the stores at A and B (B is created if missing) to the union of their
-sessions, then verifies what it wrote on each side. A session on one side
+Brings the stores at A (without A: the store, as --dir or its default
+names it) and B (created if missing) to the union of their sessions, then verifies what it wrote on each side. A session on one side
 only is copied to the other. A session appended on one side only is brought
 up to date on the other, only its new bytes copied (as 'backup' does). A
 session appended on both sides since their last common revision N is kept
@@ -38,20 +38,23 @@ failed, 2 on a usage error.`
 func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("sync", syncDoc, stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	c.hide("dir")
-	pos, code, ok := c.parse(args, 2, 2)
+	pos, code, ok := c.parse(args, 1, 2)
 	if !ok {
 		return code
 	}
-	c.dir = pos[0]
+	if len(pos) == 2 {
+		if c.dir != "" {
+			return c.usageError("give A or --dir, not both")
+		}
+		c.dir, pos = pos[0], pos[1:]
+	}
 	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
 		bar := newCountBar(stderr, "syncing")
-		rep, err := st.Sync(ctx, pos[1], maintenance.SyncOptions{Progress: bar.update})
+		rep, err := st.Sync(ctx, pos[0], maintenance.SyncOptions{Progress: bar.update})
 		bar.finish()
 		if err != nil {
 			return c.fail(err)
 		}
-		rep.A = pos[0]
 		if *asJSON {
 			for _, l := range []*[]maintenance.SessionBackup{&rep.ToA, &rep.ToB} {
 				if *l == nil {
