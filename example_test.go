@@ -2,6 +2,7 @@ package sessionstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -99,4 +100,43 @@ func Example() {
 	// loaded revision 3: idle, 2 messages, 1020 run tokens
 	// appended revision 4 written by generation 2
 	// demo completed revision 4, 3 messages, lease free
+}
+
+// Example_handle is the README's agent turn: a prompt, a tool call with
+// its usage, the tool's result and the answer, each added in one call,
+// then a resume in another life of the program and a rewind.
+func Example_handle() {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	check := func(_ uint64, err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+
+	h, err := sessionstore.Open(ctx, store, "fix-tests", sessionstore.HandleOptions{})
+	check(0, err)
+	check(h.Add(ctx, session.TextMessage(session.RoleUser, "Fix the tests", at)))
+	check(h.Add(ctx, session.Message{Role: session.RoleAssistant, Usage: &session.Usage{InputTokens: 900, OutputTokens: 40},
+		Parts: []session.Part{{Type: session.PartToolCall, ToolCallID: "c1", Name: "go_test", Input: json.RawMessage(`{}`)}}}))
+	check(h.Add(ctx, session.Message{Role: session.RoleTool,
+		Parts: []session.Part{{Type: session.PartToolResult, ToolCallID: "c1", Output: "ok  ./..."}}}))
+	check(h.Add(ctx, session.TextMessage(session.RoleAssistant, "All tests pass.", at)))
+	check(0, h.Close(ctx))
+
+	// Another process, later.
+	h, err = sessionstore.Open(ctx, store, "fix-tests", sessionstore.HandleOptions{})
+	check(0, err)
+	snap := h.Snapshot()
+	fmt.Printf("revision %d: %q, %s, %d messages, %d turn, %d tool call, %d run tokens\n", h.Revision(), snap.Title, snap.State,
+		len(snap.Messages), snap.Counters.Turns, snap.Counters.ToolCalls, snap.Usage.RunTokens())
+	check(h.Rewind(ctx, 2))
+	fmt.Printf("rewound: revision %d, %d messages, %s\n", h.Revision(), len(h.Snapshot().Messages), h.Snapshot().State)
+	check(0, h.Close(ctx))
+
+	// Output:
+	// revision 5: "Fix the tests", idle, 4 messages, 1 turn, 1 tool call, 940 run tokens
+	// rewound: revision 6, 2 messages, idle
 }

@@ -346,7 +346,7 @@ func ForkAt(ctx context.Context, st Store, from session.SessionID, at string, ne
 	}
 	n, ok := session.MessagePoint(rec.Snapshot.Messages, at)
 	if !ok {
-		return nil, fmt.Errorf("%w: message %q in session %s (it holds %d messages)", ErrNotFound, at, from, len(rec.Snapshot.Messages))
+		return nil, fmt.Errorf("%w: message %q in session %s", ErrNotFound, at, from)
 	}
 	w, err := st.Fork(ctx, from, rec.Revision, newID, opts)
 	if err != nil {

@@ -34,7 +34,7 @@ func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{
 		{name: "ls", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N] [--page N | --all | --cursor C] [--json] | --retired", summary: "list sessions, most recently updated first", run: cmdLs},
-		{name: "show", usage: "ID [--rev N] [--format json|markdown|text]", summary: "print a session's snapshot as JSON, or its conversation to read", run: cmdShow},
+		{name: "show", usage: "ID [--rev N] [--format json|markdown|text] [--ids]", summary: "print a session's snapshot as JSON, or its conversation to read", run: cmdShow},
 		{name: "log", usage: "ID [--json]", summary: "list a session's revisions: generation, time, kind, size", run: cmdLog},
 		{name: "lease", usage: "ID [--json]", summary: "who holds a session's lease, and what to do about a stuck one", run: cmdLease},
 		{name: "watch", usage: "[--state S] [--kind K] [--label K=V] [--project DIR | --here] [--limit N]", summary: "a live table of sessions (Ctrl-C to stop)", run: cmdWatch},
@@ -55,6 +55,8 @@ func init() {
 		{name: "reindex", usage: "[--json]", summary: "rebuild the store's indexes (the catalog and the search index) from the records", run: cmdReindex},
 		{name: "new", usage: "[--id ID] [--title T] [--label K=V] [--project DIR | --here]", summary: "create an empty session and print its ID", run: cmdNew},
 		{name: "append", usage: "ID [--wait D] < messages.jsonl", summary: "append messages (JSON lines on stdin) to a session", run: cmdAppend},
+		{name: "rewind", usage: "ID --to-message K|MSGID [--wait D]", summary: "go back to a message in place: a new revision, the older ones kept", run: cmdRewind},
+		{name: "fork", usage: "ID [--at-message K|MSGID] [--id NEWID]", summary: "a new session from a session's conversation up to a message", run: cmdFork},
 		{name: "label", usage: "ID KEY=VALUE... [--rm KEY] [--wait D]", summary: "set and remove a session's labels", run: cmdLabel},
 		{name: "mcp", usage: "", summary: "serve the store's history to a coding agent over MCP (stdio): search, list, read", run: cmdMCP},
 		{name: "serve", usage: "[--socket PATH] [--tcp ADDR --token-file FILE] [--grace D] [--redact default|generic|off] [--verbose]", summary: "serve the store to agents in any language over HTTP (API.md)", run: cmdServe},

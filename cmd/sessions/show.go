@@ -38,6 +38,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newSub("show", showDoc, stdout, stderr)
 	rev := c.fs.Uint64("rev", 0, "print revision `N` (1 or more) instead of the latest")
 	format := c.fs.String("format", "json", "json, markdown or text")
+	ids := c.fs.Bool("ids", false, "with markdown or text, show each message's ID (for rewind and fork --at-message)")
 	name, code, ok := c.parseID(args)
 	if !ok {
 		return code
@@ -56,7 +57,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return c.fail(err)
 		}
 		if *format != "json" {
-			return c.showTranscript(rec, *format)
+			return c.showTranscript(rec, *format, *ids)
 		}
 		b, err := sessnap.Marshal(rec.Snapshot)
 		if err != nil {
@@ -75,7 +76,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // showTranscript prints rec's conversation as format (markdown or text).
-func (c *sub) showTranscript(rec sessionstore.Record, format string) int {
+func (c *sub) showTranscript(rec sessionstore.Record, format string, ids bool) int {
 	s, err := rec.Session()
 	if err != nil {
 		return c.fail(err)
@@ -88,7 +89,7 @@ func (c *sub) showTranscript(rec sessionstore.Record, format string) int {
 	if format == "markdown" {
 		write = transcript.WriteMarkdown
 	}
-	if err := write(w, s, transcript.Options{}); err != nil {
+	if err := write(w, s, transcript.Options{IDs: ids}); err != nil {
 		return c.fail(err)
 	}
 	return exitOK

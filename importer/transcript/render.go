@@ -22,6 +22,9 @@ type Options struct {
 	// FoldBytes is how much of a tool input, tool output or reasoning text
 	// is shown before it is folded (default 160 bytes).
 	FoldBytes int
+	// IDs shows each message's ID (session.MessageIDAt: its own, or its
+	// position's), the names a rewind or a fork at a message takes.
+	IDs bool
 }
 
 func (o Options) loc() *time.Location {
@@ -248,7 +251,13 @@ func render(w io.Writer, s *session.Session, opts Options, st style) error {
 		}
 		r.put(st.fact("Imported from", f))
 	}
-	if rel := s.Relationship(); rel.ParentID != "" {
+	if rel := s.Relationship(); rel.ParentID != "" && (rel.ForkedAt != "" || s.Kind() != session.KindSubagent) {
+		f := "fork of " + v(string(rel.ParentID))
+		if rel.ForkedAt != "" {
+			f += " at message " + v(rel.ForkedAt)
+		}
+		r.put(st.fact("Relationship", f))
+	} else if rel.ParentID != "" {
 		f := "sub-agent of " + v(string(rel.ParentID))
 		if rel.Role != "" {
 			f += " as " + v(rel.Role)
@@ -272,7 +281,13 @@ func render(w io.Writer, s *session.Session, opts Options, st style) error {
 		}
 		r.put(st.fact("Labels", strings.Join(keys, ", ")))
 	}
-	for _, m := range s.Conversation() {
+	conv := s.Conversation()
+	for i, m := range conv {
+		if opts.IDs {
+			m.ID = session.MessageIDAt(conv, i)
+		} else {
+			m.ID = ""
+		}
 		r.message(m)
 	}
 	if r.err != nil {
@@ -323,6 +338,9 @@ func (r *renderer) message(m session.Message) {
 	}
 	if m.Usage != nil {
 		marks = append(marks, usage(*m.Usage))
+	}
+	if m.ID != "" {
+		marks = append(marks, "id "+r.st.inline(m.ID))
 	}
 	meta := ""
 	if len(marks) > 0 {

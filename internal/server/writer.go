@@ -173,6 +173,26 @@ func (w *Writer) Pop(ctx context.Context) (m session.Message, rev uint64, ok boo
 	return m, w.h.Revision(), ok, nil
 }
 
+// Rewind makes the conversation its messages up to ref (a count K or a
+// message ID, session.MessagePoint) in a new revision, idle
+// (sessionstore.Handle.Rewind), and returns the revision and how many
+// messages remain. A ref that names no message of the conversation wraps
+// sessionstore.ErrNotFound and nothing is written.
+func (w *Writer) Rewind(ctx context.Context, expected uint64, ref string) (rev uint64, n int, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.expectLocked(expected); err != nil {
+		return 0, 0, err
+	}
+	conv := w.h.Snapshot().Messages
+	n, ok := session.MessagePoint(conv, ref)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: message %q in session %s", sessionstore.ErrNotFound, ref, w.ID())
+	}
+	rev, err = w.h.Rewind(ctx, n)
+	return rev, n, err
+}
+
 // Clear empties the conversation in a new revision (none when it is
 // empty and idle): sessionstore.Handle.Rewind to no message.
 func (w *Writer) Clear(ctx context.Context) (uint64, error) {
