@@ -36,9 +36,10 @@ Writes a session to stdout in one of these forms (--format):
   codex        the conversation as a Codex rollout.
 
 With --all-revisions (snapshot only) it writes every revision instead,
-oldest first, one object per revision,
+oldest first, one object per revision, each on one line:
 
-  {"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z","schema":1,"snapshot":{...}}
+  {"revision":1,"generation":1,"time":"2026-11-29T12:00:01Z",
+   "schema":1,"snapshot":{...}}
 
 where snapshot is that revision's snapshot rebuilt, byte for byte as stored
 (the same bytes from a directory and from a PostgreSQL store). That is the

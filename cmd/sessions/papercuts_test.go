@@ -1,11 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,47 +40,6 @@ func TestUnknownStateListsStates(t *testing.T) {
 	r = sessions(t, nil, "--dir", root, "ls", "--kind", "robot")
 	require.Equal(t, exitUsage, r.Code)
 	require.Contains(t, r.Stderr, `unknown kind "robot" (the kinds: primary, subagent, scheduled, debug, unknown)`)
-}
-
-// storeFiles describes every file and directory under root: path → kind,
-// size, modification time and content hash.
-func storeFiles(t *testing.T, root string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		desc := fi.Mode().String() + " " + fi.ModTime().String()
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += fmt.Sprintf(" %x", sha256.Sum256(b))
-		}
-		files[p] = desc
-		return nil
-	}))
-	return files
-}
-
-// TestCompactDryRunWritesNothing: compact --dry-run, of every session or
-// of one, on a store no command has listed yet, leaves every file and
-// directory of the store as it was.
-func TestCompactDryRunWritesNothing(t *testing.T) {
-	for _, args := range [][]string{{"compact", "--dry-run"}, {"compact", "--dry-run", "s6-cancelled"}, {"compact", "--dry-run", "--keep-last", "1"}} {
-		root := statesStore(t)
-		before := storeFiles(t, root)
-		r := sessions(t, nil, append([]string{"--dir", root}, args...)...)
-		require.Equal(t, exitOK, r.Code, "%v: %s", args, r.Stderr)
-		require.Contains(t, r.Stdout+r.Stderr, "nothing was written")
-		require.Equal(t, before, storeFiles(t, root), "%v", args)
-	}
 }
 
 // TestImportedIDsFitEightyColumns: ls and watch of sessions with the long
