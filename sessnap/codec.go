@@ -59,8 +59,22 @@ func Unmarshal(data []byte) (Snapshot, error) {
 	if !utf8.Valid(data) {
 		return snap, fmt.Errorf("%w: not valid UTF-8", ErrMalformed)
 	}
-	if err := json.Unmarshal(data, &snap); err != nil {
+	// The messages decoded in the same pass as the rest (not through
+	// Messages.UnmarshalJSON, whose own json.Unmarshal would validate
+	// and scan them again): the outer field shadows the embedded one.
+	var d struct {
+		Snapshot
+		Messages []messageDTO `json:"messages"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	snap = d.Snapshot
+	if d.Messages != nil {
+		snap.Messages = make(Messages, len(d.Messages))
+		for i, m := range d.Messages {
+			snap.Messages[i] = m.message()
+		}
 	}
 	if snap.Format != "" && snap.Format != Format {
 		return Snapshot{}, fmt.Errorf("%w: %q", ErrUnsupportedFormat, snap.Format)
