@@ -34,7 +34,7 @@ type transform struct {
 	// `"sha256":"…","messages":M,"size":N`), for forensic copies.
 	refs map[string][2]string
 	// secrets counts the secrets replaced, by rule.
-	secrets map[string]int
+	secrets  map[string]int
 	newBlobs int
 }
 
