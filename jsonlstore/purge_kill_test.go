@@ -154,4 +154,3 @@ func redactKillChild(ctx context.Context) error {
 	fmt.Printf("done ops=%d\n", cfs.n)
 	return nil
 }
-
