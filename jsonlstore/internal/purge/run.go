@@ -125,7 +125,7 @@ func (t *transform) history(ctx context.Context, v *logfile.View, out io.Writer,
 			return err
 		}
 		rec := sc.Record()
-		rep.Revisions += int64(rec.Through() - rec.Rev + 1)
+		rep.Revisions += int64(rec.Through() - rec.Rev + 1) //nolint:gosec // G115: a revision range, far below 2^63
 		if rec.Kind == record.KindGap {
 			prevOld, prevNew = nil, nil
 			if _, err := out.Write(rec.Line()); err != nil {
