@@ -321,6 +321,8 @@ func procHelper(mode string) error {
 		return createKilledChild(ctx)
 	case procModeRetireKill:
 		return retireKillChild(ctx)
+	case procModeRedactKill:
+		return redactKillChild(ctx)
 	case procModeIndexLock:
 		return indexLockChild(ctx)
 	case procModeResume:

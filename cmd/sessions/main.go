@@ -41,6 +41,7 @@ func init() {
 		{name: "verify", usage: "[ID...] [--json] [--quiet] [--retired]", summary: "check every record; exit 0 sound, 3 corrupt, 4 a newer version's", run: cmdVerify},
 		{name: "repair", usage: "ID [--truncate-at-corruption] [--wait D] [--json]", summary: "recover a session, and cut its log at corruption if asked", run: cmdRepair},
 		{name: "rm", usage: "ID... [--wait D] | --retired ID...", summary: "delete sessions (refuses one that is held, unless --wait), or retired ones", run: cmdRm},
+		{name: "redact", usage: redactCmdUsage, summary: "rewrite sessions' stored history with their secrets replaced (see scan)", run: cmdRedact},
 		{name: "retire", usage: retireUsage, summary: "move idle sessions into the store's retired area (compressed; restorable)", run: cmdRetire},
 		{name: "restore", usage: "ID... [--json]", summary: "bring retired sessions back, byte for byte", run: cmdRestore},
 		{name: "du", usage: "[ID...] [--json] [--bytes]", summary: "disk usage per session: log, archives, forensic, other", run: cmdDu},

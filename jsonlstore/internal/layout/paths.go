@@ -86,9 +86,10 @@ func IsSuffix(s string) bool {
 
 // sessionTemps are the prefixes of the temporary files the store writes
 // in a session directory, each followed by a random suffix and TmpSuffix:
-// a compaction's new log, a summary.json replacing a hard-linked one, and
-// a settings.json being written.
-var sessionTemps = []string{"." + LogFile + ".compact-", "." + SummaryFile + "-", "." + SettingsFile + "-"}
+// a compaction's new log, a summary.json replacing a hard-linked one, a
+// settings.json being written, and a redaction's new log and forensic
+// copies.
+var sessionTemps = []string{"." + LogFile + ".compact-", "." + SummaryFile + "-", "." + SettingsFile + "-", "." + LogFile + ".redact-", ".forensic.redact-"}
 
 // IsSessionTemp reports whether name, in a session directory, is one of
 // the store's temporary files (sessionTemps).
