@@ -38,8 +38,9 @@ type Rule struct {
 
 // Rules lists every rule, the high-confidence ones first.
 func Rules() []Rule {
-	out := make([]Rule, len(rules))
-	for i, r := range rules {
+	all := rules()
+	out := make([]Rule, len(all))
+	for i, r := range all {
 		out[i] = Rule{ID: r.id, Generic: r.generic}
 	}
 	return out
@@ -68,14 +69,15 @@ func New(opts Options) (*Redactor, error) {
 	if opts.Off {
 		return &Redactor{}, nil
 	}
+	all := rules()
 	for _, id := range opts.Disable {
-		if !slices.ContainsFunc(rules, func(r rule) bool { return r.id == id }) {
+		if !slices.ContainsFunc(all, func(r rule) bool { return r.id == id }) {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownRule, id)
 		}
 	}
 	r := &Redactor{}
-	for i := range rules {
-		ru := &rules[i]
+	for i := range all {
+		ru := &all[i]
 		if ru.generic && !opts.Generic || slices.Contains(opts.Disable, ru.id) {
 			continue
 		}
