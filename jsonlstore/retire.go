@@ -53,21 +53,24 @@ const leaseLockTries = 10
 
 // retired is the store's retired area (package retire), whose locks are
 // the store's.
-func (s *Store) retired() *retire.Area {
-	return retire.New(s.root, func(name string) (func(), bool, error) {
-		for try := 0; ; try++ {
-			unlock, err := s.leases.tryLock(s.root.Abs(name))
-			switch {
-			case err == nil:
-				return unlock, false, nil
-			case !errors.Is(err, errLocked):
-				return nil, false, err
-			case try+1 == leaseLockTries:
-				return nil, true, nil
-			}
-			time.Sleep(2 * time.Millisecond)
+func (s *Store) retired() *retire.Area { return retire.New(s.root, s.tryLockFile) }
+
+// tryLockFile takes the exclusive lock on the existing file at name
+// (relative to the root) with the store's leaser, trying leaseLockTries
+// times; held reports that someone else has it.
+func (s *Store) tryLockFile(name string) (func(), bool, error) {
+	for try := 0; ; try++ {
+		unlock, err := s.leases.tryLock(s.root.Abs(name))
+		switch {
+		case err == nil:
+			return unlock, false, nil
+		case !errors.Is(err, errLocked):
+			return nil, false, err
+		case try+1 == leaseLockTries:
+			return nil, true, nil
 		}
-	})
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Retire moves the idle sessions opts chooses out of the live set into the
