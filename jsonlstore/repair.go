@@ -2,9 +2,12 @@ package jsonlstore
 
 import (
 	"context"
+	"os"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/offline"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
@@ -83,6 +86,22 @@ func (h offlineHost) SaveForensic(id session.SessionID, what string, off int64, 
 
 func (h offlineHost) InspectLease(ctx context.Context, dir string) (fslease.Status, error) {
 	return h.leases.inspect(ctx, dir)
+}
+
+func (h offlineHost) LockLease(id session.SessionID) (func(), bool, error) {
+	name := layout.SessionDir(id) + "/" + fslease.LockFile
+	// Made as fslease makes it (O_CREATE, no O_EXCL, never replaced), so
+	// that a holder and this lock always lock the same file.
+	f, err := h.fs.OpenFile(name, os.O_RDWR|os.O_CREATE, layout.FilePerm)
+	if err != nil {
+		return nil, false, err
+	}
+	_ = f.Close()
+	return h.tryLockFile(name)
+}
+
+func (h offlineHost) MarkCatalog(id session.SessionID, gen uint64) {
+	h.cat.Mark(id, gen, catalogfile.DirsDurable)
 }
 
 // ForgetBlob implements offline.Writer: a blob collection removed the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
@@ -38,14 +39,29 @@ var (
 
 // retired is the store's retired area (package retire), whose locks are
 // the store's.
-func (s *Store) retired() *retire.Area {
-	return retire.New(s.root, func(name string) (func(), bool, error) {
+func (s *Store) retired() *retire.Area { return retire.New(s.root, s.tryLockFile) }
+
+// leaseLockTries is how often tryLockFile tries a lock before calling it
+// held: a reader's lease probe holds a shared lock for a moment
+// (fslease.TryAcquire waits for it the same way).
+const leaseLockTries = 10
+
+// tryLockFile takes the exclusive lock on the existing file at name
+// (relative to the root) with the store's leaser, trying leaseLockTries
+// times; held reports that someone else has it.
+func (s *Store) tryLockFile(name string) (func(), bool, error) {
+	for try := 0; ; try++ {
 		unlock, err := s.leases.tryLock(s.root.Abs(name))
-		if errors.Is(err, errLocked) {
+		switch {
+		case err == nil:
+			return unlock, false, nil
+		case !errors.Is(err, errLocked):
+			return nil, false, err
+		case try+1 == leaseLockTries:
 			return nil, true, nil
 		}
-		return unlock, false, err
-	})
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Retire moves the idle sessions opts chooses out of the live set into the

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
@@ -34,9 +33,10 @@ import (
 //
 // The look that finds a session up to date reads only the first and last
 // record of each log and takes no lease; anything written happens under
-// the destination session's lease (taken without waiting: a session a
-// live writer holds in the destination is skipped and reported), after
-// the same look again. Blobs go first (each under a temporary name, then
+// the destination session's lease lock (taken without waiting, and
+// without a lease record or a generation of its own, as retirement takes
+// it: a session a live writer holds in the destination is skipped and
+// reported), after the same look again. Blobs go first (each under a temporary name, then
 // renamed), then archive segments and the manifest, then the log: the
 // records that reference a blob are never there before it. Appending
 // writes the source's committed lines after the destination's last
@@ -118,22 +118,26 @@ func (src *backupSource) update(ctx context.Context, dst *Store) (sb maintenance
 	if ok, _ := src.upToDate(dst); ok {
 		return sb, "", nil
 	}
-	l, err := dst.host.TakeLease(ctx, id, sessionstore.AcquireOptions{Label: "sessions-backup"}, true)
-	var he *sessionstore.LeaseHeldError
+	// The lease lock alone, as retirement takes it: no live holder
+	// writes the session while it is held, and no lease record is
+	// written (two of them would cost more than a small append). A
+	// writer that acquires the session later takes a generation above
+	// every one in the log (the store's log floor), the source's
+	// generations included.
+	unlock, held, err := dst.host.LockLease(id)
 	switch {
-	case errors.As(err, &he):
-		return sb, "held by a live writer in the destination", nil
 	case err != nil:
 		return sb, "", err
+	case held:
+		return sb, "held by a live writer in the destination", nil
 	}
-	defer func() {
-		if rerr := l.Release(context.WithoutCancel(ctx)); err == nil {
-			err = rerr
-		}
-	}()
+	defer unlock()
 	if err := dst.host.CheckWritable(id); err != nil {
 		return sb, "", err
 	}
+	// As a holder does before it changes the log: no catalog of dst is
+	// believed about the session without a look at its log.
+	dst.host.MarkCatalog(id, src.last.Gen)
 	dv, err := logfile.Open(dst.root.FS, id, dst.root.MaxRecordBytes)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return sb, "", err

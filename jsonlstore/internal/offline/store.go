@@ -42,6 +42,14 @@ type Host interface {
 	// InspectLease reads the lease of directory dir (an absolute path)
 	// without taking it.
 	InspectLease(ctx context.Context, dir string) (fslease.Status, error)
+	// LockLease takes, without waiting, existing session id's lease lock
+	// alone (making its lock file if it is missing), as retirement does:
+	// no lease record is written and no generation taken. held reports a
+	// live holder. Under the lock nobody else writes the session.
+	LockLease(id session.SessionID) (unlock func(), held bool, err error)
+	// MarkCatalog makes session id's catalog mark for generation gen, as
+	// a holder does before it changes the log.
+	MarkCatalog(id session.SessionID, gen uint64)
 }
 
 // Lease is a lease TakeLease took, until OpenWriter's writer owns it.

@@ -12,7 +12,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
@@ -40,31 +39,12 @@ const (
 // PackPath is session id's pack.
 func PackPath(id session.SessionID) string { return Dir + "/" + string(id) + PackSuffix }
 
-// Locker takes, without waiting, the exclusive lock on the existing file
-// at name (relative to the root): the store's lease lock of a session, or
-// the area's lock. held reports that someone else has it.
+// Locker takes, without waiting longer than a reader's lease probe holds
+// a shared lock (a few tries, milliseconds apart: the store's), the
+// exclusive lock on the existing file at name (relative to the root): the
+// store's lease lock of a session, or the area's lock. held reports that
+// someone else has it.
 type Locker func(name string) (unlock func(), held bool, err error)
-
-// lockTries is how often the area tries a lock before calling it held: a
-// reader's lease probe holds a shared lock for a moment (fslease.TryAcquire
-// waits for it the same way).
-const lockTries = 10
-
-// retrying is lock tried up to lockTries times, 2 ms apart, while held.
-func retrying(lock Locker) Locker {
-	if lock == nil {
-		return nil
-	}
-	return func(name string) (func(), bool, error) {
-		for try := 1; ; try++ {
-			unlock, held, err := lock(name)
-			if err != nil || !held || try == lockTries {
-				return unlock, held, err
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
-}
 
 // Area is a store's retired area.
 type Area struct {
@@ -74,7 +54,7 @@ type Area struct {
 
 // New returns the retired area of the store at root, whose locks lock
 // takes (tried again for a moment while held).
-func New(root *layout.Root, lock Locker) *Area { return &Area{root: root, lock: retrying(lock)} }
+func New(root *layout.Root, lock Locker) *Area { return &Area{root: root, lock: lock} }
 
 // lockArea makes the area (durably) if it is missing and takes its lock:
 // one retire or restore at a time, across processes, so that the two
