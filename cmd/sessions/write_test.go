@@ -52,9 +52,9 @@ func TestNewAppendLabel(t *testing.T) {
 
 	// A bad line names itself, and nothing is written.
 	for _, bad := range []struct{ in, want string }{
-		{`{"role":"user","parts":[{"type":"text","text":"ok"}]}` + "\n" + `{"role":"user","parts":[],"x":1}`, `line 2: sessnap: malformed snapshot: message: json: unknown field "x"`},
-		{`{"role":"robot","parts":[{"type":"text","text":"ok"}]}`, "line 1: sessnap: invalid snapshot"},
-		{`not json`, "line 1: sessnap: malformed"},
+		{`{"role":"user","parts":[{"type":"text","text":"ok"}]}` + "\n" + `{"role":"user","parts":[],"x":1}`, `line 2: malformed snapshot: message: json: unknown field "x"`},
+		{`{"role":"robot","parts":[{"type":"text","text":"ok"}]}`, "line 1: invalid snapshot"},
+		{`not json`, "line 1: malformed"},
 		{``, "no message on standard input"},
 	} {
 		r = appendIn(t, dir, bad.in, "scripted")
