@@ -142,7 +142,7 @@ func backupKillChild(ctx context.Context) error {
 	if len(rep.Skipped)+len(rep.Unreadable) > 0 {
 		return fmt.Errorf("not everything copied: %+v", rep)
 	}
-	fmt.Printf("done ops=%d\n", cfs.n)
+	fmt.Printf("done ops=%d\n", cfs.count())
 	return nil
 }
 

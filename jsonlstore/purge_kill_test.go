@@ -151,6 +151,6 @@ func redactKillChild(ctx context.Context) error {
 	if reps[0].Rewritten == 0 {
 		return fmt.Errorf("nothing rewritten: %+v", reps[0])
 	}
-	fmt.Printf("done ops=%d\n", cfs.n)
+	fmt.Printf("done ops=%d\n", cfs.count())
 	return nil
 }

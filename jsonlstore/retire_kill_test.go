@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -187,23 +188,37 @@ func retireKillChild(ctx context.Context) error {
 	default:
 		return fmt.Errorf("%s: %q", retireKillOpEnv, op)
 	}
-	fmt.Printf("done ops=%d\n", cfs.n)
+	fmt.Printf("done ops=%d\n", cfs.count())
 	return nil
 }
 
 // countingFS counts the changes made through it (creations, renames,
 // removals, directory syncs, and writes and syncs of the files it
-// opened) and dies of SIGKILL right after the at-th (0: never).
+// opened) and dies of SIGKILL right after the at-th (0: never). Changes
+// may come from several goroutines (blob syncs run in parallel): the
+// count is taken under a mutex, and the process dies holding it, so no
+// change follows the at-th.
 type countingFS struct {
 	vfs.FS
-	at, n int
+	at int
+	mu sync.Mutex
+	n  int
 }
 
 func (c *countingFS) changed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.n++
 	if c.n == c.at {
 		killSelf()
 	}
+}
+
+// count is the number of changes so far.
+func (c *countingFS) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
 
 func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {

@@ -186,6 +186,6 @@ func syncKillChild(ctx context.Context) error {
 	if len(rep.Skipped)+len(rep.Unreadable) > 0 {
 		return fmt.Errorf("not everything synced: %+v", rep)
 	}
-	fmt.Printf("done ops=%d\n", cfs.n)
+	fmt.Printf("done ops=%d\n", cfs.count())
 	return nil
 }
