@@ -198,12 +198,15 @@ func (r *Redactor) title(t string) (string, int) {
 // cutShort returns the last word of t when it begins with a keyword that
 // begins a rule's matches, its offset, and the rule.
 func (r *Redactor) cutShort(t string) (at int, last, rule string) {
+	if r.Off() {
+		return 0, "", ""
+	}
 	at = strings.LastIndexAny(t, " \t\n") + 1
 	last = strings.TrimSuffix(t[at:], "…")
 	if len(last) < 4 {
 		return 0, "", ""
 	}
-	for _, ru := range r.rules {
+	for _, ru := range r.set().rules {
 		if ru.before != 0 || ru.generic {
 			continue // a keyword that does not begin the match
 		}

@@ -58,6 +58,12 @@ type Finding struct {
 // It holds no state of its own across calls and is safe for concurrent
 // use. A nil *Redactor redacts nothing.
 type Redactor struct {
+	off bool
+	set func() *ruleSet // the rules, built on first use
+}
+
+// ruleSet is the rules a Redactor runs and their prefilter.
+type ruleSet struct {
 	rules  []*rule
 	pre    prefilter
 	always []int // rules without keywords, run over every string
@@ -67,7 +73,7 @@ type Redactor struct {
 // opts.Off). Errors: ErrUnknownRule.
 func New(opts Options) (*Redactor, error) {
 	if opts.Off {
-		return &Redactor{}, nil
+		return &Redactor{off: true}, nil
 	}
 	all := rules()
 	for _, id := range opts.Disable {
@@ -75,35 +81,38 @@ func New(opts Options) (*Redactor, error) {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownRule, id)
 		}
 	}
-	r := &Redactor{}
+	rs := newRuleSet(opts)
+	return &Redactor{off: len(rs.rules) == 0, set: func() *ruleSet { return rs }}, nil
+}
+
+func newRuleSet(opts Options) *ruleSet {
+	all := rules()
+	rs := &ruleSet{}
 	for i := range all {
 		ru := &all[i]
 		if ru.generic && !opts.Generic || slices.Contains(opts.Disable, ru.id) {
 			continue
 		}
 		if len(ru.keywords) == 0 {
-			r.always = append(r.always, len(r.rules))
+			rs.always = append(rs.always, len(rs.rules))
 		}
-		r.rules = append(r.rules, ru)
+		rs.rules = append(rs.rules, ru)
 	}
-	r.pre = newPrefilter(r.rules)
-	return r, nil
+	rs.pre = newPrefilter(rs.rules)
+	return rs
 }
 
 // Default returns the Redactor of the zero Options: the high-confidence
-// rules, what a store redacts with unless told otherwise.
-func Default() *Redactor { return defaultRedactor() }
+// rules, what a store redacts with unless told otherwise. Its rules are
+// compiled when it first looks at a string, not when it is made: every
+// store is opened with it, and a program that only reads never compiles
+// them.
+func Default() *Redactor { return defaultRedactor }
 
-var defaultRedactor = sync.OnceValue(func() *Redactor {
-	r, err := New(Options{})
-	if err != nil {
-		panic(err) // the zero Options name no rule
-	}
-	return r
-})
+var defaultRedactor = &Redactor{set: sync.OnceValue(func() *ruleSet { return newRuleSet(Options{}) })}
 
 // Off reports whether r redacts nothing.
-func (r *Redactor) Off() bool { return r == nil || len(r.rules) == 0 }
+func (r *Redactor) Off() bool { return r == nil || r.off }
 
 // Placeholder is what replaces secret, found by rule: the rule and the
 // first 8 hex digits of the secret's SHA-256, so that two mentions of one
@@ -124,13 +133,14 @@ func (r *Redactor) Find(s string) []Finding {
 		return nil
 	}
 	var found []Finding
-	hits := r.pre.scan(s)
-	for i, ru := range r.rules {
+	rs := r.set()
+	hits := rs.pre.scan(s)
+	for i, ru := range rs.rules {
 		var at []int
 		if hits != nil {
 			at = hits[i]
 		}
-		always := slices.Contains(r.always, i)
+		always := slices.Contains(rs.always, i)
 		if len(at) == 0 && !always {
 			continue
 		}
