@@ -7,6 +7,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
@@ -50,7 +51,7 @@ func (s *Store) VerifyCatalog(ctx context.Context) (maintenance.CatalogVerifyRep
 // for the lease's generation (catalogfile's marks). marked reports
 // whether the mark is durable.
 func (s *Store) takeLease(ctx context.Context, id session.SessionID, dir string, try bool, opts fslease.Options) (_ leaseHandle, marked bool, _ error) {
-	lease, err := s.leases.acquire(ctx, s.root.Abs(dir), try, opts)
+	lease, err := s.leases.Acquire(ctx, s.root.Abs(dir), try, opts)
 	if err != nil {
 		return nil, false, err
 	}
@@ -79,8 +80,8 @@ func (h storeHost) Closed() bool { return h.s.closed.Load() }
 // one in tests, so that the stores of one simulated machine exclude each
 // other).
 func (h storeHost) TryLock(name string) (func(), error) {
-	unlock, err := h.s.leases.tryLock(name)
-	if errors.Is(err, errLocked) {
+	unlock, err := h.s.leases.TryLock(name)
+	if errors.Is(err, lease.ErrLocked) {
 		return nil, catalogfile.ErrLocked
 	}
 	return unlock, err

@@ -85,7 +85,7 @@ func (h offlineHost) SaveForensic(id session.SessionID, what string, off int64, 
 }
 
 func (h offlineHost) InspectLease(ctx context.Context, dir string) (fslease.Status, error) {
-	return h.leases.inspect(ctx, dir)
+	return h.leases.Inspect(ctx, dir)
 }
 
 func (h offlineHost) LockLease(id session.SessionID) (func(), bool, error) {

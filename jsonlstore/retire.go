@@ -2,13 +2,11 @@ package jsonlstore
 
 import (
 	"context"
-	"errors"
 	"iter"
-	"time"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/retire"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
@@ -40,29 +38,6 @@ var (
 // retired is the store's retired area (package retire), whose locks are
 // the store's.
 func (s *Store) retired() *retire.Area { return retire.New(s.root, s.tryLockFile) }
-
-// leaseLockTries is how often tryLockFile tries a lock before calling it
-// held: a reader's lease probe holds a shared lock for a moment
-// (fslease.TryAcquire waits for it the same way).
-const leaseLockTries = 10
-
-// tryLockFile takes the exclusive lock on the existing file at name
-// (relative to the root) with the store's leaser, trying leaseLockTries
-// times; held reports that someone else has it.
-func (s *Store) tryLockFile(name string) (func(), bool, error) {
-	for try := 0; ; try++ {
-		unlock, err := s.leases.tryLock(s.root.Abs(name))
-		switch {
-		case err == nil:
-			return unlock, false, nil
-		case !errors.Is(err, errLocked):
-			return nil, false, err
-		case try+1 == leaseLockTries:
-			return nil, true, nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // Retire moves the idle sessions opts chooses out of the live set into the
 // retired area (ROOT/.retired/, FORMAT.md), each compressed into one pack
@@ -168,7 +143,7 @@ func (s *Store) retiredHistory(ctx context.Context, mem vfs.FS, id session.Sessi
 	return func(yield func(sessionstore.Record, error) bool) {
 		opts := s.opts
 		opts.Search = nil
-		view := newStore(s.dir, nil, mem, viewLeaser{}, opts)
+		view := newStore(s.dir, nil, mem, lease.View{}, opts)
 		defer func() { _ = view.Close() }()
 		for rec, err := range view.History(ctx, id) {
 			if !yield(rec, err) {
@@ -177,19 +152,3 @@ func (s *Store) retiredHistory(ctx context.Context, mem vfs.FS, id session.Sessi
 		}
 	}
 }
-
-// viewLeaser is the leaser of a read-only view of a retired session: it
-// reads, and nobody may take a lease in it.
-type viewLeaser struct{}
-
-var errView = errors.New("jsonlstore: a retired session's view is read-only")
-
-func (viewLeaser) acquire(context.Context, string, bool, fslease.Options) (leaseHandle, error) {
-	return nil, errView
-}
-
-func (viewLeaser) inspect(context.Context, string) (fslease.Status, error) {
-	return fslease.Status{State: fslease.Free}, nil
-}
-
-func (viewLeaser) tryLock(string) (func(), error) { return nil, errView }

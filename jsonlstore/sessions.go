@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -34,14 +35,14 @@ func (s *Store) Lease(ctx context.Context, id session.SessionID) (summary.LeaseS
 	if err := s.checkSession(ctx, id); err != nil {
 		return summary.LeaseStatus{}, err
 	}
-	st, err := s.leases.inspect(ctx, s.root.Abs(layout.SessionDir(id)))
+	st, err := s.leases.Inspect(ctx, s.root.Abs(layout.SessionDir(id)))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return summary.LeaseStatus{}, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 		}
 		return summary.LeaseStatus{}, layout.OpErr("lease", id, err)
 	}
-	return leaseStatus(st, s.opts.Now()), nil
+	return lease.Status(st, s.opts.Now()), nil
 }
 
 // sessionIDs lists the session directories under the root, skipping
