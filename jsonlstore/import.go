@@ -37,7 +37,7 @@ func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
 // Import creates session id from its record lines, copied verbatim: the
 // lines (each with its newline, as RecordLines yields them) must be
 // revisions 1, 2, … of session id, and each must pass the checks History
-// makes — the store's own reader (internal/record) checks framing,
+// makes — the store's own reader checks framing,
 // checksum and the sequence rules, each delta is applied to the revision
 // before it, and each payload must decode to a snapshot of session id. It
 // is how a session is copied into this store from another store of the

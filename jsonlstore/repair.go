@@ -31,7 +31,7 @@ import (
 // records of a kind this program does not know are not cut.
 //
 // Repair finally sweeps leftover temporary and trash directories (named
-// exactly as the store names them: layout.IsLeftover) at the
+// exactly as the store names them) at the
 // store root older than Options.LeftoverAge whose lease nobody holds.
 //
 // Errors: ErrNotFound, ErrInvalidID, ErrClosed, *LeaseHeldError, a

@@ -13,26 +13,26 @@ import (
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// The retired area's errors (package retire's, the same values). They are
+// The retired area's errors (package maintenance's, the same values). They are
 // a block of their own, beside the code that returns them, so that the
 // retired area is one file of the facade.
 var (
 	// ErrRetireHeld reports a session a live holder has: never retired.
-	ErrRetireHeld = retire.ErrHeld
+	ErrRetireHeld = maintenance.ErrRetireHeld
 	// ErrRetireBusy reports another retire or restore running on the store.
-	ErrRetireBusy = retire.ErrBusy
+	ErrRetireBusy = maintenance.ErrRetireBusy
 	// ErrNotRetired reports a session without a pack in the retired area.
-	ErrNotRetired = retire.ErrNotRetired
+	ErrNotRetired = maintenance.ErrNotRetired
 	// ErrRetireConflict reports a session live and retired with different
 	// histories: neither copy is touched.
-	ErrRetireConflict = retire.ErrConflict
+	ErrRetireConflict = maintenance.ErrRetireConflict
 	// ErrRetiredCorrupt reports a damaged pack or journal line.
-	ErrRetiredCorrupt = retire.ErrCorrupt
+	ErrRetiredCorrupt = maintenance.ErrRetiredCorrupt
 	// ErrRetirePolicy reports a policy file that was refused.
-	ErrRetirePolicy = retire.ErrPolicy
+	ErrRetirePolicy = maintenance.ErrRetirePolicy
 	// ErrRetireCriteria reports a retirement that names no sessions: no
 	// IDs, age, labels or policy.
-	ErrRetireCriteria = retire.ErrCriteria
+	ErrRetireCriteria = maintenance.ErrRetireCriteria
 )
 
 // retired is the store's retired area (package retire), whose locks are

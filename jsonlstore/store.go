@@ -140,28 +140,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if _, err := opts.searchComponent(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abs, layout.DirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
-		return nil, layout.OpErr("create root", "", err)
-	}
-	fi, err := os.Lstat(abs) //nolint:gosec // G703: as above, the caller's root directory
+	root, err := layout.OpenRoot(abs)
 	if err != nil {
-		return nil, layout.OpErr("open root", "", err)
-	}
-	if !fi.IsDir() {
-		return nil, layout.PathErr("open", "", abs, errors.New("it is not a directory"))
-	}
-	root, err := os.OpenRoot(abs)
-	if err != nil {
-		return nil, layout.OpErr("open root", "", err)
-	}
-	// Checked on the opened directory, not the path, so that it is the
-	// directory the store will use.
-	if fi, err = root.Stat("."); err == nil {
-		err = layout.CheckRoot(abs, fi)
-	}
-	if err != nil {
-		_ = root.Close() // refused: the reason is the error that matters
-		return nil, layout.OpErr("open root", "", err)
+		return nil, err
 	}
 	return newStore(abs, root, vfs.OS(root), fsLeaser{}, opts), nil
 }

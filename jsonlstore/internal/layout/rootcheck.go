@@ -1,9 +1,11 @@
 package layout
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // CheckRoot refuses an unsafe root; fi describes the opened root.
@@ -16,4 +18,51 @@ func CheckRoot(abs string, fi fs.FileInfo) error {
 		return fmt.Errorf("%w: %s belongs to uid %d, not to this user (uid %d)", ErrUnsafeRoot, abs, uid, euid)
 	}
 	return nil
+}
+
+// OpenRoot opens the store root at abs (an absolute path), creating it
+// (DirPerm) if needed, and refuses (ErrUnsafeRoot) a root that other
+// users may write or that belongs to another user.
+func OpenRoot(abs string) (*os.Root, error) {
+	if err := os.MkdirAll(abs, DirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
+		return nil, OpErr("create root", "", err)
+	}
+	fi, err := os.Lstat(abs) //nolint:gosec // G703: as above, the caller's root directory
+	if err != nil {
+		return nil, OpErr("open root", "", err)
+	}
+	if !fi.IsDir() {
+		return nil, PathErr("open", "", abs, errors.New("it is not a directory"))
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, OpErr("open root", "", err)
+	}
+	// Checked on the opened directory, not the path, so that it is the
+	// directory the store will use.
+	if fi, err = root.Stat("."); err == nil {
+		err = CheckRoot(abs, fi)
+	}
+	if err != nil {
+		_ = root.Close() // refused: the reason is the error that matters
+		return nil, OpErr("open root", "", err)
+	}
+	return root, nil
+}
+
+// DefaultDir is the store directory the tools use when none is given:
+// $SESSIONSTORE_DIR, else $XDG_DATA_HOME/sessionstore (when absolute),
+// else ~/.local/share/sessionstore.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("SESSIONSTORE_DIR"); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sessionstore"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no store directory: use --dir, or set SESSIONSTORE_DIR (%w)", err)
+	}
+	return filepath.Join(home, ".local", "share", "sessionstore"), nil
 }
