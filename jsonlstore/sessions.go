@@ -49,37 +49,13 @@ func (s *Store) Lease(ctx context.Context, id session.SessionID) (summary.LeaseS
 // leftovers and anything that is not a valid session ID.
 func (s *Store) sessionIDs() ([]session.SessionID, error) { return layout.SessionIDs(s.fs) }
 
-// forSessions calls fn for each of ids in order or, when ids is empty,
-// for every session (sessionIDs). It reports whether it listed all
-// sessions. A session deleted meanwhile (fn returned ErrNotFound while
-// all are listed) is skipped. An error of fn that concerns its session
-// alone — anything but a done context, a closed store, or ErrInvalidID or
-// ErrNotFound for a given ID — is added to bad, and the loop goes on: one
-// bad session never stops a store-wide operation. With bad nil, every
-// error but the skipped ones ends the loop (fn reports what it may).
+// forSessions runs fn for each of ids, or every session when ids is
+// empty, on the open store (logfile.ForSessions).
 func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error) {
 	if s.closed.Load() {
 		return false, sessionstore.ErrClosed
 	}
-	all = len(ids) == 0
-	if all {
-		if ids, err = s.sessionIDs(); err != nil {
-			return all, err
-		}
-	}
-	for _, id := range ids {
-		err := fn(id)
-		switch {
-		case err == nil:
-		case all && errors.Is(err, sessionstore.ErrNotFound):
-			// deleted meanwhile, or not a session
-		case bad == nil, logfile.EndsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
-			return all, err
-		default:
-			*bad = append(*bad, summary.UnreadableOf(id, err))
-		}
-	}
-	return all, nil
+	return logfile.ForSessions(s.fs, ids, fn, bad)
 }
 
 // summaryOf returns session id's summary without its lease status

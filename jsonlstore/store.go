@@ -2,15 +2,12 @@ package jsonlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
@@ -332,42 +329,15 @@ func (b *newSession) abort(ctx context.Context) {
 	}
 }
 
-// publish makes the session visible, atomically: it syncs the temporary
-// directory, renames it into place with RENAME_NOREPLACE (ErrExists if
-// the ID was taken meanwhile) and syncs the root. The log must be synced
-// before. When syncing the root fails, the session is visible but perhaps
-// not durable: undoing is not ours to do any more, so publish releases
-// the lease, closes the log and reports the error.
-func (b *newSession) publish(ctx context.Context) error {
-	s, id := b.s, b.id
-	// The lease record was written in place, unsynced (DirSynced): it
-	// must be durable before the rename publishes it, as must the
-	// directory's entries (log, lease files, settings), or a crash could
-	// publish an empty session.
-	if err := b.lease.SyncRecord(); err != nil {
-		return layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
+// publish makes the session visible, atomically (layout.Root.Publish).
+// On error the caller aborts, which no longer removes a directory that
+// was published.
+func (b *newSession) publish(context.Context) error {
+	published, err := b.s.root.Publish(b.tmp, b.id, b.lease)
+	if published {
+		b.tmp = "" // nothing to remove any more
 	}
-	if err := s.fs.SyncDir(b.tmp); err != nil {
-		return layout.OpErr("create", id, err)
-	}
-	if err := s.fs.RenameNoReplace(b.tmp, layout.SessionDir(id)); err != nil {
-		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
-		}
-		return layout.OpErr("create", id, fmt.Errorf("publish: %w", err))
-	}
-	b.tmp = "" // nothing to remove any more
-	if err := s.fs.SyncDir("."); err != nil {
-		// Published but maybe not durable: the session is visible, so the
-		// next holder goes on from here.
-		_ = b.lease.Moved(s.root.Abs(layout.SessionDir(id)))
-		b.abort(ctx)
-		return layout.OpErr("create", id, fmt.Errorf("sync root: %w", err))
-	}
-	if err := b.lease.Moved(s.root.Abs(layout.SessionDir(id))); err != nil {
-		return layout.OpErr("create", id, err)
-	}
-	return nil
+	return err
 }
 
 // Fork creates newID whose revision 1 copies revision rev of from, under

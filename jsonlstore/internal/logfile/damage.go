@@ -12,6 +12,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // What a session is, and what a damaged one is.
@@ -162,4 +163,34 @@ func LogFloor(root *layout.Root, id session.SessionID) (uint64, error) {
 // concerns that session alone.
 func EndsStoreWide(err error) bool {
 	return errors.Is(err, sessionstore.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ForSessions calls fn for each of ids in order or, when ids is empty,
+// for every session (layout.SessionIDs). It reports whether it listed all
+// sessions. A session deleted meanwhile (fn returned ErrNotFound while
+// all are listed) is skipped. An error of fn that concerns its session
+// alone — anything but a done context, a closed store, or ErrInvalidID or
+// ErrNotFound for a given ID — is added to bad, and the loop goes on: one
+// bad session never stops a store-wide operation. With bad nil, every
+// error but the skipped ones ends the loop (fn reports what it may).
+func ForSessions(fsys vfs.FS, ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error) {
+	all = len(ids) == 0
+	if all {
+		if ids, err = layout.SessionIDs(fsys); err != nil {
+			return all, err
+		}
+	}
+	for _, id := range ids {
+		err := fn(id)
+		switch {
+		case err == nil:
+		case all && errors.Is(err, sessionstore.ErrNotFound):
+			// deleted meanwhile, or not a session
+		case bad == nil, EndsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
+			return all, err
+		default:
+			*bad = append(*bad, summary.UnreadableOf(id, err))
+		}
+	}
+	return all, nil
 }
