@@ -2,12 +2,10 @@ package jsonlstore
 
 import (
 	"context"
-	"errors"
 
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/watch"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
@@ -80,13 +78,7 @@ func (h storeHost) Closed() bool { return h.s.closed.Load() }
 // TryLock takes the catalog's lock with the store's leaser (a simulated
 // one in tests, so that the stores of one simulated machine exclude each
 // other).
-func (h storeHost) TryLock(name string) (func(), error) {
-	unlock, err := h.s.leases.TryLock(name)
-	if errors.Is(err, lease.ErrLocked) {
-		return nil, catalogfile.ErrLocked
-	}
-	return unlock, err
-}
+func (h storeHost) TryLock(name string) (func(), error) { return h.s.leases.TryLock(name) }
 
 func (h storeHost) Watcher() *watch.Watcher {
 	h.s.mu.Lock()

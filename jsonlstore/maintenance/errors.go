@@ -7,6 +7,9 @@ import "errors"
 // value, so errors.Is holds either way) and says there when it is
 // returned.
 var (
+	// ErrNoStore reports a store root that does not exist or is not a
+	// directory.
+	ErrNoStore = errors.New("jsonlstore: no store")
 	// ErrUnsafeRoot reports a store root another local user could change.
 	ErrUnsafeRoot = errors.New("jsonlstore: unsafe store root")
 	// ErrNoLog reports a session directory without a usable log.

@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
+
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
 // CheckRoot refuses an unsafe root; fi describes the opened root.
@@ -65,4 +68,22 @@ func DefaultDir() (string, error) {
 		return "", fmt.Errorf("no store directory: use --dir, or set SESSIONSTORE_DIR (%w)", err)
 	}
 	return filepath.Join(home, ".local", "share", "sessionstore"), nil
+}
+
+// CheckExisting refuses (maintenance.ErrNoStore) a store root abs that
+// does not exist or is not a directory, for the programs that open a
+// store only if it is there.
+func CheckExisting(abs string) error {
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w at %s: it does not exist", maintenance.ErrNoStore, abs)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w at %s: a directory above it is not a directory", maintenance.ErrNoStore, abs)
+	case err != nil:
+		return OpErr("open root", "", err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w at %s: it is not a directory", maintenance.ErrNoStore, abs)
+	}
+	return nil
 }
