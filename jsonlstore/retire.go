@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/retire"
@@ -74,12 +75,7 @@ func (l retireLive) Summary(ctx context.Context, id session.SessionID) (summary.
 func (l retireLive) Retired(id session.SessionID) { l.s.indexDeleted(id) }
 
 // ready is nil when the store is open and ctx is not done.
-func (s *Store) ready(ctx context.Context) error {
-	if s.closed.Load() {
-		return sessionstore.ErrClosed
-	}
-	return ctx.Err()
-}
+func (s *Store) ready(ctx context.Context) error { return adapter.Ready(ctx, s.closed.Load()) }
 
 // Restore brings retired sessions back into the live set, each byte for
 // byte as it was retired (log, archives, blobs, summary, labels, lease

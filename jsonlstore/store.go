@@ -14,7 +14,6 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
-	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
@@ -84,22 +83,15 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
+	adapter.Defaults(&o.MaxRecordBytes, &o.BlobThreshold, &o.Now, &o.Redactor)
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
-	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.LeftoverAge <= 0 {
 		o.LeftoverAge = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Redactor == nil {
-		o.Redactor = redact.Default()
 	}
 	return o
 }

@@ -14,17 +14,17 @@ import (
 // CheckRoot refuses an unsafe root; fi describes the opened root.
 func CheckRoot(abs string, fi fs.FileInfo) error {
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("%w: %s is writable by other users (mode %v); remove their write permission (chmod go-w)", ErrUnsafeRoot, abs, perm)
+		return fmt.Errorf("%w: %s is writable by other users (mode %v); remove their write permission (chmod go-w)", maintenance.ErrUnsafeRoot, abs, perm)
 	}
 	euid := os.Geteuid()
 	if uid, ok := ownerOf(fi); ok && euid != 0 && uid != 0 && uid != euid {
-		return fmt.Errorf("%w: %s belongs to uid %d, not to this user (uid %d)", ErrUnsafeRoot, abs, uid, euid)
+		return fmt.Errorf("%w: %s belongs to uid %d, not to this user (uid %d)", maintenance.ErrUnsafeRoot, abs, uid, euid)
 	}
 	return nil
 }
 
 // OpenRoot opens the store root at abs (an absolute path), creating it
-// (DirPerm) if needed, and refuses (ErrUnsafeRoot) a root that other
+// (DirPerm) if needed, and refuses (maintenance.ErrUnsafeRoot) a root that other
 // users may write or that belongs to another user.
 func OpenRoot(abs string) (*os.Root, error) {
 	if err := os.MkdirAll(abs, DirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root

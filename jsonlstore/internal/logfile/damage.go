@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -53,7 +54,7 @@ var sessionFiles = []string{fslease.LockFile, fslease.RecordFile, layout.Summary
 // damaged is the corruption error for session id whose log is unusable
 // because of cause.
 func damaged(id session.SessionID, cause error) error {
-	return &sessionstore.CorruptionError{ID: id, Path: layout.LogPath(id), Err: fmt.Errorf("%w: %w", layout.ErrNoLog, cause)}
+	return &sessionstore.CorruptionError{ID: id, Path: layout.LogPath(id), Err: fmt.Errorf("%w: %w", maintenance.ErrNoLog, cause)}
 }
 
 // LogErr classifies err, met opening or stating session id's log: the
@@ -133,7 +134,7 @@ const BreakLink = "cp " + layout.LogFile + " " + layout.LogFile + ".new && mv " 
 // another name: writing to it would write there too.
 func LinkErr(id session.SessionID, fi fs.FileInfo) error {
 	if n := vfs.Links(fi); n > 1 {
-		return fmt.Errorf("%w: session %s: %s has %d links; give it a file of its own: %s", layout.ErrLinkedLog, id, layout.LogPath(id), n, BreakLink)
+		return fmt.Errorf("%w: session %s: %s has %d links; give it a file of its own: %s", maintenance.ErrLinkedLog, id, layout.LogPath(id), n, BreakLink)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -178,7 +179,7 @@ func (im *importer) copyRefs(r *record.Rec, msgs sessnap.Messages) error {
 func (im *importer) copy(r *record.Rec, ref session.ContentRef) ([]byte, error) {
 	content, err := blob.Fetch(im.src, ref)
 	if errors.Is(err, blob.ErrMissing) {
-		return nil, &sessionstore.CorruptionError{ID: im.id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", layout.ErrBlob, err)}
+		return nil, &sessionstore.CorruptionError{ID: im.id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", maintenance.ErrBlob, err)}
 	}
 	if err != nil {
 		return nil, err
