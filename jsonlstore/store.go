@@ -337,8 +337,9 @@ func (b *newSession) publish(context.Context) error {
 // blobs and pages are hard links of from's (clones, else copies, where
 // the file system links none): a fork costs its log, not its content.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	if newID == "" {
-		newID = sessionstore.NewID()
+	newID, err := adapter.ForkID(from, newID)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.check(ctx, newID); err != nil {
 		return nil, err

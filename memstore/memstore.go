@@ -142,11 +142,9 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // source revision as stored, its references included; the content they
 // name is the source's, shared (memory is held once).
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	if err := sessionstore.ValidateID(from); err != nil {
+	newID, err := adapter.ForkID(from, newID)
+	if err != nil {
 		return nil, err
-	}
-	if newID == "" {
-		newID = sessionstore.NewID()
 	}
 	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err

@@ -214,11 +214,9 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // name is copied into the fork's rows by the server, in the transaction
 // that creates the fork.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	if err := sessionstore.ValidateID(from); err != nil {
+	newID, err := adapter.ForkID(from, newID)
+	if err != nil {
 		return nil, err
-	}
-	if newID == "" {
-		newID = sessionstore.NewID()
 	}
 	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err
