@@ -27,10 +27,10 @@ func CheckRoot(abs string, fi fs.FileInfo) error {
 // (DirPerm) if needed, and refuses (maintenance.ErrUnsafeRoot) a root that other
 // users may write or that belongs to another user.
 func OpenRoot(abs string) (*os.Root, error) {
-	if err := os.MkdirAll(abs, DirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
+	if err := os.MkdirAll(abs, DirPerm); err != nil { // the caller's choice; below it every path goes through os.Root
 		return nil, OpErr("create root", "", err)
 	}
-	fi, err := os.Lstat(abs) //nolint:gosec // G703: as above, the caller's root directory
+	fi, err := os.Lstat(abs)
 	if err != nil {
 		return nil, OpErr("open root", "", err)
 	}
