@@ -2,7 +2,6 @@ package jsonlstore
 
 import (
 	"context"
-	"errors"
 
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
@@ -15,8 +14,9 @@ import (
 
 // CatalogDir is the catalog's directory under the store root: a cache of
 // every session's summary, so that a fresh process lists the first page
-// of ten thousand sessions from one file (package catalogfile owns it).
-const CatalogDir = catalogfile.Dir
+// of ten thousand sessions from one file (TestNamesAreTheRooms ties the
+// name to the room that owns it).
+const CatalogDir = ".catalog"
 
 // Reindex rebuilds the catalog from every session, waiting for another
 // process's rewrite to finish first. Listings never need it — a catalog
@@ -50,7 +50,7 @@ func (s *Store) VerifyCatalog(ctx context.Context) (maintenance.CatalogVerifyRep
 // for the lease's generation (catalogfile's marks). marked reports
 // whether the mark is durable.
 func (s *Store) takeLease(ctx context.Context, id session.SessionID, dir string, try bool, opts fslease.Options) (_ leaseHandle, marked bool, _ error) {
-	lease, err := s.leases.acquire(ctx, s.root.Abs(dir), try, opts)
+	lease, err := s.leases.Acquire(ctx, s.root.Abs(dir), try, opts)
 	if err != nil {
 		return nil, false, err
 	}
@@ -78,13 +78,7 @@ func (h storeHost) Closed() bool { return h.s.closed.Load() }
 // TryLock takes the catalog's lock with the store's leaser (a simulated
 // one in tests, so that the stores of one simulated machine exclude each
 // other).
-func (h storeHost) TryLock(name string) (func(), error) {
-	unlock, err := h.s.leases.tryLock(name)
-	if errors.Is(err, errLocked) {
-		return nil, catalogfile.ErrLocked
-	}
-	return unlock, err
-}
+func (h storeHost) TryLock(name string) (func(), error) { return h.s.leases.TryLock(name) }
 
 func (h storeHost) Watcher() *watch.Watcher {
 	h.s.mu.Lock()

@@ -36,16 +36,23 @@ func (w *writer) Compact(ctx context.Context, p maintenance.CompactPolicy) (main
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.usableLocked(); err != nil {
-		return rep, err
-	}
-	if _, err := w.fenceLocked(); err != nil {
+	if err := w.mayRewriteLocked(); err != nil {
 		return rep, err
 	}
 	if !p.DryRun {
 		w.ensureMarkLocked() // the catalog knows the log may change
 	}
 	return compact.Run(ctx, w.s.root, w.id, compactHolder{w}, p, rep)
+}
+
+// mayRewriteLocked is nil when w, its mutex held, may replace its log (a
+// compaction, a redaction): it is usable and its lease is still its own.
+func (w *writer) mayRewriteLocked() error {
+	if err := w.usableLocked(); err != nil {
+		return err
+	}
+	_, err := w.fenceLocked()
+	return err
 }
 
 // compactHolder is a writer as compaction reaches it (compact.Holder),

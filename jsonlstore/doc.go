@@ -70,40 +70,25 @@
 // search proves every row against its log first. The index holds, per
 // session, the state of the log it read, so a store opened without it
 // still leaves it correct: the next search reads again what changed.
-// The store gives the index its files through package searchhost (the
-// seam): the root, the sessions' logs read as records, the catalog's
-// word on them.
+// The store gives the index its files through a seam: the root, the
+// sessions' logs read as records, the catalog's word on them.
 //
 // # Maintenance
 //
 // Verify, Repair, Backup (BackupWith: incremental), Sync, DiskUsage and
 // Compact (and a holder's own compaction, maintenance.Compactor) take
 // their options and return their reports as types of package
-// jsonlstore/maintenance. The work is done below this package:
-// internal/offline (verify, repair and salvage, backup and sync, disk
-// usage, blob collection) and internal/compact
-// (compaction); this package gives them the lease and the writer they
-// work under.
+// jsonlstore/maintenance. The work is done below this package, by the
+// offline tools (verify, repair and salvage, backup and sync, disk usage,
+// blob collection) and by compaction; this package gives them the lease
+// and the writer they work under.
 //
 // # Rooms
 //
-// The work is done by one internal package per artifact of FORMAT.md;
-// this package holds the options, the store, the writer and the lease,
-// and hands each call to the package that owns it:
-//
-//	internal/layout       names, permissions, settings.json, the root check, sentinels
-//	internal/logfile      log.jsonl and summary.json as readers see them: views, history, loads, damage, import, export
-//	internal/archive      archive/: the manifest and its segments
-//	internal/blobfile     blobs/: names, writing, the checks of a blob and of references, the read cache
-//	internal/compact      compaction of a log into archive/
-//	internal/catalog      the catalog's bytes (the codec)
-//	internal/catalogfile  the catalog's build, marks and trust rules, and its check
-//	internal/listing      the one place that chooses how a listing is served
-//	internal/watch        the watcher behind Watch and indexed listings
-//	internal/searchhost   the seam to the search index; internal/searchindex is the index (linked by fts only)
-//	internal/offline      verify, repair, salvage, backup, disk usage, blob collection
-//	internal/retire       the retired area: packs, the journal, the policy, retire and restore
-//	maintenance           the options and reports of the maintenance operations (public)
+// The work is done by one package per artifact of FORMAT.md (the rooms,
+// below this one, which their package list describes); this package holds
+// the options, the store, the writer and the lease, and hands each call to
+// the room that owns it.
 //
 // Network file systems are not supported: flock and fsync semantics there
 // are not what the store relies on.

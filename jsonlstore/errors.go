@@ -4,19 +4,20 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
 // Sentinel errors of the file store, besides the contract's (package
-// sessionstore). Callers classify with errors.Is. Each is the value the
-// store's internal rooms return (jsonlstore/internal/layout).
+// sessionstore). Callers classify with errors.Is. Each is package maintenance's
+// value of the same name, which the store's rooms return.
 var (
 	// ErrUnsafeRoot is returned by Open for a store root that another local
 	// user could change: one writable by its group or by others, or owned by
 	// a user other than this process's (or root). Whoever can write the root
 	// can rename, replace or plant whole session directories, which the
 	// store's per-session checks cannot tell from the owner's own.
-	ErrUnsafeRoot = layout.ErrUnsafeRoot
+	ErrUnsafeRoot = maintenance.ErrUnsafeRoot
 
 	// ErrNoLog is wrapped by the *sessionstore.CorruptionError of a
 	// session directory without a usable log: log.jsonl is missing while
@@ -26,7 +27,7 @@ var (
 	// directory, and store-wide operations report the session and go on.
 	// Nothing in the store can bring the records back: restore log.jsonl
 	// from a backup, or remove the directory.
-	ErrNoLog = layout.ErrNoLog
+	ErrNoLog = maintenance.ErrNoLog
 
 	// ErrLinkedLog reports a session whose log.jsonl has more than one hard
 	// link. Appending to it, and truncating a torn tail, would change every
@@ -34,14 +35,14 @@ var (
 	// should a link appear later) refuses, and nothing is written. Readers
 	// read it as usual. Copying the log over itself (cp, then mv) breaks
 	// the link.
-	ErrLinkedLog = layout.ErrLinkedLog
+	ErrLinkedLog = maintenance.ErrLinkedLog
 
 	// ErrBackupInsideStore reports a Backup destination that is the store's
 	// root or lies inside it: the copy would become part of what it copies.
-	ErrBackupInsideStore = layout.ErrBackupInsideStore
+	ErrBackupInsideStore = maintenance.ErrBackupInsideStore
 
 	// ErrBlob reports a blob that is missing, damaged or of the wrong content.
-	ErrBlob = layout.ErrBlob
+	ErrBlob = maintenance.ErrBlob
 
 	// ErrNoSearch reports a search (Search, ReindexSearch, VerifySearch,
 	// FlushSearch) on a store opened without a search index, and Open
@@ -61,18 +62,19 @@ func fmtNoSearch(v SearchIndex) error {
 	return fmt.Errorf("%w: Options.Search is a %T (%s), not fts.New()", ErrNoSearch, v, v.SearchIndexName())
 }
 
-// Names of a session's files and directories (FORMAT.md "Layout").
+// Names of a session's files and directories (FORMAT.md "Layout"). They
+// are the names the store's rooms use (TestNamesAreTheRooms ties them).
 const (
-	LogFile     = layout.LogFile     // a session's log
-	SummaryFile = layout.SummaryFile // a projection of the latest record
-	ArchiveDir  = layout.ArchiveDir  // compacted segments
-	ForensicDir = layout.ForensicDir // bytes recovery or repair removed
-	BlobDir     = layout.BlobDir     // content kept out of line
+	LogFile     = "log.jsonl"    // a session's log
+	SummaryFile = "summary.json" // a projection of the latest record
+	ArchiveDir  = "archive"      // compacted segments
+	ForensicDir = "forensic"     // bytes recovery or repair removed
+	BlobDir     = "blobs"        // content kept out of line
 	// SettingsFile records what a session's records were written with
 	// (FORMAT.md "settings.json").
-	SettingsFile = layout.SettingsFile
+	SettingsFile = "settings.json"
 )
 
 // MaxReadRecordBytes bounds the record cap a reader honours, whatever a
-// settings.json says (sessionstore.MaxReadRecordBytes).
-const MaxReadRecordBytes = layout.MaxReadRecordBytes
+// settings.json says.
+const MaxReadRecordBytes = sessionstore.MaxReadRecordBytes

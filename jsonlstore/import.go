@@ -1,16 +1,12 @@
 package jsonlstore
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/vfs"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
@@ -20,10 +16,7 @@ import (
 // order, sessions whose logs are damaged included (List leaves those
 // out). Errors: ErrClosed, I/O errors.
 func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
-	if s.closed.Load() {
-		return nil, sessionstore.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	ids, err := s.sessionIDs()
@@ -37,7 +30,7 @@ func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
 // Import creates session id from its record lines, copied verbatim: the
 // lines (each with its newline, as RecordLines yields them) must be
 // revisions 1, 2, … of session id, and each must pass the checks History
-// makes — the store's own reader (internal/record) checks framing,
+// makes — the store's own reader checks framing,
 // checksum and the sequence rules, each delta is applied to the revision
 // before it, and each payload must decode to a snapshot of session id. It
 // is how a session is copied into this store from another store of the
@@ -84,30 +77,11 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		}
 	}()
 
-	bw := bufio.NewWriterSize(b.log, 1<<20)
-	copied := blobfile.NewWriter(s.fs, b.tmp, 0)
-	im, err := logfile.Import(ctx, s.fs, id, lines, blobs, bw, copied, s.opts.MaxRecordBytes)
+	im, err := logfile.ImportInto(ctx, s.root, id, b.tmp, b.log, lines, blobs)
 	if err != nil {
 		return 0, err
 	}
-	last, largest := im.Last, im.Largest // the session's cap: at least its largest record
-	if err = bw.Flush(); err == nil {
-		err = b.log.Datasync()
-	}
-	if err != nil {
-		return 0, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
-	}
-	if err = copied.Sync(); err != nil {
-		return 0, layout.OpErr("import", id, err)
-	}
-	if largest > s.opts.MaxRecordBytes {
-		// Replaces the store's own cap, recorded at the start; synced with
-		// the directory before publish.
-		data, _ := json.Marshal(layout.Settings{MaxRecordBytes: largest}) // an int: cannot fail
-		if err = s.root.WriteSettings(b.tmp, data, false); err != nil {
-			return 0, err
-		}
-	}
+	last := im.Last
 
 	// Retake the lease above the records' generations, so that the lease
 	// record tells the truth about the session. (Acquire would give a
@@ -128,13 +102,7 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 		return 0, err
 	}
 	// Published: from here on the session exists whole, whatever fails.
-	// The summary is a cache: failing to write it fails nothing.
-	if dir, err := vfs.Sub(s.fs, layout.SessionDir(id)); err == nil {
-		if err := logfile.WriteImportSummary(dir, b.log, last, &im.Latest.Snapshot); err != nil {
-			s.opts.Logger.Warn("jsonlstore: summary not written", "session", id, "err", err)
-		}
-		_ = dir.Close() // a directory handle, read-only
-	}
+	im.WriteSummary(s.root, id, b.log)
 	err = b.lease.Release(context.WithoutCancel(ctx))
 	b.lease = nil
 	_ = b.log.Close() // written and synced above; nothing is written after

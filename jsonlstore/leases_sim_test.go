@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 )
 
 // simLeaser is an in-memory leaser for stores whose files live in a
@@ -42,7 +43,7 @@ type simLeaser struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
-	locks   map[string]bool // the files tryLock holds
+	locks   map[string]bool // the files TryLock holds
 	dirs    map[string]*simLeaseDir
 	handles []*simLease
 	pids    int
@@ -88,13 +89,13 @@ func newSimLeaser(fsys vfs.FS, root string) *simLeaser {
 	return &simLeaser{fsys: fsys, root: root, now: time.Now, dirs: map[string]*simLeaseDir{}, locks: map[string]bool{}}
 }
 
-// tryLock is fsLeaser.tryLock in memory: the stores of one simLeaser
+// TryLock is lease.FS.TryLock in memory: the stores of one simLeaser
 // exclude each other as processes do.
-func (l *simLeaser) tryLock(path string) (func(), error) {
+func (l *simLeaser) TryLock(path string) (func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.locks[path] {
-		return nil, errLocked
+		return nil, lease.ErrLocked
 	}
 	l.locks[path] = true
 	return func() {
@@ -155,7 +156,7 @@ func (l *simLeaser) dirIdentity(dir string) (vfs.Identity, error) {
 	return vfs.IdentityOf(fi), nil
 }
 
-func (l *simLeaser) acquire(ctx context.Context, dir string, try bool, opts fslease.Options) (leaseHandle, error) {
+func (l *simLeaser) Acquire(ctx context.Context, dir string, try bool, opts fslease.Options) (leaseHandle, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("simlease: acquire %s: %w", dir, err)
@@ -237,7 +238,7 @@ func (l *simLeaser) takeLocked(dir string, d *simLeaseDir, ident vfs.Identity, o
 	return h, nil
 }
 
-func (l *simLeaser) inspect(ctx context.Context, dir string) (fslease.Status, error) {
+func (l *simLeaser) Inspect(ctx context.Context, dir string) (fslease.Status, error) {
 	if err := ctx.Err(); err != nil {
 		return fslease.Status{}, fmt.Errorf("simlease: inspect %s: %w", dir, err)
 	}
@@ -463,7 +464,7 @@ func TestSimLeaser(t *testing.T) {
 	const root = "/sim"
 	l := newSimLeaser(sim, root)
 
-	h1, err := l.acquire(ctx, root+"/a", true, fslease.Options{Label: "one"})
+	h1, err := l.Acquire(ctx, root+"/a", true, fslease.Options{Label: "one"})
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), h1.Generation())
 	require.Equal(t, fslease.PrevNone, h1.PreviousState())
@@ -473,17 +474,17 @@ func TestSimLeaser(t *testing.T) {
 
 	// A second holder: try fails at once, saying who; a blocking acquire
 	// waits until the context is done.
-	_, err = l.acquire(ctx, root+"/a", true, fslease.Options{})
+	_, err = l.Acquire(ctx, root+"/a", true, fslease.Options{})
 	require.ErrorIs(t, err, fslease.ErrHeld)
 	require.True(t, isHeld(err))
 	var he *fslease.HeldError
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, "one", he.Holder.Owner.Label)
-	st, err := l.inspect(ctx, root+"/a")
+	st, err := l.Inspect(ctx, root+"/a")
 	require.NoError(t, err)
 	require.Equal(t, fslease.Held, st.State)
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	_, err = l.acquire(short, root+"/a", false, fslease.Options{})
+	_, err = l.Acquire(short, root+"/a", false, fslease.Options{})
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
@@ -491,7 +492,7 @@ func TestSimLeaser(t *testing.T) {
 	// generation and a clean previous owner.
 	got := make(chan leaseHandle, 1)
 	go func() {
-		h, err := l.acquire(ctx, root+"/a", false, fslease.Options{MinGeneration: 0})
+		h, err := l.Acquire(ctx, root+"/a", false, fslease.Options{MinGeneration: 0})
 		if err != nil {
 			close(got)
 			return
@@ -513,10 +514,10 @@ func TestSimLeaser(t *testing.T) {
 	// Death: the next holder finds a stale owner; MinGeneration is a floor.
 	h2.(*simLease).die()
 	require.ErrorIs(t, h2.Check(), fslease.ErrLost)
-	st, err = l.inspect(ctx, root+"/a")
+	st, err = l.Inspect(ctx, root+"/a")
 	require.NoError(t, err)
 	require.Equal(t, fslease.Stale, st.State)
-	h3, err := l.acquire(ctx, root+"/a", true, fslease.Options{MinGeneration: 10})
+	h3, err := l.Acquire(ctx, root+"/a", true, fslease.Options{MinGeneration: 10})
 	require.NoError(t, err)
 	require.Equal(t, uint64(11), h3.Generation())
 	require.Equal(t, fslease.PrevStale, h3.PreviousState())
@@ -530,26 +531,26 @@ func TestSimLeaser(t *testing.T) {
 	require.NoError(t, h3.Moved(root+"/c"))
 	require.NoError(t, h3.Check())
 	require.NoError(t, h3.Heartbeat(ctx))
-	_, err = l.acquire(ctx, root+"/c", true, fslease.Options{})
+	_, err = l.Acquire(ctx, root+"/c", true, fslease.Options{})
 	require.ErrorIs(t, err, fslease.ErrHeld)
-	_, err = l.acquire(ctx, root+"/a", true, fslease.Options{})
+	_, err = l.Acquire(ctx, root+"/a", true, fslease.Options{})
 	require.ErrorIs(t, err, fs.ErrNotExist, "no directory, no lease")
 
 	// A crash forgets every generation: only MinGeneration keeps them up.
 	l2 := l.crash(sim)
 	require.ErrorIs(t, h3.Check(), fslease.ErrLost)
 	require.Error(t, h3.Release(ctx), "a lost lease is let go of without writing")
-	h4, err := l2.acquire(ctx, root+"/c", true, fslease.Options{MinGeneration: 11})
+	h4, err := l2.Acquire(ctx, root+"/c", true, fslease.Options{MinGeneration: 11})
 	require.NoError(t, err)
 	require.Equal(t, uint64(12), h4.Generation())
 	require.Equal(t, fslease.PrevNone, h4.PreviousState())
-	_, err = l.acquire(ctx, root+"/b", true, fslease.Options{})
+	_, err = l.Acquire(ctx, root+"/b", true, fslease.Options{})
 	require.Error(t, err, "a crashed leaser is dead")
 
-	_, err = l2.acquire(ctx, root+"/b", true, fslease.Options{MinGeneration: fslease.MaxGeneration})
+	_, err = l2.Acquire(ctx, root+"/b", true, fslease.Options{MinGeneration: fslease.MaxGeneration})
 	require.ErrorIs(t, err, fslease.ErrOverflow)
 	require.NoError(t, h4.Release(ctx))
-	st, err = l2.inspect(ctx, root+"/c")
+	st, err = l2.Inspect(ctx, root+"/c")
 	require.NoError(t, err)
 	require.Equal(t, fslease.Free, st.State)
 	require.Equal(t, uint64(12), st.Record.Generation)

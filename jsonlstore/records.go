@@ -17,17 +17,7 @@ import (
 // (and archives), not decoding every snapshot. Like every read it takes no
 // lease and modifies nothing.
 func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[sessionstore.RecordInfo, error] {
-	return func(yield func(sessionstore.RecordInfo, error) bool) {
-		for r, err := range s.rawRecords(ctx, id) {
-			if err != nil {
-				yield(sessionstore.RecordInfo{}, err)
-				return
-			}
-			if !yield(r.Info(), nil) {
-				return
-			}
-		}
-	}
+	return logfile.Each(s.rawRecords(ctx, id), logfile.Placed.Info)
 }
 
 // RecordLines yields every record line of session id in order, archived
@@ -35,17 +25,7 @@ func (s *Store) Records(ctx context.Context, id session.SessionID) iter.Seq2[ses
 // caller may keep), with the checks of Records. It is how a session is
 // copied verbatim into another store of the same record format.
 func (s *Store) RecordLines(ctx context.Context, id session.SessionID) iter.Seq2[[]byte, error] {
-	return func(yield func([]byte, error) bool) {
-		for r, err := range s.rawRecords(ctx, id) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(r.Rec.Line(), nil) {
-				return
-			}
-		}
-	}
+	return logfile.Each(s.rawRecords(ctx, id), func(p logfile.Placed) []byte { return p.Rec.Line() })
 }
 
 // rawRecords yields session id's records as they are kept

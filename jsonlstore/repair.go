@@ -31,7 +31,7 @@ import (
 // records of a kind this program does not know are not cut.
 //
 // Repair finally sweeps leftover temporary and trash directories (named
-// exactly as the store names them: layout.IsLeftover) at the
+// exactly as the store names them) at the
 // store root older than Options.LeftoverAge whose lease nobody holds.
 //
 // Errors: ErrNotFound, ErrInvalidID, ErrClosed, *LeaseHeldError, a
@@ -85,7 +85,7 @@ func (h offlineHost) SaveForensic(id session.SessionID, what string, off int64, 
 }
 
 func (h offlineHost) InspectLease(ctx context.Context, dir string) (fslease.Status, error) {
-	return h.leases.inspect(ctx, dir)
+	return h.leases.Inspect(ctx, dir)
 }
 
 func (h offlineHost) LockLease(id session.SessionID) (func(), bool, error) {

@@ -2,67 +2,43 @@ package jsonlstore
 
 import (
 	"context"
-	"errors"
 	"iter"
-	"time"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/retire"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// The retired area's errors (package retire's, the same values). They are
+// The retired area's errors (package maintenance's, the same values). They are
 // a block of their own, beside the code that returns them, so that the
 // retired area is one file of the facade.
 var (
 	// ErrRetireHeld reports a session a live holder has: never retired.
-	ErrRetireHeld = retire.ErrHeld
+	ErrRetireHeld = maintenance.ErrRetireHeld
 	// ErrRetireBusy reports another retire or restore running on the store.
-	ErrRetireBusy = retire.ErrBusy
+	ErrRetireBusy = maintenance.ErrRetireBusy
 	// ErrNotRetired reports a session without a pack in the retired area.
-	ErrNotRetired = retire.ErrNotRetired
+	ErrNotRetired = maintenance.ErrNotRetired
 	// ErrRetireConflict reports a session live and retired with different
 	// histories: neither copy is touched.
-	ErrRetireConflict = retire.ErrConflict
+	ErrRetireConflict = maintenance.ErrRetireConflict
 	// ErrRetiredCorrupt reports a damaged pack or journal line.
-	ErrRetiredCorrupt = retire.ErrCorrupt
+	ErrRetiredCorrupt = maintenance.ErrRetiredCorrupt
 	// ErrRetirePolicy reports a policy file that was refused.
-	ErrRetirePolicy = retire.ErrPolicy
+	ErrRetirePolicy = maintenance.ErrRetirePolicy
 	// ErrRetireCriteria reports a retirement that names no sessions: no
 	// IDs, age, labels or policy.
-	ErrRetireCriteria = retire.ErrCriteria
+	ErrRetireCriteria = maintenance.ErrRetireCriteria
 )
 
 // retired is the store's retired area (package retire), whose locks are
 // the store's.
 func (s *Store) retired() *retire.Area { return retire.New(s.root, s.tryLockFile) }
-
-// leaseLockTries is how often tryLockFile tries a lock before calling it
-// held: a reader's lease probe holds a shared lock for a moment
-// (fslease.TryAcquire waits for it the same way).
-const leaseLockTries = 10
-
-// tryLockFile takes the exclusive lock on the existing file at name
-// (relative to the root) with the store's leaser, trying leaseLockTries
-// times; held reports that someone else has it.
-func (s *Store) tryLockFile(name string) (func(), bool, error) {
-	for try := 0; ; try++ {
-		unlock, err := s.leases.tryLock(s.root.Abs(name))
-		switch {
-		case err == nil:
-			return unlock, false, nil
-		case !errors.Is(err, errLocked):
-			return nil, false, err
-		case try+1 == leaseLockTries:
-			return nil, true, nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // Retire moves the idle sessions opts chooses out of the live set into the
 // retired area (ROOT/.retired/, FORMAT.md), each compressed into one pack
@@ -99,12 +75,7 @@ func (l retireLive) Summary(ctx context.Context, id session.SessionID) (summary.
 func (l retireLive) Retired(id session.SessionID) { l.s.indexDeleted(id) }
 
 // ready is nil when the store is open and ctx is not done.
-func (s *Store) ready(ctx context.Context) error {
-	if s.closed.Load() {
-		return sessionstore.ErrClosed
-	}
-	return ctx.Err()
-}
+func (s *Store) ready(ctx context.Context) error { return adapter.Ready(ctx, s.closed.Load()) }
 
 // Restore brings retired sessions back into the live set, each byte for
 // byte as it was retired (log, archives, blobs, summary, labels, lease
@@ -168,7 +139,7 @@ func (s *Store) retiredHistory(ctx context.Context, mem vfs.FS, id session.Sessi
 	return func(yield func(sessionstore.Record, error) bool) {
 		opts := s.opts
 		opts.Search = nil
-		view := newStore(s.dir, nil, mem, viewLeaser{}, opts)
+		view := newStore(s.dir, nil, mem, lease.View{}, opts)
 		defer func() { _ = view.Close() }()
 		for rec, err := range view.History(ctx, id) {
 			if !yield(rec, err) {
@@ -177,19 +148,3 @@ func (s *Store) retiredHistory(ctx context.Context, mem vfs.FS, id session.Sessi
 		}
 	}
 }
-
-// viewLeaser is the leaser of a read-only view of a retired session: it
-// reads, and nobody may take a lease in it.
-type viewLeaser struct{}
-
-var errView = errors.New("jsonlstore: a retired session's view is read-only")
-
-func (viewLeaser) acquire(context.Context, string, bool, fslease.Options) (leaseHandle, error) {
-	return nil, errView
-}
-
-func (viewLeaser) inspect(context.Context, string) (fslease.Status, error) {
-	return fslease.Status{State: fslease.Free}, nil
-}
-
-func (viewLeaser) tryLock(string) (func(), error) { return nil, errView }

@@ -219,7 +219,7 @@ func (h searchHost) Sessions(_ context.Context, probeAll bool) (searchhost.Sessi
 
 // Held implements searchhost.Host.
 func (h searchHost) Held(ctx context.Context, id session.SessionID) bool {
-	st, err := h.s.leases.inspect(ctx, h.s.root.Abs(layout.SessionDir(id)))
+	st, err := h.s.leases.Inspect(ctx, h.s.root.Abs(layout.SessionDir(id)))
 	return err == nil && st.State == fslease.Held
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -34,51 +35,27 @@ func (s *Store) Lease(ctx context.Context, id session.SessionID) (summary.LeaseS
 	if err := s.checkSession(ctx, id); err != nil {
 		return summary.LeaseStatus{}, err
 	}
-	st, err := s.leases.inspect(ctx, s.root.Abs(layout.SessionDir(id)))
+	st, err := s.leases.Inspect(ctx, s.root.Abs(layout.SessionDir(id)))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return summary.LeaseStatus{}, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
 		}
 		return summary.LeaseStatus{}, layout.OpErr("lease", id, err)
 	}
-	return leaseStatus(st, s.opts.Now()), nil
+	return lease.Status(st, s.opts.Now()), nil
 }
 
 // sessionIDs lists the session directories under the root, skipping
 // leftovers and anything that is not a valid session ID.
 func (s *Store) sessionIDs() ([]session.SessionID, error) { return layout.SessionIDs(s.fs) }
 
-// forSessions calls fn for each of ids in order or, when ids is empty,
-// for every session (sessionIDs). It reports whether it listed all
-// sessions. A session deleted meanwhile (fn returned ErrNotFound while
-// all are listed) is skipped. An error of fn that concerns its session
-// alone — anything but a done context, a closed store, or ErrInvalidID or
-// ErrNotFound for a given ID — is added to bad, and the loop goes on: one
-// bad session never stops a store-wide operation. With bad nil, every
-// error but the skipped ones ends the loop (fn reports what it may).
+// forSessions runs fn for each of ids, or every session when ids is
+// empty, on the open store (logfile.ForSessions).
 func (s *Store) forSessions(ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error) {
 	if s.closed.Load() {
 		return false, sessionstore.ErrClosed
 	}
-	all = len(ids) == 0
-	if all {
-		if ids, err = s.sessionIDs(); err != nil {
-			return all, err
-		}
-	}
-	for _, id := range ids {
-		err := fn(id)
-		switch {
-		case err == nil:
-		case all && errors.Is(err, sessionstore.ErrNotFound):
-			// deleted meanwhile, or not a session
-		case bad == nil, logfile.EndsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
-			return all, err
-		default:
-			*bad = append(*bad, summary.UnreadableOf(id, err))
-		}
-	}
-	return all, nil
+	return logfile.ForSessions(s.fs, ids, fn, bad)
 }
 
 // summaryOf returns session id's summary without its lease status

@@ -2,22 +2,18 @@ package jsonlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/appender"
-	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
@@ -87,22 +83,15 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
+	adapter.Defaults(&o.MaxRecordBytes, &o.BlobThreshold, &o.Now, &o.Redactor)
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
-	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
 	if o.LeftoverAge <= 0 {
 		o.LeftoverAge = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Redactor == nil {
-		o.Redactor = redact.Default()
 	}
 	return o
 }
@@ -140,28 +129,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if _, err := opts.searchComponent(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abs, layout.DirPerm); err != nil { //nolint:gosec // G703: the store's root is the caller's choice; below it every path goes through os.Root
-		return nil, layout.OpErr("create root", "", err)
-	}
-	fi, err := os.Lstat(abs) //nolint:gosec // G703: as above, the caller's root directory
+	root, err := layout.OpenRoot(abs)
 	if err != nil {
-		return nil, layout.OpErr("open root", "", err)
-	}
-	if !fi.IsDir() {
-		return nil, layout.PathErr("open", "", abs, errors.New("it is not a directory"))
-	}
-	root, err := os.OpenRoot(abs)
-	if err != nil {
-		return nil, layout.OpErr("open root", "", err)
-	}
-	// Checked on the opened directory, not the path, so that it is the
-	// directory the store will use.
-	if fi, err = root.Stat("."); err == nil {
-		err = layout.CheckRoot(abs, fi)
-	}
-	if err != nil {
-		_ = root.Close() // refused: the reason is the error that matters
-		return nil, layout.OpErr("open root", "", err)
+		return nil, err
 	}
 	return newStore(abs, root, vfs.OS(root), fsLeaser{}, opts), nil
 }
@@ -351,42 +321,15 @@ func (b *newSession) abort(ctx context.Context) {
 	}
 }
 
-// publish makes the session visible, atomically: it syncs the temporary
-// directory, renames it into place with RENAME_NOREPLACE (ErrExists if
-// the ID was taken meanwhile) and syncs the root. The log must be synced
-// before. When syncing the root fails, the session is visible but perhaps
-// not durable: undoing is not ours to do any more, so publish releases
-// the lease, closes the log and reports the error.
-func (b *newSession) publish(ctx context.Context) error {
-	s, id := b.s, b.id
-	// The lease record was written in place, unsynced (DirSynced): it
-	// must be durable before the rename publishes it, as must the
-	// directory's entries (log, lease files, settings), or a crash could
-	// publish an empty session.
-	if err := b.lease.SyncRecord(); err != nil {
-		return layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
+// publish makes the session visible, atomically (layout.Root.Publish).
+// On error the caller aborts, which no longer removes a directory that
+// was published.
+func (b *newSession) publish(context.Context) error {
+	published, err := b.s.root.Publish(b.tmp, b.id, b.lease)
+	if published {
+		b.tmp = "" // nothing to remove any more
 	}
-	if err := s.fs.SyncDir(b.tmp); err != nil {
-		return layout.OpErr("create", id, err)
-	}
-	if err := s.fs.RenameNoReplace(b.tmp, layout.SessionDir(id)); err != nil {
-		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-			return fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
-		}
-		return layout.OpErr("create", id, fmt.Errorf("publish: %w", err))
-	}
-	b.tmp = "" // nothing to remove any more
-	if err := s.fs.SyncDir("."); err != nil {
-		// Published but maybe not durable: the session is visible, so the
-		// next holder goes on from here.
-		_ = b.lease.Moved(s.root.Abs(layout.SessionDir(id)))
-		b.abort(ctx)
-		return layout.OpErr("create", id, fmt.Errorf("sync root: %w", err))
-	}
-	if err := b.lease.Moved(s.root.Abs(layout.SessionDir(id))); err != nil {
-		return layout.OpErr("create", id, err)
-	}
-	return nil
+	return err
 }
 
 // Fork creates newID whose revision 1 copies revision rev of from, under
@@ -394,8 +337,9 @@ func (b *newSession) publish(ctx context.Context) error {
 // blobs and pages are hard links of from's (clones, else copies, where
 // the file system links none): a fork costs its log, not its content.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	if newID == "" {
-		newID = sessionstore.NewID()
+	newID, err := adapter.ForkID(from, newID)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.check(ctx, newID); err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package jsonlstore
 import (
 	"context"
 	"io/fs"
-	"strings"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
@@ -96,17 +95,6 @@ func (d storeDisk) Lease(ctx context.Context, id session.SessionID) (summary.Lea
 	return d.s.Lease(ctx, id)
 }
 
-// Affects tells the watcher which entries of a session directory matter:
-// lease.json (replaced by every acquisition, heartbeat and release) and
-// lease.lock (replaced only by tampering or a restore) for the lease;
-// neither the temporary files lease.json is written through nor forensic
-// copies; everything else for the summary.
-func (storeDisk) Affects(rest string) watch.Effect {
-	switch {
-	case rest == fslease.RecordFile || rest == fslease.LockFile:
-		return watch.AffectsLease
-	case strings.HasPrefix(rest, fslease.RecordFile), rest == ForensicDir, strings.HasPrefix(rest, ForensicDir+"/"):
-		return watch.AffectsNothing
-	}
-	return watch.AffectsSummary
-}
+// Affects tells the watcher which entries of a session directory matter
+// (watch.EntryEffect).
+func (storeDisk) Affects(rest string) watch.Effect { return watch.EntryEffect(rest) }

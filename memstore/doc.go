@@ -4,8 +4,8 @@
 // adapter.
 //
 // Every revision is kept as the record line a file store would write for
-// it (package internal/record, built by internal/appender, the writer
-// path every adapter shares): a full record, or a delta holding what
+// it (FORMAT.md's records, built by the writer path every adapter
+// shares): a full record, or a delta holding what
 // changed since the previous revision, so that an append costs what
 // changed and a long session holds about one snapshot per chain, not one
 // per revision. Reads rebuild a revision from its chain (the latest full

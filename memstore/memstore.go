@@ -41,14 +41,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
-	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Redactor == nil {
-		o.Redactor = redact.Default()
-	}
+	adapter.Defaults(&o.MaxRecordBytes, &o.BlobThreshold, &o.Now, &o.Redactor)
 	return o
 }
 
@@ -112,23 +105,18 @@ func New(opts Options) *Store {
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
 
-// ready reports ErrClosed or ctx's error.
-func (s *Store) ready(ctx context.Context) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return sessionstore.ErrClosed
-	}
-	return ctx.Err()
-}
+// ready reports ErrClosed or ctx's error (adapter.Ready).
+func (s *Store) ready(ctx context.Context) error { return adapter.Ready(ctx, s.isClosed()) }
 
 // readyID validates id, then reports ErrClosed or ctx's error.
 func (s *Store) readyID(ctx context.Context, id session.SessionID) error {
-	if err := sessionstore.ValidateID(id); err != nil {
-		return err
-	}
-	return s.ready(ctx)
+	return adapter.ReadyID(ctx, id, s.isClosed())
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func (s *Store) lookupLocked(id session.SessionID) (*entry, error) {
@@ -154,11 +142,9 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // source revision as stored, its references included; the content they
 // name is the source's, shared (memory is held once).
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	if err := sessionstore.ValidateID(from); err != nil {
+	newID, err := adapter.ForkID(from, newID)
+	if err != nil {
 		return nil, err
-	}
-	if newID == "" {
-		newID = sessionstore.NewID()
 	}
 	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err

@@ -49,19 +49,11 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}
-	filter := q.Filter()
-	f := fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
-		return filter.Match(&summary.Summary{Project: project, Labels: labels})
-	}}
 	s.search.mu.Lock()
 	var hits []fulltext.Hit
 	if s.search.ix != nil {
-		hits = s.search.ix.Search(fq, f, q.Limit)
+		hits = s.search.ix.Search(fq, adapter.SearchFilter(q), q.Limit)
 	}
 	s.search.mu.Unlock()
-	res := sessionstore.SearchResult{Hits: []sessionstore.SearchHit{}}
-	for _, h := range hits {
-		res.Hits = append(res.Hits, adapter.SearchHit(h))
-	}
-	return res, nil
+	return sessionstore.SearchResult{Hits: adapter.SearchHits(hits)}, nil
 }

@@ -36,14 +36,14 @@
 //	                   each session's indexed revision (schema version 3)
 //
 // Each record is stored as the exact bytes of its line in the file
-// format (FORMAT.md, package internal/record), newline included, so that a
+// format (FORMAT.md), newline included, so that a
 // session copies between a directory store and a database byte for byte
 // (`sessions migrate`) and every reader checks the same checksum. Not
 // jsonb, which reorders keys and drops duplicates, and not rebuilt from
 // columns: timestamptz keeps microseconds, the format nanoseconds.
 //
 // Writers write the records the file store writes, through the same code
-// (internal/appender): a revision is a delta of what changed since the
+// (the writer path every adapter shares): a revision is a delta of what changed since the
 // previous one (format 2) whenever the chain policy allows, else a full
 // record, so an append costs what changed. A writer remembers the revision
 // it stored last; a new holder resumes from the chain it finds at Acquire,
@@ -83,7 +83,7 @@
 // content its revision references, copied by the server; blobs go with
 // their session. DiskUsage reports them as BlobBytes, ReadBlob reads one.
 // A long conversation's full records keep its older messages in pages
-// (package internal/record), rows of pgstore_blobs too, so that every
+// (FORMAT.md), rows of pgstore_blobs too, so that every
 // record stays within the record cap however long the conversation; every
 // read expands them, a read without the content included.
 //

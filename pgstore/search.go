@@ -277,9 +277,7 @@ func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (session
 	if err != nil {
 		return sessionstore.SearchResult{}, opErr("search", "", err)
 	}
-	for _, h := range hits {
-		res.Hits = append(res.Hits, adapter.SearchHit(h))
-	}
+	res.Hits = adapter.SearchHits(hits)
 	return res, nil
 }
 

@@ -74,11 +74,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Redactor == nil {
-		o.Redactor = redact.Default()
-	}
-	o.MaxRecordBytes = record.Cap(o.MaxRecordBytes)
-	o.BlobThreshold = blob.Threshold(o.BlobThreshold)
+	adapter.Defaults(&o.MaxRecordBytes, &o.BlobThreshold, &o.Now, &o.Redactor)
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
 	}
@@ -87,9 +83,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.AcquirePoll <= 0 {
 		o.AcquirePoll = DefaultAcquirePoll
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	return o
 }
@@ -156,15 +149,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
 
-// ready reports ErrClosed or ctx's error.
+// ready reports ErrClosed or ctx's error (adapter.Ready).
 func (s *Store) ready(ctx context.Context) error {
 	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return sessionstore.ErrClosed
-	}
-	return ctx.Err()
+	defer s.mu.Unlock()
+	return adapter.Ready(ctx, s.closed)
 }
 
 // readyID validates id, then reports ErrClosed or ctx's error.
@@ -225,11 +214,9 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // name is copied into the fork's rows by the server, in the transaction
 // that creates the fork.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	if err := sessionstore.ValidateID(from); err != nil {
+	newID, err := adapter.ForkID(from, newID)
+	if err != nil {
 		return nil, err
-	}
-	if newID == "" {
-		newID = sessionstore.NewID()
 	}
 	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 // cost per message; a snapshot whose messages are not a continuation of
 // the last ones is scanned whole. When no secret was ever found, the
 // snapshot keeps the caller's own messages slice, which is what makes the
-// appender's own recognition of the stored messages (internal/appender)
+// appender's own recognition of the stored messages
 // cost nothing per message either.
 //
 // A Stream is not safe for concurrent use: a writer's appends are

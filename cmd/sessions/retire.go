@@ -56,12 +56,11 @@ func cmdRetire(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(names) == 0 && opts.OlderThan == 0 && len(labels.m) == 0 && !*policy {
 		return c.usageError("say which sessions: IDs, --older-than D, --label K=V or --policy")
 	}
-	if err := checkNames(names); err != nil {
+	ids, err := sessionIDs(names)
+	if err != nil {
 		return c.usageError("%v", err)
 	}
-	for _, n := range names {
-		opts.IDs = append(opts.IDs, session.SessionID(n))
-	}
+	opts.IDs = ids
 	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
 		rep, err := st.Retire(ctx, opts)
 		if err != nil {
@@ -110,12 +109,9 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !ok {
 		return code
 	}
-	if err := checkNames(names); err != nil {
+	ids, err := sessionIDs(names)
+	if err != nil {
 		return c.usageError("%v", err)
-	}
-	ids := make([]session.SessionID, len(names))
-	for i, n := range names {
-		ids[i] = session.SessionID(n)
 	}
 	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
 		rep, err := st.Restore(ctx, ids...)
@@ -194,12 +190,9 @@ func (c *sub) rmRetired(ctx context.Context, name string) int {
 // verifyRetired checks the packs of the retired sessions named (all when
 // none is): verify --retired.
 func (c *sub) verifyRetired(ctx context.Context, names []string) int {
-	if err := checkNames(names); err != nil {
+	ids, err := sessionIDs(names)
+	if err != nil {
 		return c.usageError("%v", err)
-	}
-	ids := make([]session.SessionID, len(names))
-	for i, n := range names {
-		ids[i] = session.SessionID(n)
 	}
 	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
 		bad, err := st.VerifyRetired(ctx, ids...)

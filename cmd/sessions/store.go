@@ -151,10 +151,18 @@ func resolveAll(ctx context.Context, st sessionstore.Store, names []string) ([]s
 // checkNames validates command-line session names (IDs or prefixes of
 // them) before any store is opened.
 func checkNames(names []string) error {
-	for _, n := range names {
-		if err := sessionstore.ValidateID(session.SessionID(n)); err != nil {
-			return err
+	_, err := sessionIDs(names)
+	return err
+}
+
+// sessionIDs is names as session IDs, each valid.
+func sessionIDs(names []string) ([]session.SessionID, error) {
+	ids := make([]session.SessionID, len(names))
+	for i, n := range names {
+		ids[i] = session.SessionID(n)
+		if err := sessionstore.ValidateID(ids[i]); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return ids, nil
 }

@@ -199,14 +199,7 @@ func printCatalogVerify(w io.Writer, rep *maintenance.CatalogVerifyReport, quiet
 	default:
 		fmt.Fprintf(w, "catalog: %s\n", p.Wait(string(rep.State)))
 	}
-	for _, s := range rep.Problems {
-		fmt.Fprintf(w, "  problem: %s\n", cli.Escape(s))
-	}
-	if !quiet {
-		for _, s := range rep.Notes {
-			fmt.Fprintf(w, "  note: %s\n", cli.Escape(s))
-		}
-	}
+	printFindings(w, rep.Problems, rep.Notes, quiet)
 	if !rep.OK() {
 		fmt.Fprintln(w, "catalog damaged: no session is harmed (listings read the sessions instead); 'sessions reindex' rebuilds it")
 	}
@@ -235,14 +228,7 @@ func printSearchVerify(w io.Writer, rep *jsonlstore.SearchVerifyReport, quiet bo
 	default:
 		fmt.Fprintf(w, "search index: %s\n", p.Wait(string(rep.State)))
 	}
-	for _, s := range rep.Problems {
-		fmt.Fprintf(w, "  problem: %s\n", cli.Escape(s))
-	}
-	if !quiet {
-		for _, s := range rep.Notes {
-			fmt.Fprintf(w, "  note: %s\n", cli.Escape(s))
-		}
-	}
+	printFindings(w, rep.Problems, rep.Notes, quiet)
 	if rep.State == jsonlstore.SearchIndexDamaged && !rep.OK() {
 		fmt.Fprintln(w, "search index damaged: no session is harmed; the next search, or 'sessions reindex', replaces it")
 	}
@@ -279,4 +265,17 @@ func entriesOf(n int) string {
 		return "1 entry"
 	}
 	return fmt.Sprintf("%d entries", n)
+}
+
+// printFindings prints a check's problems and, unless quiet, its notes,
+// each on a line of its own under the check's state.
+func printFindings(w io.Writer, problems, notes []string, quiet bool) {
+	for _, s := range problems {
+		fmt.Fprintf(w, "  problem: %s\n", cli.Escape(s))
+	}
+	if !quiet {
+		for _, s := range notes {
+			fmt.Fprintf(w, "  note: %s\n", cli.Escape(s))
+		}
+	}
 }

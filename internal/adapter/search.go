@@ -5,6 +5,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // ParseSearch is q.Normalize that also returns q's text parsed: what an
@@ -32,4 +33,23 @@ func SearchHit(h fulltext.Hit) sessionstore.SearchHit {
 		out.Marks = append(out.Marks, sessionstore.TextSpan{Start: m.Start, End: m.End})
 	}
 	return out
+}
+
+// SearchHits is SearchHit of each of hs: never nil, so that a result
+// without hits has an empty list.
+func SearchHits(hs []fulltext.Hit) []sessionstore.SearchHit {
+	out := make([]sessionstore.SearchHit, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, SearchHit(h))
+	}
+	return out
+}
+
+// SearchFilter is the index's filter of query q (parsed): whether tools
+// are searched, and which sessions by their project and labels.
+func SearchFilter(q sessionstore.SearchQuery) fulltext.Filter {
+	filter := q.Filter()
+	return fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
+		return filter.Match(&summary.Summary{Project: project, Labels: labels})
+	}}
 }

@@ -45,6 +45,18 @@ func CheckID(id session.SessionID, snap sessnap.Snapshot) error {
 	return nil
 }
 
+// ForkID checks the IDs of a fork of from into newID: from must be valid,
+// and an empty newID is a new one (sessionstore.NewID), which it returns.
+func ForkID(from, newID session.SessionID) (session.SessionID, error) {
+	if err := sessionstore.ValidateID(from); err != nil {
+		return "", err
+	}
+	if newID == "" {
+		newID = sessionstore.NewID()
+	}
+	return newID, nil
+}
+
 // ForkSnapshot returns the revision-1 snapshot of a fork of src into
 // newID: a copy with the ID replaced, the relationship naming src as
 // parent and src's root (or src) as root, and no origin (a fork is not the

@@ -140,6 +140,27 @@ func sessionID(r *http.Request) (session.SessionID, error) {
 	return id, nil
 }
 
+// sessionBody is the {id} of r's path, valid (sessionID), with r's body
+// decoded into v (decode).
+func (s *Server) sessionBody(w http.ResponseWriter, r *http.Request, v any) (session.SessionID, error) {
+	id, err := sessionID(r)
+	if err != nil {
+		return "", err
+	}
+	return id, s.decode(w, r, v)
+}
+
+// writeAt is write for a request that says which revision it expects the
+// session to be at: fn runs only if it is.
+func (s *Server) writeAt(r *http.Request, id session.SessionID, req writeRequest, fn func(w *Writer) error) error {
+	return s.write(r, id, req.Handle, func(wr *Writer) error {
+		if err := wr.expect(req.Revision); err != nil {
+			return err
+		}
+		return fn(wr)
+	})
+}
+
 // write runs fn with the handle token names, for session id: the one way
 // every write reaches a Writer. An error that leaves the writer unusable
 // ends the handle, its lease released.
@@ -274,15 +295,12 @@ func holderLabel(client string, r *http.Request) string {
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		Holder string `json:"holder"`
 		WaitMS int64  `json:"wait_ms"`
 	}
-	if err := s.decode(w, r, &req); err != nil {
+	id, err := s.sessionBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	wait := time.Duration(req.WaitMS) * time.Millisecond
@@ -336,14 +354,11 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		Handle string `json:"handle"`
 	}
-	if err := s.decode(w, r, &req); err != nil {
+	id, err := s.sessionBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	err = s.write(r, id, req.Handle, func(wr *Writer) error { return wr.Delete(r.Context()) })
@@ -363,15 +378,12 @@ type writeRequest struct {
 }
 
 func (s *Server) addMessages(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		writeRequest
 		Messages []json.RawMessage `json:"messages"`
 	}
-	if err := s.decode(w, r, &req); err != nil {
+	id, err := s.sessionBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	msgs := make([]session.Message, len(req.Messages))
@@ -384,15 +396,12 @@ func (s *Server) addMessages(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) addItems(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		writeRequest
 		Items []json.RawMessage `json:"items"`
 	}
-	if err := s.decode(w, r, &req); err != nil {
+	id, err := s.sessionBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	now := time.Now()
@@ -420,18 +429,12 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request, id session.SessionI
 }
 
 func (s *Server) pop(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
+	var req writeRequest
+	id, err := s.sessionBody(w, r, &req)
 	if err != nil {
 		return err
 	}
-	var req writeRequest
-	if err := s.decode(w, r, &req); err != nil {
-		return err
-	}
-	return s.write(r, id, req.Handle, func(wr *Writer) error {
-		if err := wr.expect(req.Revision); err != nil {
-			return err
-		}
+	return s.writeAt(r, id, req, func(wr *Writer) error {
 		m, rev, ok, err := wr.Pop(r.Context())
 		if err != nil {
 			return err
@@ -450,18 +453,12 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) clear(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
+	var req writeRequest
+	id, err := s.sessionBody(w, r, &req)
 	if err != nil {
 		return err
 	}
-	var req writeRequest
-	if err := s.decode(w, r, &req); err != nil {
-		return err
-	}
-	return s.write(r, id, req.Handle, func(wr *Writer) error {
-		if err := wr.expect(req.Revision); err != nil {
-			return err
-		}
+	return s.writeAt(r, id, req, func(wr *Writer) error {
 		rev, err := wr.Clear(r.Context())
 		if err != nil {
 			return err
@@ -472,22 +469,16 @@ func (s *Server) clear(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) labels(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		writeRequest
 		Set    map[string]string `json:"set"`
 		Remove []string          `json:"remove"`
 	}
-	if err := s.decode(w, r, &req); err != nil {
+	id, err := s.sessionBody(w, r, &req)
+	if err != nil {
 		return err
 	}
-	return s.write(r, id, req.Handle, func(wr *Writer) error {
-		if err := wr.expect(req.Revision); err != nil {
-			return err
-		}
+	return s.writeAt(r, id, req.writeRequest, func(wr *Writer) error {
 		rev, labels, err := wr.SetLabels(r.Context(), req.Set, req.Remove)
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@
 // index holds, per session, the state of the log it read, and a search
 // reads again every session whose log changed since, whoever wrote it.
 //
-// It owns nothing but the choice of the index: the index itself
-// (jsonlstore/internal/searchindex) keeps its files, feeds on the
+// It owns nothing but the choice of the index: the index itself (a room
+// below jsonlstore) keeps its files, feeds on the
 // writers' appends and proves its rows against the logs.
 package fts

@@ -41,8 +41,6 @@ func Reference(ctx context.Context, s sessionstore.Store, q sessionstore.SearchQ
 			}
 		}
 	}
-	for _, h := range ix.Search(fq, fulltext.Filter{NoTools: q.NoTools}, q.Limit) {
-		res.Hits = append(res.Hits, adapter.SearchHit(h))
-	}
+	res.Hits = adapter.SearchHits(ix.Search(fq, fulltext.Filter{NoTools: q.NoTools}, q.Limit))
 	return res, nil
 }

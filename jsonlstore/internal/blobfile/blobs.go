@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -354,7 +355,7 @@ func blobErr(id session.SessionID, name string, err error) error {
 	if layout.AccessErr(err) { // no evidence of damage: the blob may be sound
 		return layout.PathErr("read", id, Dir(id)+"/"+name, err)
 	}
-	return &sessionstore.CorruptionError{ID: id, Path: Dir(id) + "/" + name, Err: fmt.Errorf("%w: %w", layout.ErrBlob, err)}
+	return &sessionstore.CorruptionError{ID: id, Path: Dir(id) + "/" + name, Err: fmt.Errorf("%w: %w", maintenance.ErrBlob, err)}
 }
 
 // ReadFile reads the blob of hash (raw or compressed, openBlob),

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalog"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -67,8 +68,9 @@ type Host interface {
 	Closed() bool
 }
 
-// ErrLocked reports that another process holds the catalog's lock.
-var ErrLocked = errors.New("jsonlstore: locked")
+// ErrLocked reports that another process holds the catalog's lock (the
+// store's leaser's lease.ErrLocked).
+var ErrLocked = lease.ErrLocked
 
 // New returns the catalog of root, kept for host.
 func New(root *layout.Root, host Host) *Catalog { return &Catalog{root: root, host: host} }

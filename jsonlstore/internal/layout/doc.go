@@ -2,9 +2,11 @@
 // permissions of everything under a store root (FORMAT.md "Layout"), the
 // random suffixes of temporary names and which leftovers are the store's,
 // settings.json (FORMAT.md "settings.json"), the framing of the store's
-// small JSON files, the check of the root's owner and mode, the store's
-// operational errors and sentinels, and Root: the root as every other room
-// sees it (a file system, the store's caps, its clock and logger).
+// small JSON files, the opening and check of the root (its owner and
+// mode), the publishing of a new session's directory, the store's
+// operational errors (its sentinels are package maintenance's), and Root:
+// the root as every other room sees it (a file system, the store's caps,
+// its clock and logger).
 //
 // # Layout
 //

@@ -11,7 +11,9 @@ import (
 	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // What a session is, and what a damaged one is.
@@ -52,7 +54,7 @@ var sessionFiles = []string{fslease.LockFile, fslease.RecordFile, layout.Summary
 // damaged is the corruption error for session id whose log is unusable
 // because of cause.
 func damaged(id session.SessionID, cause error) error {
-	return &sessionstore.CorruptionError{ID: id, Path: layout.LogPath(id), Err: fmt.Errorf("%w: %w", layout.ErrNoLog, cause)}
+	return &sessionstore.CorruptionError{ID: id, Path: layout.LogPath(id), Err: fmt.Errorf("%w: %w", maintenance.ErrNoLog, cause)}
 }
 
 // LogErr classifies err, met opening or stating session id's log: the
@@ -132,7 +134,7 @@ const BreakLink = "cp " + layout.LogFile + " " + layout.LogFile + ".new && mv " 
 // another name: writing to it would write there too.
 func LinkErr(id session.SessionID, fi fs.FileInfo) error {
 	if n := vfs.Links(fi); n > 1 {
-		return fmt.Errorf("%w: session %s: %s has %d links; give it a file of its own: %s", layout.ErrLinkedLog, id, layout.LogPath(id), n, BreakLink)
+		return fmt.Errorf("%w: session %s: %s has %d links; give it a file of its own: %s", maintenance.ErrLinkedLog, id, layout.LogPath(id), n, BreakLink)
 	}
 	return nil
 }
@@ -162,4 +164,34 @@ func LogFloor(root *layout.Root, id session.SessionID) (uint64, error) {
 // concerns that session alone.
 func EndsStoreWide(err error) bool {
 	return errors.Is(err, sessionstore.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ForSessions calls fn for each of ids in order or, when ids is empty,
+// for every session (layout.SessionIDs). It reports whether it listed all
+// sessions. A session deleted meanwhile (fn returned ErrNotFound while
+// all are listed) is skipped. An error of fn that concerns its session
+// alone — anything but a done context, a closed store, or ErrInvalidID or
+// ErrNotFound for a given ID — is added to bad, and the loop goes on: one
+// bad session never stops a store-wide operation. With bad nil, every
+// error but the skipped ones ends the loop (fn reports what it may).
+func ForSessions(fsys vfs.FS, ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error) {
+	all = len(ids) == 0
+	if all {
+		if ids, err = layout.SessionIDs(fsys); err != nil {
+			return all, err
+		}
+	}
+	for _, id := range ids {
+		err := fn(id)
+		switch {
+		case err == nil:
+		case all && errors.Is(err, sessionstore.ErrNotFound):
+			// deleted meanwhile, or not a session
+		case bad == nil, EndsStoreWide(err), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, sessionstore.ErrNotFound):
+			return all, err
+		default:
+			*bad = append(*bad, summary.UnreadableOf(id, err))
+		}
+	}
+	return all, nil
 }

@@ -98,3 +98,20 @@ func Records(ctx context.Context, root *layout.Root, id session.SessionID) iter.
 		}
 	}
 }
+
+// Each yields f of every record seq yields (Records), and stops at the
+// first error, which it yields.
+func Each[T any](seq iter.Seq2[Placed, error], f func(Placed) T) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for p, err := range seq {
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			if !yield(f(p), nil) {
+				return
+			}
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package logfile
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -176,10 +179,56 @@ func (im *importer) copyRefs(r *record.Rec, msgs sessnap.Messages) error {
 func (im *importer) copy(r *record.Rec, ref session.ContentRef) ([]byte, error) {
 	content, err := blob.Fetch(im.src, ref)
 	if errors.Is(err, blob.ErrMissing) {
-		return nil, &sessionstore.CorruptionError{ID: im.id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", layout.ErrBlob, err)}
+		return nil, &sessionstore.CorruptionError{ID: im.id, Path: r.Path, Offset: r.Offset, Revision: r.Rev, Err: fmt.Errorf("%w: blob %w", maintenance.ErrBlob, err)}
 	}
 	if err != nil {
 		return nil, err
 	}
 	return content, im.w.Put(ref.SHA256, content)
+}
+
+// ImportInto is Import into the log of new session id being built in the
+// temporary directory tmp: the log and the copied blobs are synced, and
+// when a record is larger than the store's cap, tmp's settings.json
+// records the largest (replacing the store's cap, recorded when tmp was
+// made), so that every reader reads it and its next holder can go on
+// from its records.
+func ImportInto(ctx context.Context, root *layout.Root, id session.SessionID, tmp string, log vfs.File, lines iter.Seq2[[]byte, error], blobs sessionstore.BlobSource) (Imported, error) {
+	bw := bufio.NewWriterSize(log, 1<<20)
+	copied := blobfile.NewWriter(root.FS, tmp, 0)
+	im, err := Import(ctx, root.FS, id, lines, blobs, bw, copied, root.MaxRecordBytes)
+	if err != nil {
+		return im, err
+	}
+	if err = bw.Flush(); err == nil {
+		err = log.Datasync()
+	}
+	if err != nil {
+		return im, layout.OpErr("import", id, fmt.Errorf("write log: %w", err))
+	}
+	if err = copied.Sync(); err != nil {
+		return im, layout.OpErr("import", id, err)
+	}
+	if im.Largest > root.MaxRecordBytes {
+		// Synced with the directory before publish.
+		data, _ := json.Marshal(layout.Settings{MaxRecordBytes: im.Largest}) // an int: cannot fail
+		if err = root.WriteSettings(tmp, data, false); err != nil {
+			return im, err
+		}
+	}
+	return im, nil
+}
+
+// WriteSummary writes the summary of session id, imported (im) and
+// published, whose log is log. The summary is a cache: failing to write
+// it fails nothing, and is logged.
+func (im Imported) WriteSummary(root *layout.Root, id session.SessionID, log vfs.File) {
+	dir, err := vfs.Sub(root.FS, layout.SessionDir(id))
+	if err == nil {
+		err = WriteImportSummary(dir, log, im.Last, &im.Latest.Snapshot)
+		_ = dir.Close() // a directory handle, read-only
+	}
+	if err != nil {
+		root.Logger.Warn("jsonlstore: summary not written", "session", id, "err", err)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/compact"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
@@ -486,7 +487,7 @@ func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *session
 		msg := fmt.Sprintf("%d hard links: the next holder replaces it with a file of its own instead of writing through the link", vfs.Links(fi))
 		if name == layout.LogPath(id) {
 			msg = fmt.Sprintf("%d hard links: no holder appends to it (%v) until it has a file of its own (%s); reading is unaffected",
-				vfs.Links(fi), layout.ErrLinkedLog, logfile.BreakLink)
+				vfs.Links(fi), maintenance.ErrLinkedLog, logfile.BreakLink)
 		}
 		sr.Notes = append(sr.Notes, sessionstore.Finding{File: name, Message: msg})
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
@@ -185,7 +186,7 @@ func (a *Area) writeTemp(tmp string, h *Header) (int64, string, error) {
 	}
 	defer func() { _ = f.Close() }()
 	hs := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(f, hs)}
+	cw := &archive.CountingWriter{W: io.MultiWriter(f, hs)}
 	if err := writePack(cw, fsys, layout.SessionDir(h.ID), h); err != nil {
 		return 0, "", err
 	}
@@ -195,7 +196,7 @@ func (a *Area) writeTemp(tmp string, h *Header) (int64, string, error) {
 	if err := a.check(tmp, h); err != nil {
 		return 0, "", err
 	}
-	return cw.n, hex.EncodeToString(hs.Sum(nil)), nil
+	return cw.N, hex.EncodeToString(hs.Sum(nil)), nil
 }
 
 // check reads the pack at name whole: it must hold h's entries, each
@@ -217,17 +218,6 @@ func (a *Area) check(name string, h *Header) error {
 	for r.Next() {
 	}
 	return r.Err()
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	return n, err
 }
 
 // sweepTemps removes the packs of session id that a crashed retire left

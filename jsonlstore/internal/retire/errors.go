@@ -3,37 +3,37 @@ package retire
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 )
 
-// Sentinel errors of the retired area. jsonlstore exports each under the
-// same name (the same value, so errors.Is holds either way).
+// Sentinel errors of the retired area. Those a caller classifies are
+// package maintenance's (jsonlstore exports each under its name there).
 var (
-	// ErrHeld reports a session whose lease a live holder has: it is never
-	// retired.
-	ErrHeld = errors.New("jsonlstore: session is held")
-	// ErrBusy reports a retired area that another retire or restore is
-	// working on (its lock is taken).
-	ErrBusy = errors.New("jsonlstore: another retire or restore is running")
-	// ErrNotRetired reports a session that has no pack in the retired area.
-	ErrNotRetired = errors.New("jsonlstore: session is not retired")
-	// ErrConflict reports a session that is both live and retired with
-	// logs that are not one history (the live log does not begin with the
-	// retired one): neither copy is touched.
-	ErrConflict = errors.New("jsonlstore: session is live and retired with different logs")
+	// ErrHeld: a session whose lease a live holder has is never retired.
+	ErrHeld = maintenance.ErrRetireHeld
+	// ErrBusy: another retire or restore is working on the area (its lock
+	// is taken).
+	ErrBusy = maintenance.ErrRetireBusy
+	// ErrNotRetired: a session that has no pack in the retired area.
+	ErrNotRetired = maintenance.ErrNotRetired
+	// ErrConflict: a session that is both live and retired with logs that
+	// are not one history (the live log does not begin with the retired
+	// one): neither copy is touched.
+	ErrConflict = maintenance.ErrRetireConflict
 	// ErrChanged reports a session file that changed while it was packed.
 	ErrChanged = errors.New("jsonlstore: session changed while it was retired")
 	// ErrUnpackable reports a session directory that holds something
 	// other than regular files and directories.
 	ErrUnpackable = errors.New("jsonlstore: session holds something that is not a regular file or directory")
-	// ErrCorrupt reports a pack or a journal line that is not as
-	// FORMAT.md says (CorruptError carries where).
-	ErrCorrupt = errors.New("jsonlstore: retired area damaged")
-	// ErrPolicy reports a retention policy file that does not parse
-	// (PolicyError carries where).
-	ErrPolicy = errors.New("jsonlstore: invalid retention policy")
-	// ErrCriteria reports a retirement that names no sessions: no IDs,
-	// age, labels or policy.
-	ErrCriteria = errors.New("jsonlstore: say which sessions to retire: IDs, an age, labels or the policy")
+	// ErrCorrupt: a pack or a journal line that is not as FORMAT.md says
+	// (CorruptError carries where).
+	ErrCorrupt = maintenance.ErrRetiredCorrupt
+	// ErrPolicy: a retention policy file that does not parse (PolicyError
+	// carries where).
+	ErrPolicy = maintenance.ErrRetirePolicy
+	// ErrCriteria: a retirement that names no sessions.
+	ErrCriteria = maintenance.ErrRetireCriteria
 )
 
 // CorruptError is a damaged pack or journal: which file, and what is

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -49,9 +50,9 @@ const (
 	// maxEntries bounds the entries of one pack.
 	maxEntries = 1 << 20
 	// window and decoderMemory are the zstd window a pack is written with
-	// and the memory a reader allows a pack's decoder (as archive segments).
-	window        = 8 << 20
-	decoderMemory = 64 << 20
+	// and the memory a reader allows a pack's decoder: archive segments'.
+	window        = archive.Window
+	decoderMemory = archive.DecoderMemory
 	// leaseLock is the session's lease lock (fslease.LockFile).
 	leaseLock = "lease.lock"
 )

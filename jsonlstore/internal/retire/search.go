@@ -45,12 +45,7 @@ func (a *Area) Search(ctx context.Context, q sessionstore.SearchQuery, history H
 			res.Unreadable = append(res.Unreadable, summary.Unreadable{ID: rs.ID, Reason: err.Error()})
 		}
 	}
-	f := fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
-		return filter.Match(&summary.Summary{Project: project, Labels: labels})
-	}}
-	for _, h := range ix.Search(fq, f, q.Limit) {
-		res.Hits = append(res.Hits, adapter.SearchHit(h))
-	}
+	res.Hits = adapter.SearchHits(ix.Search(fq, adapter.SearchFilter(q), q.Limit))
 	return res, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -399,17 +398,8 @@ func (d *fakeDisk) Lease(_ context.Context, id session.SessionID) (summary.Lease
 	return ls, nil
 }
 
-// Affects is jsonlstore's: the lease record and the lock file affect the
-// lease; the record's temporary files and forensic copies nothing.
-func (*fakeDisk) Affects(rest string) Effect {
-	switch {
-	case rest == "lease.lock" || rest == "lease.json":
-		return AffectsLease
-	case strings.HasPrefix(rest, "lease.json"), rest == forensicDir, strings.HasPrefix(rest, forensicDir+"/"):
-		return AffectsNothing
-	}
-	return AffectsSummary
-}
+// Affects is jsonlstore's (EntryEffect).
+func (*fakeDisk) Affects(rest string) Effect { return EntryEffect(rest) }
 
 // fakeInfo describes a file of a fakeDisk; Sys is its identity.
 type fakeInfo struct {

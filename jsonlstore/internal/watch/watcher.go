@@ -12,7 +12,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -82,6 +84,22 @@ const (
 	// (a holder's touch) affects nothing.
 	AffectsLease
 )
+
+// EntryEffect is what a change to the entry at rest, a path inside a
+// session directory of a directory store, may change: lease.json
+// (replaced by every acquisition, heartbeat and release) and lease.lock
+// (replaced only by tampering or a restore) the lease; neither the
+// temporary files lease.json is written through nor forensic copies;
+// everything else the summary. It is the store's Disk.Affects.
+func EntryEffect(rest string) Effect {
+	switch {
+	case rest == fslease.RecordFile || rest == fslease.LockFile:
+		return AffectsLease
+	case strings.HasPrefix(rest, fslease.RecordFile), rest == layout.ForensicDir, strings.HasPrefix(rest, layout.ForensicDir+"/"):
+		return AffectsNothing
+	}
+	return AffectsSummary
+}
 
 // Options configure a Watcher.
 type Options struct {
