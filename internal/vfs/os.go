@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/sessionstore/sessionstore/internal/owner"
@@ -16,24 +15,11 @@ import (
 // osFS is the real file system, confined to an *os.Root.
 type osFS struct {
 	root *os.Root
-	wb   *writeback // nil in a Sub
-}
-
-// writeback is the descriptor SyncAll flushes the file system through
-// (syncfs), opened before the first file opened for writing: syncfs
-// reports the write-back errors seen since its descriptor was opened.
-type writeback struct {
-	once sync.Once
-	f    *os.File // nil when the root could not be opened
-}
-
-func (w *writeback) open(root *os.Root) {
-	w.once.Do(func() { w.f, _ = root.Open(".") })
 }
 
 // OS returns the real file system rooted at root. The caller keeps
 // ownership of root and closes it after the FS is no longer used.
-func OS(root *os.Root) FS { return &osFS{root: root, wb: &writeback{}} }
+func OS(root *os.Root) FS { return &osFS{root: root} }
 
 // checkPath refuses a symlink at any component of name. os.Root already
 // refuses to leave the root; this also refuses symlinks that stay inside
@@ -62,9 +48,6 @@ func (o *osFS) checkPath(name string) (fs.FileInfo, error) {
 }
 
 func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && o.wb != nil {
-		o.wb.open(o.root)
-	}
 	before, err := o.checkPath(name)
 	if err != nil && (!errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0) {
 		return nil, err
@@ -248,13 +231,17 @@ func (o *osFS) SyncDir(name string) error {
 	return err
 }
 
+// SyncAll flushes the file system through a descriptor of the root
+// opened now: syncfs reports a write-back error that no one has reported
+// yet, also one from before the descriptor was opened.
 func (o *osFS) SyncAll(names []string) error {
-	if o.wb != nil {
-		o.wb.open(o.root)
-		if o.wb.f != nil {
-			if err := syncFS(o.wb.f); !errors.Is(err, errors.ErrUnsupported) {
-				return err
-			}
+	if d, err := o.root.Open("."); err == nil {
+		err = syncFS(d)
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
 		}
 	}
 	for _, name := range names {
