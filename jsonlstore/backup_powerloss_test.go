@@ -364,7 +364,7 @@ func TestBackupPowerLossSyncs(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, ks)
-	crashtest.Mutate(t, base.Recorder, ks, 4, 3, func(t *testing.T, k int) (*crashtest.Recorder[bpAck], crashtest.Check[bpAck]) {
+	crashtest.Mutate(t, base.Recorder, ks, 100, 3, func(t *testing.T, k int) (*crashtest.Recorder[bpAck], crashtest.Check[bpAck]) {
 		run := bpWorkload(t, k)
 		return run.Recorder, run.check
 	})

@@ -372,7 +372,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 
 // copyBlobs copies into directory dir of dst (a published session's) the
 // source's blobs and pages that have is missing, each whole, and syncs
-// dir's blobs/. A blob under its name was synced before
+// dir's blobs/ (and dir, when it made blobs/). A blob under its name was synced before
 // it got it, and those the copied records reference were there before
 // the log was opened.
 func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool, sb *maintenance.SessionBackup) error {
@@ -384,7 +384,10 @@ func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool,
 	if len(names) == 0 {
 		return nil
 	}
-	if err := dst.Mkdir(dir+"/"+layout.BlobDir, layout.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+	made := false
+	if err := dst.Mkdir(dir+"/"+layout.BlobDir, layout.DirPerm); err == nil {
+		made = true
+	} else if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	for _, name := range names {
@@ -408,7 +411,11 @@ func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool,
 		sb.Blobs++
 		sb.BytesCopied += n
 	}
-	return dst.SyncDir(dir + "/" + layout.BlobDir)
+	if err := dst.SyncDir(dir + "/" + layout.BlobDir); err != nil || !made {
+		return err
+	}
+	// blobs/ itself is durable before the records that reference it.
+	return dst.SyncDir(dir)
 }
 
 // copyFile writes r into a new file name of fsys, syncs it and returns
