@@ -24,9 +24,9 @@ import (
 
 // The power-loss test of backup and sync runs, on two stores in one
 // vfs.Sim (A in src/, B in dst/), three phases: a full backup of A into
-// the empty B (two sessions, with blobs: one batch), an incremental one
-// after A changed (a session appended, one compacted and appended, a new
-// one), and a sync after both sides changed (a session appended on both
+// the empty B (three sessions, two with blobs: one batch), an incremental
+// one after A changed (a session appended, one compacted and appended,
+// one given its first blob, a new one), and a sync after both sides changed (a session appended on both
 // sides, one on B only, a new one on B). crashtest takes a point at every
 // sync the phases make and crashes each many ways. On every crashed
 // state, for each store and each session (once a phase returned, both
@@ -177,6 +177,7 @@ func bpWorkload(t testing.TB, mutate int) *bpRun {
 	phase(bpFull, func() {
 		bkGrow(t, a, "ap", 3, 0)
 		bkGrow(t, a, "cp", 5, 0)
+		bkGrow(t, a, "sm", 1, 0) // no blob yet
 	}, func() error { return bpBackup(ctx, a, b) })
 	phase(bpIncremental, func() {
 		bkGrow(t, a, "ap", 2, 0)
@@ -184,6 +185,7 @@ func bpWorkload(t testing.TB, mutate int) *bpRun {
 		require.NoError(t, err)
 		bkGrow(t, a, "cp", 1, 0)
 		bkGrow(t, a, "nw", 3, 0)
+		bkGrow(t, a, "sm", 1, 0) // its first blob: blobs/ made in B's copy
 	}, func() error { return bpBackup(ctx, a, b) })
 	phase(bpSync, func() {
 		bkGrow(t, a, "ap", 1, 1)
