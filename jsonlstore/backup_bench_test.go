@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/offline"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
 )
@@ -45,7 +46,7 @@ func procWchar(t *testing.T) int64 {
 //     (every write(2) of the process, leases and all) against the bytes
 //     the appends added to the logs;
 //   - a first, full backup against `cp -r` of the store followed by
-//     `sync`.
+//     `sync`, and the same backup without its verification (the floor).
 func TestBackupTargets(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("SESSIONSTORE_BACKUP_TARGETS"))
 	if n == 0 {
@@ -69,6 +70,15 @@ func TestBackupTargets(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK())
 	require.Len(t, rep.Sessions, n)
+
+	// The floor: the same full backup without verifying what it copies.
+	offline.VerifyStaged = false
+	floorDest := filepath.Join(t.TempDir(), "floor")
+	start = time.Now()
+	_, err = st.Backup(ctx, floorDest)
+	floorTime := time.Since(start)
+	offline.VerifyStaged = true
+	require.NoError(t, err)
 
 	// The share of the full backup that is its verification: the same
 	// Verify again, on its own.
@@ -124,4 +134,5 @@ func TestBackupTargets(t *testing.T) {
 		written, rep.BytesCopied, appended, float64(written)/float64(appended))
 	t.Logf("full backup: %v (a Verify of the copy alone: %v); cp -r + sync: %v; speed ratio %.2f (target >= 0.7)",
 		fullTime, verifyTime, cpTime, cpTime.Seconds()/fullTime.Seconds())
+	t.Logf("floor: the same full backup without verification: %v; speed ratio %.2f", floorTime, cpTime.Seconds()/floorTime.Seconds())
 }

@@ -244,9 +244,10 @@ func (c *countingFS) RenameNoReplace(oldname, newname string) error {
 	return c.after(c.FS.RenameNoReplace(oldname, newname))
 }
 
-func (c *countingFS) Remove(name string) error    { return c.after(c.FS.Remove(name)) }
-func (c *countingFS) RemoveAll(name string) error { return c.after(c.FS.RemoveAll(name)) }
-func (c *countingFS) SyncDir(name string) error   { return c.after(c.FS.SyncDir(name)) }
+func (c *countingFS) Remove(name string) error     { return c.after(c.FS.Remove(name)) }
+func (c *countingFS) RemoveAll(name string) error  { return c.after(c.FS.RemoveAll(name)) }
+func (c *countingFS) SyncDir(name string) error    { return c.after(c.FS.SyncDir(name)) }
+func (c *countingFS) SyncAll(names []string) error { return c.after(c.FS.SyncAll(names)) }
 
 func (c *countingFS) after(err error) error {
 	if err == nil {

@@ -28,9 +28,10 @@ const (
 	syncKillSideEnv  = "JSONLSTORE_SYNC_KILL_SIDE"
 )
 
-// TestSyncKilled kills a child process that syncs two stores at every
-// change it makes to one side in turn (then to the other), for k from 1
-// to the number a whole run makes there. The stores share sessions (B
+// TestSyncKilled kills a child process that syncs two stores at changes
+// it makes to one side in turn (then to the other): every
+// syncKillStride-th, from the first, and the last a whole run makes there
+// (all with JSONLSTORE_SYNC_KILL_STRIDE=1). The stores share sessions (B
 // was a `cp -r` of A), then each was changed apart: sessions appended on
 // both sides (forks to make), on one side only, and a new session on
 // each. After each kill, before anything recovers: each store lists only
@@ -101,16 +102,18 @@ func TestSyncKilled(t *testing.T) {
 			}
 		}
 	}
+	stride := proctest.EnvInt(t, syncKillStrideEnv, syncKillStride)
 	for _, side := range []string{"a", "b"} {
 		dirA, dirB := fresh()
 		total, _ := run(dirA, dirB, side, 0)
 		t.Logf("a whole sync makes %d changes to side %s", total, side)
 		require.Greater(t, total, 5)
-		for k := 1; ; k++ {
+		for k := 1; ; k = syncKillNext(k, stride, total) {
 			name := fmt.Sprintf("kill at change %d of side %s", k, side)
 			dirA, dirB := fresh()
 			if ops, killed := run(dirA, dirB, side, k); !killed {
-				require.Equal(t, k-1, ops, name)
+				require.Equal(t, total, ops, name)
+				require.Greater(t, k, total, name)
 				break
 			}
 			readable(name, dirA)
@@ -188,4 +191,26 @@ func syncKillChild(ctx context.Context) error {
 	}
 	fmt.Printf("done ops=%d\n", cfs.count())
 	return nil
+}
+
+// Normal runs kill the sync at every syncKillStride-th change (from the
+// first) and at the last one; JSONLSTORE_SYNC_KILL_STRIDE=1 kills it at
+// every change. The power-loss test (TestBackupPowerLoss) covers every
+// sync point of a sync, and the states between them, on every run.
+const (
+	syncKillStride    = 4
+	syncKillStrideEnv = "JSONLSTORE_SYNC_KILL_STRIDE"
+)
+
+// syncKillNext is the change to kill at after k: k+stride, the last
+// change (total) if that skips it, then one past it (a run that is not
+// killed).
+func syncKillNext(k, stride, total int) int {
+	switch {
+	case k >= total:
+		return total + 1
+	case k+stride > total:
+		return total
+	}
+	return k + stride
 }

@@ -31,15 +31,16 @@ const (
 	OpLstat           Op = "lstat"
 	OpReadDir         Op = "readdir"
 	OpSyncDir         Op = "syncdir"
+	OpSyncAll         Op = "syncall"
 
-	// OpAnySync matches OpSync, OpDatasync and OpSyncDir in a Fault and in
+	// OpAnySync matches OpSync, OpDatasync, OpSyncDir and OpSyncAll in a Fault and in
 	// Calls, so a test can address "the k-th sync point of any kind".
 	OpAnySync Op = "anysync"
 )
 
 func (o Op) matches(op Op) bool {
 	if o == OpAnySync {
-		return op == OpSync || op == OpDatasync || op == OpSyncDir
+		return op == OpSync || op == OpDatasync || op == OpSyncDir || op == OpSyncAll
 	}
 	return o == op
 }
@@ -68,7 +69,7 @@ type Fault struct {
 	// (really, through to the wrapped file), then report that count and
 	// the error. Zero: nothing is written.
 	ShortWrite int
-	// Silent, for OpWrite, OpSync, OpDatasync, OpSyncDir and OpAnySync:
+	// Silent, for OpWrite, OpSync, OpDatasync, OpSyncDir, OpSyncAll and OpAnySync:
 	// the call does nothing and reports success (Err is ignored): a lost
 	// write, or a sync that lies. This is the tool of the sync-mutation
 	// check.
@@ -138,7 +139,7 @@ func (f *Faulty) Fired(op Op) int {
 
 func count(m map[Op]int, op Op) int {
 	if op == OpAnySync {
-		return m[OpSync] + m[OpDatasync] + m[OpSyncDir]
+		return m[OpSync] + m[OpDatasync] + m[OpSyncDir] + m[OpSyncAll]
 	}
 	return m[op]
 }
@@ -261,6 +262,21 @@ func (f *Faulty) SyncDir(name string) error {
 		return ft.err(OpSyncDir, name)
 	}
 	return f.inner.SyncDir(name)
+}
+
+// SyncAll is one call, named after its first name ("." when none).
+func (f *Faulty) SyncAll(names []string) error {
+	name := "."
+	if len(names) > 0 {
+		name = names[0]
+	}
+	if ft := f.check(OpSyncAll, name); ft != nil {
+		if ft.Silent {
+			return nil
+		}
+		return ft.err(OpSyncAll, name)
+	}
+	return f.inner.SyncAll(names)
 }
 
 type faultyFile struct {

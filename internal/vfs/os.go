@@ -231,6 +231,49 @@ func (o *osFS) SyncDir(name string) error {
 	return err
 }
 
+// SyncAll flushes the file system through a descriptor of the root
+// opened now: syncfs reports a write-back error that no one has reported
+// yet, also one from before the descriptor was opened.
+func (o *osFS) SyncAll(names []string) error {
+	if d, err := o.root.Open("."); err == nil {
+		err = syncFS(d)
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+	}
+	for _, name := range names {
+		fi, err := o.Lstat(name)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			err = o.SyncDir(name)
+		} else {
+			err = syncFile(o, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncFile opens regular file name and syncs it.
+func syncFile(fsys FS, name string) error {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // RenameNoReplace renames within the root without replacing an existing
 // target. Both names must be single path components or share their
 // parent's path, which is all the store needs (temp directory → session

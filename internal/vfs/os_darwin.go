@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"os"
 	"syscall"
 
@@ -35,3 +36,7 @@ func statLinks(s *syscall.Stat_t) uint64 { return uint64(s.Nlink) }
 
 // statCtime is the status change time of s, in nanoseconds since 1970.
 func statCtime(s *syscall.Stat_t) int64 { return s.Ctimespec.Nano() }
+
+// syncFS is unsupported: macOS has no syncfs, and sync(2) does not wait
+// for the data to reach stable storage. SyncAll syncs each name.
+func syncFS(*os.File) error { return errors.ErrUnsupported }

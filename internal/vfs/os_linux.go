@@ -32,3 +32,15 @@ func statLinks(s *syscall.Stat_t) uint64 { return s.Nlink }
 
 // statCtime is the status change time of s, in nanoseconds since 1970.
 func statCtime(s *syscall.Stat_t) int64 { return s.Ctim.Nano() }
+
+// syncFS is syncfs(2): everything written to f's file system reaches
+// stable storage; its error reports a write-back that failed since f was
+// opened.
+func syncFS(f *os.File) error {
+	for {
+		err := unix.Syncfs(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

@@ -530,9 +530,37 @@ func (s *Sim) SyncDir(name string) error {
 	return nil
 }
 
+// SyncAll is one sync point, named after its first name ("." when none),
+// that makes each name durable as Sync or SyncDir would: exactly the
+// names given, which is what the sync name by name does (on Linux OS
+// flushes the whole file system). Every name must exist.
+func (s *Sim) SyncAll(names []string) error {
+	const op = "syncall"
+	nodes := make([]*inode, 0, len(names))
+	s.mu.Lock()
+	for _, name := range names {
+		l, err := s.resolve(op, name, true)
+		if err == nil && l.node == nil {
+			err = pathErr(op, name, syscall.ENOENT)
+		}
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		nodes = append(nodes, l.node)
+	}
+	s.mu.Unlock()
+	first := "."
+	if len(names) > 0 {
+		first = names[0]
+	}
+	s.syncPoint(OpSyncAll, first, nodes...)
+	return nil
+}
+
 // syncPoint counts a sync point, runs the hook without the lock, then makes
-// n durable: a file's content, or a directory's entries.
-func (s *Sim) syncPoint(op Op, name string, n *inode) {
+// each of nodes durable: a file's content, or a directory's entries.
+func (s *Sim) syncPoint(op Op, name string, nodes ...*inode) {
 	s.mu.Lock()
 	s.syncs++
 	hook := s.hook
@@ -542,11 +570,13 @@ func (s *Sim) syncPoint(op Op, name string, n *inode) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n.isDir() {
-		s.syncDir(n)
-	} else {
-		n.dur, n.shared = n.data, true
-		n.pending = nil
+	for _, n := range nodes {
+		if n.isDir() {
+			s.syncDir(n)
+		} else {
+			n.dur, n.shared = n.data, true
+			n.pending = nil
+		}
 	}
 }
 

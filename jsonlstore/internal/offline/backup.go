@@ -33,7 +33,9 @@ import (
 // Lease, summary and forensic files are not copied: the copy's first holder
 // starts a fresh lease above every generation in the log. Each session is
 // built in a temporary directory of the destination, synced, and published
-// with RENAME_NOREPLACE; the whole destination is verified at the end.
+// with RENAME_NOREPLACE, many at a time (batch.go); each is verified
+// before it is published, and a session brought up to date in place after
+// it was written.
 
 // ForSessions runs fn for each session of ids, or for every session of
 // the store when ids is empty, adding the sessions it cannot read to bad
@@ -41,8 +43,8 @@ import (
 type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error)
 
 // Backup copies sessions ids (every session forEach lists when none) into
-// the store dst, filling in rep, and returns the sessions it wrote, for
-// the caller to verify. A session dst does not hold is copied whole
+// the store dst, filling in rep, and returns the sessions it wrote, which
+// it verified (rep.Verify). A session dst does not hold is copied whole
 // (copyInto); one it holds is brought up to date (update): the bytes past
 // what dst holds are appended when dst's log is a prefix of the source's,
 // and the session is copied whole otherwise. The copy is consistent: every
@@ -51,8 +53,10 @@ type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) err
 // Unreadable list and the others are copied. With opts.Delete, the
 // sessions of dst the source no longer has are deleted (only when ids is
 // empty).
-func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID, forEach ForSessions, opts maintenance.BackupOptions, rep *maintenance.BackupReport) ([]session.SessionID, error) {
-	var copied []session.SessionID
+func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID, forEach ForSessions, opts maintenance.BackupOptions, rep *maintenance.BackupReport) (_ []session.SessionID, err error) {
+	var copied, updated []session.SessionID
+	b := newBatch(ctx, dst, rep)
+	defer b.abort() // what an error left staged
 	seen := map[session.SessionID]bool{}
 	total, done := len(ids), 0
 	if total == 0 && opts.Progress != nil {
@@ -89,6 +93,7 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 		}
 		defer src.close()
 		var sb maintenance.SessionBackup
+		full, inPlace := false, false
 		if _, lerr := dst.root.FS.Lstat(layout.SessionDir(id)); lerr == nil {
 			var why string
 			sb, why, err = src.update(ctx, dst)
@@ -96,8 +101,12 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 				skip(rep, id, why)
 				return nil
 			}
+			inPlace = true
 		} else {
-			sb, err = src.copyInto(dst.root.FS)
+			var st *staged
+			if st, sb, err = src.stage(dst.root.FS); err == nil {
+				full = b.add(st)
+			}
 		}
 		if err != nil {
 			return layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
@@ -106,11 +115,23 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 			rep.Unchanged++
 			return nil
 		}
+		if inPlace {
+			updated = append(updated, id)
+		}
 		rep.BytesCopied += sb.BytesCopied
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
+		if full {
+			return b.flush()
+		}
 		return nil
 	}, nil)
+	if err == nil {
+		err = b.flush()
+	}
+	if err == nil {
+		err = dst.verifyWritten(ctx, updated, rep)
+	}
 	if err != nil || !all || !opts.Delete {
 		return copied, err
 	}
@@ -247,71 +268,111 @@ func (src *backupSource) close() {
 	}
 }
 
-// copyInto copies the session into dst: in a temporary directory, synced,
-// then published with RENAME_NOREPLACE.
+// copyInto copies the session into dst on its own: staged in a
+// temporary directory, made durable (SyncAll), published with
+// RENAME_NOREPLACE and the root synced. A full backup stages many
+// sessions before it syncs and publishes them together (batch).
 func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error) {
-	id := src.id
-	sb := maintenance.SessionBackup{ID: id, Action: maintenance.BackupNew}
-	if _, err := dst.Lstat(layout.SessionDir(id)); err == nil {
-		return sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
-	}
-	tmp := layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()
-	if err := dst.Mkdir(tmp, layout.DirPerm); err != nil {
+	st, sb, err := src.stage(dst)
+	if err != nil {
 		return sb, err
 	}
-	published := false
+	if err := dst.SyncAll(st.names); err != nil {
+		_ = dst.RemoveAll(st.tmp)
+		return sb, err
+	}
+	if err := st.publish(dst); err != nil {
+		return sb, err
+	}
+	return sb, dst.SyncDir(".")
+}
+
+// stage copies the session into a new temporary directory of dst,
+// without syncing anything: the log's committed prefix, the archive
+// segments below it and a manifest listing them, every blob. On an error
+// it leaves nothing.
+func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBackup, err error) {
+	id := src.id
+	sb = maintenance.SessionBackup{ID: id, Action: maintenance.BackupNew}
+	if _, err := dst.Lstat(layout.SessionDir(id)); err == nil {
+		return nil, sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
+	}
+	st := &staged{id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()}
+	if err := dst.Mkdir(st.tmp, layout.DirPerm); err != nil {
+		return nil, sb, err
+	}
 	defer func() {
-		if !published {
-			_ = dst.RemoveAll(tmp)
+		if err != nil {
+			_ = dst.RemoveAll(st.tmp)
 		}
 	}()
-	if err := copyInto(dst, tmp+"/"+layout.LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
-		return sb, err
+	st.names = append(st.names, st.tmp)
+	write := func(name string, r io.Reader) (int64, error) {
+		st.names = append(st.names, name)
+		return writeFile(dst, name, r, false)
+	}
+	if _, err := write(st.tmp+"/"+layout.LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
+		return nil, sb, err
 	}
 	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
 	sb.BytesCopied = sb.LogBytes
 	if len(src.segs) > 0 {
-		if err := dst.Mkdir(tmp+"/"+layout.ArchiveDir, layout.DirPerm); err != nil {
-			return sb, err
+		dir := st.tmp + "/" + layout.ArchiveDir
+		if err := dst.Mkdir(dir, layout.DirPerm); err != nil {
+			return nil, sb, err
 		}
+		st.names = append(st.names, dir)
 		for i, seg := range src.segs {
-			if err := copyInto(dst, tmp+"/"+layout.ArchiveDir+"/"+seg.File, src.segFiles[i]); err != nil {
-				return sb, err
+			if _, err := write(dir+"/"+seg.File, src.segFiles[i]); err != nil {
+				return nil, sb, err
 			}
 			sb.ArchiveBytes += seg.ZstBytes
 		}
 		sb.BytesCopied += sb.ArchiveBytes
 		b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
 		if err != nil {
-			return sb, err
+			return nil, sb, err
 		}
-		if err := copyInto(dst, tmp+"/"+layout.ArchiveDir+"/"+archive.ManifestFile, bytes.NewReader(b)); err != nil {
-			return sb, err
+		if _, err := write(dir+"/"+archive.ManifestFile, bytes.NewReader(b)); err != nil {
+			return nil, sb, err
 		}
 		sb.BytesCopied += int64(len(b))
-		if err := dst.SyncDir(tmp + "/" + layout.ArchiveDir); err != nil {
-			return sb, err
-		}
 	}
 	// The blobs: every one there, each whole (a blob under its name was
 	// synced before it got it); those the copied records reference were
-	// there before the log was opened.
-	if err := src.copyBlobs(dst, tmp, nil, &sb); err != nil {
-		return sb, err
+	// there before the log was opened. Unpublished, they are written
+	// under their own names.
+	names, err := blobfile.Names(src.s.root.FS, src.id)
+	if err != nil {
+		return nil, sb, err
 	}
-	if err := dst.SyncDir(tmp); err != nil {
-		return sb, err
+	if len(names) > 0 {
+		dir := st.tmp + "/" + layout.BlobDir
+		if err := dst.Mkdir(dir, layout.DirPerm); err != nil {
+			return nil, sb, err
+		}
+		st.names = append(st.names, dir)
+		for _, name := range names {
+			f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+			if err != nil {
+				return nil, sb, err
+			}
+			n, err := write(dir+"/"+name, f)
+			_ = f.Close() // read-only
+			if err != nil {
+				return nil, sb, err
+			}
+			sb.Blobs++
+			sb.BytesCopied += n
+		}
 	}
-	if err := dst.RenameNoReplace(tmp, layout.SessionDir(id)); err != nil {
-		return sb, err
-	}
-	published = true
-	return sb, dst.SyncDir(".")
+	st.bytes = sb.BytesCopied
+	return st, sb, nil
 }
 
-// copyBlobs copies into directory dir of dst (a session's) the source's
-// blobs and pages that have is missing (all when have is nil), each
-// whole, and syncs dir's blobs/. A blob under its name was synced before
+// copyBlobs copies into directory dir of dst (a published session's) the
+// source's blobs and pages that have is missing, each whole, and syncs
+// dir's blobs/ (and dir, when it made blobs/). A blob under its name was synced before
 // it got it, and those the copied records reference were there before
 // the log was opened.
 func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool, sb *maintenance.SessionBackup) error {
@@ -323,11 +384,10 @@ func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool,
 	if len(names) == 0 {
 		return nil
 	}
-	if have == nil {
-		if err := dst.Mkdir(dir+"/"+layout.BlobDir, layout.DirPerm); err != nil {
-			return err
-		}
-	} else if err := dst.Mkdir(dir+"/"+layout.BlobDir, layout.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+	made := false
+	if err := dst.Mkdir(dir+"/"+layout.BlobDir, layout.DirPerm); err == nil {
+		made = true
+	} else if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	for _, name := range names {
@@ -351,24 +411,28 @@ func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool,
 		sb.Blobs++
 		sb.BytesCopied += n
 	}
-	return dst.SyncDir(dir + "/" + layout.BlobDir)
-}
-
-// copyInto writes r into a new file name of fsys and syncs it.
-func copyInto(fsys vfs.FS, name string, r io.Reader) error {
-	_, err := copyFile(fsys, name, r)
-	return err
+	if err := dst.SyncDir(dir + "/" + layout.BlobDir); err != nil || !made {
+		return err
+	}
+	// blobs/ itself is durable before the records that reference it.
+	return dst.SyncDir(dir)
 }
 
 // copyFile writes r into a new file name of fsys, syncs it and returns
 // the bytes written.
 func copyFile(fsys vfs.FS, name string, r io.Reader) (int64, error) {
+	return writeFile(fsys, name, r, true)
+}
+
+// writeFile writes r into a new file name of fsys, syncs it when sync is
+// set, and returns the bytes written.
+func writeFile(fsys vfs.FS, name string, r io.Reader, sync bool) (int64, error) {
 	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return 0, err
 	}
 	n, err := io.Copy(layout.WriterOnly{Writer: f}, r)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -281,7 +281,10 @@ func (src *backupSource) copyArchives(dst vfs.FS, sb *maintenance.SessionBackup)
 		return nil
 	}
 	dir := archive.Dir(src.id)
-	if err := dst.Mkdir(dir, layout.DirPerm); err != nil && !errors.Is(err, os.ErrExist) {
+	made := false
+	if err := dst.Mkdir(dir, layout.DirPerm); err == nil {
+		made = true
+	} else if !errors.Is(err, os.ErrExist) {
 		return err
 	}
 	for i, seg := range src.segs {
@@ -304,13 +307,18 @@ func (src *backupSource) copyArchives(dst vfs.FS, sb *maintenance.SessionBackup)
 	if err != nil {
 		return err
 	}
-	if old, err := readAll(dst, dir+"/"+archive.ManifestFile); err == nil && bytes.Equal(old, b) {
-		return nil
+	if old, err := readAll(dst, dir+"/"+archive.ManifestFile); err != nil || !bytes.Equal(old, b) {
+		if err := archive.WriteManifest(dst, src.id, archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs}); err != nil {
+			return fmt.Errorf("write manifest: %w", err)
+		}
+		sb.BytesCopied += int64(len(b))
 	}
-	if err := archive.WriteManifest(dst, src.id, archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs}); err != nil {
-		return fmt.Errorf("write manifest: %w", err)
+	if made {
+		// archive/ itself is durable in the session's directory before
+		// the log that needs it: a power loss must not keep the log's
+		// rename and lose the directory.
+		return dst.SyncDir(layout.SessionDir(src.id))
 	}
-	sb.BytesCopied += int64(len(b))
 	return nil
 }
 

@@ -1,0 +1,223 @@
+package offline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
+	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
+)
+
+// A full backup copies many sessions; making each durable on its own
+// (a sync of every file and directory, then of the root after its
+// rename) costs several flushes a session. It copies sessions in
+// batches instead: each into a temporary directory of the destination,
+// nothing synced, and verified there from what was just written, on other
+// goroutines while the next sessions are copied; then the whole batch is
+// made durable at once (vfs.FS.SyncAll: one syncfs on Linux), each
+// session published by its rename, and the root synced once. Nothing is
+// published before it is durable and verified; a crash before a
+// session's rename leaves only a temporary directory, which is never
+// taken for a session and is swept as any leftover is.
+
+// VerifyStaged is whether a full backup verifies each staged session. It
+// is always true but in the measurement of a backup's floor (the copy
+// alone, TestBackupTargets).
+var VerifyStaged = true
+
+// Batch limits: sessions, and bytes copied.
+const (
+	batchSessions = 512
+	batchBytes    = 64 << 20
+)
+
+// staged is a session copied into a temporary directory of the
+// destination (stage), not yet published.
+type staged struct {
+	id    session.SessionID
+	tmp   string
+	names []string // what was written: directories and files, for SyncAll
+	bytes int64
+	// What verifying the staged copy found, or kept it from checking it.
+	sr  sessionstore.SessionVerifyReport
+	err error
+}
+
+// publish renames the staged directory to the session's name; an
+// existing session there is never replaced. On an error the staged
+// directory is removed.
+func (st *staged) publish(dst vfs.FS) error {
+	err := dst.RenameNoReplace(st.tmp, layout.SessionDir(st.id))
+	if err != nil {
+		_ = dst.RemoveAll(st.tmp)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, st.id)
+		}
+	}
+	return err
+}
+
+// batch is the staged sessions of a full backup into dst.
+type batch struct {
+	ctx    context.Context
+	dst    *Store
+	rep    *maintenance.BackupReport
+	staged []*staged
+	bytes  int64
+	slots  chan struct{} // one per verifying goroutine
+	wg     sync.WaitGroup
+}
+
+func newBatch(ctx context.Context, dst *Store, rep *maintenance.BackupReport) *batch {
+	return &batch{ctx: ctx, dst: dst, rep: rep, slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+}
+
+// add takes st into the batch and starts verifying it (waiting for a
+// free goroutine), and reports whether the batch is full.
+func (b *batch) add(st *staged) bool {
+	b.staged = append(b.staged, st)
+	b.bytes += st.bytes
+	if !VerifyStaged {
+		return len(b.staged) >= batchSessions || b.bytes >= batchBytes
+	}
+	b.slots <- struct{}{}
+	b.wg.Add(1)
+	go func() {
+		defer func() { <-b.slots; b.wg.Done() }()
+		st.sr, st.err = b.dst.stagedView(st).VerifySession(b.ctx, st.id, false)
+	}()
+	return len(b.staged) >= batchSessions || b.bytes >= batchBytes
+}
+
+// flush makes the batch durable, then publishes each session and syncs
+// the root, and adds what verifying them found to the report. On an
+// error nothing more is published and what is unpublished is removed.
+func (b *batch) flush() (err error) {
+	b.wg.Wait()
+	fsys := b.dst.root.FS
+	published := 0
+	defer func() {
+		for _, st := range b.staged[published:] {
+			_ = fsys.RemoveAll(st.tmp)
+		}
+		b.staged, b.bytes = b.staged[:0], 0
+	}()
+	if len(b.staged) == 0 {
+		return nil
+	}
+	var names []string
+	for _, st := range b.staged {
+		if st.err != nil && logfile.EndsStoreWide(st.err) {
+			return st.err
+		}
+		names = append(names, st.names...)
+	}
+	if err := fsys.SyncAll(names); err != nil {
+		return err
+	}
+	for _, st := range b.staged {
+		if err := st.publish(fsys); err != nil {
+			published++ // removed by publish
+			return layout.OpErr("backup", st.id, err)
+		}
+		published++
+	}
+	if err := fsys.SyncDir("."); err != nil {
+		return err
+	}
+	for _, st := range b.staged {
+		addVerified(&b.rep.Verify, st.id, st.sr, st.err)
+	}
+	return nil
+}
+
+// abort waits for the verifications and removes what is staged.
+func (b *batch) abort() {
+	b.wg.Wait()
+	for _, st := range b.staged {
+		_ = b.dst.root.FS.RemoveAll(st.tmp)
+	}
+	b.staged = nil
+}
+
+// stagedView is s as seen with st's temporary directory under the
+// session's name, read-only: the staged copy is verified as the session
+// it becomes.
+func (s *Store) stagedView(st *staged) *Store {
+	root := *s.root
+	root.FS = stagedFS{FS: s.root.FS, id: string(st.id), tmp: st.tmp}
+	return &Store{root: &root, host: s.host}
+}
+
+// stagedFS shows directory tmp of FS under the name id, and refuses
+// every change.
+type stagedFS struct {
+	vfs.FS
+	id, tmp string
+}
+
+var errStagedReadOnly = errors.New("a staged copy is read-only")
+
+func (f stagedFS) name(n string) string {
+	if n == f.id {
+		return f.tmp
+	}
+	if rest, ok := strings.CutPrefix(n, f.id+"/"); ok {
+		return f.tmp + "/" + rest
+	}
+	return n
+}
+
+func (f stagedFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errStagedReadOnly}
+	}
+	return f.FS.OpenFile(f.name(name), flag, perm)
+}
+func (f stagedFS) Lstat(name string) (fs.FileInfo, error)     { return f.FS.Lstat(f.name(name)) }
+func (f stagedFS) ReadDir(name string) ([]fs.DirEntry, error) { return f.FS.ReadDir(f.name(name)) }
+func (f stagedFS) Mkdir(name string, _ fs.FileMode) error     { return f.refuse(name) }
+func (f stagedFS) Rename(o, _ string) error                   { return f.refuse(o) }
+func (f stagedFS) RenameNoReplace(o, _ string) error          { return f.refuse(o) }
+func (f stagedFS) Link(o, _ string) error                     { return f.refuse(o) }
+func (f stagedFS) Remove(name string) error                   { return f.refuse(name) }
+func (f stagedFS) RemoveAll(name string) error                { return f.refuse(name) }
+func (f stagedFS) SyncDir(name string) error                  { return f.refuse(name) }
+func (f stagedFS) SyncAll([]string) error                     { return f.refuse(".") }
+func (f stagedFS) refuse(name string) error {
+	return &fs.PathError{Op: "write", Path: name, Err: errStagedReadOnly}
+}
+
+// verifyWritten verifies the sessions of s (a backup's destination) that
+// a backup wrote in place (brought up to date), adding to the report.
+func (s *Store) verifyWritten(ctx context.Context, ids []session.SessionID, rep *maintenance.BackupReport) error {
+	for _, id := range ids {
+		sr, err := s.VerifySession(ctx, id, false)
+		if err != nil && logfile.EndsStoreWide(err) {
+			return err
+		}
+		addVerified(&rep.Verify, id, sr, err)
+	}
+	return nil
+}
+
+// addVerified adds to v what verifying session id found (sr), or, when
+// err kept it from checking the session, the session as unreadable.
+func addVerified(v *sessionstore.VerifyReport, id session.SessionID, sr sessionstore.SessionVerifyReport, err error) {
+	if err != nil {
+		v.Unreadable = append(v.Unreadable, summary.UnreadableOf(id, err))
+		return
+	}
+	v.Sessions = append(v.Sessions, sr)
+}
