@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/purge"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/retire"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/secretscan"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
@@ -80,6 +82,27 @@ func (s *Store) Redact(ctx context.Context, ids []session.SessionID, r *redact.R
 		reps[i].NotPurged = append(reps[i].NotPurged, caches...)
 	}
 	return reps, errors.Join(errs...)
+}
+
+// ScanSecrets implements sessionstore.SecretScanner: logs, archives,
+// blobs, forensic copies and retired packs (package secretscan).
+func (s *Store) ScanSecrets(ctx context.Context, r *redact.Redactor, ids ...session.SessionID) iter.Seq2[sessionstore.SecretFinding, error] {
+	return func(yield func(sessionstore.SecretFinding, error) bool) {
+		err := s.ready(ctx)
+		var targets []secretscan.Target
+		if err == nil {
+			targets, err = secretscan.Targets(s.root, s.retired(), ids)
+		}
+		if err != nil {
+			yield(sessionstore.SecretFinding{}, err)
+			return
+		}
+		for f, err := range secretscan.Run(ctx, s.root, s.retired(), r, targets) {
+			if !yield(f, err) {
+				return
+			}
+		}
+	}
 }
 
 // redactOne redacts session id under its lease.
