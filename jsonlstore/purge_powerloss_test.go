@@ -50,8 +50,8 @@ type rdRun struct {
 	// oldStates and newStates count the crashed states that read as the
 	// old and the new history: both kinds must occur.
 	oldStates, newStates atomic.Int64
-	old   [2]string // each session's history as written
-	fresh string    // rd-a's history redacted
+	old                  [2]string // each session's history as written
+	fresh                string    // rd-a's history redacted
 }
 
 func rdWorkload(t testing.TB, mutate int) *rdRun {

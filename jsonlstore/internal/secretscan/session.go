@@ -36,6 +36,8 @@ type sessionScan struct {
 	// once per place, at the first revision that holds it there.
 	places map[place]bool
 	out    []sessionstore.SecretFinding
+	// dir is the session's blobs/, open (nil: read by path).
+	dir *blobfile.DirReader
 }
 
 type place struct {
@@ -53,6 +55,10 @@ var messagesKey = []byte(`"messages"`)
 
 // history scans every revision of the session, archives first.
 func (s *sessionScan) history(ctx context.Context) error {
+	s.dir = blobfile.OpenDir(s.root.FS, s.id)
+	if s.dir != nil {
+		defer func() { s.dir.Close(); s.dir = nil }()
+	}
 	snaps := record.NewSnapshots(s.id, s.root.MaxRecordBytes)
 	var prev [][]byte // the previous revision's message elements
 	var prevHead []byte
@@ -234,7 +240,7 @@ func (s *sessionScan) blobHit(ref session.ContentRef) (bool, error) {
 
 // read reads the content ref names (checked against its hash).
 func (s *sessionScan) read(ref session.ContentRef) ([]byte, error) {
-	b, err := blobfile.Read(s.root.FS, s.id, ref)
+	b, err := blobfile.ReadVia(s.root.FS, s.dir, s.id, ref)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, s.id, ref.SHA256)
 	}
