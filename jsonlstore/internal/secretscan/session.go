@@ -62,6 +62,7 @@ func (s *sessionScan) history(ctx context.Context) error {
 	snaps := record.NewSnapshots(s.id, s.root.MaxRecordBytes)
 	var prev [][]byte // the previous revision's message elements
 	var prevHead []byte
+	var bufs [2][]byte
 	for placed, err := range logfile.Records(ctx, s.root, s.id) {
 		if err != nil {
 			return err
@@ -74,8 +75,10 @@ func (s *sessionScan) history(ctx context.Context) error {
 		if err := snaps.Add(rec); err != nil {
 			return err
 		}
-		snap := snaps.Bytes()
-		if snap == nil {
+		// Two buffers in turn: prev aliases the other one.
+		bufs[0], bufs[1] = bufs[1], snaps.AppendBytes(bufs[0][:0])
+		snap := bufs[1]
+		if len(snap) == 0 { // unknown (a snapshot is at least "{}")
 			return &sessionstore.CorruptionError{ID: s.id, Path: rec.Path, Offset: rec.Offset, Revision: rec.Rev, Err: snaps.Why()}
 		}
 		where := s.where(placed.Archived)
