@@ -61,10 +61,11 @@ type SecretScanner interface {
 // context) is yielded and ends the scan.
 //
 // A SecretScanner scans itself (jsonlstore: its logs, archives, blobs,
-// retired packs and forensic copies). Otherwise a store that gives its records as stored (jsonlstore, pgstore:
-// RecordLines) is scanned in the bytes it holds: each record line once,
-// and each piece of content kept out of line once (ReadBlob), so that a
-// session costs a read of what it stores; only the revisions whose bytes
+// retired packs and forensic copies). Otherwise a store that gives its
+// records as stored (pgstore: RecordLines) is scanned in the bytes it
+// holds: each record line once, and each piece of content kept out of
+// line once (ReadBlob), so that a session costs a read of what it
+// stores; only the revisions whose bytes
 // hold a secret are decoded (LoadRevision), to say where it is. Another
 // store is scanned through History, each revision's messages that are the
 // previous revision's, unchanged, not scanned again.

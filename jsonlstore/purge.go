@@ -84,25 +84,9 @@ func (s *Store) Redact(ctx context.Context, ids []session.SessionID, r *redact.R
 	return reps, errors.Join(errs...)
 }
 
-// ScanSecrets implements sessionstore.SecretScanner: logs, archives,
-// blobs, forensic copies and retired packs (package secretscan).
+// ScanSecrets implements sessionstore.SecretScanner (package secretscan).
 func (s *Store) ScanSecrets(ctx context.Context, r *redact.Redactor, ids ...session.SessionID) iter.Seq2[sessionstore.SecretFinding, error] {
-	return func(yield func(sessionstore.SecretFinding, error) bool) {
-		err := s.ready(ctx)
-		var targets []secretscan.Target
-		if err == nil {
-			targets, err = secretscan.Targets(s.root, s.retired(), ids)
-		}
-		if err != nil {
-			yield(sessionstore.SecretFinding{}, err)
-			return
-		}
-		for f, err := range secretscan.Run(ctx, s.root, s.retired(), r, targets) {
-			if !yield(f, err) {
-				return
-			}
-		}
-	}
+	return secretscan.Scan(ctx, s.root, s.retired(), func() error { return s.ready(ctx) }, r, ids)
 }
 
 // redactOne redacts session id under its lease.

@@ -1,16 +1,41 @@
 package secretscan
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/retire"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 )
+
+// Scan scans ids (Targets) with r once ready, the store's check that it
+// is open and usable, returns nil: the store's side of
+// sessionstore.SecretScanner.
+func Scan(ctx context.Context, root *layout.Root, area *retire.Area, ready func() error, r *redact.Redactor, ids []session.SessionID) iter.Seq2[sessionstore.SecretFinding, error] {
+	return func(yield func(sessionstore.SecretFinding, error) bool) {
+		err := ready()
+		var targets []Target
+		if err == nil {
+			targets, err = Targets(root, area, ids)
+		}
+		if err != nil {
+			yield(sessionstore.SecretFinding{}, err)
+			return
+		}
+		for f, err := range Run(ctx, root, area, r, targets) {
+			if !yield(f, err) {
+				return
+			}
+		}
+	}
+}
 
 // Targets returns what a scan of ids reads: each live session of ids and
 // each that has a pack in the retired area (both, when an interrupted
