@@ -28,6 +28,28 @@ type SecretFinding struct {
 	// Rule and Hash are what the secret's placeholder would show.
 	Rule string `json:"rule"`
 	Hash string `json:"hash"`
+	// Where is the kind of file that holds it: WhereLog, WhereArchive,
+	// WhereRetired (a retired session's pack) or WhereForensic (a copy
+	// a repair set aside: File names it, and the revision, message and
+	// part are unknown); "" when the store does not say.
+	Where string `json:"where,omitempty"`
+	// File is the forensic copy's name in the session's directory.
+	File string `json:"file,omitempty"`
+}
+
+// Where a SecretFinding is (SecretFinding.Where).
+const (
+	WhereLog      = "log"
+	WhereArchive  = "archive"
+	WhereRetired  = "retired"
+	WhereForensic = "forensic"
+)
+
+// SecretScanner is a store that scans what it holds itself (every kind
+// of file, retired sessions included) faster than Scan's reading through
+// RecordLines would: Scan hands the work to it.
+type SecretScanner interface {
+	ScanSecrets(ctx context.Context, r *redact.Redactor, ids ...session.SessionID) iter.Seq2[SecretFinding, error]
 }
 
 // Scan reports the secrets r finds in the stored sessions ids (every
@@ -38,14 +60,19 @@ type SecretFinding struct {
 // modifies nothing. An error (an unknown or unreadable session, a done
 // context) is yielded and ends the scan.
 //
-// A store that gives its records as stored (jsonlstore, pgstore:
-// RecordLines) is scanned in the bytes it holds: each record line once,
-// and each piece of content kept out of line once (ReadBlob), so that a
-// session costs a read of what it stores; only the revisions whose bytes
+// A SecretScanner scans itself (jsonlstore: its logs, archives, blobs,
+// retired packs and forensic copies). Otherwise a store that gives its
+// records as stored (pgstore: RecordLines) is scanned in the bytes it
+// holds: each record line once, and each piece of content kept out of
+// line once (ReadBlob), so that a session costs a read of what it
+// stores; only the revisions whose bytes
 // hold a secret are decoded (LoadRevision), to say where it is. Another
 // store is scanned through History, each revision's messages that are the
 // previous revision's, unchanged, not scanned again.
 func Scan(ctx context.Context, s Store, r *redact.Redactor, ids ...session.SessionID) iter.Seq2[SecretFinding, error] {
+	if sc, ok := s.(SecretScanner); ok {
+		return sc.ScanSecrets(ctx, r, ids...)
+	}
 	return func(yield func(SecretFinding, error) bool) {
 		if len(ids) == 0 {
 			var err error

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/purge"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/retire"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/secretscan"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
@@ -80,6 +82,11 @@ func (s *Store) Redact(ctx context.Context, ids []session.SessionID, r *redact.R
 		reps[i].NotPurged = append(reps[i].NotPurged, caches...)
 	}
 	return reps, errors.Join(errs...)
+}
+
+// ScanSecrets implements sessionstore.SecretScanner (package secretscan).
+func (s *Store) ScanSecrets(ctx context.Context, r *redact.Redactor, ids ...session.SessionID) iter.Seq2[sessionstore.SecretFinding, error] {
+	return secretscan.Scan(ctx, s.root, s.retired(), func() error { return s.ready(ctx) }, r, ids)
 }
 
 // redactOne redacts session id under its lease.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/searchindex"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/redact"
@@ -89,15 +90,17 @@ func makeLeakySession(t testing.TB, st *Store, id session.SessionID, revs int) {
 	require.NoError(t, err)
 	// A torn append holding a secret: the next holder copies it into
 	// forensic/ and cuts it.
-	f, err := os.OpenFile(filepath.Join(st.Dir(), string(id), "log.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := st.fs.OpenFile(layout.LogPath(id), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
-	_, err = f.WriteString(`{"v":1,"schema":1,"rev":` + "999" + `,"gen":9,"time":"2026-11-29T09:00:04.5Z","kind":"full","len":40,"snap":{"title":"` + purgeGitHub)
+	_, err = f.Write([]byte(`{"v":1,"schema":1,"rev":` + "999" + `,"gen":9,"time":"2026-11-29T09:00:04.5Z","kind":"full","len":40,"snap":{"title":"` + purgeGitHub))
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	w, err = st.Acquire(ctx, id, sessionstore.AcquireOptions{Label: "test"})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
-	require.NoError(t, st.FlushSearch(ctx))
+	if st.search != nil {
+		require.NoError(t, st.FlushSearch(ctx))
+	}
 }
 
 // filesWithSecrets lists the files under root that hold a byte string of
@@ -262,4 +265,93 @@ func TestRedactRefusesHeldAndRetired(t *testing.T) {
 	require.Contains(t, err.Error(), "sessions restore gone")
 	require.NotEmpty(t, reps[0].Skipped)
 	require.Zero(t, reps[0].Rewritten)
+}
+
+// TestRedactForensicInlineBlob: a tool output kept as a blob only for the
+// length of the private key in it goes back inline once redacted; a
+// forensic copy that references the old blob is given a blob of its
+// own, redacted, so that no file keeps the key (the old blob is
+// collected).
+func TestRedactForensicInlineBlob(t *testing.T) {
+	ctx := t.Context()
+	leaky := openTestStoreWith(t, purgeOptions(t, true))
+	dir := leaky.Dir()
+	const id = session.SessionID("pem")
+	body := strings.Repeat("MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n", 20)
+	key := "-----BEGIN RSA PRIVATE KEY-----\n" + body + "-----END RSA PRIVATE KEY-----"
+	s := sessiontest.New(string(id))
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "show the key", sessiontest.Epoch)))
+	w, err := leaky.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{Label: "test"})
+	require.NoError(t, err)
+	out := strings.Repeat("build ok\n", 330) + key
+	require.Greater(t, len(out), 4096)
+	require.Less(t, len(out)-len(key)+64, 4096, "inline once redacted")
+	require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleTool, Parts: []session.Part{{Type: session.PartToolResult, ToolCallID: "c", Output: out}}}))
+	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	logPath := filepath.Join(dir, string(id), "log.jsonl")
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	last := lines[len(lines)-1]
+	require.Contains(t, string(last), `"sha256":"`, "the output is a blob")
+	// A torn copy of the last record: the next holder sets it aside in
+	// forensic/, reference and all.
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write(last[:len(last)-3])
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	w, err = leaky.Acquire(ctx, id, sessionstore.AcquireOptions{Label: "test"})
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	require.NoError(t, leaky.Close())
+	holding := func() (bad []string) {
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			c, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if strings.HasSuffix(p, ".zst") {
+				dec, err := zstd.NewReader(nil)
+				require.NoError(t, err)
+				c, err = dec.DecodeAll(c, nil)
+				dec.Close()
+				require.NoError(t, err, p)
+			}
+			if bytes.Contains(c, []byte(body[:64])) {
+				rel, _ := filepath.Rel(dir, p)
+				bad = append(bad, rel)
+			}
+			return nil
+		}))
+		return bad
+	}
+	before := holding()
+	require.True(t, slicesHasPrefix(before, "pem/blobs/"), "%v", before)
+	var blobHash string
+	for _, p := range before {
+		blobHash = strings.TrimSuffix(filepath.Base(p), ".zst")
+	}
+	copies, err := filepath.Glob(filepath.Join(dir, string(id), "forensic", "*"))
+	require.NoError(t, err)
+	require.Len(t, copies, 1)
+	c, err := os.ReadFile(copies[0])
+	require.NoError(t, err)
+	require.Contains(t, string(c), blobHash, "the forensic copy references the blob")
+
+	st, err := Open(dir, purgeOptions(t, false))
+	require.NoError(t, err)
+	defer st.Close()
+	verifyAtCleanup(t, st)
+	reps, err := st.Redact(ctx, []session.SessionID{id}, nil, 0)
+	require.NoError(t, err)
+	t.Logf("%+v", reps[0])
+	require.Empty(t, holding(), "files that still hold the key")
+	h := historyOf(t, st, id)
+	require.Contains(t, h[len(h)-1].Snapshot.Messages[1].Parts[0].Output, "[REDACTED:private-key:")
 }

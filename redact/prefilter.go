@@ -5,7 +5,11 @@ package redact
 // at all over the many strings that hold none. Each keyword is found by
 // its anchor: its rarest byte (by a rough order of how often bytes occur
 // in text and code). The pass looks each byte up in a table; only an
-// anchor byte leads to comparing the keywords that have it there.
+// anchor byte leads to comparing keywords, and only those whose byte
+// beside the anchor (the one before it, or after it for a keyword that
+// starts with its anchor) is the text's there: text and code are full of
+// anchor bytes (_, -, :, /, .), and most are next to a byte no keyword
+// has beside them.
 
 // commonness orders bytes from the most to the least common in text and
 // code; a byte not listed is rarer than every listed one.
@@ -18,9 +22,18 @@ type anchored struct {
 }
 
 type prefilter struct {
-	slot  [256]uint16  // 1 + the index of the byte's group in by; 0: not an anchor
-	by    [][]anchored // keywords by anchor byte
+	slot  [256]uint16 // 1 + the index of the byte's group in by; 0: not an anchor
+	by    []*group    // keywords by anchor byte
 	rules int
+}
+
+// group holds the keywords of one anchor byte, by the byte beside it:
+// before holds, by the byte before the anchor, those whose anchor is not
+// their first byte; after, by the byte after it, those that start with
+// it.
+type group struct {
+	before, after [256][]anchored
+	alone         []anchored // keywords of one byte
 }
 
 func newPrefilter(rs []*rule) prefilter {
@@ -42,11 +55,19 @@ func newPrefilter(rs []*rule) prefilter {
 			}
 			c := kw[off]
 			if p.slot[c] == 0 {
-				p.by = append(p.by, nil)
+				p.by = append(p.by, &group{})
 				p.slot[c] = uint16(len(p.by)) //nolint:gosec // G115: at most 256 groups, one per byte value
 			}
-			g := int(p.slot[c]) - 1
-			p.by[g] = append(p.by[g], anchored{kw: kw, off: off, rule: ri})
+			g := p.by[int(p.slot[c])-1]
+			a := anchored{kw: kw, off: off, rule: ri}
+			switch {
+			case off > 0:
+				g.before[kw[off-1]] = append(g.before[kw[off-1]], a)
+			case len(kw) > 1:
+				g.after[kw[1]] = append(g.after[kw[1]], a)
+			default:
+				g.alone = append(g.alone, a)
+			}
 		}
 	}
 	return p
@@ -69,20 +90,33 @@ func (p *prefilter) scan(s string) [][]int {
 		if g == 0 {
 			continue
 		}
-		for _, a := range p.by[g-1] {
-			start := i - a.off
-			// The first and last bytes first: most anchors are not a
-			// keyword's, and these two tell at once.
-			if start < 0 || start+len(a.kw) > len(s) || s[start] != a.kw[0] || s[start+len(a.kw)-1] != a.kw[len(a.kw)-1] ||
-				s[start:start+len(a.kw)] != a.kw {
-				continue
-			}
-			if hits == nil {
-				hits = make([][]int, p.rules)
-			}
-			if h := hits[a.rule]; len(h) == 0 || h[len(h)-1] != start {
-				hits[a.rule] = append(h, start)
-			}
+		grp := p.by[g-1]
+		hits = p.match(s, i, grp.alone, hits)
+		if i > 0 {
+			hits = p.match(s, i, grp.before[s[i-1]], hits)
+		}
+		if i+1 < len(s) {
+			hits = p.match(s, i, grp.after[s[i+1]], hits)
+		}
+	}
+	return hits
+}
+
+// match adds to hits the keywords of cands (anchored at s[i]) that occur
+// there.
+func (p *prefilter) match(s string, i int, cands []anchored, hits [][]int) [][]int {
+	for _, a := range cands {
+		start := i - a.off
+		// The first and last bytes first: they tell most misses at once.
+		if start < 0 || start+len(a.kw) > len(s) || s[start] != a.kw[0] || s[start+len(a.kw)-1] != a.kw[len(a.kw)-1] ||
+			s[start:start+len(a.kw)] != a.kw {
+			continue
+		}
+		if hits == nil {
+			hits = make([][]int, p.rules)
+		}
+		if h := hits[a.rule]; len(h) == 0 || h[len(h)-1] != start {
+			hits[a.rule] = append(h, start)
 		}
 	}
 	return hits

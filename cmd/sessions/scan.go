@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,10 +18,12 @@ const scanDoc = `
 Reports the secrets stored in sessions (all sessions when none is given):
 API keys, tokens, private keys and the like, found by the rules that redact
 what a store writes (--generic adds password assignments and high-entropy
-strings). It reads every revision, archived ones included, and the content
-kept out of line. Each secret is reported once per place: the session, the
-first revision that holds it, the message, the part and the field, its rule
-and the short hash its placeholder would show; never the secret itself.
+strings). It reads every revision, archived ones included, the content
+kept out of line, the copies a repair set aside (forensic/) and the retired
+sessions' packs. Each secret is reported once per place: the session, the
+first revision that holds it, the message, the part and the field, where it
+is (log, archive, retired, forensic and the copy's name), its rule and the
+short hash its placeholder would show; never the secret itself.
 Exit status: 0 when none is found, 5 when some are, 1 when the scan failed.
 'sessions redact ID' rewrites a session without them.`
 
@@ -55,7 +58,21 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	return c.withSessions(ctx, names, func(st sessionstore.Store, ids []session.SessionID) int {
+	return c.withStore(ctx, func(st sessionstore.Store) int {
+		// A name that names no live session is taken as an ID: the
+		// store's scan reads retired sessions too, and says when there
+		// is no such session.
+		ids := make([]session.SessionID, 0, len(names))
+		for _, n := range names {
+			id, err := sessionstore.ResolveID(ctx, st, n)
+			if errors.Is(err, sessionstore.ErrNotFound) {
+				id, err = session.SessionID(n), nil
+			}
+			if err != nil {
+				return c.fail(err)
+			}
+			ids = append(ids, id)
+		}
 		var rows [][]string
 		n := 0
 		for f, err := range sessionstore.Scan(ctx, st, r, ids...) {
@@ -73,14 +90,22 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if f.Message < 0 {
 				msg = "-"
 			}
-			rows = append(rows, []string{cli.Escape(string(f.ID)), strconv.FormatUint(f.Revision, 10), msg, f.Part, f.Field, f.Rule, f.Hash})
+			rev := strconv.FormatUint(f.Revision, 10)
+			if f.Revision == 0 {
+				rev = "-"
+			}
+			where := f.Where
+			if f.File != "" {
+				where += " " + cli.Escape(f.File)
+			}
+			rows = append(rows, []string{cli.Escape(string(f.ID)), rev, msg, f.Part, f.Field, f.Rule, f.Hash, where})
 		}
 		if !*asJSON {
 			if n == 0 {
 				fmt.Fprintln(stdout, "no secrets found")
 				return exitOK
 			}
-			if err := writeTable(stdout, []string{"ID", "REV", "MSG", "PART", "FIELD", "RULE", "HASH"}, rows, []bool{false, true, true}); err != nil {
+			if err := writeTable(stdout, []string{"ID", "REV", "MSG", "PART", "FIELD", "RULE", "HASH", "WHERE"}, rows, []bool{false, true, true}); err != nil {
 				return c.fail(err)
 			}
 			fmt.Fprintf(stdout, "%d secrets found; 'sessions redact ID' rewrites a session without them\n", n)

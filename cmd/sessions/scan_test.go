@@ -54,6 +54,15 @@ func TestScanCommand(t *testing.T) {
 	r = inProcess(t, "--dir", root, "scan", "leaky", "--json")
 	require.Equal(t, 5, r.Code, r.Stderr)
 	require.Contains(t, r.Stdout, `"rule":"aws-access-key-id"`)
+	require.Contains(t, r.Stdout, `"where":"log"`)
+
+	// A retired session is scanned in its pack.
+	require.Equal(t, exitOK, inProcess(t, "--dir", root, "retire", "leaky").Code)
+	r = inProcess(t, "--dir", root, "scan")
+	require.Equal(t, 5, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "retired")
+	require.NotContains(t, r.Stdout, scanCmdKey[4:12])
+	require.Equal(t, 5, inProcess(t, "--dir", root, "scan", "leaky").Code)
 	require.Equal(t, exitFail, inProcess(t, "--dir", root, "scan", "nope").Code)
 	require.Equal(t, exitUsage, inProcess(t, "--dir", root, "scan", "--frob").Code)
 }

@@ -157,3 +157,7 @@ func eachItem(b []byte, open, close byte, keyed bool, fn func(k, v []byte) error
 		}
 	}
 }
+
+// Elements calls fn with each element of the JSON array arr, verbatim
+// (aliasing arr), in order.
+func Elements(arr []byte, fn func(e []byte) error) error { return eachElement(arr, fn) }

@@ -129,5 +129,18 @@ func (s *Snapshots) Bytes() []byte {
 	return s.d.appendTo(make([]byte, 0, s.d.size()))
 }
 
+// AppendBytes appends the latest record's snapshot to b, as Bytes
+// returns it (b unchanged when it is unknown): a reader that keeps a
+// buffer or two saves Bytes' allocation of each revision.
+func (s *Snapshots) AppendBytes(b []byte) []byte {
+	if s.atFull {
+		return append(b, s.full...)
+	}
+	if s.d == nil {
+		return b
+	}
+	return s.d.appendTo(b)
+}
+
 // Why says why the latest snapshot is unknown.
 func (s *Snapshots) Why() error { return s.why }

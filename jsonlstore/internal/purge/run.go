@@ -97,6 +97,7 @@ func Run(ctx context.Context, root *layout.Root, id session.SessionID, h Holder,
 	if err := t.forensics(&rep); err != nil {
 		return rep, err
 	}
+	rep.Blobs = t.newBlobs
 	c, err := h.CollectBlobs(ctx)
 	if err != nil {
 		return rep, layout.OpErr("redact", id, fmt.Errorf("collect the old blobs: %w", err))
@@ -255,9 +256,16 @@ func (t *transform) forensics(rep *maintenance.RedactReport) error {
 		if err != nil {
 			return layout.OpErr("redact", t.id, err)
 		}
-		nb, n := t.forensic(b)
+		nb, n, err := t.forensic(b)
+		if err != nil {
+			return layout.OpErr("redact", t.id, err)
+		}
 		if n == 0 {
 			continue
+		}
+		// The blobs the copy now references are durable before it is.
+		if err := t.blobs.Sync(); err != nil {
+			return layout.OpErr("redact", t.id, err)
 		}
 		if err := t.replace(p, nb); err != nil {
 			return layout.OpErr("redact", t.id, err)

@@ -7,8 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
@@ -36,13 +41,16 @@ type transform struct {
 	// secrets counts the secrets replaced, by rule.
 	secrets  map[string]int
 	newBlobs int
+	// clean holds the blobs forensic copies reference that hold no
+	// secret.
+	clean map[string]bool
 }
 
 func newTransform(fsys vfs.FS, id session.SessionID, r *redact.Redactor, blobs *blobfile.Writer) *transform {
 	return &transform{
 		fs: fsys, id: id, r: r, blobs: blobs,
 		elems: map[[32]byte][]byte{}, heads: map[[32]byte][]byte{},
-		refs: map[string][2]string{}, secrets: map[string]int{},
+		refs: map[string][2]string{}, secrets: map[string]int{}, clean: map[string]bool{},
 	}
 }
 
@@ -323,8 +331,7 @@ func (t *transform) message(e []byte) ([]byte, error) {
 	if err := json.Unmarshal(arr, &ms); err != nil || len(ms) != 1 {
 		return nil, fmt.Errorf("message: %w", errors.Join(err, errors.New("not one message")))
 	}
-	var old []session.ContentRef
-	ms.Refs(func(ref session.ContentRef) { old = append(old, ref) })
+	old := placedRefs(ms[0].Parts)
 	if err := ms.Resolve(func(ref session.ContentRef) ([]byte, error) {
 		return blobfile.Read(t.fs, t.id, ref)
 	}); err != nil {
@@ -353,22 +360,55 @@ func (t *transform) message(e []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("message: %w", err)
 	}
-	// The old references this message held: those it no longer holds
-	// are renamed, in forensic copies, to what took their place.
-	var now []session.ContentRef
 	if len(old) > 0 {
-		var nms sessnap.Messages
-		if err := json.Unmarshal(append(append([]byte{'['}, ne...), ']'), &nms); err == nil {
-			nms.Refs(func(ref session.ContentRef) { now = append(now, ref) })
-		}
-	}
-	for i, ref := range old {
-		if i < len(now) && now[i].SHA256 != ref.SHA256 && now[i].Field == ref.Field {
-			t.refs[ref.SHA256] = [2]string{blobRefText(ref.SHA256, ref.Size), blobRefText(now[i].SHA256, now[i].Size)}
+		if err := t.renameRefs(old, ne); err != nil {
+			return nil, err
 		}
 	}
 	t.elems[key] = ne
 	return ne, nil
+}
+
+// placedRefs maps each part of parts (nested ones included) that holds a
+// content reference to it, by the part's place ("2", "2.0").
+func placedRefs(parts []session.Part) map[string]session.ContentRef {
+	out := map[string]session.ContentRef{}
+	walkParts(parts, "", func(place string, p *session.Part) {
+		if p.Ref != nil {
+			out[place] = *p.Ref
+		}
+	})
+	return out
+}
+
+// walkParts calls fn with every part of parts, nested ones after their
+// parent, and its place.
+func walkParts(parts []session.Part, prefix string, fn func(place string, p *session.Part)) {
+	for i := range parts {
+		place := prefix + strconv.Itoa(i)
+		fn(place, &parts[i])
+		walkParts(parts[i].Content, place+".", fn)
+	}
+}
+
+// renameRefs records, for forensic copies, what replaces each old
+// reference (old, by place) of a message that redaction rewrote as ne:
+// the new reference at the same place. Content that went back inline
+// (smaller than the blob threshold once redacted) has none: forensic
+// copies that reference its old blob get a blob of their own
+// (forensicRefs).
+func (t *transform) renameRefs(old map[string]session.ContentRef, ne []byte) error {
+	var nms sessnap.Messages
+	if err := json.Unmarshal(append(append([]byte{'['}, ne...), ']'), &nms); err != nil || len(nms) != 1 {
+		return fmt.Errorf("message: %w", errors.Join(err, errors.New("not one message")))
+	}
+	now := placedRefs(nms[0].Parts)
+	for place, ref := range old {
+		if nr, ok := now[place]; ok && nr.Field == ref.Field && nr.SHA256 != ref.SHA256 {
+			t.refs[ref.SHA256] = [2]string{blobRefText(ref.SHA256, ref.Size), blobRefText(nr.SHA256, nr.Size)}
+		}
+	}
+	return nil
 }
 
 // counting is an Externalizer that counts the blobs it makes.
@@ -388,7 +428,10 @@ func (c *counting) Externalize(field string, content []byte) (session.ContentRef
 // forensic returns b, a forensic copy's bytes, with the secrets in it
 // replaced and the references to blobs and pages that redaction replaced
 // renamed, and how many secrets it replaced (b itself when none).
-func (t *transform) forensic(b []byte) ([]byte, int) {
+func (t *transform) forensic(b []byte) ([]byte, int, error) {
+	if err := t.forensicRefs(b); err != nil {
+		return nil, 0, err
+	}
 	out, n := t.r.Bytes(b)
 	if n > 0 {
 		t.count(b, out)
@@ -403,5 +446,71 @@ func (t *transform) forensic(b []byte) ([]byte, int) {
 		}
 		out = []byte(s)
 	}
-	return out, n
+	return out, n, nil
+}
+
+// Blob and page references as forensic copies hold them (sessnap's part
+// reference, record.EncodePage).
+var (
+	forensicBlobRef = regexp.MustCompile(`"sha256":"([0-9a-f]{64})","size":([0-9]{1,19})`)
+	forensicPageRef = regexp.MustCompile(`\{"page":\{"sha256":"([0-9a-f]{64})","messages":([0-9]{1,9}),"size":([0-9]{1,19})\}\}`)
+)
+
+// forensicRefs gives each blob and page a forensic copy b references, and
+// that the history's redaction did not replace, its redacted
+// replacement when it holds a secret: a page through page (its messages
+// redacted as the history's are), a blob as a new blob of its content
+// with the secrets replaced. That covers the blobs whose redacted content
+// went back inline, and a rerun after a crash that left the forensic
+// copies unrewritten (the history, already redacted, replaces nothing).
+// An unreadable blob or page is left as it is (the copy is evidence of a
+// damaged session; a blob collection keeps what it references).
+func (t *transform) forensicRefs(b []byte) error {
+	for _, m := range forensicPageRef.FindAllSubmatch(b, -1) {
+		hash := string(m[1])
+		if _, ok := t.refs[hash]; ok {
+			continue
+		}
+		msgs, err1 := strconv.Atoi(string(m[2]))
+		size, err2 := strconv.ParseInt(string(m[3]), 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if _, err := t.page(record.EncodePage(record.PageRef{SHA256: hash, Messages: msgs, Size: size})); err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, sessionstore.ErrCorrupt) {
+				continue
+			}
+			return err
+		}
+	}
+	for _, m := range forensicBlobRef.FindAllSubmatch(b, -1) {
+		hash := string(m[1])
+		if _, ok := t.refs[hash]; ok || t.clean[hash] {
+			continue
+		}
+		size, err := strconv.ParseInt(string(m[2]), 10, 64)
+		if err != nil {
+			continue
+		}
+		content, err := blobfile.Read(t.fs, t.id, session.ContentRef{Field: session.ContentText, SHA256: hash, Size: size})
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, sessionstore.ErrCorrupt) {
+				continue
+			}
+			return err
+		}
+		red, n := t.r.Bytes(content)
+		if n == 0 {
+			t.clean[hash] = true
+			continue
+		}
+		t.count(content, red)
+		nh := blob.Hash(red)
+		if err := t.blobs.Put(nh, red); err != nil {
+			return err
+		}
+		t.newBlobs++
+		t.refs[hash] = [2]string{blobRefText(hash, size), blobRefText(nh, int64(len(red)))}
+	}
+	return nil
 }
