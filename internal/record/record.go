@@ -51,10 +51,14 @@ const (
 	// to content kept out of line (blobs, FORMAT.md "Blobs"): a reader
 	// must resolve them, so a program that cannot stops before it.
 	Version4 = 4
+	// Version5 is a delta record that drops messages ("drop", delta.go):
+	// the revision of a rewind. A program that cannot apply the drop
+	// stops before it, and so never appends after a rewind it misread.
+	Version5 = 5
 	// Version is the newest format this package reads. A line with a
 	// valid checksum and a higher version, or a kind this package does not
 	// know, was written by a newer program (ErrNewer).
-	Version = Version4
+	Version = Version5
 )
 
 // Record kinds.
