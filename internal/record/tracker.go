@@ -281,6 +281,15 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int, old *doc, drop
 	// snapshot's exactly, the delta's payload from below): a delta that
 	// cannot be written is not built.
 	newSize, payloadMin := 2+len(next)-1, 0
+	// The snapshot the chain's budget is measured against: the new one,
+	// or for a rewind (drops) the one before it when that is larger, so
+	// that shortening a conversation does not end a chain that its
+	// longer revision kept within the budget (a rewind stays a few bytes;
+	// a load reads at most the budget of a revision the chain holds).
+	measure := 0
+	if drops != nil {
+		measure = t.d.size()
+	}
 	for _, nm := range next {
 		om := old.index[string(nm.Key)]
 		switch {
@@ -301,7 +310,7 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int, old *doc, drop
 		}
 	}
 	if payloadMin >= newSize || newSize > maxRecord || t.deltas+payloadMin > maxRecord ||
-		t.full+t.deltas+payloadMin > newSize*ChainBudgetNum/ChainBudgetDen {
+		t.full+t.deltas+payloadMin > max(newSize, measure)*ChainBudgetNum/ChainBudgetDen {
 		return nil, false
 	}
 	// The result, on a copy of the pieces (the latest snapshot stays as it
@@ -324,7 +333,7 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int, old *doc, drop
 	}
 	m.Kind = KindDelta
 	line := Encode(m, payload)
-	budget := size * ChainBudgetNum / ChainBudgetDen
+	budget := max(size, measure) * ChainBudgetNum / ChainBudgetDen
 	if t.full+t.deltas+len(line) > budget || t.deltas+len(line) > maxRecord || size > maxRecord {
 		return nil, false
 	}
