@@ -169,3 +169,29 @@ func TestApplyDrop(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// TestApplyDropSeeds: the drop seeds of FuzzApplyDelta apply as written
+// (the valid ones rebuild their result; the others are refused).
+func TestApplyDropSeeds(t *testing.T) {
+	page := string(EncodePage(PageRef{SHA256: strings.Repeat("b", 64), Messages: 2, Size: 9}))
+	for _, c := range []struct {
+		base, result, ops string
+		ok                bool
+	}{
+		{`{"messages":[{"m":1},{"m":2},{"m":3}],"x":1}`, `{"messages":[{"m":1}],"x":1}`, `"drop":{"messages":2}`, true},
+		{`{"messages":[` + page + `,{"m":3}]}`, `{"messages":[` + page + `]}`, `"drop":{"messages":1}`, true},
+		{`{"messages":[` + page + `,{"m":3}]}`, `{"messages":[]}`, `"drop":{"messages":3}`, true},
+		{`{"messages":[` + page + `,{"m":3}]}`, `{"messages":[]}`, `"drop":{"messages":2}`, false},
+		{`{"messages":[ {"m":1} , {"m":2} ]}`, `{"messages":[ {"m":1}]}`, `"drop":{"messages":1}`, true},
+		{`{"messages":[{"m":1},{"m":2}]}`, `{"messages":[{"m":1},{"m":9}]}`, `"drop":{"messages":1},"append":{"messages":[{"m":9}]}`, true},
+		{`{"messages":[{"m":1}]}`, `{"messages":[]}`, `"drop":{"messages":4}`, false},
+	} {
+		out, err := Apply([]byte(c.base), []byte(fmt.Sprintf(`{"snap_len":%d,"snap_crc":"%08x",%s}`, len(c.result), crcOf([]byte(c.result)), c.ops)), 1<<16)
+		if c.ok {
+			require.NoError(t, err, c.ops)
+			require.Equal(t, c.result, string(out))
+		} else {
+			require.Error(t, err, c.ops)
+		}
+	}
+}
