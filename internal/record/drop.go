@@ -146,23 +146,3 @@ func (m *member) dropLast(n int) error {
 }
 
 var emptyArrayValue = []byte("[]")
-
-// messageCount returns how many messages the member's array holds.
-func (m *member) messageCount() (int, error) {
-	n := 0
-	if !emptyArray(m.val) {
-		x, err := indexList(m.val[1 : len(m.val)-1])
-		if err != nil {
-			return 0, err
-		}
-		n = x.count()
-	}
-	for i := range m.app {
-		x, err := m.indexOf(i)
-		if err != nil {
-			return 0, err
-		}
-		n += x.count()
-	}
-	return n, nil
-}
