@@ -298,20 +298,21 @@ func (h *Handle) Pop(ctx context.Context) (m session.Message, ok bool, err error
 // truncateLocked stores the latest snapshot with its first n messages,
 // and idle when idle is set.
 func (h *Handle) truncateLocked(ctx context.Context, n int, idle bool) (uint64, error) {
-	snap, err := truncated(h.snap, n, idle)
-	if err != nil {
+	if _, err := truncated(h.snap, n, idle); err != nil {
 		return 0, err
 	}
-	s, err := snap.Restore()
-	if err != nil {
-		return 0, fmt.Errorf("%w: session %s: %w", ErrInvalidSnapshot, snap.ID, err)
+	if h.s == nil {
+		return 0, errBroken
 	}
-	rev, err := h.w.Append(ctx, h.rev, snap)
-	if err != nil {
-		return 0, err
+	// The aggregate keeps its validated first n messages (nothing is
+	// restored), and its conversation stays the stored one's memory, so
+	// that the writer sees a rewind and writes the few bytes that drop
+	// the rest.
+	if err := h.s.Truncate(n, idle); err != nil {
+		h.rebuildLocked()
+		return 0, fmt.Errorf("%w: session %s: %w", ErrInvalidSnapshot, h.w.ID(), err)
 	}
-	h.s, h.snap, h.rev = s, snap, rev
-	return rev, nil
+	return h.storeLocked(ctx)
 }
 
 // truncated returns snap with its first n messages, and idle when idle is

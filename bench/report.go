@@ -75,6 +75,10 @@ func (r *report) targets() []target {
 	if k := "W6/last÷first"; has(k) {
 		ts = append(ts, target{fmt.Sprintf("W6: p50 of the last 60 appends ÷ the first 60 (%.0f MiB session)", f["W6/MiB"]), "≤ 1.3×", fmt.Sprintf("%.2f×", f[k]), f[k] <= 1.3})
 	}
+	if k := "W6/rewind÷append"; has(k) {
+		ts = append(ts, target{"W6: p50 of a rewind by one message ÷ p50 of the last 60 appends", "≤ 2×", fmt.Sprintf("%.2f×", f[k]), f[k] <= 2})
+		ts = append(ts, target{"W6: bytes a rewind adds to the log", "≤ 8 KiB", fmt.Sprintf("%.0f B", f["W6/rewindBytes"]), f["W6/rewindBytes"] <= 8<<10})
+	}
 	if k := "W6/last÷raw"; has(k) {
 		ts = append(ts, target{"W6: p50 of the last 60 appends ÷ raw O_APPEND+fdatasync of the new message's bytes", "≤ 3×", fmt.Sprintf("%.2f×", f[k]), f[k] <= 3})
 	}

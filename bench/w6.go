@@ -23,6 +23,9 @@ import (
 // w6Window is how many appends the first and last p50s of W6 cover.
 const w6Window = 60
 
+// w6Rewinds is how many rewinds by one message W6 times after the appends.
+const w6Rewinds = 30
+
 // agentSession grows a coding agent's session one message per revision:
 // a user prompt, an assistant reply with a tool call, the tool's result
 // (2 to 64 KiB of text), and again.
@@ -127,6 +130,33 @@ func runW6(ctx context.Context, c *config, r *report) error {
 		}
 	}
 	elapsed := time.Since(start)
+
+	// Rewinds: the conversation cut by one message (Session.Truncate, as
+	// sessionstore.Handle.Pop does) and appended, w6Rewinds times in a
+	// row, each timed, with the bytes each adds to the log.
+	var rewind sample
+	var rewindMax int64
+	for range w6Rewinds {
+		before, err := os.Stat(js.log)
+		if err != nil {
+			return err
+		}
+		if err := agent.s.Truncate(agent.s.MessageCount()-1, false); err != nil {
+			return err
+		}
+		snap, err := sessnap.Of(agent.s)
+		if err != nil {
+			return err
+		}
+		if err := m.timed(&rewind, 0, func() error { return js.append(ctx, snap) }); err != nil {
+			return fmt.Errorf("jsonlstore, rewind at revision %d: %w", js.rev+1, err)
+		}
+		after, err := os.Stat(js.log)
+		if err != nil {
+			return err
+		}
+		rewindMax = max(rewindMax, after.Size()-before.Size())
+	}
 	revs := js.rev
 	jsOpen = false
 	if err := js.close(); err != nil {
@@ -177,6 +207,8 @@ func runW6(ctx context.Context, c *config, r *report) error {
 		fmtDur(store.pct(99)), fmtX(float64(lastP50)/float64(rawLastP50)))
 	t.add("raw O_APPEND+fdatasync of the new message's bytes", fmtNum(rawS.opsPerSec()), fmtDur(pctOf(rawS.lat[:min(w6Window, len(rawS.lat))], 50)),
 		fmtDur(rawLastP50), "—", fmtDur(rawS.pct(99)), "1.00×")
+	t.add(fmt.Sprintf("jsonlstore rewind by one message (%d in a row)", w6Rewinds), fmtNum(rewind.opsPerSec()), "—", fmtDur(rewind.pct(50)),
+		fmt.Sprintf("%s ÷ last 60 appends", fmtX(float64(rewind.pct(50))/float64(lastP50))), fmtDur(rewind.pct(99)), fmt.Sprintf("≤ %d B added to the log each", rewindMax))
 	t.note("messages cycle through a user prompt (100–500 B), an assistant reply with a tool call (200–800 B), and a tool result of 2–64 KiB of text; each message is one revision, the store appending first and the raw baseline after it, in the same round; the workload took %s", elapsed.Round(time.Millisecond))
 	t.note("on disk: the session directory holds %s for %s of message text (log %s; the rest blobs and pages, zstd where that pays)", fmtBytes(onDisk), fmtBytes(agent.content), fmtBytes(logInfo.Size()))
 	r.add(t)
@@ -193,6 +225,8 @@ func runW6(ctx context.Context, c *config, r *report) error {
 	r.set("W6/MiB", float64(c.w6MiB))
 	r.set("W6/last÷first", float64(lastP50)/float64(firstP50))
 	r.set("W6/last÷raw", float64(lastP50)/float64(rawLastP50))
+	r.set("W6/rewind÷append", float64(rewind.pct(50))/float64(lastP50))
+	r.set("W6/rewindBytes", float64(rewindMax))
 	r.set("W6/load÷read", float64(load.pct(50))/float64(read.pct(50)))
 	return nil
 }

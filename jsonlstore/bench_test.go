@@ -59,7 +59,7 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			line := record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: 1, Gen: 1, Time: time.Now().UTC(), Kind: record.KindFull}, payload)
+			line := record.Encode(record.Meta{Version: record.Version4, Schema: 1, Rev: 1, Gen: 1, Time: time.Now().UTC(), Kind: record.KindFull}, payload)
 			// The baseline goes through the same platform sync (fdatasync
 			// on Linux, F_FULLFSYNC on macOS) but nothing else.
 			rawRoot, err := os.OpenRoot(dir)

@@ -173,7 +173,7 @@ func compactBenchWriteLog(b *testing.B, name string, payloads [][][]byte, size i
 		rev++
 		i := int(rev-1) % compactBenchEpoch
 		s := int(rev-1) / compactBenchEpoch % compactBenchSets
-		line := record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: rev, Gen: 1, Time: at.Add(time.Duration(rev) * time.Millisecond), Kind: record.KindFull}, payloads[s][i])
+		line := record.Encode(record.Meta{Version: record.Version4, Schema: 1, Rev: rev, Gen: 1, Time: at.Add(time.Duration(rev) * time.Millisecond), Kind: record.KindFull}, payloads[s][i])
 		if _, err := bw.Write(line); err != nil {
 			b.Fatal(err)
 		}

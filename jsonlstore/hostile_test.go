@@ -218,7 +218,7 @@ func TestDeepJSONRecordRefused(t *testing.T) {
 	const depth = 200_000
 	clean := cleanFixture(t)
 	payload := `{"id":"clean","messages":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
-	line := record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: 6, Gen: 1, Time: sessiontest.Epoch.Add(time.Hour), Kind: record.KindFull}, []byte(payload))
+	line := record.Encode(record.Meta{Version: record.Version4, Schema: 1, Rev: 6, Gen: 1, Time: sessiontest.Epoch.Add(time.Hour), Kind: record.KindFull}, []byte(payload))
 	st, _ := storeWithLog(t, append(bytes.Clone(clean), line...), Options{})
 	start := time.Now()
 	_, err := st.Load(ctx, "clean")

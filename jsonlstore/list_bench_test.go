@@ -66,7 +66,7 @@ func benchSessions(tb testing.TB, root string, n, revs int) {
 		var log []byte
 		var last record.Rec
 		for r := 1; r <= revs; r++ {
-			m := record.Meta{Version: record.Version, Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: record.KindFull}
+			m := record.Meta{Version: record.Version4, Schema: 1, Rev: uint64(r), Gen: 1, Time: at, Kind: record.KindFull}
 			line := record.Encode(m, payload)
 			last = record.Rec{Meta: m, Offset: int64(len(log)), LineLen: int64(len(line))}
 			log = append(log, line...)

@@ -13,7 +13,7 @@ import (
 var recTime = time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
 
 func testLine(rev uint64, payload string) []byte {
-	return record.Encode(record.Meta{Version: record.Version, Schema: 1, Rev: rev, Gen: 3, Time: recTime, Kind: record.KindFull}, []byte(payload))
+	return record.Encode(record.Meta{Version: record.Version4, Schema: 1, Rev: rev, Gen: 3, Time: recTime, Kind: record.KindFull}, []byte(payload))
 }
 
 func TestRecordRoundTrip(t *testing.T) {

@@ -203,7 +203,7 @@ func TestVerifyPayloadDoesNotRestore(t *testing.T) {
 	require.NoError(t, err)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	line := record.Encode(record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: 3, Gen: 1, Time: time.Now().UTC(), Kind: record.KindFull}, payload)
+	line := record.Encode(record.Meta{Version: record.Version4, Schema: sessnap.SchemaVersion, Rev: 3, Gen: 1, Time: time.Now().UTC(), Kind: record.KindFull}, payload)
 	require.NoError(t, os.WriteFile(path, append(data, line...), 0o600))
 
 	rep, err := st.Verify(ctx, "norestore")

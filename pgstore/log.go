@@ -50,7 +50,7 @@ func latestOf(ctx context.Context, tx pgx.Tx, id session.SessionID) (latest, err
 	}
 	l.time, l.logBytes = time.Unix(secs, int64(nsecs)).UTC(), logBytes
 	l.rev, err = fromBigint("revision", rev)
-	if v, ok := record.PeekVersion(head); ok && (v > record.Version || !record.KnownKind(kind)) {
+	if v, ok := record.PeekVersion(head); ok && record.Newer(v, kind) {
 		l.newer = &sessionstore.NewerRecordError{ID: id, Path: recordsPath, Revision: l.rev, Version: v, Kind: kind}
 	}
 	return l, err

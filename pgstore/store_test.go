@@ -416,7 +416,7 @@ func TestSchemaTooNewRefusesAppend(t *testing.T) {
 	s := mustOpen(t, pgstore.Options{})
 	payload, err := sessnap.Marshal(sessiontest.Snap(t, sessiontest.Titled("n", "from the future")))
 	require.NoError(t, err)
-	line := record.Encode(record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion + 1, Rev: 1, Gen: 3,
+	line := record.Encode(record.Meta{Version: record.Version4, Schema: sessnap.SchemaVersion + 1, Rev: 1, Gen: 3,
 		Time: time.Now().UTC(), Kind: record.KindFull}, payload)
 	_, err = s.Import(ctx, "n", func(yield func([]byte, error) bool) { yield(line, nil) }, nil)
 	require.NoError(t, err)

@@ -68,6 +68,9 @@ func (s *Stream) Snapshot(snap *sessnap.Snapshot) int {
 
 // known returns how many of ms are the messages of the last call.
 func (s *Stream) known(ms sessnap.Messages) int {
+	if len(s.in) > 0 && len(ms) > 0 && len(ms) < len(s.in) && &ms[0] == &s.in[0] {
+		return len(ms) // a rewind: the first messages of the last call
+	}
 	if len(s.in) == 0 || len(ms) < len(s.in) {
 		return 0
 	}

@@ -409,6 +409,32 @@ func (s *Session) AppendMessage(m Message) error {
 	return nil
 }
 
+// Truncate keeps the conversation's first n messages and drops the rest
+// (a rewind), their IDs free again. With endTurn, a turn running or
+// paused for an approval ends (the session idle, the pending ask gone)
+// and a terminal session is refused; without it the state stays as it
+// is. The messages kept are not copied or validated again: its cost is
+// the messages dropped. The conversation earlier Conversation results
+// returned is unchanged (the next message is appended to a new copy).
+func (s *Session) Truncate(n int, endTurn bool) error {
+	if n < 0 || n > len(s.conversation) {
+		return invalidf("session %s: no point at message %d (it holds %d)", s.cfg.ID, n, len(s.conversation))
+	}
+	if endTurn {
+		switch {
+		case s.state.Terminal():
+			return &TransitionError{Event: "rewind", From: s.state}
+		case s.state == StateRunning, s.state == StateAwaiting:
+			s.state, s.pending = StateIdle, nil
+		}
+	}
+	for _, m := range s.conversation[n:] {
+		delete(s.messageIDs, m.ID)
+	}
+	s.conversation = s.conversation[:n:n]
+	return nil
+}
+
 // RecordToolCall counts a tool call made by the running turn.
 func (s *Session) RecordToolCall() error {
 	if s.state != StateRunning {

@@ -61,6 +61,19 @@ func (c *Checker) Advance(snap Snapshot) {
 	c.n = len(snap.Messages)
 }
 
+// Truncate records that the next snapshot keeps the first n of the
+// messages checked (msgs, the stored revision's): the IDs of the others
+// are free again. Its cost is the messages dropped.
+func (c *Checker) Truncate(msgs Messages, n int) {
+	if n >= c.n {
+		return
+	}
+	for _, m := range msgs[n:min(c.n, len(msgs))] {
+		delete(c.ids, m.ID)
+	}
+	c.n = n
+}
+
 // Reset forgets what the checker checked: the next Check checks every
 // message.
 func (c *Checker) Reset() { *c = Checker{} }

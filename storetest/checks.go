@@ -37,6 +37,7 @@ var checks = []check{
 	{"HandleDrivesAnAgentsTurns", checkHandleTurns},
 	{"HandleKeepsAndDerivesMessageIDs", checkHandleKeepsIDs},
 	{"HandleRewindsInPlace", checkHandleRewind},
+	{"HandleRewindsAndResumes", checkHandleRewindsAndResumes},
 	{"ForkAtMessage", checkForkAtMessage},
 
 	// Leases (lease.go).

@@ -205,3 +205,65 @@ func checkForkAtMessage(f *fixture) {
 	require.Len(t, rec.Snapshot.Messages, 6, "the parent is untouched")
 	require.Equal(t, session.StateRunning, rec.Snapshot.State)
 }
+
+// checkHandleRewindsAndResumes: adds, rewinds and pops in a row, with the
+// handle closed and the session resumed by a new one now and then, leave
+// every revision with the conversation the calls made (Load of each, in
+// a store opened again), and a message added after a rewind never takes
+// an ID the session held before.
+func checkHandleRewindsAndResumes(f *fixture) {
+	t := f.t
+	h, err := sessionstore.Open(f.ctx, f.s, "rewinds", sessionstore.HandleOptions{})
+	require.NoError(t, err)
+	type state struct {
+		rev uint64
+		ids []string
+	}
+	var want []state
+	idsOf := func() []string {
+		var ids []string
+		for _, m := range h.Snapshot().Messages {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	for step := range 40 {
+		var rev uint64
+		switch n := len(h.Snapshot().Messages); {
+		case step%7 == 3 && n > 2:
+			rev, err = h.Rewind(f.ctx, n-2)
+		case step%5 == 4 && n > 0:
+			_, _, err = h.Pop(f.ctx)
+			rev = h.Revision()
+		default:
+			rev, err = h.Add(f.ctx, session.TextMessage(session.RoleUser, fmt.Sprintf("prompt %d", step), sessiontest.Epoch),
+				session.TextMessage(session.RoleAssistant, fmt.Sprintf("answer %d", step), sessiontest.Epoch))
+		}
+		require.NoError(t, err, "step %d", step)
+		ids := idsOf()
+		want = append(want, state{rev, ids})
+		if step%9 == 8 {
+			require.NoError(t, h.Close(f.ctx))
+			h, err = sessionstore.Open(f.ctx, f.s, "rewinds", sessionstore.HandleOptions{})
+			require.NoError(t, err)
+			require.Equal(t, ids, idsOf(), "step %d: the resumed handle", step)
+		}
+	}
+	require.NoError(t, h.Close(f.ctx))
+	all := map[string]int{}
+	for _, w := range want {
+		rec, err := f.s.LoadRevision(f.ctx, "rewinds", w.rev)
+		require.NoError(t, err, "revision %d", w.rev)
+		var got []string
+		for _, m := range rec.Snapshot.Messages {
+			got = append(got, m.ID)
+		}
+		require.Equal(t, w.ids, got, "revision %d", w.rev)
+		for i, id := range got {
+			if at, ok := all[id]; ok {
+				require.Equal(t, i, at, "ID %s names one message at one place in every revision", id)
+			}
+			all[id] = i
+		}
+	}
+}

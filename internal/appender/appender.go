@@ -172,6 +172,38 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snap
 	}
 	a.holdStored()
 	k := a.prefix(snap.Messages)
+	drop := a.dropped(snap.Messages)
+	if drop > 0 {
+		// A rewind: the first k stored messages, the rest dropped.
+		k = len(snap.Messages)
+		a.check.Truncate(a.msgs, k)
+	}
+	line, err := a.line(id, m, &snap, k, drop)
+	if errors.Is(err, record.ErrDropInPage) {
+		// The cut is inside a page: the shorter conversation is encoded
+		// whole (a full record, or a delta that sets it).
+		line, err = a.line(id, m, &snap, -1, 0)
+	}
+	return line, err
+}
+
+// dropped returns how many of the stored messages next leaves out when
+// next is their first messages (a rewind), else 0: next is the stored
+// messages' own memory, cut shorter (Session.Truncate).
+func (a *Appender) dropped(next sessnap.Messages) int {
+	if !a.known || !a.track.Known() || len(next) >= len(a.msgs) {
+		return 0
+	}
+	if len(next) > 0 && &next[0] != &a.msgs[0] {
+		return 0
+	}
+	return len(a.msgs) - len(next)
+}
+
+// line is Line for snap, whose first k messages are the stored ones (k <
+// 0: not known) and which drops the stored messages after them.
+func (a *Appender) line(id session.SessionID, m record.Meta, snapp *sessnap.Snapshot, k, drop int) ([]byte, error) {
+	snap := *snapp
 	if k < 0 {
 		a.check.Reset()
 	}
@@ -209,7 +241,7 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snap
 			continue
 		}
 		if grow {
-			members[i] = record.Member{Key: messagesKey, Grown: true, Append: elems}
+			members[i] = record.Member{Key: messagesKey, Grown: true, Drop: drop, Append: elems}
 		} else {
 			members[i].Value = append(append([]byte{'['}, bytes.Join(elems, []byte{','})...), ']')
 		}

@@ -173,8 +173,8 @@ type Arrivals struct {
 // Check remembers next as checked.
 func (a *Arrivals) Check(id session.SessionID, next sessnap.Messages, size func(hash string) (int64, bool, error)) error {
 	from := 0
-	if n := len(a.checked); n > 0 && len(next) >= n && &next[0] == &a.checked[0] {
-		from = n
+	if n := len(a.checked); n > 0 && len(next) > 0 && &next[0] == &a.checked[0] {
+		from = min(n, len(next)) // a rewind keeps checked messages only
 	}
 	var err error
 	next[from:].Refs(func(ref session.ContentRef) {

@@ -18,6 +18,7 @@ import (
 //	 "keys":["format","id",…],                    optional
 //	 "del":["pending"],                           optional
 //	 "set":{"counters":{…},"state":"running"},    optional
+//	 "drop":{"messages":3},                       optional (format 5)
 //	 "append":{"messages":[{…},{…}]}}             optional
 //
 // Applied to the base's top-level members, in order:
@@ -25,6 +26,10 @@ import (
 //	del     removes each key (each must be present);
 //	set     replaces the value of each present key in place, and adds
 //	        each absent key after the last member;
+//	drop    removes the last n messages of each key's value, an array: an
+//	        element counts one, a page reference (pages.go) the messages
+//	        its page holds, and n must end at an element, never inside a
+//	        page (a rewind: drop.go);
 //	append  appends the elements to each key's value, an array;
 //	keys    (when present) orders the members: it lists every key of the
 //	        result exactly once.
@@ -41,10 +46,13 @@ var ErrDelta = errors.New("delta does not apply")
 // member is one top-level member of an object being rebuilt: its key
 // (quoted, as it appears), its value, and array elements appended to it.
 type member struct {
-	key  []byte
-	val  []byte
-	app  [][]byte // element lists (without brackets) appended to val, an array
-	size int      // serialized size of key:value
+	key []byte
+	val []byte
+	app [][]byte // element lists (without brackets) appended to val, an array
+	// idx[i] indexes the elements of app[i] once a drop needed them (nil
+	// until then; drop.go); it is as long as app.
+	idx  []*listIndex
+	size int // serialized size of key:value
 	// The checksum of the serialized member, computed once and kept: crc
 	// when crcOK; for an array being appended to, open is the checksum of
 	// its bytes without the closing bracket, with the first folded
@@ -54,6 +62,11 @@ type member struct {
 	open   uint32
 	folded int
 	openOK bool
+	// base is open before any element list was folded, and opens[i] open
+	// after folding app[0..i]: a drop that keeps the first lists goes
+	// back to them instead of checksumming the array again.
+	base  uint32
+	opens []uint32
 	// shift is crcShift(size) when shiftOf is size+1: a document's
 	// checksum combines its members' with it, and most members keep
 	// their size from revision to revision.
@@ -77,12 +90,14 @@ func (m *member) checksum() uint32 {
 		c := crc32.Update(0, Castagnoli, m.key)
 		c = crc32.Update(c, Castagnoli, colon)
 		m.open, m.folded, m.openOK = crc32.Update(c, Castagnoli, m.val[:len(m.val)-1]), 0, true
+		m.base, m.opens = m.open, m.opens[:0]
 	}
 	for ; m.folded < len(m.app); m.folded++ {
 		if m.folded > 0 || !emptyArray(m.val) {
 			m.open = crc32.Update(m.open, Castagnoli, comma)
 		}
 		m.open = crc32.Update(m.open, Castagnoli, m.app[m.folded])
+		m.opens = append(m.opens, m.open)
 	}
 	m.crc, m.crcOK = crc32.Update(m.open, Castagnoli, closeBracket), true
 	return m.crc
@@ -218,6 +233,8 @@ func (d *doc) clone() *doc {
 		cm := &ms[i]
 		*cm = *m
 		cm.app = append([][]byte(nil), m.app...)
+		cm.idx = append([]*listIndex(nil), m.idx...) // indexes are never changed, only replaced
+		cm.opens = append([]uint32(nil), m.opens...)
 		c.members[i] = cm
 		c.index[string(cm.key)] = cm
 	}
@@ -249,7 +266,7 @@ func newDoc(obj []byte) (*doc, error) {
 // none reports whether ops change nothing (a delta that only records a
 // new revision of the same snapshot).
 func (ops *deltaOps) none() bool {
-	return ops.keys == nil && len(ops.del) == 0 && len(ops.set) == 0 && len(ops.app) == 0
+	return ops.keys == nil && len(ops.del) == 0 && len(ops.set) == 0 && len(ops.drop) == 0 && len(ops.app) == 0
 }
 
 type deltaOps struct {
@@ -258,10 +275,21 @@ type deltaOps struct {
 	keys    [][]byte // nil when absent
 	del     [][]byte
 	set     [][2][]byte
+	drop    []dropOp
 	app     [][2][]byte // key, element list without brackets
+	// appIdx, when set (a writer's own delta), indexes the elements of
+	// each app list; a parsed delta has none.
+	appIdx []*listIndex
 }
 
-var deltaKeys = []string{`"snap_len"`, `"snap_crc"`, `"keys"`, `"del"`, `"set"`, `"append"`}
+// dropOp is one member of a delta's drop: remove the last n messages of
+// the array under key.
+type dropOp struct {
+	key []byte
+	n   int
+}
+
+var deltaKeys = []string{`"snap_len"`, `"snap_crc"`, `"keys"`, `"del"`, `"set"`, `"drop"`, `"append"`}
 
 func parseDelta(b []byte) (deltaOps, error) {
 	var ops deltaOps
@@ -318,6 +346,15 @@ func parseDelta(b []byte) (deltaOps, error) {
 			})
 		case 5:
 			return eachMember(v, func(k, v []byte) error {
+				n, err := strconv.ParseUint(string(v), 10, 31)
+				if err != nil || n == 0 || v[0] == '0' {
+					return fmt.Errorf("drop from %s is not a positive count: %.20q", k, v)
+				}
+				ops.drop = append(ops.drop, dropOp{key: k, n: int(n)})
+				return nil
+			})
+		case 6:
+			return eachMember(v, func(k, v []byte) error {
 				if len(v) < 2 || v[0] != '[' || emptyArray(v) {
 					return fmt.Errorf("append to %s is not a non-empty array", k)
 				}
@@ -360,16 +397,30 @@ func (d *doc) apply(ops deltaOps, maxOut int) error {
 			d.index[string(kv[0])] = m
 			d.members = append(d.members, m)
 		}
-		m.val, m.app = kv[1], nil
+		m.val, m.app, m.idx = kv[1], nil, nil
 		m.crcOK, m.openOK = false, false
 		m.resize()
 	}
-	for _, kv := range ops.app {
+	for _, op := range ops.drop {
+		m := d.index[string(op.key)]
+		if m == nil || len(m.val) < 2 || m.val[0] != '[' || m.val[len(m.val)-1] != ']' {
+			return fmt.Errorf("drop: key %s is not an array", op.key)
+		}
+		if err := m.dropLast(op.n); err != nil {
+			return fmt.Errorf("drop from %s: %w", op.key, err)
+		}
+	}
+	for i, kv := range ops.app {
 		m := d.index[string(kv[0])]
 		if m == nil || len(m.val) < 2 || m.val[0] != '[' || m.val[len(m.val)-1] != ']' {
 			return fmt.Errorf("append: key %s is not an array", kv[0])
 		}
+		var x *listIndex
+		if i < len(ops.appIdx) {
+			x = ops.appIdx[i]
+		}
 		m.app = append(m.app, kv[1])
+		m.idx = append(m.idx, x)
 		m.crcOK = false
 		m.resize()
 	}

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -195,6 +196,19 @@ func FuzzApplyDelta(f *testing.F) {
 		f.Add(snaps[i-1], []byte(`{"snap_len":10,"snap_crc":"00000000","keys":["id"],"del":["a"],"set":{"a":1},"append":{"m":[1]}}`), 1<<16)
 	}
 	f.Add([]byte(`{"a":[[[[[[[[]]]]]]]]}`), []byte(`{"snap_len":40,"snap_crc":"00000000","append":{"a":[1]}}`), 40)
+	// Drops (format 5): valid ones, one that ends inside a page, one past
+	// the array's start, one on arrays with whitespace, one with an append.
+	page := string(EncodePage(PageRef{SHA256: strings.Repeat("b", 64), Messages: 2, Size: 9}))
+	for _, c := range []struct{ base, result, ops string }{
+		{`{"messages":[{"m":1},{"m":2},{"m":3}],"x":1}`, `{"messages":[{"m":1}],"x":1}`, `"drop":{"messages":2}`},
+		{`{"messages":[` + page + `,{"m":3}]}`, `{"messages":[` + page + `]}`, `"drop":{"messages":1}`},
+		{`{"messages":[` + page + `,{"m":3}]}`, `{"messages":[]}`, `"drop":{"messages":2}`},
+		{`{"messages":[ {"m":1} , {"m":2} ]}`, `{"messages":[ {"m":1}]}`, `"drop":{"messages":1}`},
+		{`{"messages":[{"m":1},{"m":2}]}`, `{"messages":[{"m":1},{"m":9}]}`, `"drop":{"messages":1},"append":{"messages":[{"m":9}]}`},
+		{`{"messages":[{"m":1}]}`, `{"messages":[]}`, `"drop":{"messages":4}`},
+	} {
+		f.Add([]byte(c.base), []byte(fmt.Sprintf(`{"snap_len":%d,"snap_crc":"%08x",%s}`, len(c.result), crcOf([]byte(c.result)), c.ops)), 1<<16)
+	}
 	f.Fuzz(func(t *testing.T, base, delta []byte, maxOut int) {
 		if maxOut < 0 || maxOut > 1<<20 {
 			return

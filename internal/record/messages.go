@@ -48,6 +48,15 @@ func (c *Conversation) Apply(kind string, payload []byte) (n, kept int, err erro
 				return c.replace(nil)
 			}
 		}
+		for _, op := range ops.drop {
+			if string(op.key) != messagesKey {
+				continue
+			}
+			if op.n > len(c.elems) {
+				return 0, 0, fmt.Errorf("%w: drop of %d messages from %d", ErrFraming, op.n, len(c.elems))
+			}
+			c.elems = c.elems[: len(c.elems)-op.n : len(c.elems)-op.n]
+		}
 		kept = len(c.elems)
 		for _, kv := range ops.app {
 			if string(kv[0]) != messagesKey {

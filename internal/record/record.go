@@ -51,10 +51,14 @@ const (
 	// to content kept out of line (blobs, FORMAT.md "Blobs"): a reader
 	// must resolve them, so a program that cannot stops before it.
 	Version4 = 4
+	// Version5 is a delta record that drops messages ("drop", delta.go):
+	// the revision of a rewind. A program that cannot apply the drop
+	// stops before it, and so never appends after a rewind it misread.
+	Version5 = 5
 	// Version is the newest format this package reads. A line with a
 	// valid checksum and a higher version, or a kind this package does not
 	// know, was written by a newer program (ErrNewer).
-	Version = Version4
+	Version = Version5
 )
 
 // Record kinds.
@@ -185,7 +189,7 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 	m.Kind = string(p.stringField(`,"kind":"`))
 	// The checksum is valid, so this line was written whole, on purpose:
 	// a version or kind this program does not know is a newer program's.
-	if m.Version > Version || p.err == nil && !KnownKind(m.Kind) {
+	if m.Version > Version || p.err == nil && (!KnownKind(m.Kind) || Newer(m.Version, m.Kind)) {
 		if p.err != nil {
 			m.Rev, _ = PeekRev(line)
 		}
@@ -231,6 +235,15 @@ func Parse(line []byte, maxPayload int) (Meta, []byte, error) {
 
 // KnownKind reports whether kind is one this program reads.
 func KnownKind(kind string) bool { return kind == KindFull || kind == KindDelta || kind == KindGap }
+
+// Newer reports whether a record of format version v and kind kind was
+// written by a newer program: a version above Version, a kind this
+// package does not know, or a format 5 record that is not a delta (format
+// 5 is the delta that drops messages; a full or gap record of format 5 is
+// a later format's).
+func Newer(v int, kind string) bool {
+	return v > Version || !KnownKind(kind) || v == Version5 && kind != KindDelta
+}
 
 // PeekVersion extracts the format version a line's envelope starts with,
 // evidence only (the line is not checked).

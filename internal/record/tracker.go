@@ -35,10 +35,17 @@ type Tracker struct {
 // (the JSON string as it appears, quotes included) and either its value
 // (JSON, verbatim) or, with Grown set, the elements appended to the array
 // the previous snapshot held under the same key (which it keeps whole).
+//
+// With Grown, Drop removes the last Drop messages of that array before
+// Append (a rewind): the record is then a delta that drops them (format
+// 5), or a full record of the shorter array. A drop that ends inside a
+// page fails with ErrDropInPage and the tracker is unchanged: the caller
+// gives the member's whole value instead.
 type Member struct {
 	Key    []byte
 	Value  []byte
 	Grown  bool
+	Drop   int
 	Append [][]byte
 }
 
@@ -137,7 +144,11 @@ func (t *Tracker) Value(key []byte) ([]byte, bool) {
 	if t.d == nil {
 		return nil, false
 	}
-	m := t.d.index[string(key)]
+	return valueOf(t.d, key)
+}
+
+func valueOf(d *doc, key []byte) ([]byte, bool) {
+	m := d.index[string(key)]
 	if m == nil {
 		return nil, false
 	}
@@ -173,15 +184,42 @@ var ErrFullRecordTooLarge = errors.New("full record larger than the record cap")
 // maxRecord is the record cap: a full record above it fails with
 // ErrFullRecordTooLarge, and the tracker is unchanged.
 func (t *Tracker) Next(m Meta, next []Member, maxRecord int, v Versions) ([]byte, error) {
+	// The latest snapshot with the drops made: what the grown members
+	// grow (a copy of the pieces; the latest snapshot stays as it is).
+	base := t.d
+	var drops []dropOp
+	for _, nm := range next {
+		if !nm.Grown || nm.Drop <= 0 {
+			continue
+		}
+		if t.d == nil {
+			return nil, fmt.Errorf("%w: member %s drops from an array the tracker does not know", ErrDelta, nm.Key)
+		}
+		if base == t.d {
+			base = t.d.clone()
+		}
+		bm := base.index[string(nm.Key)]
+		if bm == nil || len(bm.val) < 2 || bm.val[0] != '[' {
+			return nil, fmt.Errorf("%w: member %s drops from an array the latest snapshot does not hold", ErrDelta, nm.Key)
+		}
+		if err := bm.dropLast(nm.Drop); err != nil {
+			return nil, err
+		}
+		base.sumOK = false
+		drops = append(drops, dropOp{key: nm.Key, n: nm.Drop})
+	}
 	if t.d != nil && t.chainOpen() {
 		m.Version = v.of(KindDelta)
-		if line, ok := t.deltaLine(m, next, maxRecord); ok {
+		if drops != nil {
+			m.Version = max(m.Version, Version5)
+		}
+		if line, ok := t.deltaLine(m, next, maxRecord, base, drops); ok {
 			return line, nil
 		}
 	}
 	// A full record: the snapshot written out, from the latest one's
 	// pieces for grown members.
-	payload, paged, err := t.fullPayload(next, maxRecord)
+	payload, paged, err := t.fullPayload(base, next, maxRecord)
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +236,7 @@ func (t *Tracker) Next(m Meta, next []Member, maxRecord int, v Versions) ([]byte
 
 // deltaLine builds the delta from the latest snapshot to next and, when
 // the policy allows it, applies it and returns its line.
-func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool) {
-	old := t.d
+func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int, old *doc, drops []dropOp) ([]byte, bool) {
 	var ops deltaOps
 	seen := make(map[string]bool, len(next))
 	order := make([][]byte, 0, len(old.members)) // the order del and set leave
@@ -222,6 +259,7 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 			}
 			if len(nm.Append) > 0 {
 				ops.app = append(ops.app, [2][]byte{nm.Key, bytes.Join(nm.Append, comma)})
+				ops.appIdx = append(ops.appIdx, indexOfJoined(nm.Append))
 			}
 		case om == nil:
 			order = append(order, nm.Key)
@@ -243,6 +281,15 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 	// snapshot's exactly, the delta's payload from below): a delta that
 	// cannot be written is not built.
 	newSize, payloadMin := 2+len(next)-1, 0
+	// The snapshot the chain's budget is measured against: the new one,
+	// or for a rewind (drops) the one before it when that is larger, so
+	// that shortening a conversation does not end a chain that its
+	// longer revision kept within the budget (a rewind stays a few bytes;
+	// a load reads at most the budget of a revision the chain holds).
+	measure := 0
+	if drops != nil {
+		measure = t.d.size()
+	}
 	for _, nm := range next {
 		om := old.index[string(nm.Key)]
 		switch {
@@ -263,7 +310,7 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 		}
 	}
 	if payloadMin >= newSize || newSize > maxRecord || t.deltas+payloadMin > maxRecord ||
-		t.full+t.deltas+payloadMin > newSize*ChainBudgetNum/ChainBudgetDen {
+		t.full+t.deltas+payloadMin > max(newSize, measure)*ChainBudgetNum/ChainBudgetDen {
 		return nil, false
 	}
 	// The result, on a copy of the pieces (the latest snapshot stays as it
@@ -271,20 +318,22 @@ func (t *Tracker) deltaLine(m Meta, next []Member, maxRecord int) ([]byte, bool)
 	// the pieces as they are, and they need no copy.
 	nd := old
 	if !ops.none() {
-		nd = old.clone()
+		if old == t.d {
+			nd = old.clone()
+		}
 		if err := nd.apply(opsWithLen(ops, -1), 1<<62); err != nil {
 			return nil, false
 		}
 	}
 	size := nd.size()
-	ops.snapLen, ops.snapCRC = size, nd.checksum()
+	ops.snapLen, ops.snapCRC, ops.drop = size, nd.checksum(), drops
 	payload := encodeDelta(ops)
 	if len(payload) >= size {
 		return nil, false // no smaller than the snapshot itself
 	}
 	m.Kind = KindDelta
 	line := Encode(m, payload)
-	budget := size * ChainBudgetNum / ChainBudgetDen
+	budget := max(size, measure) * ChainBudgetNum / ChainBudgetDen
 	if t.full+t.deltas+len(line) > budget || t.deltas+len(line) > maxRecord || size > maxRecord {
 		return nil, false
 	}
@@ -303,14 +352,18 @@ func opsWithLen(ops deltaOps, n int) deltaOps {
 
 // fullPayload writes out the snapshot next describes, its older messages
 // in pages when t.Pages is set, and reports whether it holds a page.
-func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, bool, error) {
+func (t *Tracker) fullPayload(base *doc, next []Member, maxRecord int) ([]byte, bool, error) {
 	paged := false
 	n := 2
 	vals := make([][]byte, len(next))
 	for i, nm := range next {
 		v := nm.Value
 		if nm.Grown {
-			old, ok := t.Value(nm.Key)
+			var old []byte
+			ok := base != nil
+			if ok {
+				old, ok = valueOf(base, nm.Key)
+			}
 			if !ok || len(old) < 2 || old[0] != '[' {
 				return nil, false, fmt.Errorf("%w: member %s grows an array the latest snapshot does not hold", ErrDelta, nm.Key)
 			}
@@ -360,6 +413,24 @@ func (t *Tracker) fullPayload(next []Member, maxRecord int) ([]byte, bool, error
 	return append(b, '}'), paged, nil
 }
 
+// indexOfJoined indexes the list elems make joined by commas.
+func indexOfJoined(elems [][]byte) *listIndex {
+	x := &listIndex{ends: make([]int, len(elems)), msgs: make([]int, len(elems))}
+	end := -1
+	n := 0
+	for i, e := range elems {
+		end += 1 + len(e)
+		n++
+		if IsPage(e) {
+			if p, err := ParsePage(e); err == nil {
+				n += p.Messages - 1
+			}
+		}
+		x.ends[i], x.msgs[i] = end, n
+	}
+	return x
+}
+
 // encodeDelta writes a delta's JSON (see delta.go), keys in order.
 func encodeDelta(ops deltaOps) []byte {
 	b := make([]byte, 0, 64)
@@ -396,6 +467,18 @@ func encodeDelta(ops deltaOps) []byte {
 	list("keys", ops.keys)
 	list("del", ops.del)
 	object("set", ops.set, "", "")
+	if ops.drop != nil {
+		b = append(b, `,"drop":{`...)
+		for i, op := range ops.drop {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, op.key...)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(op.n), 10)
+		}
+		b = append(b, '}')
+	}
 	object("append", ops.app, "[", "]")
 	return append(b, '}')
 }

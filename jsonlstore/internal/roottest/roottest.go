@@ -44,7 +44,7 @@ func New(tb testing.TB, id session.SessionID, revs int) (*layout.Root, Log) {
 		payload, err := sessnap.Marshal(sessiontest.Snap(tb, sessiontest.Titled(string(id), fmt.Sprintf("title %d", rev))))
 		require.NoError(tb, err)
 		log.Offsets = append(log.Offsets, len(log.Bytes))
-		log.Bytes = append(log.Bytes, record.Encode(record.Meta{Version: record.Version, Schema: sessnap.SchemaVersion, Rev: uint64(rev), Gen: 1,
+		log.Bytes = append(log.Bytes, record.Encode(record.Meta{Version: record.Version4, Schema: sessnap.SchemaVersion, Rev: uint64(rev), Gen: 1,
 			Time: at.Add(time.Duration(rev) * time.Second), Kind: record.KindFull}, payload)...)
 	}
 	require.NoError(tb, os.WriteFile(root.Abs(layout.LogPath(id)), log.Bytes, layout.FilePerm))
