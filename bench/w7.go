@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -210,6 +211,19 @@ func w7Child(mode, root, word string) error {
 	start := time.Now()
 	switch mode {
 	case "search-jsonl":
+		if dir := os.Getenv("SESSBENCH_SEARCH_CPUPROFILE"); dir != "" {
+			// Where a search's time goes (go tool pprof on the files of
+			// many children at once): one profile per child.
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("search-%d.pprof", os.Getpid())))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		res, err := w7Search(ctx, root)
 		d := time.Since(start)
 		if err != nil {

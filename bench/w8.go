@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -386,6 +387,18 @@ func (w *w8Writer) stop() {
 // holding a word of its own, releases the session and reports.
 func w8WriterChild(root, id, seedArg string) error {
 	ctx := context.Background()
+	if dir := os.Getenv("SESSBENCH_W8_WRITER_CPUPROFILE"); dir != "" {
+		// Where a writer's time goes (its appends and its index writes).
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("writer-%d.pprof", os.Getpid())))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	seed, err := strconv.ParseUint(seedArg, 10, 64)
 	if err != nil {
 		return err

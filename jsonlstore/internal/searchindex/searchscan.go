@@ -29,22 +29,32 @@ func proofOf(fi fs.FileInfo) searchdb.Proof {
 // a row's revision (readAppended, readAfter) starts at the row's
 // messages, whose digest it continues.
 type indexed struct {
-	head   searchdb.Update    // every field of the update but the messages and the state it builds on
+	head   searchdb.Update    // every field of the update but the messages, their digest and the state it builds on
 	base   int                // docs[0] is message base
 	docs   []searchdb.Message // messages base to head.Messages-1
-	digest []fulltext.Digest  // digest[i]: the chain over the first base+i messages
+	from   fulltext.Digest    // the digest of the first base messages
+	digest []fulltext.Digest  // digest[i]: the chain over the first base+i messages (digests makes it)
 }
 
 // newIndexed returns the indexed of a read whose docs start at message
 // base, after base messages whose digest is d.
 func newIndexed(head searchdb.Update, base int, d fulltext.Digest, docs []searchdb.Message) *indexed {
-	ix := &indexed{head: head, base: base, docs: docs, digest: make([]fulltext.Digest, len(docs)+1)}
-	ix.digest[0] = d
-	for i := range docs {
-		ix.digest[i+1] = ix.digest[i].Add(&docs[i].Doc)
+	return &indexed{head: head, base: base, docs: docs, from: d}
+}
+
+// digests returns ix's chain of digests, made at its first use: only an
+// update written to the index needs it (a hash of every document read),
+// and a search under load searches most of what it reads beside the
+// index (searchdb.Pending) without writing it.
+func (ix *indexed) digests() []fulltext.Digest {
+	if ix.digest == nil {
+		ix.digest = make([]fulltext.Digest, len(ix.docs)+1)
+		ix.digest[0] = ix.from
+		for i := range ix.docs {
+			ix.digest[i+1] = ix.digest[i].Add(&ix.docs[i].Doc)
+		}
 	}
-	ix.head.Digest = ix.digest[len(docs)]
-	return ix
+	return ix.digest
 }
 
 // whole reports whether ix holds every message (a read of the whole log).
@@ -66,7 +76,7 @@ func (ix *indexed) updateFor(st searchdb.State, has bool) (u searchdb.Update, ok
 		return searchdb.Update{}, false
 	}
 	u = ix.head
-	u.Reset, u.Add = true, ix.docs
+	u.Reset, u.Add, u.Digest = true, ix.docs, ix.digests()[len(ix.docs)]
 	return u, true
 }
 
@@ -74,7 +84,7 @@ func (ix *indexed) updateFor(st searchdb.State, has bool) (u searchdb.Update, ok
 // lacks, when st is a state ix's read went through.
 func (ix *indexed) extend(st searchdb.State) (searchdb.Update, bool) {
 	k := st.Messages - ix.base
-	if k < 0 || st.Messages > ix.head.Messages || st.Rev > ix.head.Rev || ix.digest[k] != st.Digest {
+	if k < 0 || st.Messages > ix.head.Messages || st.Rev > ix.head.Rev || ix.digests()[k] != st.Digest {
 		return searchdb.Update{}, false
 	}
 	for _, m := range ix.docs[:k] {
@@ -88,7 +98,7 @@ func (ix *indexed) extend(st searchdb.State) (searchdb.Update, bool) {
 		}
 	}
 	u := ix.head
-	u.FromRev, u.FromMessages, u.Add = st.Rev, st.Messages, ix.docs[k:]
+	u.FromRev, u.FromMessages, u.Add, u.Digest = st.Rev, st.Messages, ix.docs[k:], ix.digests()[len(ix.docs)]
 	return u, true
 }
 
