@@ -76,6 +76,10 @@ func runChild(mode string, args []string) error {
 		return w8WriterChild(arg(0), arg(1), arg(2))
 	case "w9-resume": // DIR ID N
 		return w9Child(arg(0), arg(1), arg(2))
+	case "w9-load": // DIR ID
+		return w9LoadChild(arg(0), arg(1))
+	case "w9-decode": // SESSIONDIR
+		return w9DecodeChild(arg(0))
 	case "w9-read", "w9-read-zstd": // SESSIONDIR
 		return w9ReadChild(arg(0), mode == "w9-read-zstd")
 	case "noop":

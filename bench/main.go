@@ -104,6 +104,9 @@ var workloads = []workload{
 	{"W9", runW9},
 }
 
+// w9Counts are the -w9-fresh and -w9-many flags (-1: the configuration's).
+var w9Counts [2]int
+
 func main() {
 	quick := flag.Bool("quick", false, "small counts, so that the whole run takes under two minutes")
 	only := flag.String("only", "", "comma-separated workloads to run (W1, prealloc, W2, W3, W4, W5, W6, SL, W7, W8, W9); all when empty")
@@ -111,7 +114,10 @@ func main() {
 	out := flag.String("out", "", "also write the tables to this file")
 	pg := flag.Bool("pg", true, "add pgstore rows (W1, W3, W4), on a throwaway PostgreSQL cluster this run starts")
 	child := flag.String("child", "", "internal: run as a child process in this mode")
+	w9Fresh := flag.Int("w9-fresh", -1, "W9: fresh-process resumes of the large session (0 skips them; default: the configuration's)")
+	w9Many := flag.Int("w9-many", -1, "W9: resumes of the small session in one process (0 skips them; default: the configuration's)")
 	flag.Parse()
+	w9Counts = [2]int{*w9Fresh, *w9Many}
 
 	if *child != "" {
 		if err := runChild(*child, flag.Args()); err != nil {
@@ -132,6 +138,12 @@ func run(quick, pg bool, only, dir, out string) (err error) {
 		c = quickConfig()
 	}
 	c.pg.off = !pg
+	if w9Counts[0] >= 0 {
+		c.w9Fresh = w9Counts[0]
+	}
+	if w9Counts[1] >= 0 {
+		c.w9Many = w9Counts[1]
+	}
 	// What the run leaves behind (its directory, the PostgreSQL cluster)
 	// is removed at the end, on error, and on SIGINT or SIGTERM.
 	cl := &cleanups{}

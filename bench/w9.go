@@ -161,8 +161,13 @@ func runW9(ctx context.Context, c *config, r *report) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := w9Fresh(ctx, c, r, filepath.Join(dir, "fresh")); err != nil {
-		return err
+	if c.w9Fresh > 0 {
+		if err := w9Fresh(ctx, c, r, filepath.Join(dir, "fresh")); err != nil {
+			return err
+		}
+	}
+	if c.w9Many == 0 {
+		return nil
 	}
 	return w9Many(ctx, c, r, filepath.Join(dir, "many"))
 }
@@ -201,7 +206,7 @@ func w9Fresh(ctx context.Context, c *config, r *report, dir string) error {
 	if err := readFiles(sessDir); err != nil {
 		return err
 	}
-	var resume, resumeIn, read, readZ sample
+	var resume, resumeIn, read, readZ, load, decode sample
 	var added, logAdded, msgBytes []int64
 	for i := range c.w9Fresh {
 		before, err := dirSize(sessDir)
@@ -238,6 +243,20 @@ func w9Fresh(ctx context.Context, c *config, r *report, dir string) error {
 				}
 				return err
 			},
+			func() error {
+				res, err := spawn("w9-decode", sessDir)
+				if err == nil {
+					decode.add(res.wall, 0)
+				}
+				return err
+			},
+			func() error {
+				res, err := spawn("w9-load", dir, id)
+				if err == nil {
+					load.add(res.wall, 0)
+				}
+				return err
+			},
 		}
 		for _, k := range rotate(len(runs), i) {
 			if err := runs[k](); err != nil {
@@ -265,18 +284,23 @@ func w9Fresh(ctx context.Context, c *config, r *report, dir string) error {
 	}
 	t := &table{
 		title: fmt.Sprintf("W9 resume of a session of %d MiB of message text, each in a fresh process (%d resumes)", c.w9MiB, c.w9Fresh),
-		cols:  []string{"fresh process", "p50 (parent's wall clock)", "p50 inside the process", "× reading every file once", "× reading and decompressing"},
+		cols:  []string{"fresh process", "p50 (parent's wall clock)", "p50 inside the process", "× reading every file once", "× reading and decompressing", "× the floor: read, decompress, check, decode", "× Open and Load"},
 	}
+	x := func(a, b sample) string { return fmtX(float64(a.pct(50)) / float64(b.pct(50))) }
 	t.add("resume: open, Resume, restore, append one 160-byte message, release, exit", fmtDur(resume.pct(50)), fmtDur(resumeIn.pct(50)),
-		fmtX(float64(resume.pct(50))/float64(read.pct(50))), fmtX(float64(resume.pct(50))/float64(readZ.pct(50))))
-	t.add("read every file of the session's directory once", fmtDur(read.pct(50)), "—", "1.00×", "—")
-	t.add("read every file once, decompressing the zstd ones", fmtDur(readZ.pct(50)), "—", "—", "1.00×")
-	t.note("the session directory held %s (%s of message text) before the resumes; the three processes run in rotating order each round, from the page cache", fmtBytes(startSize), fmtBytes(agent.content))
+		x(resume, read), x(resume, readZ), x(resume, decode), x(resume, load))
+	t.add("read every file of the session's directory once", fmtDur(read.pct(50)), "—", "1.00×", "—", "—", "—")
+	t.add("read every file once, decompressing the zstd ones", fmtDur(readZ.pct(50)), "—", x(readZ, read), "1.00×", "—", "—")
+	t.add("the floor: read every file on every core, decompress into buffers of their size, SHA-256 every blob, decode every page's messages (sessnap.Unmarshal)", fmtDur(decode.pct(50)), "—", x(decode, read), x(decode, readZ), "1.00×", "—")
+	t.add("open the store, Load the session and restore it (no lease, no append)", fmtDur(load.pct(50)), "—", x(load, read), x(load, readZ), x(load, decode), "1.00×")
+	t.note("the session directory held %s (%s of message text) before the resumes; the five processes run in rotating order each round, from the page cache", fmtBytes(startSize), fmtBytes(agent.content))
 	t.note("bytes a resume added: at most %s to the session directory, %s to the log, for an encoded message of %s (target: ≤ 2 × message + 1 KiB = %s); records the resumes wrote: %s",
 		fmtBytes(maxAdded), fmtBytes(maxLog), fmtBytes(maxMsg), fmtBytes(2*maxMsg+1024), kinds)
 	r.add(t)
 	r.set("W9/resume÷read", float64(resume.pct(50))/float64(read.pct(50)))
 	r.set("W9/resume÷readzstd", float64(resume.pct(50))/float64(readZ.pct(50)))
+	r.set("W9/resume÷floor", float64(resume.pct(50))/float64(decode.pct(50)))
+	r.set("W9/resume÷load", float64(resume.pct(50))/float64(load.pct(50)))
 	r.set("W9/added-max", float64(maxAdded))
 	r.set("W9/msg", float64(maxMsg))
 	return nil
@@ -338,6 +362,23 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 	}
 	var lat sample
 	var msgBytes int64
+	// The floor of the growth: a resume returns the whole session, so its
+	// cost grows by what reading and decoding the session costs: Open and
+	// Load of the session in this process, with a store opened for it,
+	// after each of the last 100 resumes (the same session, the same
+	// moment).
+	var load sample
+	openLoad := func() error {
+		t0 := time.Now()
+		st, err := jsonlstore.Open(dir, jsonlstore.Options{})
+		if err != nil {
+			return err
+		}
+		_, err = st.Load(ctx, id)
+		st.Close()
+		load.add(time.Since(t0), 0)
+		return err
+	}
 	start := time.Now()
 	for i := range c.w9Many {
 		t0 := time.Now()
@@ -347,6 +388,11 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 		}
 		lat.add(time.Since(t0), 0)
 		msgBytes += int64(n)
+		if i >= c.w9Many-w9Window {
+			if err := openLoad(); err != nil {
+				return err
+			}
+		}
 	}
 	elapsed := time.Since(start)
 	logEnd, err := os.Stat(logPath)
@@ -361,31 +407,15 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 	if err != nil {
 		return err
 	}
-	// The floor of the growth: a resume returns the whole session, so its
-	// cost grows by what reading and decoding the session costs. Load of
-	// the final session in this process, with a store opened for it.
-	var load sample
-	for range 20 {
-		t0 := time.Now()
-		st, err := jsonlstore.Open(dir, jsonlstore.Options{})
-		if err != nil {
-			return err
-		}
-		_, err = st.Load(ctx, id)
-		st.Close()
-		if err != nil {
-			return err
-		}
-		load.add(time.Since(t0), 0)
-	}
 	first := pctOf(lat.lat[:min(w9Window, len(lat.lat))], 50)
 	last := pctOf(lat.lat[max(0, len(lat.lat)-w9Window):], 50)
 	logGrowth := logEnd.Size() - logStart.Size()
 	t := &table{
 		title: fmt.Sprintf("W9 %d resumes of one session, one 160-byte message each (in one process, a store opened for each)", c.w9Many),
-		cols:  []string{"p50 first 100", "p50 last 100", "last ÷ first", "last − first", "Open and Load of the final session (p50 of 20)", "log growth", "÷ encoded messages", "session directory growth", "records", "longest chain of deltas"},
+		cols:  []string{"p50 first 100", "p50 last 100", "last ÷ first", "last − first", "Open and Load after each of the last 100 (p50)", "last 100 ÷ Open and Load", "Open and Load ÷ first 100", "log growth", "÷ encoded messages", "session directory growth", "records", "longest chain of deltas"},
 	}
-	t.add(fmtDur(first), fmtDur(last), fmtX(float64(last)/float64(first)), fmtDur(last-first), fmtDur(load.pct(50)), fmtBytes(logGrowth), fmtX(float64(logGrowth)/float64(msgBytes)),
+	t.add(fmtDur(first), fmtDur(last), fmtX(float64(last)/float64(first)), fmtDur(last-first), fmtDur(load.pct(50)),
+		fmtX(float64(last)/float64(load.pct(50))), fmtX(float64(load.pct(50))/float64(first)), fmtBytes(logGrowth), fmtX(float64(logGrowth)/float64(msgBytes)),
 		fmtBytes(dirEnd-dirStart), kinds, strconv.Itoa(longest))
 	t.note("a resume: jsonlstore.Open, sessionstore.Resume, restore, append one message, Release, Close; the messages appended encode to %s in all; the run took %s",
 		fmtBytes(msgBytes), elapsed.Round(time.Millisecond))

@@ -76,14 +76,7 @@ func (w *writer) Latest(ctx context.Context) (sessionstore.Record, error) {
 	if err != nil {
 		return sessionstore.Record{}, err
 	}
-	if !w.app.Held() {
-		// The appender's own copy: the caller may change the record's.
-		msgs := make(sessnap.Messages, len(rec.Snapshot.Messages))
-		for i := range msgs {
-			msgs[i] = rec.Snapshot.Messages[i].Clone()
-		}
-		w.app.Hold(msgs)
-	}
+	w.app.HoldCopy(rec.Snapshot.Messages) // the caller may change the record's
 	return rec, nil
 }
 

@@ -22,11 +22,7 @@ func (w *writer) Latest(ctx context.Context) (sessionstore.Record, error) {
 		return sessionstore.Record{}, err
 	}
 	if w.app == nil || !w.app.Held() {
-		msgs := make(sessnap.Messages, len(rec.Snapshot.Messages))
-		for i := range msgs {
-			msgs[i] = rec.Snapshot.Messages[i].Clone()
-		}
-		w.latest = msgs
+		w.latest = appender.Copy(rec.Snapshot.Messages) // the caller may change the record's
 		if w.app != nil {
 			w.holdLatest(w.app)
 		}

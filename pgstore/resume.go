@@ -44,14 +44,7 @@ func (w *writer) Latest(ctx context.Context) (sessionstore.Record, error) {
 	if rec.Revision != w.rev.Load() {
 		return sessionstore.Record{}, fmt.Errorf("%w: session %s: latest revision %d, the writer's %d", sessionstore.ErrLeaseLost, w.id, rec.Revision, w.rev.Load())
 	}
-	if !w.app.Held() {
-		// The appender's own copy: the caller may change the record's.
-		msgs := make(sessnap.Messages, len(rec.Snapshot.Messages))
-		for i := range msgs {
-			msgs[i] = rec.Snapshot.Messages[i].Clone()
-		}
-		w.app.Hold(msgs)
-	}
+	w.app.HoldCopy(rec.Snapshot.Messages) // the caller may change the record's
 	return rec, nil
 }
 

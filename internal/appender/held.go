@@ -43,6 +43,26 @@ func (a *Appender) Hold(msgs sessnap.Messages) bool {
 	return true
 }
 
+// HoldCopy holds a copy of msgs (Hold) when the appender would take them:
+// what a resume returns to its caller, who may change it. The one rule for
+// what a writer that hands out the stored revision keeps of it.
+func (a *Appender) HoldCopy(msgs sessnap.Messages) {
+	if a.FullOnly || a.known || !a.track.Known() {
+		return
+	}
+	a.Hold(Copy(msgs))
+}
+
+// Copy returns msgs cloned element by element (session.Message.Clone):
+// the appender's own copy of messages a caller keeps.
+func Copy(msgs sessnap.Messages) sessnap.Messages {
+	c := make(sessnap.Messages, len(msgs))
+	for i := range msgs {
+		c[i] = msgs[i].Clone()
+	}
+	return c
+}
+
 // Held reports whether the appender knows the stored revision's messages
 // (after an append, or Hold).
 func (a *Appender) Held() bool { return a.known && a.track.Known() }

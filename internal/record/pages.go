@@ -293,6 +293,11 @@ func joinArray(elems [][]byte) []byte {
 	}
 	v := make([]byte, 0, n)
 	v = append(v, '[')
-	v = append(v, bytes.Join(elems, comma)...)
+	for i, e := range elems { // into v directly: no joined copy between
+		if i > 0 {
+			v = append(v, comma...)
+		}
+		v = append(v, e...)
+	}
 	return append(v, ']')
 }

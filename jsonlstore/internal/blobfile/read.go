@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 )
 
@@ -38,9 +40,14 @@ import (
 // (a claim out of proportion to the file, or content that really does
 // expand that much) it is first decoded to count and hash it, keeping
 // nothing, and read into a buffer of its exact size only once it is the
-// content its name says. The decoders' window is capped (archiveWindow).
-// So a reader holds at most the content it actually returns, or
-// PresizeRatio times the compressed file it was given.
+// content its name says. The decoders' window is capped (archive.Window).
+// A justified read of a file no larger than its content (and a little
+// framing) holds the file in memory and decodes it in one pass into the
+// content's buffer, never past that buffer's capacity (decodeWhole): no
+// window beside it, whatever the frames claim. So a reader holds at most
+// the content it actually returns and its file, or PresizeRatio times
+// the compressed file it was given, plus one window while it hashes a
+// claim its file does not justify.
 
 // PresizeRatio is how many times its compressed size a compressed
 // blob's content is trusted to be before it is decoded: more than zstd
@@ -150,18 +157,23 @@ func ReadZst(f io.ReaderAt, size int64, hash string, want int64) ([]byte, error)
 	if !justified && want == SizeJustified {
 		return nil, errNotJustified
 	}
-	dec := decoders.Get().(*zstd.Decoder)
-	defer decoders.Put(dec)
-	defer func() { _ = dec.Reset(nil) }() // drop the file
-	if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
-		return nil, err
+	if justified && size <= expect+expect/128+1<<10 {
+		content, err := decodeWhole(f, size, expect)
+		switch {
+		case !errors.Is(err, errPastExpected):
+			return content, err
+		case limit == expect:
+			return nil, blob.LongerThan(limit)
+		}
+		// More content than its frame header records, and more may be
+		// read (a file of several frames): the streaming read below.
 	}
 	if justified {
-		return readExact(dec, expect, limit)
+		return readStream(f, size, expect, limit)
 	}
 	// Not justified by the file: count and hash the content before
 	// holding any of it.
-	n, sum, err := blob.HashReader(dec, limit)
+	n, sum, err := hashZst(f, size, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -173,10 +185,117 @@ func ReadZst(f io.ReaderAt, size int64, hash string, want int64) ([]byte, error)
 	case sum != hash:
 		return nil, blob.HashMismatch()
 	}
+	if size <= n+n/128+1<<10 {
+		content, err := decodeWhole(f, size, n)
+		if errors.Is(err, errPastExpected) {
+			return nil, blob.LongerThan(n) // changed since it was hashed
+		}
+		return content, err
+	}
+	return readStream(f, size, n, n)
+}
+
+// readStream decodes f, a compressed blob's file of size bytes, through a
+// pooled decoder into a buffer of expect bytes, going on up to limit
+// (readExact).
+func readStream(f io.ReaderAt, size, expect, limit int64) ([]byte, error) {
+	dec := decoders.Get().(*zstd.Decoder)
+	defer decoders.Put(dec)
+	defer func() { _ = dec.Reset(nil) }() // drop the file
 	if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
 		return nil, err
 	}
-	return readExact(dec, n, n)
+	return readExact(dec, expect, limit)
+}
+
+// The hashing pass of content whose size its file does not justify goes
+// through one decoder, one read at a time: such content is rare (long
+// runs of one byte) or a claim out of proportion to its file, and the
+// pass holds one window (at most archive.Window) once per process,
+// however many readers meet one at once.
+var (
+	hashMu  sync.Mutex
+	hashDec *zstd.Decoder
+)
+
+// hashZst counts and hashes the content of f, a compressed blob's file of
+// size bytes, reading at most one byte past limit, keeping none of it.
+func hashZst(f io.ReaderAt, size, limit int64) (int64, string, error) {
+	hashMu.Lock()
+	defer hashMu.Unlock()
+	if hashDec == nil {
+		hashDec = decoders.New().(*zstd.Decoder)
+	}
+	defer func() { _ = hashDec.Reset(nil) }() // drop the file
+	if err := hashDec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
+		return 0, "", err
+	}
+	return blob.HashReader(hashDec, limit)
+}
+
+// wholeDecoders decode a compressed file held in memory into a buffer of
+// the content's size, and never past its capacity (DecodeAll's cap
+// limit): no window beside the content, no buffer grown and copied.
+var wholeDecoders = sync.Pool{New: func() any {
+	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(archive.Window), zstd.WithDecodeAllCapLimit(true)) // fixed options: cannot fail
+	return d
+}}
+
+// fileBuffers hold compressed files while they are decoded (decodeWhole),
+// reused: a resume decodes a thousand blobs, and a new buffer for each
+// would be memory the process faults in and collects again. Buffers
+// above maxPooledFile are not kept.
+var fileBuffers sync.Pool
+
+const maxPooledFile = 4 << 20
+
+// fileBuffer returns a buffer of size bytes, from the pool when one there
+// is large enough.
+func fileBuffer(size int64) *[]byte {
+	if b, ok := fileBuffers.Get().(*[]byte); ok {
+		if int64(cap(*b)) >= size {
+			*b = (*b)[:size]
+			return b
+		}
+		fileBuffers.Put(b)
+	}
+	b := make([]byte, size)
+	return &b
+}
+
+func putFileBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledFile {
+		fileBuffers.Put(b)
+	}
+}
+
+// errPastExpected: the content goes on past the size it was read for.
+var errPastExpected = errors.New("the content goes on past the size expected")
+
+// decodeWhole reads f, a compressed blob's file of size bytes whose
+// content the file justifies at expect bytes (ReadZst), into memory, and
+// decodes it into a buffer of expect bytes in one pass: what it allocates
+// is the file (a pooled buffer) and the content, however the frames
+// describe themselves.
+// Content shorter than expect is returned as it is (the caller's size
+// check reports it); content longer is errPastExpected, decoded no
+// further than expect.
+func decodeWhole(f io.ReaderAt, size, expect int64) ([]byte, error) {
+	in := fileBuffer(size)
+	defer putFileBuffer(in)
+	if _, err := f.ReadAt(*in, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	dec := wholeDecoders.Get().(*zstd.Decoder)
+	defer wholeDecoders.Put(dec)
+	content, err := dec.DecodeAll(*in, make([]byte, 0, expect))
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, errPastExpected
+	case err != nil:
+		return nil, err
+	}
+	return content, nil
 }
 
 // readExact reads r into a buffer of size bytes, and goes on reading, the
@@ -244,24 +363,31 @@ func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
 	if err != nil {
 		return name, err
 	}
-	var r io.Reader = f
-	if !compressed {
-		if fi.Size() != want {
-			return name, blob.SizeMismatch(fi.Size(), want)
+	var n int64
+	var sum string
+	switch size := fi.Size(); {
+	case !compressed:
+		if size != want {
+			return name, blob.SizeMismatch(size, want)
 		}
-	} else {
-		if fcs, ok := zstContentSize(f, fi.Size()); ok && fcs > want {
+		n, sum, err = blob.HashReader(f, want)
+	default:
+		if fcs, ok := zstContentSize(f, size); ok && fcs > want {
 			return name, fmt.Errorf("its frame header records %d bytes, the reference says %d", fcs, want)
+		}
+		if want > size*PresizeRatio+64<<10 {
+			// A claim its file does not justify: the one hashing decoder.
+			n, sum, err = hashZst(f, size, want)
+			break
 		}
 		dec := decoders.Get().(*zstd.Decoder)
 		defer decoders.Put(dec)
 		defer func() { _ = dec.Reset(nil) }() // drop the file
-		if err := dec.Reset(io.NewSectionReader(f, 0, fi.Size())); err != nil {
+		if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
 			return name, err
 		}
-		r = dec
+		n, sum, err = blob.HashReader(dec, want)
 	}
-	n, sum, err := blob.HashReader(r, want)
 	switch {
 	case err != nil:
 		return name, err
