@@ -13,8 +13,9 @@ import (
 // keywords, anchor bytes and ordinary text, the prefilter finds exactly
 // the offsets where a search for each keyword finds it, over 500 seeds.
 func TestPrefilterAgainstSearch(t *testing.T) {
-	r, err := New(Options{Generic: true})
+	red, err := New(Options{Generic: true})
 	require.NoError(t, err)
+	r := red.set()
 	var kws []string
 	for _, ru := range r.rules {
 		kws = append(kws, ru.keywords...)
