@@ -126,10 +126,7 @@ func (s *Store) isRetired(id session.SessionID) bool {
 func (w *writer) redact(ctx context.Context, r *redact.Redactor, rep maintenance.RedactReport) (maintenance.RedactReport, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.usableLocked(); err != nil {
-		return rep, err
-	}
-	if _, err := w.fenceLocked(); err != nil {
+	if err := w.mayRewriteLocked(); err != nil {
 		return rep, err
 	}
 	w.ensureMarkLocked() // the catalog knows the log may change

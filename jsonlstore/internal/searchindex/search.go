@@ -178,16 +178,11 @@ func (x *Index) searchWith(ctx context.Context, db *searchdb.DB, q sessionstore.
 			continue
 		}
 		if cu.mem != nil {
-			filter := q.Filter()
-			hits = append(hits, cu.mem.Search(fq, fulltext.Filter{NoTools: q.NoTools, Session: func(project string, labels map[string]string) bool {
-				return filter.Match(&summary.Summary{Project: project, Labels: labels})
-			}}, q.Limit)...)
+			hits = append(hits, cu.mem.Search(fq, adapter.SearchFilter(q), q.Limit)...)
 			fulltext.SortHits(hits)
 			hits = hits[:min(len(hits), q.Limit)]
 		}
-		for _, h := range hits {
-			res.Hits = append(res.Hits, adapter.SearchHit(h))
-		}
+		res.Hits = append(res.Hits, adapter.SearchHits(hits)...)
 		return res, cu.catalog, nil
 	}
 }
