@@ -331,6 +331,8 @@ func procHelper(mode string) error {
 		return backupKillChild(ctx)
 	case procModeSyncKill:
 		return syncKillChild(ctx)
+	case procModeRewindKill:
+		return rewindKillChild(ctx)
 	}
 	id := session.SessionID(os.Getenv(procIDEnv))
 	seed, err := strconv.ParseUint(os.Getenv(procSeedEnv), 10, 64)

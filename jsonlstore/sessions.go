@@ -9,6 +9,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/lease"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/listing"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -28,6 +29,10 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 	}
 	return s.lister.List(ctx, q)
 }
+
+// ReadOnly returns ctx for a dry run: List under it leaves the catalog
+// (.catalog/) as it is, and every other file of the store.
+func ReadOnly(ctx context.Context) context.Context { return listing.ReadOnly(ctx) }
 
 // Lease reports the lease status of session id, computed now from the lock
 // (a probe that takes and drops a shared lock) and lease.json.

@@ -31,6 +31,9 @@ func cmdCompact(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if _, err := f.Policy(); err != nil {
 		return c.usageError("%v", err)
 	}
+	if f.DryRun {
+		ctx = jsonlstore.ReadOnly(ctx) // its listings leave the catalog as it is
+	}
 	return c.withDir(ctx, false, func(st *jsonlstore.Store) int {
 		ids, err := resolveAll(ctx, st, names)
 		if err != nil {

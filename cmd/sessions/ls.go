@@ -198,10 +198,7 @@ func cmdLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		c.warnUnreadable(page.Unreadable)
 		if *asJSON {
-			if page.Items == nil {
-				page.Items = []summary.Summary{}
-			}
-			return c.printJSON(page)
+			return c.printJSON(jsonPageOf(page))
 		}
 		if len(page.Items) == 0 {
 			switch {
@@ -257,4 +254,31 @@ func listPage(ctx context.Context, st sessionstore.Store, q summary.Query, qf qu
 		}
 	}
 	return all, number, nil // --all
+}
+
+// jsonItem is a summary as ls --json prints it: labels always an object
+// ({} when the session has none), so that a reader never meets null or a
+// missing key (the outer field hides the summary's own, which omits them).
+type jsonItem struct {
+	summary.Summary
+	Labels map[string]string `json:"labels"`
+}
+
+// jsonPage is a page as ls --json prints it (summary.Page's keys).
+type jsonPage struct {
+	Items      []jsonItem           `json:"items"`
+	Next       string               `json:"next,omitempty"`
+	Unreadable []summary.Unreadable `json:"unreadable,omitempty"`
+}
+
+// jsonPageOf is page as ls --json prints it: items and labels never null.
+func jsonPageOf(page summary.Page) jsonPage {
+	out := jsonPage{Items: make([]jsonItem, len(page.Items)), Next: page.Next, Unreadable: page.Unreadable}
+	for i, s := range page.Items {
+		out.Items[i] = jsonItem{Summary: s, Labels: s.Labels}
+		if s.Labels == nil {
+			out.Items[i].Labels = map[string]string{}
+		}
+	}
+	return out
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/cli"
+	"github.com/sessionstore/sessionstore/internal/testing/importtest"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/session"
@@ -74,4 +80,58 @@ func TestImportedIDsFitEightyColumns(t *testing.T) {
 		}
 		require.GreaterOrEqual(t, rows, len(ids), "%s: every session has its row: %s", tc.cmd, shown)
 	}
+}
+
+// TestLsJSONLabelsAreObjects: ls --json gives every session's labels as
+// an object, {} when it has none, whether the session was made by the
+// handle, by sessions new, by an import or by a fork, with or without
+// labels.
+func TestLsJSONLabelsAreObjects(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "store")
+	r := sessions(t, nil, "--dir", root, "new", "--id", "by-new")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	r = sessions(t, nil, "--dir", root, "new", "--id", "by-new-labelled", "--label", "team=core")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+
+	st, err := jsonlstore.Open(root, jsonlstore.Options{})
+	require.NoError(t, err)
+	h, err := sessionstore.Open(ctx, st, "by-handle", sessionstore.HandleOptions{})
+	require.NoError(t, err)
+	_, err = h.Add(ctx, session.TextMessage(session.RoleUser, "hello", time.Time{}), session.TextMessage(session.RoleAssistant, "hi", time.Time{}))
+	require.NoError(t, err)
+	require.NoError(t, h.Close(ctx))
+	require.NoError(t, st.Close())
+
+	r = sessions(t, nil, "--dir", root, "fork", "by-handle", "--at-message", "1", "--id", "by-fork")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	dir, _ := importtest.Corpus(t, "../..")
+	r = sessions(t, nil, "--dir", root, "import", "claude-code", filepath.Join(dir, "claude-code"))
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+
+	r = sessions(t, nil, "--dir", root, "ls", "--json", "--all")
+	require.Equal(t, exitOK, r.Code, r.Stderr)
+	require.NotContains(t, r.Stdout, "null")
+	var page struct {
+		Items []map[string]json.RawMessage `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &page))
+	seen := map[string]bool{}
+	for _, it := range page.Items {
+		var id string
+		require.NoError(t, json.Unmarshal(it["id"], &id))
+		seen[id] = true
+		var labels map[string]string
+		raw, ok := it["labels"]
+		require.True(t, ok, "%s: no labels key", id)
+		require.NoError(t, json.Unmarshal(raw, &labels))
+		require.NotNil(t, labels, "%s: labels %s", id, raw)
+		if id == "by-new-labelled" {
+			require.Equal(t, map[string]string{"team": "core"}, labels)
+		}
+	}
+	for _, id := range []string{"by-new", "by-new-labelled", "by-handle", "by-fork"} {
+		require.True(t, seen[id], "%s listed", id)
+	}
+	require.Greater(t, len(seen), 4, "the imported sessions are listed")
 }

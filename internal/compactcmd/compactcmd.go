@@ -87,6 +87,9 @@ func Run(ctx context.Context, st *jsonlstore.Store, ids []session.SessionID, f F
 		fmt.Fprintf(stderr, "compact: %v\n", err)
 		return cli.ExitUsage
 	}
+	if policy.DryRun {
+		ctx = jsonlstore.ReadOnly(ctx) // its listing leaves the catalog as it is
+	}
 	work, err := targets(ctx, st, ids)
 	if err != nil {
 		fmt.Fprintf(stderr, "compact: %v\n", err)

@@ -19,7 +19,8 @@
 //
 // After a listing from the catalog or a scan, the catalog's Keep does
 // what the listing found the catalog to need (a rewrite, or a root file)
-// for the next one; a listing never waits for that.
+// for the next one; a listing never waits for that. A listing under a
+// ReadOnly context (readonly.go) skips it: a dry run writes nothing.
 //
 // It owns no file. It must never write a session's files, take a lease,
 // or decide what the catalog may be trusted with (package catalogfile's

@@ -54,7 +54,7 @@ func New(root *layout.Root, cat *catalogfile.Catalog, host Host) *Lister {
 // the catalog is rewritten for the next listing. Either way its cost
 // grows with the number of sessions and the page, not with the length of
 // their histories, and lease status is computed for the page's items
-// only, when read.
+// only, when read. Under a ReadOnly context the catalog is not rewritten.
 func (l *Lister) List(ctx context.Context, q summary.Query) (summary.Page, error) {
 	if err := ctx.Err(); err != nil {
 		return summary.Page{}, err
@@ -74,7 +74,7 @@ func (l *Lister) List(ctx context.Context, q summary.Query) (summary.Page, error
 		l.Counts.Scanned.Add(1)
 		page, err = l.Scan(ctx, q)
 	}
-	if err == nil {
+	if err == nil && !readOnly(ctx) {
 		l.cat.Keep(ctx, needs)
 	}
 	return page, err
