@@ -18,6 +18,7 @@
 //	searchindex  the full-text index in .search/ (SQLite FTS5, with searchdb), linked only through jsonlstore/fts
 //	offline      verify, repair, salvage, backup and sync, disk usage, blob collection
 //	purge        the redaction of what a session already stores
+//	secretscan   the scan for secrets of every file a session keeps: logs, archives, blobs, forensic copies, retired packs
 //	retire       .retired/: packs, the journal, the policy, which sessions a retirement takes, retire, restore, search
 //	roottest     test-only builder of roots for the rooms' tests
 //
