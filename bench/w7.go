@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -214,15 +213,11 @@ func w7Child(mode, root, word string) error {
 		if dir := os.Getenv("SESSBENCH_SEARCH_CPUPROFILE"); dir != "" {
 			// Where a search's time goes (go tool pprof on the files of
 			// many children at once): one profile per child.
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("search-%d.pprof", os.Getpid())))
+			stop, err := cpuProfile(filepath.Join(dir, fmt.Sprintf("search-%d.pprof", os.Getpid())))
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
+			defer stop()
 		}
 		res, err := w7Search(ctx, root)
 		d := time.Since(start)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,15 +388,11 @@ func w8WriterChild(root, id, seedArg string) error {
 	ctx := context.Background()
 	if dir := os.Getenv("SESSBENCH_W8_WRITER_CPUPROFILE"); dir != "" {
 		// Where a writer's time goes (its appends and its index writes).
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("writer-%d.pprof", os.Getpid())))
+		stop, err := cpuProfile(filepath.Join(dir, fmt.Sprintf("writer-%d.pprof", os.Getpid())))
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	seed, err := strconv.ParseUint(seedArg, 10, 64)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -83,15 +82,11 @@ func w9Child(dir, id, n string) error {
 	if path := os.Getenv("SESSBENCH_W9_CPUPROFILE"); path != "" {
 		// Where a resume's time goes (go tool pprof): the profile of the
 		// last resume of a run.
-		f, err := os.Create(path)
+		stop, err := cpuProfile(path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	start := time.Now()
 	msg, err := w9Resume(context.Background(), dir, session.SessionID(id), k)
