@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -33,9 +35,10 @@ import (
 // Lease, summary and forensic files are not copied: the copy's first holder
 // starts a fresh lease above every generation in the log. Each session is
 // built in a temporary directory of the destination, synced, and published
-// with RENAME_NOREPLACE, many at a time (batch.go); each is verified
-// before it is published, and a session brought up to date in place after
-// it was written.
+// with RENAME_NOREPLACE, many at a time (batch.go); each is checked
+// before it is published (copycheck.go: a copy that does not check is
+// never published), and a session brought up to date in place is
+// verified after it was written.
 
 // ForSessions runs fn for each session of ids, or for every session of
 // the store when ids is empty, adding the sessions it cannot read to bad
@@ -45,7 +48,8 @@ type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) err
 // Backup copies sessions ids (every session forEach lists when none) into
 // the store dst, filling in rep, and returns the sessions it wrote, which
 // it verified (rep.Verify). A session dst does not hold is copied whole
-// (copyInto); one it holds is brought up to date (update): the bytes past
+// (stage, checked before it is published: checkStaged); one it holds is
+// brought up to date (update): the bytes past
 // what dst holds are appended when dst's log is a prefix of the source's,
 // and the session is copied whole otherwise. The copy is consistent: every
 // revision of a session at the moment its log was opened, from revision
@@ -129,6 +133,7 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 	if err == nil {
 		err = b.flush()
 	}
+	copied = slices.DeleteFunc(copied, func(id session.SessionID) bool { return slices.Contains(b.refused, id) })
 	if err == nil {
 		err = dst.verifyWritten(ctx, updated, rep)
 	}
@@ -288,16 +293,16 @@ func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error)
 }
 
 // stage copies the session into a new temporary directory of dst,
-// without syncing anything: the log's committed prefix, the archive
-// segments below it and a manifest listing them, every blob. On an error
-// it leaves nothing.
+// without syncing anything: the log's committed prefix, settings.json,
+// the archive segments below the log and a manifest listing them, every
+// blob. On an error it leaves nothing.
 func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBackup, err error) {
 	id := src.id
 	sb = maintenance.SessionBackup{ID: id, Action: maintenance.BackupNew}
 	if _, err := dst.Lstat(layout.SessionDir(id)); err == nil {
 		return nil, sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
 	}
-	st := &staged{id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()}
+	st := &staged{id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix(), sums: map[string]writtenSum{}}
 	if err := dst.Mkdir(st.tmp, layout.DirPerm); err != nil {
 		return nil, sb, err
 	}
@@ -307,15 +312,35 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 		}
 	}()
 	st.names = append(st.names, st.tmp)
+	// Each file's bytes are summed as they are written, for the check of
+	// the copy (checkStaged).
 	write := func(name string, r io.Reader) (int64, error) {
 		st.names = append(st.names, name)
-		return writeFile(dst, name, r, false)
+		h := crc32.New(record.Castagnoli)
+		n, err := writeFile(dst, name, io.TeeReader(r, h), false)
+		st.sums[strings.TrimPrefix(name, st.tmp+"/")] = writtenSum{n: n, crc: h.Sum32()}
+		return n, err
 	}
 	if _, err := write(st.tmp+"/"+layout.LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
 		return nil, sb, err
 	}
 	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
 	sb.BytesCopied = sb.LogBytes
+	st.logBytes, st.rev = src.last.End(), src.last.Rev
+	// settings.json: the record cap the records were written under, which
+	// a reader of the copy needs (a writer records it before its first
+	// record there, and only ever raises it: what is there now covers the
+	// records copied).
+	if f, err := src.s.root.FS.OpenFile(layout.SessionDir(id)+"/"+layout.SettingsFile, layout.RDONLY, 0); err == nil {
+		n, err := write(st.tmp+"/"+layout.SettingsFile, f)
+		_ = f.Close() // read-only
+		if err != nil {
+			return nil, sb, err
+		}
+		sb.BytesCopied += n
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, sb, err
+	}
 	if len(src.segs) > 0 {
 		dir := st.tmp + "/" + layout.ArchiveDir
 		if err := dst.Mkdir(dir, layout.DirPerm); err != nil {

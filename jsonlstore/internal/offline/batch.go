@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,15 +24,16 @@ import (
 // (a sync of every file and directory, then of the root after its
 // rename) costs several flushes a session. It copies sessions in
 // batches instead: each into a temporary directory of the destination,
-// nothing synced, and verified there from what was just written, on other
-// goroutines while the next sessions are copied; then the whole batch is
-// made durable at once (vfs.FS.SyncAll: one syncfs on Linux), each
-// session published by its rename, and the root synced once. Nothing is
-// published before it is durable and verified; a crash before a
-// session's rename leaves only a temporary directory, which is never
-// taken for a session and is swept as any leftover is.
+// nothing synced, and checked there from what was just written
+// (checkStaged), on other goroutines while the next sessions are copied;
+// then the copies that do not check are removed and reported, the rest of
+// the batch is made durable at once (vfs.FS.SyncAll: one syncfs on
+// Linux), each session published by its rename, and the root synced
+// once. Nothing is published before it is durable and checked; a crash
+// before a session's rename leaves only a temporary directory, which is
+// never taken for a session and is swept as any leftover is.
 
-// VerifyStaged is whether a full backup verifies each staged session. It
+// VerifyStaged is whether a full backup checks each staged session. It
 // is always true but in the measurement of a backup's floor (the copy
 // alone, TestBackupTargets).
 var VerifyStaged = true
@@ -49,9 +51,21 @@ type staged struct {
 	tmp   string
 	names []string // what was written: directories and files, for SyncAll
 	bytes int64
-	// What verifying the staged copy found, or kept it from checking it.
+	// What was copied, for the check of the copy (checkStaged): the
+	// log's bytes and last revision, and each file's bytes as written
+	// (by name within tmp).
+	logBytes int64
+	rev      uint64
+	sums     map[string]writtenSum
+	// What checking the staged copy found, or kept it from checking it.
 	sr  sessionstore.SessionVerifyReport
 	err error
+}
+
+// writtenSum is the size and CRC-32C of the bytes written into a file.
+type writtenSum struct {
+	n   int64
+	crc uint32
 }
 
 // publish renames the staged directory to the session's name; an
@@ -76,6 +90,8 @@ type batch struct {
 	staged []*staged
 	bytes  int64
 	slots  chan struct{} // one per verifying goroutine
+	// refused is the sessions whose copy did not check: not published.
+	refused []session.SessionID
 	wg     sync.WaitGroup
 }
 
@@ -83,7 +99,7 @@ func newBatch(ctx context.Context, dst *Store, rep *maintenance.BackupReport) *b
 	return &batch{ctx: ctx, dst: dst, rep: rep, slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
-// add takes st into the batch and starts verifying it (waiting for a
+// add takes st into the batch and starts checking it (waiting for a
 // free goroutine), and reports whether the batch is full.
 func (b *batch) add(st *staged) bool {
 	b.staged = append(b.staged, st)
@@ -95,7 +111,7 @@ func (b *batch) add(st *staged) bool {
 	b.wg.Add(1)
 	go func() {
 		defer func() { <-b.slots; b.wg.Done() }()
-		st.sr, st.err = b.dst.stagedView(st).VerifySession(b.ctx, st.id, false)
+		st.sr, st.err = b.dst.checkStaged(b.ctx, st)
 	}()
 	return len(b.staged) >= batchSessions || b.bytes >= batchBytes
 }
@@ -116,12 +132,29 @@ func (b *batch) flush() (err error) {
 	if len(b.staged) == 0 {
 		return nil
 	}
-	var names []string
 	for _, st := range b.staged {
 		if st.err != nil && logfile.EndsStoreWide(st.err) {
 			return st.err
 		}
+	}
+	// A copy that does not check is not published: it is removed, and
+	// reported (its problems, or what kept it from being checked).
+	good := b.staged[:0]
+	for _, st := range b.staged {
+		if VerifyStaged && (st.err != nil || !st.sr.OK()) {
+			_ = fsys.RemoveAll(st.tmp)
+			b.refuse(st)
+			continue
+		}
+		good = append(good, st)
+	}
+	b.staged = good
+	var names []string
+	for _, st := range b.staged {
 		names = append(names, st.names...)
+	}
+	if len(names) == 0 {
+		return nil
 	}
 	if err := fsys.SyncAll(names); err != nil {
 		return err
@@ -142,6 +175,28 @@ func (b *batch) flush() (err error) {
 	return nil
 }
 
+// refuse reports st, a copy that did not check, as not published: what
+// the check found, and the session taken out of what was copied.
+func (b *batch) refuse(st *staged) {
+	addVerified(&b.rep.Verify, st.id, st.sr, st.err)
+	why := "its copy does not check"
+	switch {
+	case st.err != nil:
+		why += ": " + st.err.Error()
+	case len(st.sr.Problems) > 0:
+		why += ": " + st.sr.Problems[0].File + ": " + st.sr.Problems[0].Message
+	}
+	skip(b.rep, st.id, "not published: "+why)
+	b.rep.Sessions = slices.DeleteFunc(b.rep.Sessions, func(sb maintenance.SessionBackup) bool {
+		if sb.ID == st.id {
+			b.rep.BytesCopied -= sb.BytesCopied
+			return true
+		}
+		return false
+	})
+	b.refused = append(b.refused, st.id)
+}
+
 // abort waits for the verifications and removes what is staged.
 func (b *batch) abort() {
 	b.wg.Wait()
@@ -152,7 +207,7 @@ func (b *batch) abort() {
 }
 
 // stagedView is s as seen with st's temporary directory under the
-// session's name, read-only: the staged copy is verified as the session
+// session's name, read-only: the staged copy is checked as the session
 // it becomes.
 func (s *Store) stagedView(st *staged) *Store {
 	root := *s.root
