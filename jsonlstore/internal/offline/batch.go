@@ -92,7 +92,7 @@ type batch struct {
 	slots  chan struct{} // one per verifying goroutine
 	// refused is the sessions whose copy did not check: not published.
 	refused []session.SessionID
-	wg     sync.WaitGroup
+	wg      sync.WaitGroup
 }
 
 func newBatch(ctx context.Context, dst *Store, rep *maintenance.BackupReport) *batch {
