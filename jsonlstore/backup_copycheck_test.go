@@ -1,0 +1,207 @@
+package jsonlstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
+	"github.com/sessionstore/sessionstore/session"
+)
+
+// damageFS damages what is written into the first file opened for
+// writing whose name match accepts: damage gets each buffer written and
+// the file offset it goes to, and returns what really reaches the file
+// (the caller is told the whole buffer was written). The source's bytes
+// are left as they are: the damage is in the destination only.
+type damageFS struct {
+	vfs.FS
+	match  func(name string) bool
+	damage func(p []byte, off int64) []byte
+	hit    atomic.Bool
+}
+
+func (d *damageFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := d.FS.OpenFile(name, flag, perm)
+	if err != nil || flag&(os.O_WRONLY|os.O_RDWR) == 0 || !d.match(name) || !d.hit.CompareAndSwap(false, true) {
+		return f, err
+	}
+	return &damageFile{File: f, damage: d.damage}, nil
+}
+
+type damageFile struct {
+	vfs.File
+	damage func(p []byte, off int64) []byte
+	off    int64
+}
+
+func (f *damageFile) Write(p []byte) (int, error) {
+	q := f.damage(bytes.Clone(p), f.off)
+	f.off += int64(len(p))
+	if _, err := f.File.Write(q); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flipAt flips the bits of the byte at file offset at.
+func flipAt(at int64) func(p []byte, off int64) []byte {
+	return func(p []byte, off int64) []byte {
+		if at >= off && at < off+int64(len(p)) {
+			p[at-off] ^= 0xff
+		}
+		return p
+	}
+}
+
+// keepFirst writes only the first n bytes of the file: a copy cut short.
+func keepFirst(n int64) func(p []byte, off int64) []byte {
+	return func(p []byte, off int64) []byte {
+		return p[:max(0, min(int64(len(p)), n-off))]
+	}
+}
+
+// TestBackupRefusesDamagedCopy: a full backup whose copy of a session
+// lands damaged in the destination — a byte flipped in a log record (the
+// first, or the last, which alone would look like a torn append), in an
+// archive segment, in a blob; a blob cut short of the size its reference
+// claims — refuses that copy: the report is not OK and names the session
+// as not published, the destination holds no such session (nor its
+// temporary directory), and every other session is published whole. A
+// second backup, through an undamaged file system, publishes it.
+func TestBackupRefusesDamagedCopy(t *testing.T) {
+	ctx := context.Background()
+	src := openTestStoreWith(t, Options{BlobThreshold: 1024})
+	bkGrow(t, src, "lg", 4, 0)
+	bkGrow(t, src, "ar", 6, 0)
+	_, err := src.Compact(ctx, "ar", maintenance.CompactPolicy{KeepLast: 2}, 0)
+	require.NoError(t, err)
+	bkGrow(t, src, "ar", 1, 0)
+	bkGrow(t, src, "bl", 6, 1)
+	blobs, err := os.ReadDir(filepath.Join(src.Dir(), "bl", BlobDir))
+	require.NoError(t, err)
+	require.NotEmpty(t, blobs, "session bl keeps content in blobs")
+	segs, err := filepath.Glob(filepath.Join(src.Dir(), "ar", ArchiveDir, "0*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs, "session ar has archive segments")
+	logSize := logSize(t, src, "lg")
+
+	// staged matches session id's file under its temporary directory
+	// whose name (within the session) passes file.
+	staged := func(id session.SessionID, file func(rest string) bool) func(string) bool {
+		return func(name string) bool {
+			rest, ok := strings.CutPrefix(name, layout.TmpDirPrefix+string(id)+"-")
+			if !ok {
+				return false
+			}
+			_, rest, ok = strings.Cut(rest, "/")
+			return ok && file(rest)
+		}
+	}
+	isLog := func(rest string) bool { return rest == LogFile }
+	isSegment := func(rest string) bool {
+		name, ok := strings.CutPrefix(rest, ArchiveDir+"/")
+		return ok && strings.HasPrefix(name, "0")
+	}
+	isBlob := func(rest string) bool { return strings.HasPrefix(rest, BlobDir+"/") }
+	for _, c := range []struct {
+		name   string
+		id     session.SessionID
+		match  func(string) bool
+		damage func(p []byte, off int64) []byte
+	}{
+		{"log record", "lg", staged("lg", isLog), flipAt(20)},
+		{"last log record", "lg", staged("lg", isLog), flipAt(logSize - 20)},
+		{"archive segment", "ar", staged("ar", isSegment), flipAt(40)},
+		{"blob", "bl", staged("bl", isBlob), flipAt(100)},
+		{"blob cut short", "bl", staged("bl", isBlob), keepFirst(200)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			root, err := os.OpenRoot(dir)
+			require.NoError(t, err)
+			defer root.Close()
+			dfs := &damageFS{FS: vfs.OS(root), match: c.match, damage: c.damage}
+			dst := newStore(dir, root, dfs, fsLeaser{}, Options{})
+			defer dst.Close()
+			var rep maintenance.BackupReport
+			_, err = src.offline().Backup(ctx, dst.offline(), nil, src.forSessions, maintenance.BackupOptions{}, &rep)
+			require.NoError(t, err)
+			require.True(t, dfs.hit.Load(), "nothing was damaged")
+			require.False(t, rep.OK(), "%+v", rep)
+			require.Contains(t, rep.Skipped[string(c.id)], "not published")
+			require.Len(t, rep.Sessions, 2)
+			for _, sb := range rep.Sessions {
+				require.NotEqual(t, c.id, sb.ID)
+			}
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.False(t, strings.HasPrefix(e.Name(), layout.TmpDirPrefix), "left behind: %s", e.Name())
+			}
+			_, err = os.Lstat(filepath.Join(dir, string(c.id)))
+			require.True(t, errors.Is(err, fs.ErrNotExist), "the damaged copy was published: %v", err)
+
+			// The others are published whole; a second backup, undamaged,
+			// publishes the session refused.
+			check, err := Open(dir, Options{})
+			require.NoError(t, err)
+			defer check.Close()
+			for _, id := range []session.SessionID{"lg", "ar", "bl"} {
+				if id != c.id {
+					bkSameAs(t, src, check, id)
+				}
+			}
+			rep, err = src.Backup(ctx, dir)
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "%+v", rep)
+			require.Len(t, rep.Sessions, 1)
+			bkSameAs(t, src, check, c.id)
+			vr, err := check.Verify(ctx)
+			require.NoError(t, err)
+			require.True(t, vr.OK(), "%+v", vr)
+		})
+	}
+}
+
+// TestBackupCopiesSettings: a full backup copies a session's
+// settings.json, the record cap its records were written under, so that
+// a reader of the copy with a smaller cap of its own reads records larger
+// than that cap.
+func TestBackupCopiesSettings(t *testing.T) {
+	ctx := context.Background()
+	const bigCap, small = 4 << 20, 256 << 10
+	src := openTestStoreWith(t, Options{MaxRecordBytes: bigCap})
+	writeWide(t, src, "big")
+	reading, err := Open(src.Dir(), Options{MaxRecordBytes: small})
+	require.NoError(t, err)
+	_, err = reading.Load(ctx, "big")
+	require.NoError(t, err, "the source reads under the recorded cap")
+	require.NoError(t, reading.Close())
+	want, err := os.ReadFile(filepath.Join(src.Dir(), "big", SettingsFile))
+	require.NoError(t, err)
+
+	dest := filepath.Join(t.TempDir(), "copy")
+	rep, err := src.Backup(ctx, dest)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	got, err := os.ReadFile(filepath.Join(dest, "big", SettingsFile))
+	require.NoError(t, err, "settings.json was not copied")
+	require.Equal(t, want, got)
+	reader, err := Open(dest, Options{MaxRecordBytes: small})
+	require.NoError(t, err)
+	defer reader.Close()
+	_, err = reader.Load(ctx, "big")
+	require.NoError(t, err)
+	bkSameAs(t, src, reader, "big")
+}
