@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -240,8 +241,9 @@ func (sc *scorer) score(d *bm25Doc) float64 {
 }
 
 // pendingDocs returns the documents of f.Pending: each with its columns
-// and as BM25 sees it.
-func pendingDocs(q fulltext.Query, f *Filter) (docs []bm25Doc, cols [][3]string, of []*Pending, msgs []*Message) {
+// and as BM25 sees it. It reads no index, so a search makes them before
+// its read transaction, on every core.
+func pendingDocs(ctx context.Context, q fulltext.Query, f *Filter) (docs []bm25Doc, cols [][3]string, of []*Pending, msgs []*Message, err error) {
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		for j := range p.Docs {
@@ -250,17 +252,31 @@ func pendingDocs(q fulltext.Query, f *Filter) (docs []bm25Doc, cols [][3]string,
 			if m.Index < 0 {
 				c = [3]string{m.Doc.Text, "", ""}
 			}
-			docs, cols, of, msgs = append(docs, newBM25Doc(q, c)), append(cols, c), append(of, p), append(msgs, m)
+			cols, of, msgs = append(cols, c), append(of, p), append(msgs, m)
 		}
 	}
-	return docs, cols, of, msgs
+	docs, err = bm25Docs(ctx, q, cols)
+	return docs, cols, of, msgs, err
+}
+
+// bm25Docs returns the documents of cols as BM25 sees them, made on
+// every core: a search under load makes them of everything appended
+// since the index's rows, and a tokenizer on one core would leave the
+// other idle while the search waits.
+func bm25Docs(ctx context.Context, q fulltext.Query, cols [][3]string) ([]bm25Doc, error) {
+	docs := make([]bm25Doc, len(cols))
+	err := layout.Parallel(ctx, len(cols), func(i int) error {
+		docs[i] = newBM25Doc(q, cols[i])
+		return nil
+	})
+	return docs, err
 }
 
 // replacedDocs reads, in tx, the documents of the index that f.Pending
 // replaces: a pending session's messages from From on, and its title
 // when it changed.
 func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter) ([]bm25Doc, error) {
-	var out []bm25Doc
+	var cols [][3]string
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		rows, err := tx.QueryContext(ctx, `SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN docs ON docs.rowid = m.rowid
@@ -274,7 +290,7 @@ func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter) 
 				_ = rows.Close() // read-only
 				return nil, err
 			}
-			out = append(out, newBM25Doc(q, c))
+			cols = append(cols, c)
 		}
 		err = rows.Err()
 		_ = rows.Close() // read-only
@@ -282,7 +298,7 @@ func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter) 
 			return nil, err
 		}
 	}
-	return out, nil
+	return bm25Docs(ctx, q, cols)
 }
 
 // pendingHits returns the hits of q among the pending documents that

@@ -85,6 +85,20 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 		FROM docs JOIN msgs m ON m.rowid = docs.rowid JOIN sessions s ON s.sid = m.sid
 		WHERE %s ORDER BY score, s.updated DESC, s.id, m.msg DESC`, weights, strings.Join(where, " AND "))
 	var hits []fulltext.Hit
+	// The pending documents as BM25 sees them, made before the read
+	// transaction (they need nothing of the index).
+	var (
+		pDocs []bm25Doc
+		pCols [][3]string
+		pOf   []*Pending
+		pMsgs []*Message
+	)
+	if len(f.Pending) > 0 {
+		var err error
+		if pDocs, pCols, pOf, pMsgs, err = pendingDocs(ctx, q, &f); err != nil {
+			return nil, err
+		}
+	}
 	err := d.run(ctx, 0, "search", func(ctx context.Context) error {
 		return d.read(ctx, func(tx *sql.Tx) error {
 			hits = hits[:0]
@@ -101,9 +115,8 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 				if err != nil {
 					return err
 				}
-				docs, cols, of, msgs := pendingDocs(q, &f)
-				sc = newScorer(q, f.NoTools, c, gone, docs)
-				hits = pendingHits(q, &f, sc, docs, cols, of, msgs)
+				sc = newScorer(q, f.NoTools, c, gone, pDocs)
+				hits = pendingHits(q, &f, sc, pDocs, pCols, pOf, pMsgs)
 				best.limit = limit
 				for _, h := range hits {
 					best.add(h.Score)
