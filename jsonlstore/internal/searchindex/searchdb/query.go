@@ -99,6 +99,7 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 			return nil, err
 		}
 	}
+	var from map[session.SessionID]int // the first message each pending session's row serves for (rowsNow)
 	err := d.run(ctx, 0, "search", func(ctx context.Context) error {
 		return d.read(ctx, func(tx *sql.Tx) error {
 			hits = hits[:0]
@@ -111,12 +112,27 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 				if err != nil {
 					return err
 				}
-				gone, err := replacedDocs(ctx, tx, q, &f)
+				// Rows moved on since the sessions were read serve for
+				// the messages they now hold: those pending documents are
+				// left out, and the rows' documents are not replaced.
+				if from, err = rowsNow(ctx, tx, &f); err != nil {
+					return err
+				}
+				gone, err := replacedDocs(ctx, tx, q, &f, from)
 				if err != nil {
 					return err
 				}
-				sc = newScorer(q, f.NoTools, c, gone, pDocs)
-				hits = pendingHits(q, &f, sc, pDocs, pCols, pOf, pMsgs)
+				var docs []bm25Doc
+				var cols [][3]string
+				var of []*Pending
+				var msgs []*Message
+				for i := range pDocs {
+					if k := pMsgs[i].Index; k < 0 || k >= from[pOf[i].ID] {
+						docs, cols, of, msgs = append(docs, pDocs[i]), append(cols, pCols[i]), append(of, pOf[i]), append(msgs, pMsgs[i])
+					}
+				}
+				sc = newScorer(q, f.NoTools, c, gone, docs)
+				hits = pendingHits(q, &f, sc, docs, cols, of, msgs)
 				best.limit = limit
 				for _, h := range hits {
 					best.add(h.Score)
@@ -146,7 +162,7 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 					continue
 				}
 				if p := pending[h.ID]; p != nil {
-					if h.Message >= p.From || h.Message < 0 && p.TitleChanged {
+					if h.Message >= from[h.ID] || h.Message < 0 && p.TitleChanged {
 						continue // the row's, no longer the session's: p.Docs holds it
 					}
 					h.Title = p.Title
