@@ -259,8 +259,11 @@ func (l logRead) LoadLatest() (*record.Rec, sessionstore.Record, error) {
 
 func (l logRead) History() searchhost.History { return logfile.NewScan(l.s.fs, l.id, l.v) }
 
+// Resolve implements searchhost.Log for the messages appended since a
+// row (the search index's readAppended): a few blobs of a session that
+// may have many, read without listing its blobs/ (NewTailCache).
 func (l logRead) Resolve(msgs sessnap.Messages) error {
-	c := blobfile.NewCache(l.s.fs, l.id)
+	c := blobfile.NewTailCache(l.s.fs, l.id)
 	defer c.Close()
 	return msgs.Resolve(c.Fetch)
 }

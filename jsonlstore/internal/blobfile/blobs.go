@@ -365,8 +365,9 @@ func ReadFile(fsys vfs.FS, id session.SessionID, hash string, size int64) ([]byt
 }
 
 // DirReader reads the blobs of one directory through a descriptor of
-// it, knowing which are compressed from one listing: a blob costs one
-// open, not one per path component and name tried.
+// it, knowing which are compressed from one listing (OpenDir): a blob
+// costs one open, not one per path component and name tried. Unlisted
+// (OpenDirUnlisted), a blob costs the opens of the names it tries.
 type DirReader struct {
 	fs     vfs.SubFS
 	listed map[string]Hint // hash -> which of its files are listed
@@ -396,6 +397,18 @@ func OpenDir(fsys vfs.FS, id session.SessionID) *DirReader {
 		}
 	}
 	return d
+}
+
+// OpenDirUnlisted opens session id's blobs/ for reading without listing
+// it, nil when it cannot: each blob read looks for its raw file, then its
+// compressed one, by name relative to the directory (openBlob), as one
+// written since a listing is looked for.
+func OpenDirUnlisted(fsys vfs.FS, id session.SessionID) *DirReader {
+	sub, err := vfs.Sub(fsys, Dir(id))
+	if err != nil {
+		return nil
+	}
+	return &DirReader{fs: sub}
 }
 
 // Close closes the directory.

@@ -28,6 +28,9 @@ type shared struct {
 	id    session.SessionID
 	dir   *DirReader // opened at the first fetch
 	tried bool
+	// unlisted: the directory is opened without listing it (a read of
+	// a few blobs, NewTailCache).
+	unlisted bool
 
 	mu       sync.Mutex // guards m and size while a prefetch runs
 	m        map[string][]byte
@@ -40,6 +43,16 @@ const cacheBytes = 256 << 20
 // NewCache returns a cache for reads with the content. Close it.
 func NewCache(fsys vfs.FS, id session.SessionID) *Cache {
 	return &Cache{shared: &shared{fs: fsys, id: id, m: map[string][]byte{}}}
+}
+
+// NewTailCache returns a cache for a read of a few blobs with the
+// content (what was appended to a session since some revision): it
+// opens blobs/ without listing it, so the read costs the blobs it reads,
+// not one entry of every blob the session has (a listing is worth its
+// cost for a read of a whole session, whose blobs are most of those
+// listed). Close it.
+func NewTailCache(fsys vfs.FS, id session.SessionID) *Cache {
+	return &Cache{shared: &shared{fs: fsys, id: id, m: map[string][]byte{}, unlisted: true}}
 }
 
 // NewPageCache returns a cache for reads without the content (light).
@@ -97,7 +110,11 @@ func (c *Cache) Fetch(ref session.ContentRef) ([]byte, error) {
 func (c *Cache) open() {
 	if !c.tried {
 		c.tried = true
-		c.dir = OpenDir(c.fs, c.id) // nil when it cannot: names are then resolved one by one
+		if c.unlisted {
+			c.dir = OpenDirUnlisted(c.fs, c.id)
+		} else {
+			c.dir = OpenDir(c.fs, c.id) // nil when it cannot: names are then resolved one by one
+		}
 	}
 }
 

@@ -468,7 +468,7 @@ func (ix *indexed) pending(st searchdb.State) (searchdb.Pending, bool) {
 		return searchdb.Pending{}, false
 	}
 	p := searchdb.Pending{ID: h.ID, Title: h.Title, Updated: h.Updated, Project: h.Project, Labels: h.Labels,
-		From: ix.base, TitleChanged: h.Title != st.Title, Docs: ix.docs}
+		From: ix.base, TitleChanged: h.Title != st.Title, Docs: ix.docs, FromRev: st.Rev, FromDigest: ix.from, Rev: h.Rev}
 	if p.TitleChanged && h.Title != "" {
 		p.Docs = append(ix.titleDoc(), ix.docs...)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionstore/sessionstore/internal/fulltext"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -44,6 +45,74 @@ type Pending struct {
 	// the new one (Index -1, its text the title) unless it is empty.
 	TitleChanged bool
 	Docs         []Message
+	// FromRev and FromDigest are the row's revision and digest when the
+	// session was read (its first From messages), and Rev the revision
+	// read. A row that another process has moved on meanwhile, to a
+	// revision of at most Rev holding the first messages of Docs (its
+	// digest continues FromDigest over them), serves for those: they are
+	// left out of the pending documents (rebase). Zero: never.
+	FromRev    uint64
+	FromDigest fulltext.Digest
+	Rev        uint64
+}
+
+// rebase returns the first message p's session's row serves for, its
+// row now holding revision rev, messages msgs of digest dig: p.From, or,
+// for a row moved on since p was read as rebase's doc says, msgs.
+func (p *Pending) rebase(rev uint64, msgs int, dig fulltext.Digest) int {
+	if p.Rev == 0 || msgs <= p.From || rev > p.Rev || rev < p.FromRev {
+		return p.From
+	}
+	d, n := p.FromDigest, p.From
+	for i := range p.Docs {
+		m := &p.Docs[i]
+		switch {
+		case m.Index < 0:
+			continue // the title
+		case m.Index != n:
+			return p.From // not the messages after From, in order
+		case n < msgs && m.Rev > rev, n >= msgs && m.Rev <= rev:
+			return p.From // the row's messages did not all appear by its revision, or one after did
+		case n < msgs:
+			d = d.Add(&m.Doc)
+		}
+		n++
+	}
+	if n < msgs || d != dig {
+		return p.From
+	}
+	return msgs
+}
+
+// rowsNow reads, in tx, the rows of the pending sessions as they are
+// now and returns the first message each row serves for (rebase), by
+// the session's ID.
+func rowsNow(ctx context.Context, tx *sql.Tx, f *Filter) (map[session.SessionID]int, error) {
+	from := make(map[session.SessionID]int, len(f.Pending))
+	for i := range f.Pending {
+		p := &f.Pending[i]
+		from[p.ID] = p.From
+		if p.Rev == 0 {
+			continue
+		}
+		var rev int64
+		var msgs int
+		var dig []byte
+		err := tx.QueryRowContext(ctx, "SELECT rev, messages, digest FROM sessions WHERE id = ?", string(p.ID)).Scan(&rev, &msgs, &dig)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var d fulltext.Digest
+		if rev < 0 || len(dig) != len(d) {
+			continue
+		}
+		copy(d[:], dig)
+		from[p.ID] = p.rebase(uint64(rev), msgs, d)
+	}
+	return from, nil
 }
 
 // BM25's parameters, FTS5's, and the weights of the columns title,
@@ -240,8 +309,9 @@ func (sc *scorer) score(d *bm25Doc) float64 {
 }
 
 // pendingDocs returns the documents of f.Pending: each with its columns
-// and as BM25 sees it.
-func pendingDocs(q fulltext.Query, f *Filter) (docs []bm25Doc, cols [][3]string, of []*Pending, msgs []*Message) {
+// and as BM25 sees it. It reads no index, so a search makes them before
+// its read transaction, on every core.
+func pendingDocs(ctx context.Context, q fulltext.Query, f *Filter) (docs []bm25Doc, cols [][3]string, of []*Pending, msgs []*Message, err error) {
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		for j := range p.Docs {
@@ -250,21 +320,35 @@ func pendingDocs(q fulltext.Query, f *Filter) (docs []bm25Doc, cols [][3]string,
 			if m.Index < 0 {
 				c = [3]string{m.Doc.Text, "", ""}
 			}
-			docs, cols, of, msgs = append(docs, newBM25Doc(q, c)), append(cols, c), append(of, p), append(msgs, m)
+			cols, of, msgs = append(cols, c), append(of, p), append(msgs, m)
 		}
 	}
-	return docs, cols, of, msgs
+	docs, err = bm25Docs(ctx, q, cols)
+	return docs, cols, of, msgs, err
+}
+
+// bm25Docs returns the documents of cols as BM25 sees them, made on
+// every core: a search under load makes them of everything appended
+// since the index's rows, and a tokenizer on one core would leave the
+// other idle while the search waits.
+func bm25Docs(ctx context.Context, q fulltext.Query, cols [][3]string) ([]bm25Doc, error) {
+	docs := make([]bm25Doc, len(cols))
+	err := layout.Parallel(ctx, len(cols), func(i int) error {
+		docs[i] = newBM25Doc(q, cols[i])
+		return nil
+	})
+	return docs, err
 }
 
 // replacedDocs reads, in tx, the documents of the index that f.Pending
-// replaces: a pending session's messages from From on, and its title
-// when it changed.
-func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter) ([]bm25Doc, error) {
-	var out []bm25Doc
+// replaces: a pending session's messages from from[its ID] on, and its
+// title when it changed.
+func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter, from map[session.SessionID]int) ([]bm25Doc, error) {
+	var cols [][3]string
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		rows, err := tx.QueryContext(ctx, `SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN docs ON docs.rowid = m.rowid
-			WHERE m.sid = (SELECT sid FROM sessions WHERE id = ?) AND (m.msg >= ? OR m.msg < 0 AND ?)`, string(p.ID), p.From, p.TitleChanged)
+			WHERE m.sid = (SELECT sid FROM sessions WHERE id = ?) AND (m.msg >= ? OR m.msg < 0 AND ?)`, string(p.ID), from[p.ID], p.TitleChanged)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +358,7 @@ func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter) 
 				_ = rows.Close() // read-only
 				return nil, err
 			}
-			out = append(out, newBM25Doc(q, c))
+			cols = append(cols, c)
 		}
 		err = rows.Err()
 		_ = rows.Close() // read-only
@@ -282,7 +366,7 @@ func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter) 
 			return nil, err
 		}
 	}
-	return out, nil
+	return bm25Docs(ctx, q, cols)
 }
 
 // pendingHits returns the hits of q among the pending documents that

@@ -26,7 +26,8 @@ var pendingVocab = []string{"amber", "basil", "cedar", "dune", "ember", "fjord",
 // without tools, for words, phrases and prefixes; the index's hits of
 // the session carry its title and time as they are now, and the
 // replaced documents (its old title, messages the row got meanwhile)
-// are not found.
+// are not found; the same when the pending documents say which row they
+// were read after, and the row moved on serves for what it now holds.
 func TestSearchPendingAsIfIndexed(t *testing.T) {
 	ctx := t.Context()
 	for seed := range uint64(8) {
@@ -60,6 +61,9 @@ func TestSearchPendingAsIfIndexed(t *testing.T) {
 					u.Add = append(u.Add, Message{Index: m, Rev: 1 + uint64(m%2), Doc: doc()})
 				}
 				u.Messages = len(u.Add)
+				for m := range u.Add {
+					u.Digest = u.Digest.Add(&u.Add[m].Doc)
+				}
 				ups = append(ups, u)
 			}
 			_, err = db.Apply(ctx, ups, NoWait)
@@ -70,21 +74,33 @@ func TestSearchPendingAsIfIndexed(t *testing.T) {
 			// the search must take from the pending documents alone.
 			base := ups[7]
 			next := base
-			next.Reset, next.Rev, next.Title, next.TitleRev, next.Updated = false, 5, words(2), 4, t0.Add(time.Hour)
+			next.Reset, next.Rev, next.Title, next.TitleRev, next.Updated = false, 8, words(2), 4, t0.Add(time.Hour)
 			next.Add = nil
 			for m := range 6 {
-				next.Add = append(next.Add, Message{Index: base.Messages + m, Rev: 3 + uint64(m%3), Doc: doc()})
+				next.Add = append(next.Add, Message{Index: base.Messages + m, Rev: 3 + uint64(m), Doc: doc()})
 			}
 			next.Messages = base.Messages + len(next.Add)
 			moved := next
 			moved.Rev, moved.Messages, moved.Add, moved.Title = 3, base.Messages+1, next.Add[:1], base.Title
-			moved.FromRev, moved.FromMessages, moved.Updated = base.Rev, base.Messages, base.Updated
+			moved.FromRev, moved.FromMessages, moved.Updated, moved.Extend = base.Rev, base.Messages, base.Updated, true
 			ok, err := db.Apply(ctx, []Update{moved}, NoWait)
 			require.NoError(t, err)
 			require.Equal(t, []bool{true}, ok)
 			pending := Pending{ID: next.ID, Title: next.Title, Updated: next.Updated, Project: next.Project, Labels: next.Labels,
 				From: base.Messages, TitleChanged: true,
 				Docs: append([]Message{{Index: -1, Rev: next.TitleRev, Doc: fulltext.Doc{Text: next.Title}}}, next.Add...)}
+			// The same, saying which row it was read after: the row moved
+			// on serves for the message it now holds (rebase).
+			rebased := pending
+			rebased.FromRev, rebased.FromDigest, rebased.Rev = base.Rev, base.Digest, next.Rev
+			st, err := db.StatesOf(ctx, []session.SessionID{next.ID})
+			require.NoError(t, err)
+			now := st[next.ID]
+			require.Equal(t, base.Messages+1, rebased.rebase(now.Rev, now.Messages, now.Digest), "the moved row serves for its new message")
+			require.Equal(t, base.Messages, pending.rebase(now.Rev, now.Messages, now.Digest), "no rebase without the row read after")
+			wrong := rebased
+			wrong.FromDigest[0] ^= 1
+			require.Equal(t, base.Messages, wrong.rebase(now.Rev, now.Messages, now.Digest), "a row of other messages does not serve")
 
 			type query struct {
 				text    string
@@ -117,15 +133,17 @@ func TestSearchPendingAsIfIndexed(t *testing.T) {
 				require.NoError(t, err)
 				return hits
 			}
-			beside := make([][]fulltext.Hit, len(qs))
+			beside := make([][]fulltext.Hit, 2*len(qs))
 			for i, q := range qs {
 				beside[i] = search(q, []Pending{pending})
+				beside[len(qs)+i] = search(q, []Pending{rebased})
 			}
 			next.FromRev, next.FromMessages, next.Add = moved.Rev, moved.Messages, next.Add[1:]
 			ok, err = db.Apply(ctx, []Update{next}, NoWait)
 			require.NoError(t, err)
 			require.Equal(t, []bool{true}, ok)
-			for i, q := range qs {
+			for i := range beside {
+				q := qs[i%len(qs)]
 				want := search(q, nil)
 				got := beside[i]
 				require.Len(t, got, len(want), "%+v", q)

@@ -85,6 +85,21 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 		FROM docs JOIN msgs m ON m.rowid = docs.rowid JOIN sessions s ON s.sid = m.sid
 		WHERE %s ORDER BY score, s.updated DESC, s.id, m.msg DESC`, weights, strings.Join(where, " AND "))
 	var hits []fulltext.Hit
+	// The pending documents as BM25 sees them, made before the read
+	// transaction (they need nothing of the index).
+	var (
+		pDocs []bm25Doc
+		pCols [][3]string
+		pOf   []*Pending
+		pMsgs []*Message
+	)
+	if len(f.Pending) > 0 {
+		var err error
+		if pDocs, pCols, pOf, pMsgs, err = pendingDocs(ctx, q, &f); err != nil {
+			return nil, err
+		}
+	}
+	var from map[session.SessionID]int // the first message each pending session's row serves for (rowsNow)
 	err := d.run(ctx, 0, "search", func(ctx context.Context) error {
 		return d.read(ctx, func(tx *sql.Tx) error {
 			hits = hits[:0]
@@ -97,11 +112,25 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 				if err != nil {
 					return err
 				}
-				gone, err := replacedDocs(ctx, tx, q, &f)
+				// Rows moved on since the sessions were read serve for
+				// the messages they now hold: those pending documents are
+				// left out, and the rows' documents are not replaced.
+				if from, err = rowsNow(ctx, tx, &f); err != nil {
+					return err
+				}
+				gone, err := replacedDocs(ctx, tx, q, &f, from)
 				if err != nil {
 					return err
 				}
-				docs, cols, of, msgs := pendingDocs(q, &f)
+				var docs []bm25Doc
+				var cols [][3]string
+				var of []*Pending
+				var msgs []*Message
+				for i := range pDocs {
+					if k := pMsgs[i].Index; k < 0 || k >= from[pOf[i].ID] {
+						docs, cols, of, msgs = append(docs, pDocs[i]), append(cols, pCols[i]), append(of, pOf[i]), append(msgs, pMsgs[i])
+					}
+				}
 				sc = newScorer(q, f.NoTools, c, gone, docs)
 				hits = pendingHits(q, &f, sc, docs, cols, of, msgs)
 				best.limit = limit
@@ -133,7 +162,7 @@ func (d *DB) Search(ctx context.Context, q fulltext.Query, f Filter, limit int) 
 					continue
 				}
 				if p := pending[h.ID]; p != nil {
-					if h.Message >= p.From || h.Message < 0 && p.TitleChanged {
+					if h.Message >= from[h.ID] || h.Message < 0 && p.TitleChanged {
 						continue // the row's, no longer the session's: p.Docs holds it
 					}
 					h.Title = p.Title
