@@ -38,11 +38,8 @@ func classifyOpenErr(path string, err error) error {
 		return err
 	}
 	if fi, lerr := os.Lstat(path); lerr == nil {
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%w: %s", ErrSymlink, path)
-		}
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+		if err := notRegular(fi, path); err != nil {
+			return err
 		}
 	}
 	return err
@@ -52,13 +49,31 @@ func classifyOpenErr(path string, err error) error {
 // path, is a regular file.
 func statRegular(f *os.File, path string) (fs.FileInfo, error) {
 	fi, err := f.Stat()
+	return regular(fi, err, "stat", path)
+}
+
+// regular is the answer of a stat (op) of path: fi, or op's error, or
+// ErrNotRegular unless fi is a regular file's.
+func regular(fi fs.FileInfo, err error, op, path string) (fs.FileInfo, error) {
 	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", op, path, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+	if err := notRegular(fi, path); err != nil {
+		return nil, err
 	}
 	return fi, nil
+}
+
+// notRegular is nil for fi of a regular file, ErrSymlink for a symbolic
+// link's, and ErrNotRegular, saying what path is, for any other.
+func notRegular(fi fs.FileInfo, path string) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s", ErrSymlink, path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
+	}
+	return nil
 }
 
 // writeRecordFile replaces dir/lease.json with rec atomically: write a

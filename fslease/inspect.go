@@ -174,15 +174,14 @@ func newStatus(s State, ld loaded, lock fs.FileInfo) Status {
 // it (without a lock file, it runs it unguarded).
 func probe(path string, whileLocked func() error) (held bool, lock fs.FileInfo, err error) {
 	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil, run(whileLocked)
-	case err != nil:
+	}
+	if err == nil {
+		err = notRegular(fi, path)
+	}
+	if err != nil {
 		return false, nil, err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return false, nil, fmt.Errorf("%w: %s", ErrSymlink, path)
-	case !fi.Mode().IsRegular():
-		return false, nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fi.Mode().Type())
 	}
 	fl := flock.New(path, flock.SetFlag(probeOpenFlags))
 	ok, err := fl.TryRLock()

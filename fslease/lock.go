@@ -88,13 +88,7 @@ func lockIsAtPath(fl *flock.Flock, path string) (bool, error) {
 // and an inode's type is fixed.
 func heldLock(fl *flock.Flock, path string) (fs.FileInfo, error) {
 	held, err := fl.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat lock descriptor %s: %w", path, err)
-	}
-	if !held.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, held.Mode().Type())
-	}
-	return held, nil
+	return regular(held, err, "stat lock descriptor", path)
 }
 
 // heldIsAtPath is lockIsAtPath given the held handle's FileInfo (heldLock).

@@ -84,21 +84,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return c.fail(err)
 		}
-		var crep *maintenance.CatalogVerifyReport
-		if cv, ok := st.(catalogVerifier); ok && len(names) == 0 {
-			r, err := cv.VerifyCatalog(ctx)
-			if err != nil {
-				return c.fail(err)
-			}
-			crep = &r
+		whole := len(names) == 0
+		crep, err := verifyIndex(ctx, st, whole, catalogVerifier.VerifyCatalog)
+		if err != nil {
+			return c.fail(err)
 		}
-		var srep *jsonlstore.SearchVerifyReport
-		if sv, ok := st.(searchVerifier); ok && len(names) == 0 {
-			r, err := sv.VerifySearch(ctx)
-			if err != nil {
-				return c.fail(err)
-			}
-			srep = &r
+		srep, err := verifyIndex(ctx, st, whole, searchVerifier.VerifySearch)
+		if err != nil {
+			return c.fail(err)
 		}
 		if *asJSON {
 			if rep.Sessions == nil {
@@ -178,6 +171,21 @@ func printVerify(w io.Writer, rep *sessionstore.VerifyReport, quiet bool, p cli.
 		return
 	}
 	fmt.Fprintf(w, "%s: all sound\n", verified)
+}
+
+// verifyIndex is the report of check, a check of an index the store
+// keeps beside its sessions (V: catalogVerifier, searchVerifier), when
+// the whole store is verified and st keeps that index; nil otherwise.
+func verifyIndex[V, R any](ctx context.Context, st sessionstore.Store, whole bool, check func(V, context.Context) (R, error)) (*R, error) {
+	v, ok := st.(V)
+	if !ok || !whole {
+		return nil, nil
+	}
+	r, err := check(v, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // catalogVerifier is a store that keeps a catalog to check (jsonlstore).

@@ -36,6 +36,28 @@ func apiErrorf(status int, code, format string, args ...any) *apiError {
 	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// codes are the API's answers to the store's sentinel errors, in the
+// order they are tried: the first whose errors err wraps one of answers.
+var codes = []struct {
+	status int
+	code   string
+	is     []error
+}{
+	{http.StatusBadRequest, "invalid_id", []error{sessionstore.ErrInvalidID}},
+	{http.StatusNotFound, "not_found", []error{sessionstore.ErrNotFound}},
+	{http.StatusConflict, "exists", []error{sessionstore.ErrExists}},
+	{http.StatusConflict, "lease_lost", []error{sessionstore.ErrLeaseLost}},
+	{http.StatusConflict, "conflict", []error{sessionstore.ErrConflict}},
+	{http.StatusConflict, "schema_too_new", []error{sessionstore.ErrSchemaTooNew}},
+	{http.StatusBadRequest, "invalid", []error{sessionstore.ErrInvalidSnapshot, sessnap.ErrMalformed, sessnap.ErrInvalid, errItem}},
+	{http.StatusRequestEntityTooLarge, "too_large", []error{sessionstore.ErrTooLarge}},
+	{http.StatusBadRequest, "bad_query", []error{sessionstore.ErrBadQuery, summary.ErrBadCursor}},
+	// A store opened without what the request needs (a directory store
+	// without its search index).
+	{http.StatusNotImplemented, "unsupported", []error{errors.ErrUnsupported}},
+	{http.StatusServiceUnavailable, "unavailable", []error{sessionstore.ErrClosed, context.Canceled, context.DeadlineExceeded}},
+}
+
 // errorOf maps a store's (or a Writer's) error to the API's.
 func errorOf(err error) *apiError {
 	var ae *apiError
@@ -48,30 +70,15 @@ func errorOf(err error) *apiError {
 		e := apiErrorf(http.StatusConflict, "lease_held", "%v", err)
 		e.Lease = &he.Status
 		return e
-	case errors.Is(err, sessionstore.ErrInvalidID):
-		return apiErrorf(http.StatusBadRequest, "invalid_id", "%v", err)
-	case errors.Is(err, sessionstore.ErrNotFound):
-		return apiErrorf(http.StatusNotFound, "not_found", "%v", err)
-	case errors.Is(err, sessionstore.ErrExists):
-		return apiErrorf(http.StatusConflict, "exists", "%v", err)
-	case errors.Is(err, sessionstore.ErrLeaseLost):
-		return apiErrorf(http.StatusConflict, "lease_lost", "%v", err)
-	case errors.Is(err, sessionstore.ErrConflict):
-		return apiErrorf(http.StatusConflict, "conflict", "%v", err)
-	case errors.Is(err, sessionstore.ErrSchemaTooNew):
-		return apiErrorf(http.StatusConflict, "schema_too_new", "%v", err)
-	case errors.Is(err, sessionstore.ErrInvalidSnapshot), errors.Is(err, sessnap.ErrMalformed), errors.Is(err, sessnap.ErrInvalid), errors.Is(err, errItem):
-		return apiErrorf(http.StatusBadRequest, "invalid", "%v", err)
-	case errors.Is(err, sessionstore.ErrTooLarge):
-		return apiErrorf(http.StatusRequestEntityTooLarge, "too_large", "%v", err)
-	case errors.Is(err, sessionstore.ErrBadQuery), errors.Is(err, summary.ErrBadCursor):
-		return apiErrorf(http.StatusBadRequest, "bad_query", "%v", err)
-	case errors.Is(err, errors.ErrUnsupported):
-		// A store opened without what the request needs (a directory
-		// store without its search index).
-		return apiErrorf(http.StatusNotImplemented, "unsupported", "%v", err)
-	case errors.Is(err, sessionstore.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return apiErrorf(http.StatusServiceUnavailable, "unavailable", "%v", err)
+	}
+	for _, c := range codes {
+		for _, target := range c.is {
+			if errors.Is(err, target) {
+				return apiErrorf(c.status, c.code, "%v", err)
+			}
+		}
+	}
+	switch {
 	case errors.As(err, &ce):
 		return apiErrorf(http.StatusInternalServerError, "corrupt", "%v", err)
 	case errors.Is(err, sessionstore.ErrWriterFailed):

@@ -1,31 +1,14 @@
 package server
 
-import (
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerOf reads the connecting process's credentials: its user
-// (LOCAL_PEERCRED) and process (LOCAL_PEERPID).
-func peerOf(c *net.UnixConn) (peer, error) {
-	raw, err := c.SyscallConn()
+// credOf reads the credentials of the process at the other end of the
+// socket fd: its user (LOCAL_PEERCRED) and process (LOCAL_PEERPID).
+func credOf(fd int) (peer, error) {
+	cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 	if err != nil {
 		return peer{}, err
 	}
-	var cred *unix.Xucred
-	var pid int
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-		if cerr == nil {
-			pid, _ = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID) // the uid decides; the pid only names the client
-		}
-	}); err != nil {
-		return peer{}, err
-	}
-	if cerr != nil {
-		return peer{}, cerr
-	}
+	pid, _ := unix.GetsockoptInt(fd, unix.SOL_LOCAL, unix.LOCAL_PEERPID) // the uid decides; the pid only names the client
 	return peer{unix: true, uid: int(cred.Uid), pid: pid}, nil
 }

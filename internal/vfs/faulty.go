@@ -206,24 +206,24 @@ func (f *Faulty) Mkdir(name string, perm fs.FileMode) error {
 }
 
 func (f *Faulty) Rename(oldname, newname string) error {
-	if ft := f.check(OpRename, newname); ft != nil {
-		return &os.LinkError{Op: string(OpRename), Old: oldname, New: newname, Err: ft.cause(OpRename)}
-	}
-	return f.inner.Rename(oldname, newname)
+	return f.link(OpRename, oldname, newname, f.inner.Rename)
 }
 
 func (f *Faulty) RenameNoReplace(oldname, newname string) error {
-	if ft := f.check(OpRenameNoReplace, newname); ft != nil {
-		return &os.LinkError{Op: string(OpRenameNoReplace), Old: oldname, New: newname, Err: ft.cause(OpRenameNoReplace)}
-	}
-	return f.inner.RenameNoReplace(oldname, newname)
+	return f.link(OpRenameNoReplace, oldname, newname, f.inner.RenameNoReplace)
 }
 
 func (f *Faulty) Link(oldname, newname string) error {
-	if ft := f.check(OpLink, newname); ft != nil {
-		return &os.LinkError{Op: string(OpLink), Old: oldname, New: newname, Err: ft.cause(OpLink)}
+	return f.link(OpLink, oldname, newname, f.inner.Link)
+}
+
+// link is a two-name operation (a rename or a link), counted under its
+// new name; a fault fails it with an *os.LinkError.
+func (f *Faulty) link(op Op, oldname, newname string, do func(oldname, newname string) error) error {
+	if ft := f.check(op, newname); ft != nil {
+		return &os.LinkError{Op: string(op), Old: oldname, New: newname, Err: ft.cause(op)}
 	}
-	return f.inner.Link(oldname, newname)
+	return do(oldname, newname)
 }
 
 func (f *Faulty) Remove(name string) error {
@@ -255,13 +255,7 @@ func (f *Faulty) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 func (f *Faulty) SyncDir(name string) error {
-	if ft := f.check(OpSyncDir, name); ft != nil {
-		if ft.Silent {
-			return nil
-		}
-		return ft.err(OpSyncDir, name)
-	}
-	return f.inner.SyncDir(name)
+	return f.sync(OpSyncDir, name, func() error { return f.inner.SyncDir(name) })
 }
 
 // SyncAll is one call, named after its first name ("." when none).
@@ -270,13 +264,19 @@ func (f *Faulty) SyncAll(names []string) error {
 	if len(names) > 0 {
 		name = names[0]
 	}
-	if ft := f.check(OpSyncAll, name); ft != nil {
+	return f.sync(OpSyncAll, name, func() error { return f.inner.SyncAll(names) })
+}
+
+// sync is a sync operation under the rules: a silent fault skips it and
+// reports success (nothing is made durable), any other fault fails it.
+func (f *Faulty) sync(op Op, name string, sync func() error) error {
+	if ft := f.check(op, name); ft != nil {
 		if ft.Silent {
 			return nil
 		}
-		return ft.err(OpSyncAll, name)
+		return ft.err(op, name)
 	}
-	return f.inner.SyncAll(names)
+	return sync()
 }
 
 type faultyFile struct {
@@ -302,29 +302,21 @@ func (ff *faultyFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (ff *faultyFile) Write(p []byte) (int, error) {
-	ft := ff.f.check(OpWrite, ff.name)
-	if ft == nil {
-		return ff.inner.Write(p)
-	}
-	if ft.Silent {
-		return len(p), nil
-	}
-	n := 0
-	if k := min(ft.ShortWrite, len(p)); k > 0 {
-		var err error
-		n, err = ff.inner.Write(p[:k])
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, ft.err(OpWrite, ff.name)
+	return ff.write(p, ff.inner.Write)
 }
 
 // WriteAt is governed by the same OpWrite rules as Write.
 func (ff *faultyFile) WriteAt(p []byte, off int64) (int, error) {
+	return ff.write(p, func(b []byte) (int, error) { return ff.inner.WriteAt(b, off) })
+}
+
+// write is a write of p under the OpWrite rules: a silent fault reports
+// all of p written and writes none of it; any other fault writes the
+// first ShortWrite bytes of p (none by default) and fails.
+func (ff *faultyFile) write(p []byte, write func([]byte) (int, error)) (int, error) {
 	ft := ff.f.check(OpWrite, ff.name)
 	if ft == nil {
-		return ff.inner.WriteAt(p, off)
+		return write(p)
 	}
 	if ft.Silent {
 		return len(p), nil
@@ -332,7 +324,7 @@ func (ff *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 	n := 0
 	if k := min(ft.ShortWrite, len(p)); k > 0 {
 		var err error
-		n, err = ff.inner.WriteAt(p[:k], off)
+		n, err = write(p[:k])
 		if err != nil {
 			return n, err
 		}
@@ -356,23 +348,11 @@ func (ff *faultyFile) Stat() (fs.FileInfo, error) {
 }
 
 func (ff *faultyFile) Sync() error {
-	if ft := ff.f.check(OpSync, ff.name); ft != nil {
-		if ft.Silent {
-			return nil
-		}
-		return ft.err(OpSync, ff.name)
-	}
-	return ff.inner.Sync()
+	return ff.f.sync(OpSync, ff.name, ff.inner.Sync)
 }
 
 func (ff *faultyFile) Datasync() error {
-	if ft := ff.f.check(OpDatasync, ff.name); ft != nil {
-		if ft.Silent {
-			return nil
-		}
-		return ft.err(OpDatasync, ff.name)
-	}
-	return ff.inner.Datasync()
+	return ff.f.sync(OpDatasync, ff.name, ff.inner.Datasync)
 }
 
 func (ff *faultyFile) Truncate(size int64) error {
