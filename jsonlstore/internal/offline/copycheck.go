@@ -94,8 +94,7 @@ func (s *Store) checkCopy(ctx context.Context, st *staged, sr *sessionstore.Sess
 	case errors.As(err, &ne):
 		// What a newer version wrote is not read: the log's bytes are
 		// compared with those written instead.
-		sr.Newer = &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
-			"written by a newer version (record format %d, kind %q): this record and the ones after it were not checked, and this program will not append to the session", ne.Version, ne.Kind)}
+		sr.Newer = newerFinding(ne)
 		all = true
 	case err != nil:
 		return false, err
