@@ -8,7 +8,8 @@ import (
 
 // BackupReport says what Backup copied and whether the copy verified.
 // Verify holds what checking each new session's copy found (a copy that
-// does not check is not published, and Skipped says so) and what
+// differs from what was read is not published, and Skipped says so; a
+// copy faithful to a damaged source is published, its problems here) and what
 // verifying each session brought up to date in place found.
 type BackupReport struct {
 	Dest     string                    `json:"dest"`

@@ -61,6 +61,9 @@ type staged struct {
 	// What checking the staged copy found, or kept it from checking it.
 	sr  sessionstore.SessionVerifyReport
 	err error
+	// faithful: sr has problems, and every file of the copy holds the
+	// bytes read from the source (the damage is the source's).
+	faithful bool
 }
 
 // writtenSum is the size and CRC-32C of the bytes written into a file.
@@ -206,11 +209,12 @@ func (b *batch) flush() (err error) {
 			return st.err
 		}
 	}
-	// A copy that does not check is not published: it is removed, and
-	// reported (its problems, or what kept it from being checked).
+	// A copy that does not check is not published, unless it is faithful
+	// to a damaged source: it is removed, and reported (its problems, or
+	// what kept it from being checked).
 	good := b.staged[:0]
 	for _, st := range b.staged {
-		if VerifyStaged && (st.err != nil || !st.sr.OK()) {
+		if VerifyStaged && (st.err != nil || !st.sr.OK() && !st.faithful) {
 			_ = fsys.RemoveAll(st.tmp)
 			b.refuse(st)
 			continue
