@@ -10,7 +10,9 @@ import (
 )
 
 // Backup copies sessions ids (all when none) into the store at dest
-// (created if missing), then verifies what it wrote. The copy is consistent: every revision of a session at the
+// (created if missing), checking each new session's copy before it is
+// published (a copy that does not check is never published: the report
+// says why) and verifying each session it brought up to date. The copy is consistent: every revision of a session at the
 // moment its log was opened, from revision 1, each exactly once. A session
 // that cannot be read is reported in the report's Unreadable list and the
 // others are copied. A dest that is the store's root or lies inside it is

@@ -205,3 +205,41 @@ func TestBackupCopiesSettings(t *testing.T) {
 	require.NoError(t, err)
 	bkSameAs(t, src, reader, "big")
 }
+
+// TestBackupCopiesDamagedSource: a session damaged in the source (a blob
+// shorter than its reference claims) is copied as it is, byte for byte,
+// and published with its problems in the report: the backup keeps all
+// the session still holds. Only a copy that differs from what was read is
+// refused (TestBackupRefusesDamagedCopy).
+func TestBackupCopiesDamagedSource(t *testing.T) {
+	ctx := context.Background()
+	src := openUncheckedStoreWith(t, Options{BlobThreshold: 1024})
+	bkGrow(t, src, "lg", 4, 0)
+	bkGrow(t, src, "bl", 6, 1)
+	blobs, err := os.ReadDir(filepath.Join(src.Dir(), "bl", BlobDir))
+	require.NoError(t, err)
+	require.NotEmpty(t, blobs, "session bl keeps content in blobs")
+	cut := filepath.Join(src.Dir(), "bl", BlobDir, blobs[0].Name())
+	require.NoError(t, os.Truncate(cut, 200))
+
+	dest := filepath.Join(t.TempDir(), "copy")
+	rep, err := src.Backup(ctx, dest)
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "the copy holds the source's damage: %+v", rep)
+	require.NotContains(t, rep.Skipped, "bl", "a faithful copy of a damaged source is published")
+	require.Len(t, rep.Sessions, 2)
+	for _, name := range []string{LogFile, BlobDir + "/" + blobs[0].Name()} {
+		want, err := os.ReadFile(filepath.Join(src.Dir(), "bl", name))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(dest, "bl", name))
+		require.NoError(t, err, "%s was not copied", name)
+		require.Equal(t, want, got, "%s is not the source's bytes", name)
+	}
+	check, err := Open(dest, Options{})
+	require.NoError(t, err)
+	defer check.Close()
+	bkSameAs(t, src, check, "lg")
+	vr, err := check.Verify(ctx)
+	require.NoError(t, err)
+	require.False(t, vr.OK(), "the backup's verify reports the source's damage")
+}

@@ -7,11 +7,15 @@ import (
 )
 
 // BackupReport says what Backup copied and whether the copy verified.
+// Verify holds what checking each new session's copy found (a copy that
+// differs from what was read is not published, and Skipped says so; a
+// copy faithful to a damaged source is published, its problems here) and what
+// verifying each session brought up to date in place found.
 type BackupReport struct {
 	Dest     string                    `json:"dest"`
 	Sessions []SessionBackup           `json:"sessions"`
 	Verify   sessionstore.VerifyReport `json:"verify"`
-	Skipped  map[string]string         `json:"skipped,omitempty"` // id → why (deleted meanwhile)
+	Skipped  map[string]string         `json:"skipped,omitempty"` // id → why (deleted meanwhile, held, not published)
 	// Unreadable lists the sessions that could not be read, and so were
 	// not copied, with the reason (a damaged or missing log, a file this
 	// user may not read). The others are copied all the same.
@@ -22,7 +26,8 @@ type BackupReport struct {
 	// the source no longer has them (BackupOptions.Delete).
 	Deleted []session.SessionID `json:"deleted,omitempty"`
 	// BytesCopied is every byte written into the destination: logs,
-	// archive segments, manifests and blobs.
+	// settings, archive segments, manifests and blobs (of the sessions
+	// published).
 	BytesCopied int64 `json:"bytes_copied"`
 }
 

@@ -78,62 +78,42 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		src, err := s.openBackupSource(id)
-		switch {
-		case errors.Is(err, logfile.ErrNotSession) && len(ids) == 0:
-			return nil // a directory beside the sessions, not one of them
-		case errors.Is(err, sessionstore.ErrNotFound):
-			skip(rep, id, "deleted while backing up")
-			if errors.Is(err, logfile.ErrNotSession) {
-				skip(rep, id, "not a session: it holds no "+layout.LogFile)
+		if _, lerr := dst.root.FS.Lstat(layout.SessionDir(id)); lerr != nil {
+			// A new session: opened, copied and checked on another
+			// goroutine while the next ones are (batch.stage).
+			if b.stage(func() *stageJob { return s.stageOne(dst.root.FS, id, len(ids) == 0) }) {
+				return b.flush()
 			}
-			return nil
-		case err != nil && !logfile.EndsStoreWide(err):
-			// The source cannot be read: reported, and the others go on.
-			rep.Unreadable = append(rep.Unreadable, summary.UnreadableOf(id, err))
-			return nil
-		case err != nil:
-			return err
+			return b.err()
+		}
+		src, err := s.openBackupSource(id)
+		if err != nil {
+			why, bad, stop := sourceErr(err, len(ids) == 0)
+			b.report(&stageJob{id: id, skip: why, bad: bad})
+			return stop
 		}
 		defer src.close()
-		var sb maintenance.SessionBackup
-		full, inPlace := false, false
-		if _, lerr := dst.root.FS.Lstat(layout.SessionDir(id)); lerr == nil {
-			var why string
-			sb, why, err = src.update(ctx, dst)
-			if why != "" {
-				skip(rep, id, why)
-				return nil
-			}
-			inPlace = true
-		} else {
-			var st *staged
-			if st, sb, err = src.stage(dst.root.FS); err == nil {
-				full = b.add(st)
-			}
-		}
-		if err != nil {
+		sb, why, err := src.update(ctx, dst)
+		switch {
+		case why != "":
+			skip(rep, id, why)
+			return nil
+		case err != nil:
 			return layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
-		}
-		if sb.Action == "" {
+		case sb.Action == "":
 			rep.Unchanged++
 			return nil
 		}
-		if inPlace {
-			updated = append(updated, id)
-		}
+		updated = append(updated, id)
 		rep.BytesCopied += sb.BytesCopied
 		rep.Sessions = append(rep.Sessions, sb)
 		copied = append(copied, id)
-		if full {
-			return b.flush()
-		}
 		return nil
 	}, nil)
 	if err == nil {
 		err = b.flush()
 	}
-	copied = slices.DeleteFunc(copied, func(id session.SessionID) bool { return slices.Contains(b.refused, id) })
+	copied = append(copied, b.copied...)
 	if err == nil {
 		err = dst.verifyWritten(ctx, updated, rep)
 	}
@@ -149,6 +129,40 @@ func skip(rep *maintenance.BackupReport, id session.SessionID, why string) {
 		rep.Skipped = map[string]string{}
 	}
 	rep.Skipped[string(id)] = why
+}
+
+// sourceErr sorts an error opening a session's source (openBackupSource):
+// a session skipped (why), one that cannot be read (bad: reported, and
+// the others go on), or an error that stops the backup (stop); none of
+// them for what is not a session, beside the sessions, when listed (all
+// the store's sessions are backed up).
+func sourceErr(err error, listed bool) (why string, bad, stop error) {
+	switch {
+	case errors.Is(err, logfile.ErrNotSession) && listed:
+		return "", nil, nil // a directory beside the sessions, not one of them
+	case errors.Is(err, logfile.ErrNotSession):
+		return "not a session: it holds no " + layout.LogFile, nil, nil
+	case errors.Is(err, sessionstore.ErrNotFound):
+		return "deleted while backing up", nil, nil
+	case !logfile.EndsStoreWide(err):
+		return "", err, nil
+	}
+	return "", nil, err
+}
+
+// stageOne opens session id's source and stages its copy in dst (stage).
+func (s *Store) stageOne(dst vfs.FS, id session.SessionID, listed bool) *stageJob {
+	j := &stageJob{id: id}
+	src, err := s.openBackupSource(id)
+	if err != nil {
+		j.skip, j.bad, j.err = sourceErr(err, listed)
+		return j
+	}
+	defer src.close()
+	if j.st, j.sb, err = src.stage(dst); err != nil {
+		j.st, j.err = nil, layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
+	}
+	return j
 }
 
 // deleteUnseen deletes the sessions of s (a backup's destination) that

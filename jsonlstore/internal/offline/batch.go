@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
@@ -60,6 +61,9 @@ type staged struct {
 	// What checking the staged copy found, or kept it from checking it.
 	sr  sessionstore.SessionVerifyReport
 	err error
+	// faithful: sr has problems, and every file of the copy holds the
+	// bytes read from the source (the damage is the source's).
+	faithful bool
 }
 
 // writtenSum is the size and CRC-32C of the bytes written into a file.
@@ -87,33 +91,85 @@ type batch struct {
 	ctx    context.Context
 	dst    *Store
 	rep    *maintenance.BackupReport
+	jobs   []*stageJob // this batch's sessions, in order, being staged
 	staged []*staged
-	bytes  int64
-	slots  chan struct{} // one per verifying goroutine
-	// refused is the sessions whose copy did not check: not published.
-	refused []session.SessionID
-	wg      sync.WaitGroup
+	bytes  atomic.Int64  // copied into jobs' staged sessions
+	slots  chan struct{} // one per staging goroutine
+	wg     sync.WaitGroup
+	// stop is the first error a job met that stops the backup.
+	mu   sync.Mutex
+	stop error
+	// copied is the sessions published.
+	copied []session.SessionID
+}
+
+// stageJob is one new session of a full backup, staged on a goroutine of
+// its own: what was staged and checked (st, sb), or why nothing was (the
+// session skipped, unreadable, or an error that stops the backup).
+type stageJob struct {
+	id   session.SessionID
+	st   *staged
+	sb   maintenance.SessionBackup
+	skip string
+	bad  error
+	err  error
 }
 
 func newBatch(ctx context.Context, dst *Store, rep *maintenance.BackupReport) *batch {
-	return &batch{ctx: ctx, dst: dst, rep: rep, slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	return &batch{ctx: ctx, dst: dst, rep: rep, slots: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 }
 
-// add takes st into the batch and starts checking it (waiting for a
-// free goroutine), and reports whether the batch is full.
-func (b *batch) add(st *staged) bool {
-	b.staged = append(b.staged, st)
-	b.bytes += st.bytes
-	if !VerifyStaged {
-		return len(b.staged) >= batchSessions || b.bytes >= batchBytes
-	}
+// stage runs stageOne (as run) on a free goroutine (waiting for one),
+// then checks the copy there, and reports whether the batch is full.
+// Sessions are copied and checked side by side; what they found is
+// reported in their order (flush).
+func (b *batch) stage(run func() *stageJob) bool {
+	j := new(stageJob)
+	b.jobs = append(b.jobs, j)
 	b.slots <- struct{}{}
 	b.wg.Add(1)
 	go func() {
 		defer func() { <-b.slots; b.wg.Done() }()
-		st.sr, st.err = b.dst.checkStaged(b.ctx, st)
+		*j = *run()
+		if j.err != nil {
+			b.stopWith(j.err)
+		}
+		if j.st == nil {
+			return
+		}
+		b.bytes.Add(j.st.bytes)
+		if VerifyStaged {
+			j.st.sr, j.st.err = b.dst.checkStaged(b.ctx, j.st)
+		}
 	}()
-	return len(b.staged) >= batchSessions || b.bytes >= batchBytes
+	return len(b.jobs) >= batchSessions || b.bytes.Load() >= batchBytes
+}
+
+// err is the first error a job met that stops the backup (nil while
+// none did).
+func (b *batch) err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stop
+}
+
+func (b *batch) stopWith(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stop == nil {
+		b.stop = err
+	}
+}
+
+// report adds to the report what job j, which staged nothing, found: a
+// session skipped or unreadable.
+func (b *batch) report(j *stageJob) {
+	switch {
+	case j.skip != "":
+		skip(b.rep, j.id, j.skip)
+	case j.bad != nil:
+		b.rep.Unreadable = append(b.rep.Unreadable, summary.UnreadableOf(j.id, j.bad))
+	}
 }
 
 // flush makes the batch durable, then publishes each session and syncs
@@ -121,13 +177,29 @@ func (b *batch) add(st *staged) bool {
 // error nothing more is published and what is unpublished is removed.
 func (b *batch) flush() (err error) {
 	b.wg.Wait()
+	for _, j := range b.jobs {
+		switch {
+		case j.err != nil:
+		case j.st != nil:
+			b.staged = append(b.staged, j.st)
+			b.rep.BytesCopied += j.sb.BytesCopied
+			b.rep.Sessions = append(b.rep.Sessions, j.sb)
+		default:
+			b.report(j)
+		}
+	}
+	b.jobs = b.jobs[:0]
+	if err := b.err(); err != nil {
+		return err // abort removes what is staged
+	}
 	fsys := b.dst.root.FS
 	published := 0
 	defer func() {
 		for _, st := range b.staged[published:] {
 			_ = fsys.RemoveAll(st.tmp)
 		}
-		b.staged, b.bytes = b.staged[:0], 0
+		b.staged = b.staged[:0]
+		b.bytes.Store(0)
 	}()
 	if len(b.staged) == 0 {
 		return nil
@@ -137,11 +209,12 @@ func (b *batch) flush() (err error) {
 			return st.err
 		}
 	}
-	// A copy that does not check is not published: it is removed, and
-	// reported (its problems, or what kept it from being checked).
+	// A copy that does not check is not published, unless it is faithful
+	// to a damaged source: it is removed, and reported (its problems, or
+	// what kept it from being checked).
 	good := b.staged[:0]
 	for _, st := range b.staged {
-		if VerifyStaged && (st.err != nil || !st.sr.OK()) {
+		if VerifyStaged && (st.err != nil || !st.sr.OK() && !st.faithful) {
 			_ = fsys.RemoveAll(st.tmp)
 			b.refuse(st)
 			continue
@@ -171,6 +244,7 @@ func (b *batch) flush() (err error) {
 	}
 	for _, st := range b.staged {
 		addVerified(&b.rep.Verify, st.id, st.sr, st.err)
+		b.copied = append(b.copied, st.id)
 	}
 	return nil
 }
@@ -194,16 +268,20 @@ func (b *batch) refuse(st *staged) {
 		}
 		return false
 	})
-	b.refused = append(b.refused, st.id)
 }
 
-// abort waits for the verifications and removes what is staged.
+// abort waits for the jobs and removes what is staged.
 func (b *batch) abort() {
 	b.wg.Wait()
+	for _, j := range b.jobs {
+		if j.st != nil {
+			_ = b.dst.root.FS.RemoveAll(j.st.tmp)
+		}
+	}
 	for _, st := range b.staged {
 		_ = b.dst.root.FS.RemoveAll(st.tmp)
 	}
-	b.staged = nil
+	b.jobs, b.staged = nil, nil
 }
 
 // stagedView is s as seen with st's temporary directory under the

@@ -37,15 +37,30 @@ import (
 // A reference that does not check sends the copy to the whole
 // VerifySession, which decides: the scan takes what looks like a
 // reference for one, and Verify reads the messages. A copy that does not
-// check is never published (batch.flush).
+// check and differs from what was read is never published (batch.flush).
 
 // checkStaged checks st's staged copy in s (the destination), and reports
 // what it found as Verify reports a session: problems, the records and
 // revision. Its error is for what kept it from checking.
+//
+// A copy with problems whose every file holds the bytes read from the
+// source is faithful: the damage is the source's, and the copy is
+// published as it is, with its problems reported, so that a backup keeps
+// all a damaged session still holds. Only a copy that differs from what
+// was read is refused.
 func (s *Store) checkStaged(ctx context.Context, st *staged) (sessionstore.SessionVerifyReport, error) {
 	view := s.stagedView(st)
+	sr, err := view.checkStagedCopy(ctx, st)
+	if err == nil && !sr.OK() {
+		st.faithful = view.checkWritten(st.id, st, func(string) bool { return false }) == nil
+	}
+	return sr, err
+}
+
+// checkStagedCopy is checkStaged's check, on s, a staged view.
+func (s *Store) checkStagedCopy(ctx context.Context, st *staged) (sessionstore.SessionVerifyReport, error) {
 	sr := sessionstore.SessionVerifyReport{ID: st.id}
-	refsOK, err := view.checkCopy(ctx, st, &sr)
+	refsOK, err := s.checkCopy(ctx, st, &sr)
 	var ce *sessionstore.CorruptionError
 	switch {
 	case errors.As(err, &ce):
@@ -54,7 +69,7 @@ func (s *Store) checkStaged(ctx context.Context, st *staged) (sessionstore.Sessi
 	case err != nil:
 		return sr, err
 	case !refsOK:
-		return view.VerifySession(ctx, st.id, false)
+		return s.VerifySession(ctx, st.id, false)
 	}
 	return sr, nil
 }
@@ -94,8 +109,7 @@ func (s *Store) checkCopy(ctx context.Context, st *staged, sr *sessionstore.Sess
 	case errors.As(err, &ne):
 		// What a newer version wrote is not read: the log's bytes are
 		// compared with those written instead.
-		sr.Newer = &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
-			"written by a newer version (record format %d, kind %q): this record and the ones after it were not checked, and this program will not append to the session", ne.Version, ne.Kind)}
+		sr.Newer = newerFinding(ne)
 		all = true
 	case err != nil:
 		return false, err

@@ -6,7 +6,9 @@
 // the sweep of the root's leftovers), salvage (salvage.go: the new log
 // that keeps every readable revision and records gaps for the rest), the
 // correction of archive entries an older compaction ended too early
-// (archivegap.go), Backup (backup.go: a new session copied whole;
+// (archivegap.go), Backup (backup.go: a new session copied whole,
+// batch.go: many side by side, published together, copycheck.go: each
+// copy checked in one pass before it is published;
 // incremental.go: one the destination holds brought up to date, its log
 // appended to when the destination's is a prefix by the records'
 // checksums, copied whole otherwise), Sync between two stores (sync.go:

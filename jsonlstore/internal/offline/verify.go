@@ -57,8 +57,7 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *session
 	var ne *sessionstore.NewerRecordError
 	switch {
 	case errors.As(err, &ne):
-		sr.Newer = &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
-			"written by a newer version (record format %d, kind %q): this record and the ones after it were not checked, and this program will not append to the session", ne.Version, ne.Kind)}
+		sr.Newer = newerFinding(ne)
 		return nil
 	case errors.As(err, &ce):
 		sr.Problems = append(sr.Problems, sessionstore.FindingOf(ce))
@@ -71,6 +70,12 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *session
 			Message: fmt.Sprintf("uncommitted tail of %d bytes (a torn or unacknowledged append, never part of the history); the next lease holder moves it to %s/", c.tail.Bytes, layout.ForensicDir)})
 	}
 	return nil
+}
+
+// newerFinding is the note on where a newer version's records begin.
+func newerFinding(ne *sessionstore.NewerRecordError) *sessionstore.Finding {
+	return &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
+		"written by a newer version (record format %d, kind %q): this record and the ones after it were not checked, and this program will not append to the session", ne.Version, ne.Kind)}
 }
 
 // verifiedLog is what verifyRecords found on the last view it read.
