@@ -188,14 +188,23 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snap
 }
 
 // dropped returns how many of the stored messages next leaves out when
-// next is their first messages (a rewind), else 0: next is the stored
-// messages' own memory, cut shorter (Session.Truncate).
+// next is their first messages (a rewind), else 0. next is recognised as
+// prefix() recognises a continuation: the stored messages' own memory cut
+// shorter (Session.Truncate) at no cost per message, or else message by
+// message (sameMessage: strings and slices that are the same memory
+// compare at once), as after a resume, where the stored messages are the
+// appender's copy (HoldCopy) of what the caller was handed. Nothing is
+// encoded either way.
 func (a *Appender) dropped(next sessnap.Messages) int {
 	if !a.known || !a.track.Known() || len(next) >= len(a.msgs) {
 		return 0
 	}
 	if len(next) > 0 && &next[0] != &a.msgs[0] {
-		return 0
+		for i := range next {
+			if !sameMessage(&a.msgs[i], &next[i]) {
+				return 0
+			}
+		}
 	}
 	return len(a.msgs) - len(next)
 }

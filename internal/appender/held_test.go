@@ -181,3 +181,59 @@ func FuzzHeldAppend(f *testing.F) {
 		require.Equal(t, encode(t, next), encode(t, replay(t, lines, ext)))
 	})
 }
+
+// TestHeldRewindIsADrop: an appender resumed from a chain and given the
+// stored messages (with their content, decoded without it, or on demand)
+// recognises a next conversation that is their first k messages in other
+// memory — a resumed handle's rewind or pop — by what the messages hold,
+// and writes a delta that drops the rest; one whose kept messages differ
+// in one byte is written with its conversation whole. Either revision
+// rebuilds exactly.
+func TestHeldRewindIsADrop(t *testing.T) {
+	for _, how := range []string{"content", "references", "stored"} {
+		for _, keep := range []int{0, 1, 4, 9} {
+			for _, changed := range []bool{false, true} {
+				if changed && keep < 2 {
+					continue
+				}
+				name := fmt.Sprintf("%s/keep=%d/changed=%v", how, keep, changed)
+				ext := &memExt{m: map[string][]byte{}}
+				_, snaps := grownSnaps(t, 10)
+				a, lines, light := resumed(t, ext, snaps)
+				switch how {
+				case "content":
+					require.True(t, a.Hold(Copy(snaps[len(snaps)-1].Messages)), name)
+				case "references":
+					require.True(t, a.Hold(light), name)
+				case "stored":
+					a.Stored = func() (sessnap.Messages, error) { return light, nil }
+				}
+				next := snaps[len(snaps)-1]
+				next.Messages = Copy(next.Messages[:keep])
+				if changed {
+					c := next.Messages[keep-2]
+					b := []byte(c.Parts[0].Text)
+					b[len(b)-1] ^= 1 // same size, other bytes
+					c.Parts[0].Text = string(b)
+					next.Messages[keep-2] = c
+				}
+				m := record.Meta{Schema: sessnap.SchemaVersion, Rev: uint64(len(lines) + 1), Gen: 2, Time: sessiontest.Epoch}
+				line, err := a.Line("a", m, &next)
+				require.NoError(t, err, name)
+				got, _, err := record.Parse(line[:len(line)-1], 1<<24)
+				require.NoError(t, err, name)
+				drop := fmt.Sprintf(`"drop":{"messages":%d}`, 10-keep)
+				if changed {
+					require.NotContains(t, string(line), `"drop"`, name)
+				} else {
+					require.Equal(t, record.KindDelta, got.Kind, name)
+					require.Contains(t, string(line), drop, name)
+					require.NotContains(t, string(line), `"set"`, name)
+					require.NotContains(t, string(line), `"append"`, name)
+				}
+				lines = append(lines, line)
+				require.Equal(t, encode(t, next), encode(t, replay(t, lines, ext)), name)
+			}
+		}
+	}
+}
