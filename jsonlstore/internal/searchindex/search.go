@@ -43,7 +43,10 @@ import (
 //     changed since, or, when the row cannot serve (the log rewritten,
 //     its labels or project changed), the whole session in its place.
 //     Those hits are ranked as the index ranks them once it holds them,
-//     and the row is left to the writers' queues and later searches.
+//     and the row is left to the writers' queues and later searches. A
+//     row a writer's queue extends meanwhile serves for the messages it
+//     then holds, once their digest proves them the ones read
+//     (searchdb.Pending's FromDigest).
 //   - The state of a log is the catalog's entry where the catalog can be
 //     believed and the session has no mark (Host.Sessions: such a log has
 //     not changed since its entry was made), a probe of the log
