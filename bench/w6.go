@@ -173,6 +173,15 @@ func runW6(ctx context.Context, c *config, r *report) error {
 	}
 
 	// Load, in a fresh store each time, beside reading the unique content.
+	if path := os.Getenv("SESSBENCH_W6_LOAD_CPUPROFILE"); path != "" {
+		// Where the loads' time goes (go tool pprof): the loads and the
+		// reads beside them.
+		stop, err := cpuProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	var load, read sample
 	var loaded int
 	for range c.w6Loads {

@@ -374,6 +374,7 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 		load.add(time.Since(t0), 0)
 		return err
 	}
+	stopProfile := func() {}
 	start := time.Now()
 	for i := range c.w9Many {
 		t0 := time.Now()
@@ -383,6 +384,15 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 		}
 		lat.add(time.Since(t0), 0)
 		msgBytes += int64(n)
+		if i == c.w9Many-w9Window-1 {
+			if path := os.Getenv("SESSBENCH_W9_MANY_CPUPROFILE"); path != "" {
+				// Where the last 100 resumes' time goes (go tool pprof),
+				// with the loads beside them.
+				if stopProfile, err = cpuProfile(path); err != nil {
+					return err
+				}
+			}
+		}
 		if i >= c.w9Many-w9Window {
 			if err := openLoad(); err != nil {
 				return err
@@ -390,6 +400,7 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 		}
 	}
 	elapsed := time.Since(start)
+	stopProfile()
 	logEnd, err := os.Stat(logPath)
 	if err != nil {
 		return err

@@ -66,6 +66,27 @@ func (s *Stream) Snapshot(snap *sessnap.Snapshot) int {
 	return n + m
 }
 
+// Fresh reports whether the Stream redacts and has been given no
+// messages yet: the next snapshot's messages are all scanned, unless
+// Scanned says some of them need not be.
+func (s *Stream) Fresh() bool {
+	return s != nil && s.r != nil && s.in == nil
+}
+
+// Scanned tells the Stream that msgs, the first messages of the next
+// snapshot it is given (the same memory), hold no secret to replace, so
+// that it scans only the messages after them. A writer that resumes a
+// session says so of the stored messages its next snapshot begins with:
+// they were redacted when they were written (with the rules of the writer
+// that wrote them; scan and redact apply other rules to what is stored),
+// and appending them again writes none of their bytes.
+func (s *Stream) Scanned(msgs sessnap.Messages) {
+	if s == nil || s.r == nil {
+		return
+	}
+	s.in, s.out = msgs, msgs
+}
+
 // known returns how many of ms are the messages of the last call.
 func (s *Stream) known(ms sessnap.Messages) int {
 	if len(s.in) > 0 && len(ms) > 0 && len(ms) < len(s.in) && &ms[0] == &s.in[0] {

@@ -153,7 +153,8 @@ func (a *Appender) head(snap *sessnap.Snapshot, k int) ([]byte, []record.Member,
 // ErrInvalidSnapshot or ErrTooLarge; then nothing changed. An error of the
 // Externalizer is returned as it is.
 func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snapshot) ([]byte, error) {
-	a.Redact.Snapshot(snapp)
+	a.holdStored()
+	a.redact(snapp)
 	snap := *snapp
 	if err := adapter.CheckID(id, snap); err != nil {
 		return nil, err
@@ -170,7 +171,6 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snap
 		a.known = false
 		return record.Encode(m, payload), nil
 	}
-	a.holdStored()
 	k := a.prefix(snap.Messages)
 	drop := a.dropped(snap.Messages)
 	if drop > 0 {
@@ -185,6 +185,25 @@ func (a *Appender) Line(id session.SessionID, m record.Meta, snapp *sessnap.Snap
 		line, err = a.line(id, m, &snap, -1, 0)
 	}
 	return line, err
+}
+
+// redact replaces the secrets of *snap (Redact), scanning the messages
+// the Stream has not seen. The first append after a resume gives a new
+// Stream the session again; the messages it begins with that are the
+// stored ones the appender holds (prefix: every field alike) are what
+// the store's records hold, redacted when they were written, and are not
+// scanned again: they are not written again either (the record holds
+// what follows them). The appender then holds the snapshot's own memory
+// for them, so that its comparison after the redaction costs nothing per
+// message.
+func (a *Appender) redact(snap *sessnap.Snapshot) {
+	if a.Redact.Fresh() && a.Held() && !a.FullOnly {
+		if k := a.prefix(snap.Messages); k > 0 {
+			a.msgs = snap.Messages[:k:k]
+			a.Redact.Scanned(a.msgs)
+		}
+	}
+	a.Redact.Snapshot(snap)
 }
 
 // dropped returns how many of the stored messages next leaves out when

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
@@ -235,5 +236,70 @@ func TestHeldRewindIsADrop(t *testing.T) {
 				require.Equal(t, encode(t, next), encode(t, replay(t, lines, ext)), name)
 			}
 		}
+	}
+}
+
+// TestHeldNotScannedAgain: the first append after a resume scans for
+// secrets only what the stored revision does not hold. The stored
+// messages it begins with are the records' (redacted when they were
+// written; here a store written with redaction off keeps a secret) and
+// are not scanned again: the append is a delta of the new message, its
+// secret replaced, and the stored message stays as stored. A message the
+// caller changed makes the snapshot no continuation of the stored one:
+// the whole of it is scanned (and written in a full record).
+func TestHeldNotScannedAgain(t *testing.T) {
+	const old, fresh = "AKIA" + "QW3ER5TY7UI2OP4A", "ghp_" + "Zq3Xv8Lm2Pw5Rt9Ny4Bk7Hd1Fs6Gj0Ca3UeQ"
+	r, err := redact.New(redact.Options{})
+	require.NoError(t, err)
+	for _, how := range []string{"content", "stored", "changed"} {
+		t.Run(how, func(t *testing.T) {
+			ext := &memExt{m: map[string][]byte{}}
+			s := sessiontest.New("a")
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "deploy with "+old, sessiontest.Epoch)))
+			var snaps []sessnap.Snapshot
+			for i := 1; i < 6; i++ {
+				require.NoError(t, s.AppendMessage(resumeMsg(i)))
+				snaps = append(snaps, sessiontest.Snap(t, s))
+			}
+			a, lines, light := resumed(t, ext, snaps)
+			a.Redact = redact.NewStream(r)
+			switch how {
+			case "content", "changed":
+				a.HoldCopy(snaps[len(snaps)-1].Messages)
+			case "stored":
+				a.Stored = func() (sessnap.Messages, error) { return light, nil }
+			}
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "and "+fresh, sessiontest.Epoch.Add(time.Hour))))
+			next := sessiontest.Snap(t, s)
+			if how == "changed" {
+				next.Messages = append(sessnap.Messages(nil), next.Messages...)
+				next.Messages[1] = session.TextMessage(session.RoleUser, "now with "+fresh, sessiontest.Epoch.Add(time.Second))
+			}
+			m := record.Meta{Schema: sessnap.SchemaVersion, Rev: uint64(len(lines) + 1), Gen: 2, Time: sessiontest.Epoch}
+			line, err := a.Line("a", m, &next)
+			require.NoError(t, err)
+			got, _, err := record.Parse(line[:len(line)-1], 1<<24)
+			require.NoError(t, err)
+			want := record.KindDelta
+			if how == "changed" {
+				want = record.KindFull // not a continuation of the stored messages
+			}
+			require.Equal(t, want, got.Kind)
+			require.NotContains(t, string(line), fresh, "the new message's secret is replaced")
+			lines = append(lines, line)
+			stored := replay(t, lines, ext)
+			require.Equal(t, encode(t, next), encode(t, stored), "what was written is the redacted snapshot")
+			if how == "changed" {
+				// Not a continuation: the whole snapshot is scanned.
+				require.NotContains(t, stored.Messages[0].Parts[0].Text, old)
+			} else {
+				require.Contains(t, stored.Messages[0].Parts[0].Text, old, "the stored message is not scanned again")
+			}
+			last := stored.Messages[len(stored.Messages)-1].Parts[0].Text
+			require.Equal(t, "and "+redact.Placeholder("github-token", fresh), last)
+			if how == "changed" {
+				require.Equal(t, "now with "+redact.Placeholder("github-token", fresh), stored.Messages[1].Parts[0].Text, "a changed message is scanned")
+			}
+		})
 	}
 }

@@ -158,6 +158,38 @@ func eachItem(b []byte, open, close byte, keyed bool, fn func(k, v []byte) error
 	}
 }
 
+// eachListed calls fn with each element of b, the elements of an array
+// without its brackets (as a page holds them): what eachElement calls fn
+// with for the array '[' b ']', and the same errors, without the copy that
+// array would be.
+func eachListed(b []byte, fn func(e []byte) error) error {
+	i := skipSpace(b, 0)
+	if i == len(b) {
+		return nil
+	}
+	for {
+		j, err := skipValue(b, i)
+		if err != nil {
+			return err
+		}
+		if j == i {
+			return fmt.Errorf("%w: empty value at byte %d", errSyntax, i)
+		}
+		if err := fn(b[i:j]); err != nil {
+			return err
+		}
+		i = skipSpace(b, j)
+		switch {
+		case i == len(b):
+			return nil
+		case b[i] == ',':
+			i = skipSpace(b, i+1)
+		default:
+			return fmt.Errorf("%w: ',' expected at byte %d", errSyntax, i)
+		}
+	}
+}
+
 // Elements calls fn with each element of the JSON array arr, verbatim
 // (aliasing arr), in order.
 func Elements(arr []byte, fn func(e []byte) error) error { return eachElement(arr, fn) }

@@ -133,60 +133,98 @@ func paginate(elems [][]byte, ps PageStore, limit int) ([][]byte, bool, error) {
 // ExpandPages returns snap, a snapshot's JSON, with the page references in
 // its messages array replaced by the messages they hold; fetch returns a
 // page's content (checked against the reference). A snapshot without
-// pages is returned as it is.
+// pages is returned as it is. The result is written once: the messages
+// are found where they are (snap, the pages' content) and copied straight
+// into it.
 func ExpandPages(snap []byte, fetch func(PageRef) ([]byte, error)) ([]byte, error) {
 	if !MayHavePages(snap) {
 		return snap, nil
 	}
-	return editMessages(snap, func(val []byte) ([]byte, error) {
-		var elems [][]byte
-		err := eachElement(val, func(e []byte) error {
-			if !IsPage(e) {
-				elems = append(elems, e)
-				return nil
-			}
-			p, err := ParsePage(e)
-			if err != nil {
-				return err
-			}
-			content, err := fetch(p)
-			if err != nil {
-				return err
-			}
-			msgs, err := PageMessages(p, content)
-			if err != nil {
-				return err
-			}
-			elems = append(elems, msgs...)
-			return nil
-		})
-		return joinArray(elems), err
+	d, err := newDoc(snap)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snapshot: %w", ErrFraming, err)
+	}
+	m := d.index[messagesKey]
+	if m == nil || len(m.val) == 0 || m.val[0] != '[' {
+		return snap, nil
+	}
+	var elems [][]byte
+	size := 2 // the array's brackets
+	add := func(e []byte) error {
+		if len(elems) > 0 {
+			size++
+		}
+		size += len(e)
+		elems = append(elems, e)
+		return nil
+	}
+	err = eachElement(m.val, func(e []byte) error {
+		if !IsPage(e) {
+			return add(e)
+		}
+		p, err := ParsePage(e)
+		if err != nil {
+			return err
+		}
+		content, err := fetch(p)
+		if err != nil {
+			return err
+		}
+		return pageElements(p, content, add)
 	})
+	if err != nil {
+		return nil, err
+	}
+	m.val = nil
+	out := make([]byte, 0, d.size()+size)
+	out = append(out, '{')
+	for i, x := range d.members {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(out, x.key...), ':')
+		if x == m {
+			out = appendArray(out, elems)
+		} else {
+			out = append(out, x.val...)
+		}
+	}
+	return append(out, '}'), nil
 }
 
-// PageMessages splits content, page p's bytes, into its message elements,
-// checking them against the reference (size and count; the caller checked
-// the SHA-256).
+// PageMessages splits content, page p's bytes, into its message elements
+// (aliasing content), checking them against the reference (size and
+// count; the caller checked the SHA-256).
 func PageMessages(p PageRef, content []byte) ([][]byte, error) {
-	if int64(len(content)) != p.Size {
-		return nil, fmt.Errorf("%w: page %s holds %d bytes, its reference says %d", ErrFraming, p.SHA256, len(content), p.Size)
-	}
 	var msgs [][]byte
-	arr := make([]byte, 0, len(content)+2)
-	arr = append(append(append(arr, '['), content...), ']')
-	if err := eachElement(arr, func(e []byte) error {
+	err := pageElements(p, content, func(e []byte) error {
+		msgs = append(msgs, e)
+		return nil
+	})
+	return msgs, err
+}
+
+// pageElements calls fn with each message element of content, page p's
+// bytes (the elements of an array without its brackets), after checking
+// the page against its reference's size, and its count after the last.
+func pageElements(p PageRef, content []byte, fn func(e []byte) error) error {
+	if int64(len(content)) != p.Size {
+		return fmt.Errorf("%w: page %s holds %d bytes, its reference says %d", ErrFraming, p.SHA256, len(content), p.Size)
+	}
+	n := 0
+	if err := eachListed(content, func(e []byte) error {
 		if IsPage(e) {
 			return errors.New("a page inside a page")
 		}
-		msgs = append(msgs, e)
-		return nil
+		n++
+		return fn(e)
 	}); err != nil {
-		return nil, fmt.Errorf("%w: page %s: %w", ErrFraming, p.SHA256, err)
+		return fmt.Errorf("%w: page %s: %w", ErrFraming, p.SHA256, err)
 	}
-	if len(msgs) != p.Messages {
-		return nil, fmt.Errorf("%w: page %s holds %d messages, its reference says %d", ErrFraming, p.SHA256, len(msgs), p.Messages)
+	if n != p.Messages {
+		return fmt.Errorf("%w: page %s holds %d messages, its reference says %d", ErrFraming, p.SHA256, n, p.Messages)
 	}
-	return msgs, nil
+	return nil
 }
 
 // Pages calls fn with every page reference in snap's messages array.
@@ -291,7 +329,11 @@ func joinArray(elems [][]byte) []byte {
 	for _, e := range elems {
 		n += len(e)
 	}
-	v := make([]byte, 0, n)
+	return appendArray(make([]byte, 0, n), elems)
+}
+
+// appendArray appends the array of elems to v.
+func appendArray(v []byte, elems [][]byte) []byte {
 	v = append(v, '[')
 	for i, e := range elems { // into v directly: no joined copy between
 		if i > 0 {

@@ -100,23 +100,31 @@ func (t *Tracker) Start(snap []byte) error {
 
 // Resume sets the tracker to a chain read back from a log: its full
 // record's payload and its deltas' payloads and line lengths, in order
-// (all retained).
+// (all retained). It checks what ApplyChain checks: each delta's result
+// against its snap_len, and the snapshot the chain rebuilds, byte for
+// byte, against the last delta's snap_crc. The revisions between are
+// not the tracker's (it builds on the last), so their checksums are not
+// computed: a resume of a chain of thousands of deltas costs applying
+// them, not a checksum of each.
 func (t *Tracker) Resume(full []byte, deltas [][]byte, lineBytes int) error {
 	if err := t.Start(full); err != nil {
 		return err
 	}
+	var ops deltaOps
 	for i, delta := range deltas {
-		ops, err := parseDelta(delta)
+		var err error
+		ops, err = parseDelta(delta)
 		if err == nil {
 			err = t.d.apply(ops, 1<<62)
-		}
-		if err == nil && t.d.checksum() != ops.snapCRC {
-			err = errors.New("checksum mismatch")
 		}
 		if err != nil {
 			*t = Tracker{Pages: t.Pages}
 			return fmt.Errorf("%w: delta %d: %w", ErrDelta, i+1, err)
 		}
+	}
+	if len(deltas) > 0 && t.d.checksum() != ops.snapCRC {
+		*t = Tracker{Pages: t.Pages}
+		return fmt.Errorf("%w: delta %d: checksum mismatch", ErrDelta, len(deltas))
 	}
 	t.deltas, t.n = lineBytes, len(deltas)
 	return nil

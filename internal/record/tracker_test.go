@@ -157,3 +157,75 @@ func TestTrackerChainEndsByWeight(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerResumeChecksChain: a tracker resumed from a chain read back
+// from a log holds the chain's last snapshot byte for byte, and its next
+// delta rebuilds the next one; a chain with any one delta changed (a byte
+// of a message it appends, its length kept: what a line's own checksum
+// would have to miss) is refused by the check of the rebuilt snapshot
+// against the last delta's snap_crc, wherever the change is, and so is a
+// chain whose last delta's checksum is changed.
+func TestTrackerResumeChecksChain(t *testing.T) {
+	snaps := growingSnapshots(60)
+	var tr Tracker
+	m := Meta{Version: Version1, Schema: 1, Gen: 1, Time: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
+	var full []byte
+	var deltas [][]byte
+	held := 0
+	prevN := -1
+	for i, want := range snaps[:len(snaps)-1] {
+		m.Rev = uint64(i + 1)
+		pieces, n := piecesOf(t, want, prevN)
+		if !tr.Known() {
+			pieces, _ = piecesOf(t, want, -1)
+		}
+		line, err := tr.Next(m, pieces, 1<<20, Versions{})
+		require.NoError(t, err)
+		got, payload, err := Parse(line[:len(line)-1], 1<<20)
+		require.NoError(t, err)
+		if got.Kind == KindFull {
+			full, deltas, held = bytes.Clone(payload), nil, 0
+		} else {
+			deltas, held = append(deltas, bytes.Clone(payload)), held+len(line)
+		}
+		prevN = n
+	}
+	require.Greater(t, len(deltas), 10)
+
+	var resumed Tracker
+	require.NoError(t, resumed.Resume(full, deltas, held))
+	require.Equal(t, string(snaps[len(snaps)-2]), string(resumed.Snapshot()))
+	m.Rev = uint64(len(snaps))
+	pieces, _ := piecesOf(t, snaps[len(snaps)-1], prevN)
+	line, err := resumed.Next(m, pieces, 1<<20, Versions{})
+	require.NoError(t, err)
+	_, payload, err := Parse(line[:len(line)-1], 1<<20)
+	require.NoError(t, err)
+	next, err := Apply(snaps[len(snaps)-2], payload, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, string(snaps[len(snaps)-1]), string(next))
+
+	for i := range deltas {
+		damaged := make([][]byte, len(deltas))
+		copy(damaged, deltas)
+		d := bytes.Clone(deltas[i])
+		at := bytes.LastIndex(d, []byte(`"text":"`))
+		require.Positive(t, at, "delta %d appends a message", i+1)
+		at += len(`"text":"`)
+		d[at] ^= 0x01 // another letter, the same length
+		damaged[i] = d
+		var tr Tracker
+		require.ErrorIs(t, tr.Resume(full, damaged, held), ErrDelta, "delta %d of %d changed", i+1, len(deltas))
+		require.False(t, tr.Known())
+	}
+	last := bytes.Clone(deltas[len(deltas)-1])
+	at := bytes.Index(last, []byte(`"snap_crc":"`)) + len(`"snap_crc":"`)
+	if last[at] == '0' {
+		last[at] = '1'
+	} else {
+		last[at] = '0'
+	}
+	damaged := append(append([][]byte(nil), deltas[:len(deltas)-1]...), last)
+	var bad Tracker
+	require.ErrorIs(t, bad.Resume(full, damaged, held), ErrDelta)
+}

@@ -36,7 +36,7 @@ func TestReadZstOnePass(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	require.Equal(t, content, got)
-	require.EqualValues(t, n, cap(got), "decoded into a buffer of its size")
+	require.LessOrEqual(t, int64(cap(got)), n+decodeSlack, "decoded into a buffer of its size (and the decoder's slack)")
 	alloc := after.TotalAlloc - before.TotalAlloc
 	if !raceEnabled {
 		require.LessOrEqual(t, alloc, uint64(n)+uint64(len(frame))+64<<10, "the content, the file and little else")

@@ -272,6 +272,15 @@ func putFileBuffer(b *[]byte) {
 // errPastExpected: the content goes on past the size it was read for.
 var errPastExpected = errors.New("the content goes on past the size expected")
 
+// decodeSlack is the room decodeWhole leaves past the content's size in
+// the buffer it decodes into: zstd's block decoder copies literals and
+// matches 32 bytes at a time (compressedBlockOverAlloc in
+// github.com/klauspost/compress/zstd) when the buffer has that room past
+// the block it decodes, and byte-exact copies, about twice as slow, when
+// it has not. A buffer of exactly the content's size made every blob's
+// last block (most blobs are one block) take the slow copies.
+const decodeSlack = 32
+
 // decodeWhole reads f, a compressed blob's file of size bytes whose
 // content the file justifies at expect bytes (ReadZst), into memory, and
 // decodes it into a buffer of expect bytes in one pass: what it allocates
@@ -279,7 +288,7 @@ var errPastExpected = errors.New("the content goes on past the size expected")
 // describe themselves.
 // Content shorter than expect is returned as it is (the caller's size
 // check reports it); content longer is errPastExpected, decoded no
-// further than expect.
+// further than expect and decodeSlack bytes.
 func decodeWhole(f io.ReaderAt, size, expect int64) ([]byte, error) {
 	in := fileBuffer(size)
 	defer putFileBuffer(in)
@@ -288,9 +297,9 @@ func decodeWhole(f io.ReaderAt, size, expect int64) ([]byte, error) {
 	}
 	dec := wholeDecoders.Get().(*zstd.Decoder)
 	defer wholeDecoders.Put(dec)
-	content, err := dec.DecodeAll(*in, make([]byte, 0, expect))
+	content, err := dec.DecodeAll(*in, make([]byte, 0, expect+decodeSlack))
 	switch {
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded) || err == nil && int64(len(content)) > expect:
 		return nil, errPastExpected
 	case err != nil:
 		return nil, err
