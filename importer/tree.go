@@ -200,3 +200,32 @@ func Dirs(fsys fs.FS, dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// FilesAt returns the regular files of fsys that match, depth directories
+// below its root (RegularFiles of each directory Dirs finds there, level
+// by level), directory by directory in lexical order. The root's error is
+// returned; a directory below it that cannot be read is left out (as
+// fs.Glob leaves it).
+func FilesAt(fsys fs.FS, depth int, match func(name string) bool) ([]string, error) {
+	dirs := []string{"."}
+	for level := range depth {
+		var next []string
+		for _, d := range dirs {
+			sub, err := Dirs(fsys, d)
+			if err != nil && level == 0 {
+				return nil, err
+			}
+			next = append(next, sub...)
+		}
+		dirs = next
+	}
+	var out []string
+	for _, d := range dirs {
+		names, err := RegularFiles(fsys, d, match)
+		if err != nil && depth == 0 {
+			return nil, err
+		}
+		out = append(out, names...)
+	}
+	return out, nil
+}

@@ -31,16 +31,9 @@ import (
 // a sub-agent's, in lexical order. Links are not followed, and a project
 // directory that cannot be read is left out (as fs.Glob leaves it).
 func Discover(fsys fs.FS) ([]string, error) {
-	projects, err := importer.Dirs(fsys, ".")
+	out, err := importer.FilesAt(fsys, 1, IsTranscript) // <project>/<name>.jsonl
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: discover: %w", err)
-	}
-	var out []string
-	for _, p := range projects {
-		names, err := importer.RegularFiles(fsys, p, IsTranscript)
-		if err == nil {
-			out = append(out, names...)
-		}
 	}
 	return out, nil
 }

@@ -23,28 +23,11 @@ import (
 // "YYYY/MM/DD/rollout-*.jsonl". Links are not followed, and a directory
 // that cannot be read is left out (as fs.Glob leaves it).
 func Discover(fsys fs.FS) ([]string, error) {
-	dirs, err := importer.Dirs(fsys, ".") // YYYY
+	out, err := importer.FilesAt(fsys, 3, func(n string) bool { // YYYY/MM/DD/rollout-*.jsonl
+		return strings.HasPrefix(n, "rollout-") && strings.HasSuffix(n, ".jsonl")
+	})
 	if err != nil {
 		return nil, fmt.Errorf("codex: discover: %w", err)
-	}
-	for range 2 { // MM, DD
-		var next []string
-		for _, d := range dirs {
-			sub, err := importer.Dirs(fsys, d)
-			if err == nil {
-				next = append(next, sub...)
-			}
-		}
-		dirs = next
-	}
-	var out []string
-	for _, d := range dirs {
-		names, err := importer.RegularFiles(fsys, d, func(n string) bool {
-			return strings.HasPrefix(n, "rollout-") && strings.HasSuffix(n, ".jsonl")
-		})
-		if err == nil {
-			out = append(out, names...)
-		}
 	}
 	slices.Sort(out)
 	return out, nil
