@@ -93,7 +93,7 @@ func newRuleSet(opts Options) *ruleSet {
 		if ru.generic && !opts.Generic || slices.Contains(opts.Disable, ru.id) {
 			continue
 		}
-		if len(ru.keywords) == 0 {
+		if len(ru.keywords) == 0 || slices.ContainsFunc(ru.keywords, func(kw string) bool { return len(kw) < gram }) {
 			rs.always = append(rs.always, len(rs.rules))
 		}
 		rs.rules = append(rs.rules, ru)
