@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
@@ -242,4 +244,91 @@ func TestBackupCopiesDamagedSource(t *testing.T) {
 	vr, err := check.Verify(ctx)
 	require.NoError(t, err)
 	require.False(t, vr.OK(), "the backup's verify reports the source's damage")
+}
+
+// TestBackupIncrementalRaisesCap: a session whose source raised its
+// record cap after the last backup (a takeover by a store with a larger
+// cap, then a record above the old cap) is brought up to date with its
+// settings.json raised first, so a reader of the backup whose own cap is
+// the old one reads the new record.
+func TestBackupIncrementalRaisesCap(t *testing.T) {
+	ctx := context.Background()
+	const small, bigCap = 256 << 10, 4 << 20
+	src := openTestStoreWith(t, Options{MaxRecordBytes: small})
+	bkGrow(t, src, "grow", 3, 0)
+	dest := filepath.Join(t.TempDir(), "copy")
+	rep, err := src.Backup(ctx, dest)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+
+	big, err := Open(src.Dir(), Options{MaxRecordBytes: bigCap})
+	require.NoError(t, err)
+	defer big.Close()
+	h, err := sessionstore.Open(ctx, big, "grow", sessionstore.HandleOptions{})
+	require.NoError(t, err)
+	msg, _ := sessiontest.WideToolCall(2 << 20)
+	_, err = h.Add(ctx, msg)
+	require.NoError(t, err)
+	require.NoError(t, h.Close(ctx))
+
+	rep, err = big.Backup(ctx, dest)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	require.Len(t, rep.Sessions, 1)
+	require.Equal(t, maintenance.BackupAppended, rep.Sessions[0].Action)
+	reader, err := Open(dest, Options{MaxRecordBytes: small})
+	require.NoError(t, err)
+	defer reader.Close()
+	got, err := layout.RecordedCap(reader.fs, layout.SessionDir("grow"))
+	require.NoError(t, err)
+	require.Equal(t, bigCap, got, "the backup records the source's raised cap")
+	bkSameAs(t, big, reader, "grow")
+}
+
+// TestSyncRefusesDamagedCopy: a session sync brings to the other side is
+// checked there before it is published, as a full backup's copy is: a
+// copy damaged on its way is removed, the sync fails naming it, and a
+// rerun copies it.
+func TestSyncRefusesDamagedCopy(t *testing.T) {
+	ctx := context.Background()
+	src := openTestStoreWith(t, Options{BlobThreshold: 1024})
+	bkGrow(t, src, "lg", 4, 0)
+	bkGrow(t, src, "bl", 6, 1)
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	isBlob := func(name string) bool {
+		rest, ok := strings.CutPrefix(name, layout.TmpDirPrefix+"bl-")
+		if !ok {
+			return false
+		}
+		_, rest, ok = strings.Cut(rest, "/")
+		return ok && strings.HasPrefix(rest, BlobDir+"/")
+	}
+	dfs := &damageFS{FS: vfs.OS(root), match: isBlob, damage: flipAt(100)}
+	dst := newStore(dir, root, dfs, fsLeaser{}, Options{})
+	defer dst.Close()
+	var rep maintenance.SyncReport
+	_, _, err = src.offline().Sync(ctx, dst.offline(), maintenance.SyncOptions{}, &rep)
+	require.True(t, dfs.hit.Load(), "nothing was damaged")
+	require.ErrorIs(t, err, sessionstore.ErrCorrupt)
+	require.Contains(t, err.Error(), "bl")
+	_, err = os.Lstat(filepath.Join(dir, "bl"))
+	require.True(t, errors.Is(err, fs.ErrNotExist), "the damaged copy was published: %v", err)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.False(t, strings.HasPrefix(e.Name(), layout.TmpDirPrefix), "left behind: %s", e.Name())
+	}
+
+	rep2, err := src.Sync(ctx, dir, maintenance.SyncOptions{})
+	require.NoError(t, err)
+	require.True(t, rep2.OK(), "%+v", rep2)
+	check, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer check.Close()
+	for _, id := range []session.SessionID{"lg", "bl"} {
+		bkSameAs(t, src, check, id)
+	}
 }

@@ -81,11 +81,16 @@ func ReadCap(fsys vfs.FS, id session.SessionID, own int) int {
 // synced here (false for a session being created, whose directory is
 // synced before it is published).
 func (r *Root) RecordCap(dir string, synced bool) error {
-	own := r.MaxRecordBytes
-	if rec, err := RecordedCap(r.FS, dir); err == nil && rec >= own {
+	return r.RecordCapAtLeast(dir, r.MaxRecordBytes, synced)
+}
+
+// RecordCapAtLeast is RecordCap for a cap of at least want (a backup
+// appending records another store wrote under its cap).
+func (r *Root) RecordCapAtLeast(dir string, want int, synced bool) error {
+	if rec, err := RecordedCap(r.FS, dir); err == nil && rec >= want {
 		return nil
 	}
-	data, _ := json.Marshal(Settings{MaxRecordBytes: own}) // an int: cannot fail
+	data, _ := json.Marshal(Settings{MaxRecordBytes: want}) // an int: cannot fail
 	return r.WriteSettings(dir, data, synced)
 }
 

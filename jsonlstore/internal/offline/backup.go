@@ -288,13 +288,27 @@ func (src *backupSource) close() {
 }
 
 // copyInto copies the session into dst on its own: staged in a
-// temporary directory, made durable (SyncAll), published with
+// temporary directory, checked as a full backup checks it (checkStaged;
+// a copy that differs from what was read is removed, and its error names
+// the file and why), made durable (SyncAll), published with
 // RENAME_NOREPLACE and the root synced. A full backup stages many
 // sessions before it syncs and publishes them together (batch).
-func (src *backupSource) copyInto(dst vfs.FS) (maintenance.SessionBackup, error) {
+func (src *backupSource) copyInto(ctx context.Context, to *Store) (maintenance.SessionBackup, error) {
+	dst := to.root.FS
 	st, sb, err := src.stage(dst)
 	if err != nil {
 		return sb, err
+	}
+	if VerifyStaged {
+		sr, err := to.checkStaged(ctx, st)
+		if err == nil && !sr.OK() && !st.faithful {
+			err = fmt.Errorf("%w: session %s: its copy in the destination does not check: %s: %s",
+				sessionstore.ErrCorrupt, src.id, sr.Problems[0].File, sr.Problems[0].Message)
+		}
+		if err != nil {
+			_ = dst.RemoveAll(st.tmp)
+			return sb, err
+		}
 	}
 	if err := dst.SyncAll(st.names); err != nil {
 		_ = dst.RemoveAll(st.tmp)

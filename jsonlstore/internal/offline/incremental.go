@@ -161,6 +161,13 @@ func (src *backupSource) update(ctx context.Context, dst *Store) (sb maintenance
 	if upToDate {
 		return sb, "", nil
 	}
+	// The records about to land were written under the source's cap:
+	// the destination records at least that cap first (made durable
+	// before them), so a reader of the copy whose own cap is smaller
+	// reads them as the source's readers do.
+	if err := src.recordCap(dst); err != nil {
+		return sb, "", err
+	}
 	have, err := blobNames(dst.root.FS, id)
 	if err != nil {
 		return sb, "", err
@@ -188,6 +195,17 @@ func (src *backupSource) update(ctx context.Context, dst *Store) (sb maintenance
 	})
 	sb.BytesCopied += n
 	return sb, "", err
+}
+
+// recordCap raises the cap dst's copy of the session records to the
+// source's recorded cap when it is less (layout.Root.RecordCapAtLeast).
+func (src *backupSource) recordCap(dst *Store) error {
+	dir := layout.SessionDir(src.id)
+	want, err := layout.RecordedCap(src.s.root.FS, dir)
+	if err != nil || want == 0 {
+		return nil // the source records none, or none that can be read: its records fit the readers' own caps
+	}
+	return dst.root.RecordCapAtLeast(dir, want, true)
 }
 
 // upToDate is update's look without the lease: dst's committed log is

@@ -160,7 +160,7 @@ func syncOne(ctx context.Context, sides [2]*syncSide, id session.SessionID, rep 
 			return err
 		}
 		defer src.close()
-		sb, err := src.copyInto(to.s.root.FS)
+		sb, err := src.copyInto(ctx, to.s)
 		if err != nil {
 			return err
 		}
