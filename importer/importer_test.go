@@ -414,3 +414,52 @@ func TestRevisionsHoldTheConversationOnce(t *testing.T) {
 	}
 	require.Positive(t, shared, "the transcript holds raw JSON or bytes to share")
 }
+
+// TestApplyContinuesASourceWithoutIDs: a source that names no ID for its
+// messages (a Codex item without one) is continued across imports, though
+// the session restored from the store gives the messages it appends IDs
+// of their own (session.Session.MarkRestored).
+func TestApplyContinuesASourceWithoutIDs(t *testing.T) {
+	parse := func(n int) *importer.Transcript {
+		tr := parseClaude(t, conversation(n))
+		for i := range tr.Messages {
+			tr.Messages[i].ID = ""
+		}
+		return tr
+	}
+	s, _ := importtest.Build(t, parse(1))
+	restore := func(s *session.Session) *session.Session {
+		snap, err := sessnap.Of(s)
+		require.NoError(t, err)
+		r, err := snap.Restore()
+		require.NoError(t, err)
+		return r
+	}
+	s = restore(s)
+	n := 0
+	for got, err := range parse(2).Apply(s) {
+		require.NoError(t, err)
+		n++
+		s = got
+	}
+	require.Equal(t, 4, n, "the grown source's steps")
+	conv := s.Conversation()
+	require.Empty(t, conv[0].ID, "the first import's messages are as the source gave them")
+	require.NotEmpty(t, conv[len(conv)-1].ID, "the restored session gave its new message an ID")
+	s = restore(s)
+	for _, err := range parse(2).Apply(s) {
+		require.NoError(t, err, "the same source again is no divergence")
+	}
+	for _, err := range parse(3).Apply(restore(s)) {
+		require.NoError(t, err, "a grown source continues")
+	}
+	rewritten := parse(2)
+	require.Equal(t, "prompt 1", rewritten.Messages[4].Parts[0].Text)
+	rewritten.Messages[4].Parts[0].Text = "rewritten"
+	var errs []error
+	for _, err := range rewritten.Apply(restore(s)) {
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], importer.ErrDiverged, "a message whose content changed diverges")
+}

@@ -17,6 +17,14 @@ import (
 // older program, or by a writer that gave none) reads with the ID its
 // position gives it (PositionID): the same on every read, and never one
 // NewMessageID makes.
+//
+// A position's ID names one message only while no other message takes
+// that position, so the aggregate gives a message appended without an ID
+// one of its own wherever another may have been before
+// (Session.AppendMessage): after a Truncate, and in a Session restored
+// from a stored revision (Session.MarkRestored), which cannot know how
+// many messages the revisions before held. A session built and grown in
+// one Session stores its messages as they were given.
 
 // messageIDPrefix starts every ID NewMessageID makes.
 const messageIDPrefix = "msg_"

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -82,6 +83,11 @@ type Session struct {
 	workspace  Workspace
 	origin     *Origin
 	messageIDs map[string]struct{} // the IDs in conversation, to keep them unique
+	// longest is the most messages the conversation may have held: a
+	// message appended below it may take the position of one dropped
+	// (Truncate, or a rewind of a revision this Session was restored
+	// from: MarkRestored), and gets an ID of its own.
+	longest int
 
 	totalsRestored bool
 }
@@ -382,7 +388,14 @@ func (s *Session) terminate(reason StopReason) {
 // --- activity within a lifecycle state -----------------------------------
 
 // AppendMessage adds m (deep-copied) to the conversation. Terminal sessions
-// accept no message.
+// accept no message. A message without an ID gets a new one
+// (NewMessageID) when its position may have held another message before:
+// one Truncate dropped, or, in a Session restored from a stored revision
+// (MarkRestored), one an earlier revision held. Its position's ID
+// (PositionID) named that message in the revisions before, so that the
+// message's own ID keeps every ID naming one message in the session's
+// history. A Session that only grew gives none: its messages read with
+// their positions' IDs.
 func (s *Session) AppendMessage(m Message) error {
 	if s.state.Terminal() {
 		return &TransitionError{Event: "append_message", From: s.state}
@@ -399,7 +412,11 @@ func (s *Session) AppendMessage(m Message) error {
 	if !m.CreatedAt.IsZero() {
 		m.CreatedAt = m.CreatedAt.UTC()
 	}
+	if m.ID == "" && len(s.conversation) < s.longest {
+		m.ID = NewMessageID()
+	}
 	s.conversation = append(s.conversation, m)
+	s.longest = max(s.longest, len(s.conversation))
 	if m.ID != "" {
 		if s.messageIDs == nil {
 			s.messageIDs = make(map[string]struct{})
@@ -431,6 +448,7 @@ func (s *Session) Truncate(n int, endTurn bool) error {
 	for _, m := range s.conversation[n:] {
 		delete(s.messageIDs, m.ID)
 	}
+	s.longest = max(s.longest, len(s.conversation))
 	s.conversation = s.conversation[:n:n]
 	return nil
 }
@@ -584,6 +602,14 @@ func (s *Session) RestoreLabels(owner *Principal) error {
 	s.owner = &o
 	return nil
 }
+
+// MarkRestored records that s was rebuilt from a stored revision
+// (sessnap's Restore calls it last): earlier revisions may have held more
+// messages than its conversation (a rewind, a fork cut at a message), and
+// s cannot know, so from then on every message appended without an ID
+// gets one (AppendMessage). Messages appended before the call are as they
+// were stored.
+func (s *Session) MarkRestored() { s.longest = math.MaxInt }
 
 // RestoreTotals seeds the running totals and cumulative usage of a session
 // being rebuilt from persisted state. It may be called once per Session;

@@ -346,7 +346,9 @@ func (m messageDTO) parts(ps []partDTO) []session.Part {
 // Restore rebuilds an equivalent Session from the snapshot. It validates
 // everything a hostile or damaged snapshot could get wrong and fails with
 // an error naming the problem; it never substitutes a default for a value
-// that is present but invalid. It never rewrites IDs or history.
+// that is present but invalid. It never rewrites IDs or history; a
+// message appended to the Session it returns without an ID gets one
+// (session.Session.MarkRestored).
 func (snap Snapshot) Restore() (*session.Session, error) {
 	if snap.Format != "" && snap.Format != Format {
 		return nil, fmt.Errorf("%w: %q", ErrUnsupportedFormat, snap.Format)
@@ -442,5 +444,8 @@ func (snap Snapshot) Restore() (*session.Session, error) {
 	} else if d != session.RetryUnknown || p != session.ProgressUnknown {
 		return nil, fmt.Errorf("%w: session %s: retry facts on non-failed state %s", ErrInvalid, snap.ID, snap.State)
 	}
+	// Earlier revisions may have held messages past this conversation:
+	// what is appended from here on without an ID gets one.
+	s.MarkRestored()
 	return s, nil
 }

@@ -39,6 +39,7 @@ var checks = []check{
 	{"HandleRewindsInPlace", checkHandleRewind},
 	{"HandleRewindsAndResumes", checkHandleRewindsAndResumes},
 	{"ForkAtMessage", checkForkAtMessage},
+	{"RawRewindKeepsMessageIDsUnique", checkRawRewindIDs},
 
 	// Leases (lease.go).
 	{"TryAcquireHeldSaysWho", checkTryAcquireHeld},

@@ -226,6 +226,7 @@ func checkLoadWithoutContent(f *fixture) {
 	ls, err := rec.Session()
 	require.NoError(t, err)
 	next := session.TextMessage(session.RoleAssistant, "done", sessiontest.Epoch)
+	next.ID = "done" // a restored session gives a message without one a new ID
 	require.NoError(t, ls.AppendMessage(next))
 	f.append(w, 1, sessiontest.Snap(t, ls))
 	require.NoError(t, s.AppendMessage(next))
@@ -315,11 +316,13 @@ func checkForkContent(f *fixture) {
 	require.NoError(t, err)
 	fs, err := light.Session()
 	require.NoError(t, err)
-	require.NoError(t, fs.AppendMessage(session.TextMessage(session.RoleAssistant, "forked", sessiontest.Epoch)))
+	forked := session.TextMessage(session.RoleAssistant, "forked", sessiontest.Epoch)
+	forked.ID = "forked" // a restored session gives a message without one a new ID
+	require.NoError(t, fs.AppendMessage(forked))
 	f.append(fw, 1, sessiontest.Snap(t, fs))
 	restored, err := want.Restore()
 	require.NoError(t, err)
-	require.NoError(t, restored.AppendMessage(session.TextMessage(session.RoleAssistant, "forked", sessiontest.Epoch)))
+	require.NoError(t, restored.AppendMessage(forked))
 	requireSameLarge(t, sessiontest.Snap(t, restored), f.load("fork").Snapshot)
 }
 
