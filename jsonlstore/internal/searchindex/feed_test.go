@@ -222,7 +222,10 @@ func TestSearchRowMovedOnDuringCatchUp(t *testing.T) {
 	st, x := openStore(t, t.TempDir(), jsonlstore.Options{BlobThreshold: -1}, func() { onLog() })
 	x.holderWindow = 0 // the quiet writer does not index: every search writes what it read
 	s := sessiontest.New("moved")
-	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first words", sessiontest.Epoch)))
+	// A first message long enough that the quiet writer's four small
+	// appends stay one chain of deltas (FORMAT.md, "Chains"), whatever
+	// IDs they carry.
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first words"+strings.Repeat(" filler", 400), sessiontest.Epoch)))
 	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
 	require.NoError(t, err)
 	require.NoError(t, w.Release(ctx))
