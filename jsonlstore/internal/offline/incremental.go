@@ -201,9 +201,11 @@ func (src *backupSource) update(ctx context.Context, dst *Store) (sb maintenance
 // source's recorded cap when it is less (layout.Root.RecordCapAtLeast).
 func (src *backupSource) recordCap(dst *Store) error {
 	dir := layout.SessionDir(src.id)
-	want, err := layout.RecordedCap(src.s.root.FS, dir)
-	if err != nil || want == 0 {
-		return nil // the source records none, or none that can be read: its records fit the readers' own caps
+	// A settings.json that cannot be read records nothing (layout.ReadCap):
+	// the source's records fit its readers' own caps.
+	want, _ := layout.RecordedCap(src.s.root.FS, dir) // 0 with its error
+	if want == 0 {
+		return nil
 	}
 	return dst.root.RecordCapAtLeast(dir, want, true)
 }
