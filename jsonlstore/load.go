@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
@@ -51,13 +52,9 @@ func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts session
 // revisions before it read as History reads them, and that record's
 // revision and any after it are its *sessionstore.NewerRecordError.
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
-	if rev == 0 {
-		if err := s.check(ctx, id); err != nil {
-			return sessionstore.Record{}, err
-		}
-		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision 0", sessionstore.ErrNotFound, id)
-	}
-	return s.loadRevision(ctx, id, rev, false)
+	return adapter.LoadRevision(id, rev, func() error { return s.check(ctx, id) }, func() (sessionstore.Record, error) {
+		return s.loadRevision(ctx, id, rev, false)
+	})
 }
 
 // loadRevision reads revision rev (logfile.LoadRevision) once the

@@ -365,13 +365,9 @@ func (s *Store) Load(ctx context.Context, id session.SessionID) (sessionstore.Re
 // LoadRevision implements sessionstore.Store. Revision 0 does not exist
 // (Load reads the latest).
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
-	if rev == 0 {
-		if err := s.readyID(ctx, id); err != nil {
-			return sessionstore.Record{}, err
-		}
-		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision 0", sessionstore.ErrNotFound, id)
-	}
-	return s.LoadWith(ctx, id, sessionstore.LoadOptions{Revision: rev})
+	return adapter.LoadRevision(id, rev, func() error { return s.readyID(ctx, id) }, func() (sessionstore.Record, error) {
+		return s.LoadWith(ctx, id, sessionstore.LoadOptions{Revision: rev})
+	})
 }
 
 // LoadWith implements sessionstore.Store: with WithoutContent,

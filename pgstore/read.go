@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
@@ -100,13 +101,9 @@ func (s *Store) LoadWith(ctx context.Context, id session.SessionID, opts session
 // LoadRevision implements sessionstore.Store. Revision 0 does not exist
 // (Load reads the latest).
 func (s *Store) LoadRevision(ctx context.Context, id session.SessionID, rev uint64) (sessionstore.Record, error) {
-	if rev == 0 {
-		if err := s.readyID(ctx, id); err != nil {
-			return sessionstore.Record{}, err
-		}
-		return sessionstore.Record{}, fmt.Errorf("%w: session %s revision 0", sessionstore.ErrNotFound, id)
-	}
-	return s.load(ctx, id, rev, false)
+	return adapter.LoadRevision(id, rev, func() error { return s.readyID(ctx, id) }, func() (sessionstore.Record, error) {
+		return s.load(ctx, id, rev, false)
+	})
 }
 
 // chainSQL selects the records that materialize revision $2 (the latest

@@ -2,7 +2,7 @@
 // do the same way and a user of a store never calls: the defaults of the
 // options they share and the readiness check every call begins with, the
 // check a snapshot passes before any adapter writes it, the first
-// revision of a fork, and the way a search query is parsed, becomes the
+// revision of a fork, revision 0 of LoadRevision, and the way a search query is parsed, becomes the
 // index's filter, and a hit of the full-text index becomes the contract's
 // SearchHit. The contract itself (Store, Writer,
 // their types and errors) is the root package's; this package only
