@@ -3,11 +3,10 @@ package sessnap
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"unicode/utf8"
 
+	"github.com/sessionstore/sessionstore/internal/onejson"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -26,11 +25,8 @@ func UnmarshalMessage(data []byte) (session.Message, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var d messageDTO
-	if err := dec.Decode(&d); err != nil {
+	if err := onejson.Decode(dec, &d); err != nil {
 		return session.Message{}, fmt.Errorf("%w: message: %w", ErrMalformed, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return session.Message{}, fmt.Errorf("%w: message: data after the JSON value", ErrMalformed)
 	}
 	if hasBlob(d.Parts) {
 		return session.Message{}, fmt.Errorf("%w: message: a part holds a content reference (blob); send the content itself", ErrMalformed)

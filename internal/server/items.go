@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sessionstore/sessionstore/internal/onejson"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -65,11 +65,8 @@ func MessageOfItem(item json.RawMessage, at time.Time) (session.Message, error) 
 	dec := json.NewDecoder(bytes.NewReader(compact.Bytes()))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := onejson.Decode(dec, &v); err != nil {
 		return session.Message{}, fmt.Errorf("%w: %w", errItem, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return session.Message{}, fmt.Errorf("%w: data after the JSON value", errItem)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/sessionstore/sessionstore/internal/onejson"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
@@ -86,15 +87,12 @@ func ParsePolicy(b []byte) (maintenance.RetirePolicy, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var pf policyFile
-	if err := dec.Decode(&pf); err != nil {
+	if err := onejson.Decode(dec, &pf); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return fail(fmt.Sprintf("byte %d", se.Offset), err)
 		}
 		return fail("", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fail("", errors.New("more than one JSON value"))
 	}
 	switch {
 	case pf.V == nil:

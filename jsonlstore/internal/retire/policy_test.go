@@ -35,7 +35,7 @@ func TestParsePolicy(t *testing.T) {
 		{name: "negative age", in: `{"v":1,"retire":[{"older_than":"-5h"}]}`, wantWhere: "retire rule 1: older_than", wantErr: "positive"},
 		{name: "bad label", in: `{"v":1,"retire":[{"older_than":"1d","labels":{"Team":"x"}}]}`, wantWhere: "retire rule 1: labels", wantErr: "label key"},
 		{name: "bad keep", in: `{"v":1,"retire":[{"older_than":"1d"}],"keep":{"labels":{"":"x"}}}`, wantWhere: "keep: labels", wantErr: "label key"},
-		{name: "two values", in: `{"v":1,"retire":[{"older_than":"1d"}]} {}`, wantErr: "more than one JSON value"},
+		{name: "two values", in: `{"v":1,"retire":[{"older_than":"1d"}]} {}`, wantErr: "data after the JSON value"},
 		{name: "syntax", in: `{"v":1,"retire":[{"older_than":"1d"]}`, wantWhere: "byte 36", wantErr: "invalid character"},
 		{name: "wrong type", in: `{"v":"1","retire":[]}`, wantErr: "cannot unmarshal"},
 	} {
