@@ -220,10 +220,30 @@ func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 // (a crash may leave the old file, the new one, or an empty or torn one):
 // callers must treat such files as caches. The temporary file is removed
 // on failure.
-func WriteFileAtomic(fsys FS, dir, base string, data []byte, perm fs.FileMode, durable bool, tmpSuffix string) (err error) {
-	name := join(dir, base)
-	tmp := join(dir, "."+base+tmpSuffix+".tmp")
-	f, err := fsys.OpenFile(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, perm)
+func WriteFileAtomic(fsys FS, dir, base string, data []byte, perm fs.FileMode, durable bool, tmpSuffix string) error {
+	return Replace{Dir: dir, Tmp: "." + base + tmpSuffix + ".tmp", Name: base, Perm: perm, SyncFile: durable, SyncDir: durable}.Write(fsys, data)
+}
+
+// Replace is one replacement of a file through a temporary one: the one
+// owner of "temporary file, fsync, rename" for every file the stores
+// write whole (settings, manifests, summaries, catalogs, blobs).
+type Replace struct {
+	Dir  string      // the directory both files are in ("" or "." for the root)
+	Tmp  string      // the temporary file's name in Dir, created new (O_EXCL)
+	Name string      // the file's name in Dir, replaced by the rename
+	Perm fs.FileMode // the new file's permissions
+	// SyncFile syncs the temporary file before the rename, so that the
+	// rename never publishes a torn file; SyncDir syncs Dir after it, so
+	// that the rename itself survives a crash.
+	SyncFile, SyncDir bool
+}
+
+// Write writes data to r.Tmp, syncs it when r.SyncFile, renames it onto
+// r.Name and syncs the directory when r.SyncDir. On any failure the
+// temporary file is removed and the error is the first one met.
+func (r Replace) Write(fsys FS, data []byte) (err error) {
+	tmp := join(r.Dir, r.Tmp)
+	f, err := fsys.OpenFile(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, r.Perm)
 	if err != nil {
 		return err
 	}
@@ -236,7 +256,7 @@ func WriteFileAtomic(fsys FS, dir, base string, data []byte, perm fs.FileMode, d
 	if err == nil && n < len(data) {
 		err = io.ErrShortWrite
 	}
-	if err == nil && durable {
+	if err == nil && r.SyncFile {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -245,11 +265,11 @@ func WriteFileAtomic(fsys FS, dir, base string, data []byte, perm fs.FileMode, d
 	if err != nil {
 		return err
 	}
-	if err = fsys.Rename(tmp, name); err != nil {
+	if err = fsys.Rename(tmp, join(r.Dir, r.Name)); err != nil {
 		return err
 	}
-	if durable {
-		return fsys.SyncDir(dir)
+	if r.SyncDir {
+		return fsys.SyncDir(r.Dir)
 	}
 	return nil
 }

@@ -140,23 +140,9 @@ func (b *Writer) Put(hash string, content []byte) error {
 	} else {
 		data = encoder().EncodeAll(content, make([]byte, 0, len(content)/2))
 	}
-	tmp := dir + "/" + TmpPrefix + layout.RandomSuffix() + layout.TmpSuffix
-	f, err := b.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
-	if err != nil {
-		return layout.PathErr("write blob", "", dir+"/"+hash, err)
-	}
-	err = layout.WriteAll(f, data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = b.fs.Rename(tmp, dir+"/"+name)
-	}
-	if err != nil {
-		_ = b.fs.Remove(tmp)
+	// blobs/ itself is synced by Sync, before the record naming the blob.
+	rep := vfs.Replace{Dir: dir, Tmp: TmpPrefix + layout.RandomSuffix() + layout.TmpSuffix, Name: name, Perm: layout.FilePerm, SyncFile: true}
+	if err := rep.Write(b.fs, data); err != nil {
 		return layout.PathErr("write blob", "", dir+"/"+hash, err)
 	}
 	b.known[hash] = true

@@ -123,26 +123,8 @@ func (r *Root) RecordNewCap(dir string, maxRecord int) error {
 // WriteSettings replaces dir's settings.json with data (temporary file,
 // fsync, rename, and with synced a directory sync).
 func (r *Root) WriteSettings(dir string, data []byte, synced bool) error {
-	tmp := dir + "/." + SettingsFile + "-" + RandomSuffix() + TmpSuffix
-	f, err := r.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
-	if err != nil {
-		return PathErr("record the cap", "", dir+"/"+SettingsFile, err)
-	}
-	err = WriteAll(f, append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = r.FS.Rename(tmp, dir+"/"+SettingsFile)
-	}
-	if err == nil && synced {
-		err = r.FS.SyncDir(dir)
-	}
-	if err != nil {
-		_ = r.FS.Remove(tmp)
+	rep := vfs.Replace{Dir: dir, Tmp: "." + SettingsFile + "-" + RandomSuffix() + TmpSuffix, Name: SettingsFile, Perm: FilePerm, SyncFile: true, SyncDir: synced}
+	if err := rep.Write(r.FS, append(data, '\n')); err != nil {
 		return PathErr("record the cap", "", dir+"/"+SettingsFile, err)
 	}
 	return nil
