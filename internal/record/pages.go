@@ -140,12 +140,11 @@ func ExpandPages(snap []byte, fetch func(PageRef) ([]byte, error)) ([]byte, erro
 	if !MayHavePages(snap) {
 		return snap, nil
 	}
-	d, err := newDoc(snap)
+	d, m, err := messagesMember(snap)
 	if err != nil {
-		return nil, fmt.Errorf("%w: snapshot: %w", ErrFraming, err)
+		return nil, err
 	}
-	m := d.index[messagesKey]
-	if m == nil || len(m.val) == 0 || m.val[0] != '[' {
+	if m == nil {
 		return snap, nil
 	}
 	var elems [][]byte
@@ -306,12 +305,11 @@ func WithMessages(snap, content []byte) ([]byte, error) {
 // editMessages returns snap with its messages array's value replaced by
 // what edit makes of it (snap itself when it has none).
 func editMessages(snap []byte, edit func(val []byte) ([]byte, error)) ([]byte, error) {
-	d, err := newDoc(snap)
+	d, m, err := messagesMember(snap)
 	if err != nil {
-		return nil, fmt.Errorf("%w: snapshot: %w", ErrFraming, err)
+		return nil, err
 	}
-	m := d.index[messagesKey]
-	if m == nil || len(m.val) == 0 || m.val[0] != '[' {
+	if m == nil {
 		return snap, nil
 	}
 	val, err := edit(m.val)
@@ -322,6 +320,21 @@ func editMessages(snap []byte, edit func(val []byte) ([]byte, error)) ([]byte, e
 	m.resize()
 	d.sumOK = false
 	return d.appendTo(make([]byte, 0, d.size())), nil
+}
+
+// messagesMember parses snap and finds its messages array: m is nil when
+// snap has none (or it is not an array), and err is ErrFraming when snap
+// is not a JSON object.
+func messagesMember(snap []byte) (d *doc, m *member, err error) {
+	d, err = newDoc(snap)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: snapshot: %w", ErrFraming, err)
+	}
+	m = d.index[messagesKey]
+	if m == nil || len(m.val) == 0 || m.val[0] != '[' {
+		return d, nil, nil
+	}
+	return d, m, nil
 }
 
 func joinArray(elems [][]byte) []byte {
