@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -69,10 +70,7 @@ func (s *Store) ReadBlob(ctx context.Context, id session.SessionID, ref session.
 // its source counts in both.
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessionstore.UsageReport, error) {
 	var rep sessionstore.UsageReport
-	if err := s.ready(ctx); err != nil {
-		return rep, err
-	}
-	if err := sessionstore.ValidateIDs(ids...); err != nil {
+	if err := adapter.ReadyIDs(s.ready(ctx), ids); err != nil {
 		return rep, err
 	}
 	s.mu.Lock()

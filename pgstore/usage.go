@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -20,10 +21,7 @@ import (
 // the database's.
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessionstore.UsageReport, error) {
 	var rep sessionstore.UsageReport
-	if err := s.ready(ctx); err != nil {
-		return rep, err
-	}
-	if err := sessionstore.ValidateIDs(ids...); err != nil {
+	if err := adapter.ReadyIDs(s.ready(ctx), ids); err != nil {
 		return rep, err
 	}
 	all := len(ids) == 0

@@ -35,6 +35,16 @@ func Ready(ctx context.Context, closed bool) error {
 	return ctx.Err()
 }
 
+// ReadyIDs is the check a call about sessions ids begins with, once the
+// store's own readiness (Ready) gave ready: ready's error first, then
+// the first invalid ID's (sessionstore.ValidateIDs).
+func ReadyIDs(ready error, ids []session.SessionID) error {
+	if ready != nil {
+		return ready
+	}
+	return sessionstore.ValidateIDs(ids...)
+}
+
 // ReadyID is Ready for a call about session id, which it validates
 // first.
 func ReadyID(ctx context.Context, id session.SessionID, closed bool) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
+	"github.com/sessionstore/sessionstore/session"
 )
 
 // TestLoadRevision: revision 0 is ErrNotFound once ready passes, ready's
@@ -33,4 +34,13 @@ func TestLoadRevision(t *testing.T) {
 	require.NoError(t, err, "ready is load's to check for other revisions")
 	require.Equal(t, uint64(3), rec.Revision)
 	require.Equal(t, 1, loads)
+}
+
+// TestReadyIDs: the store's readiness error comes first, then the first
+// invalid ID's; no IDs (all sessions) is ready's alone.
+func TestReadyIDs(t *testing.T) {
+	require.ErrorIs(t, adapter.ReadyIDs(sessionstore.ErrClosed, []session.SessionID{"../x"}), sessionstore.ErrClosed)
+	require.ErrorIs(t, adapter.ReadyIDs(nil, []session.SessionID{"a", "../x"}), sessionstore.ErrInvalidID)
+	require.NoError(t, adapter.ReadyIDs(nil, []session.SessionID{"a", "b"}))
+	require.NoError(t, adapter.ReadyIDs(nil, nil))
 }
