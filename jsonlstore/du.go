@@ -5,6 +5,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/usage"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -24,7 +25,7 @@ import (
 // DiskUsage lists all sessions is skipped), a root it cannot list.
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessionstore.UsageReport, error) {
 	var rep sessionstore.UsageReport
-	tools := s.offline()
+	tools := usage.New(s.root, s.check)
 	seen := map[vfs.Identity]bool{}
 	all, err := s.forSessions(ids, func(id session.SessionID) error {
 		u, once, err := tools.SessionUsage(ctx, id, seen)

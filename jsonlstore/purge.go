@@ -141,5 +141,5 @@ type purgeHolder struct{ w *writer }
 func (h purgeHolder) Log() (vfs.Identity, int64, uint64) { return h.w.logID, h.w.size, h.w.rev }
 
 func (h purgeHolder) CollectBlobs(ctx context.Context) (maintenance.BlobCollection, error) {
-	return h.w.s.offline().CollectBlobs(ctx, h.w.id, h.w.ForgetBlob)
+	return h.w.s.blobs().Collect(ctx, h.w.id, h.w.ForgetBlob)
 }

@@ -52,9 +52,9 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionst
 // checked.
 func (s *Store) VerifyWith(ctx context.Context, opts sessionstore.VerifyOptions, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
 	var rep sessionstore.VerifyReport
-	tools := s.offline()
+	ck := s.verifier()
 	_, err := s.forSessions(ids, func(id session.SessionID) error {
-		sr, err := tools.VerifySession(ctx, id, opts.Deep)
+		sr, err := ck.Session(ctx, id, opts.Deep)
 		if err == nil {
 			rep.Sessions = append(rep.Sessions, sr)
 		}
