@@ -11,6 +11,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
 
 // Disk measures the files of one store: its root, and the gate every
@@ -23,6 +24,35 @@ type Disk struct {
 // New returns the measure of the store at root, whose reads pass gate.
 func New(root *layout.Root, gate logfile.Gate) *Disk {
 	return &Disk{root: root, gate: gate}
+}
+
+// ForSessions calls fn with each session of ids, or of the store (in ID
+// order) when ids is empty, and reports in bad those fn could not read;
+// all says that it went through the whole store (the facade's
+// forSessions).
+type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error)
+
+// Report is the facade's DiskUsage of sessions ids (every session when
+// none is given, and then the leftovers at the root too), each session's
+// shared files counted once in the total.
+func (d *Disk) Report(ctx context.Context, ids []session.SessionID, forEach ForSessions) (sessionstore.UsageReport, error) {
+	var rep sessionstore.UsageReport
+	seen := map[vfs.Identity]bool{}
+	all, err := forEach(ids, func(id session.SessionID) error {
+		u, once, err := d.SessionUsage(ctx, id, seen)
+		if err == nil {
+			rep.Sessions = append(rep.Sessions, u)
+			rep.Total.Add(once)
+		}
+		return err
+	}, &rep.Unreadable)
+	if err != nil {
+		return rep, err
+	}
+	if all {
+		rep.LeftoverBytes, err = d.LeftoverBytes()
+	}
+	return rep, err
 }
 
 // LeftoverBytes is what the temporary and trash directories at the root

@@ -36,6 +36,22 @@ func New(root *layout.Root, gate logfile.Gate) *Checker {
 	return &Checker{root: root, gate: gate}
 }
 
+// Report is the facade's Verify of sessions ids (every session, in ID
+// order, when none is given), forEach going through them (usage's
+// ForSessions: the facade's forSessions); deep checks every revision's
+// snapshot.
+func (ck *Checker) Report(ctx context.Context, ids []session.SessionID, deep bool, forEach usage.ForSessions) (sessionstore.VerifyReport, error) {
+	var rep sessionstore.VerifyReport
+	_, err := forEach(ids, func(id session.SessionID) error {
+		sr, err := ck.Session(ctx, id, deep)
+		if err == nil {
+			rep.Sessions = append(rep.Sessions, sr)
+		}
+		return err
+	}, &rep.Unreadable)
+	return rep, err
+}
+
 // Session checks one session as jsonlstore's Verify promises: its
 // records (log and archives), then what else its archive and forensic
 // directories hold. Each part adds findings to the report; a new kind of
