@@ -36,7 +36,7 @@
 //   - Anyone reads without a lease: Load (latest), LoadRevision, LoadWith
 //     (without large content, for one), History, List (summaries, with
 //     filter, order and cursor), Search, Watch (level-triggered changes),
-//     Lease (who holds it), DiskUsage, ReadBlob.
+//     Lease (who holds it), IDs (every session), DiskUsage, ReadBlob.
 //   - Errors are sentinels for errors.Is; corruption is a *CorruptionError
 //     with file and offset; an adapter's operational errors (I/O, the
 //     database) are *OpError with the operation, session and file.
@@ -46,8 +46,8 @@
 // What only the persistent adapters can do is an interface of its own,
 // each used by a function that falls back on Store's methods where a
 // store lacks it: Verifier (Verify), Exporter (Export), RecordLister
-// (Records), IDLister (IDs), HistoryCreator (CreateHistory), and
-// SearchReindexer, whose index can be rebuilt.
+// (Records), HistoryCreator (CreateHistory), and SearchReindexer, whose
+// index can be rebuilt.
 //
 // # Example
 //

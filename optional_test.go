@@ -54,7 +54,7 @@ func TestFallbacks(t *testing.T) {
 	ctx := context.Background()
 	st := plain{memWith(t, "a", "b", "c")}
 
-	ids, err := sessionstore.IDs(ctx, st)
+	ids, err := st.IDs(ctx) // memstore's, through the embedded Store
 	require.NoError(t, err)
 	require.Equal(t, []session.SessionID{"a", "b", "c"}, ids)
 

@@ -8,43 +8,13 @@ import (
 	"strings"
 
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/summary"
 )
-
-// IDLister is a Store that can list the ID of every session it holds,
-// sessions whose records are damaged included. IDs uses it when the store
-// has it.
-type IDLister interface {
-	Store
-	// IDs returns the ID of every session, in ID order. Errors: ErrClosed,
-	// I/O errors.
-	IDs(ctx context.Context) ([]session.SessionID, error)
-}
-
-// IDs returns the ID of every session of s, in ID order: from s's own IDs
-// when s is an IDLister, else by paging through List (which leaves out
-// sessions it cannot read).
-func IDs(ctx context.Context, s Store) ([]session.SessionID, error) {
-	if l, ok := s.(IDLister); ok {
-		return l.IDs(ctx)
-	}
-	var ids []session.SessionID
-	for page, err := range Pages(ctx, s, summary.Query{Order: summary.OrderIDAsc, Limit: summary.MaxLimit}) {
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range page.Items {
-			ids = append(ids, it.ID)
-		}
-	}
-	return ids, nil
-}
 
 // idsOrAll validates ids, or returns every session of s when there are
 // none: the sessions a fallback of Verify or DiskUsage goes through.
 func idsOrAll(ctx context.Context, s Store, ids []session.SessionID) ([]session.SessionID, error) {
 	if len(ids) == 0 {
-		return IDs(ctx, s)
+		return s.IDs(ctx)
 	}
 	if err := ValidateIDs(ids...); err != nil {
 		return nil, err
@@ -80,7 +50,7 @@ var ErrAmbiguousID = errors.New("sessionstore: ambiguous session ID")
 // a ULID typed in lower case works). Errors: ErrInvalidID for a name no ID
 // can start with, ErrNotFound when no session matches, an
 // *AmbiguousIDError (ErrAmbiguousID) naming the candidates when several
-// do, and those of IDs.
+// do, and those of s.IDs.
 func ResolveID(ctx context.Context, s Store, name string) (session.SessionID, error) {
 	id := session.SessionID(name)
 	if err := ValidateID(id); err != nil {
@@ -91,7 +61,7 @@ func ResolveID(ctx context.Context, s Store, name string) (session.SessionID, er
 		// It exists (in whatever state): the command's own call says more.
 		return id, nil
 	}
-	all, lerr := IDs(ctx, s)
+	all, lerr := s.IDs(ctx)
 	if lerr != nil {
 		return "", lerr
 	}

@@ -76,7 +76,7 @@ func Scan(ctx context.Context, s Store, r *redact.Redactor, ids ...session.Sessi
 	return func(yield func(SecretFinding, error) bool) {
 		if len(ids) == 0 {
 			var err error
-			if ids, err = IDs(ctx, s); err != nil {
+			if ids, err = s.IDs(ctx); err != nil {
 				yield(SecretFinding{}, err)
 				return
 			}

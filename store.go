@@ -166,6 +166,12 @@ type Store interface {
 	// summary.ErrBadCursor, an invalid query, ErrClosed.
 	List(ctx context.Context, q summary.Query) (summary.Page, error)
 
+	// IDs returns the ID of every session, in ID order, sessions whose
+	// records are damaged included (which List reports apart). It takes no
+	// lease and modifies nothing. Errors: ErrClosed, a done context's, I/O
+	// errors.
+	IDs(ctx context.Context) ([]session.SessionID, error)
+
 	// Search returns the sessions' messages and titles that match q, best
 	// first. The answer is as of the call: every session whose latest
 	// revision was durable when Search was called is searched at that

@@ -76,7 +76,7 @@ func (h compactHolder) WriteSummary(last *record.Rec, sum summary.Summary) {
 }
 
 func (h compactHolder) CollectBlobs(ctx context.Context) (maintenance.BlobCollection, error) {
-	return h.w.s.offline().CollectBlobs(ctx, h.w.id, h.w.ForgetBlob)
+	return h.w.s.blobs().Collect(ctx, h.w.id, h.w.ForgetBlob)
 }
 
 // Compact compacts session id by policy, standalone: it takes the lease —

@@ -1,15 +1,12 @@
 package jsonlstore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"iter"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/blob"
-	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
@@ -107,12 +104,12 @@ func (s *Store) createHistoryFrom(ctx context.Context, snaps iter.Seq2[sessnap.S
 			if blobs != nil {
 				blobs.Discard()
 			}
-			b.abort(ctx)
+			b.Abort(ctx)
 		}
 	}()
 	// Every revision's large content goes into the new session's blobs/,
 	// synced together before the log (deferredFiles).
-	blobs.Moved(b.tmp)
+	blobs.Moved(b.Tmp)
 	if blobs != nil {
 		blobs.Defer(true)
 	}
@@ -128,76 +125,27 @@ func (s *Store) createHistoryFrom(ctx context.Context, snaps iter.Seq2[sessnap.S
 			return nil, err
 		}
 	}
-	// Nothing is visible before publish, so nothing needs to be durable
-	// before the last record is written: the lines go through one buffer
-	// (a one-revision history is one write, as Create's), and one sync of
-	// the blobs and one of the log make them all durable before the rename.
-	bw := bufio.NewWriterSize(vfsWriter{b.log}, 256<<10)
-	gen := b.lease.Generation()
-	var last record.Rec
-	var latest sessnap.Snapshot
-	snap := first
-	var size int64
-	m := record.First(gen, s.opts.Now())
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		line, err := app.Line(id, m, &snap)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := bw.Write(line); err != nil {
-			return nil, layout.OpErr("create", id, fmt.Errorf("write log: %w", err))
-		}
-		// The summary and the writer need the last record's envelope and
-		// place, and its snapshot.
-		last, latest = record.Rec{Meta: m, Offset: size, LineLen: int64(len(line))}, snap
-		size += int64(len(line))
-
-		var more bool
-		snap, more, err = h.Next()
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			break
-		}
-		// Later revisions may reference the blobs earlier ones wrote, as an
-		// append may.
-		if err := blobs.CheckRefs(id, snap.Messages); err != nil {
-			return nil, err
-		}
-		if m, err = record.Next(id, last.Meta, last.Rev, gen, s.opts.Now()); err != nil {
-			return nil, err
-		}
-	}
-	if err = blobs.Sync(); err != nil {
-		return nil, layout.OpErr("create", id, err)
-	}
-	if err = bw.Flush(); err == nil {
-		err = b.log.Datasync()
-	}
+	last, latest, err := b.WriteHistory(ctx, app, blobs, first, h.Next, s.opts.Now)
 	if err != nil {
-		return nil, layout.OpErr("create", id, fmt.Errorf("write log: %w", err))
+		return nil, err
 	}
 	if release {
 		// Nothing more is written under the lease that a reader could not
 		// do without (the summary and the search index are caches): the
 		// record is released before publish syncs the directory, so that
 		// the session is published released.
-		if err = b.lease.MarkReleased(ctx); err != nil {
+		if err = b.Lease.MarkReleased(ctx); err != nil {
 			return nil, layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
 		}
 	}
-	if err = b.publish(ctx); err != nil {
+	if err = b.Publish(); err != nil {
 		return nil, err
 	}
 	blobs.Moved(layout.SessionDir(id))
 	if blobs != nil {
 		blobs.Defer(false) // the writer's appends sync each blob before its record
 	}
-	w, err := s.newWriter(id, b.lease, b.log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.lease.Generation()}, b.marked)
+	w, err := s.newWriter(id, b.Lease, b.Log, &last, app, blobs, sessionstore.RecoveryReport{Generation: b.Lease.Generation()}, b.Marked)
 	if err != nil {
 		return nil, layout.OpErr("create", id, err)
 	}
@@ -208,14 +156,4 @@ func (s *Store) createHistoryFrom(ctx context.Context, snaps iter.Seq2[sessnap.S
 	w.writeSummary(&last, &latest, fi)
 	w.indexAppended(&last, &latest, fi) // a longer history is read from the log when the queue is written
 	return w, nil
-}
-
-// vfsWriter lets a bufio.Writer write to a vfs.File, each write whole.
-type vfsWriter struct{ f vfs.File }
-
-func (w vfsWriter) Write(p []byte) (int, error) {
-	if err := layout.WriteAll(w.f, p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }

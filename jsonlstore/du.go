@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/usage"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -23,22 +23,5 @@ import (
 // ErrInvalidID, ErrNotFound for a given ID (a session deleted while
 // DiskUsage lists all sessions is skipped), a root it cannot list.
 func (s *Store) DiskUsage(ctx context.Context, ids ...session.SessionID) (sessionstore.UsageReport, error) {
-	var rep sessionstore.UsageReport
-	tools := s.offline()
-	seen := map[vfs.Identity]bool{}
-	all, err := s.forSessions(ids, func(id session.SessionID) error {
-		u, once, err := tools.SessionUsage(ctx, id, seen)
-		if err == nil {
-			rep.Sessions = append(rep.Sessions, u)
-			rep.Total.Add(once)
-		}
-		return err
-	}, &rep.Unreadable)
-	if err != nil {
-		return rep, err
-	}
-	if all {
-		rep.LeftoverBytes, err = tools.LeftoverBytes()
-	}
-	return rep, err
+	return usage.New(s.root, s.check).Report(ctx, ids, s.forSessions)
 }

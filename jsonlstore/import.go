@@ -2,13 +2,11 @@ package jsonlstore
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"slices"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/create"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -65,50 +63,5 @@ func (s *Store) Import(ctx context.Context, id session.SessionID, lines iter.Seq
 	if err := s.check(ctx, id); err != nil {
 		return 0, err
 	}
-	opts := sessionstore.AcquireOptions{Label: "import"}
-	b, err := s.startSession(ctx, id, opts, s.opts.MaxRecordBytes)
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		if err != nil {
-			b.abort(ctx)
-			n = 0
-		}
-	}()
-
-	im, err := logfile.ImportInto(ctx, s.root, id, b.tmp, b.log, lines, blobs)
-	if err != nil {
-		return 0, err
-	}
-	last := im.Last
-
-	// Retake the lease above the records' generations, so that the lease
-	// record tells the truth about the session. (Acquire would give a
-	// higher generation anyway: it reads the log's last one.) Releasing
-	// rewrites lease.json, which makes the directory new again for the
-	// sweep of leftovers in between.
-	if last.Gen >= b.lease.Generation() {
-		err = b.lease.Release(context.WithoutCancel(ctx))
-		b.lease = nil
-		if err != nil {
-			return 0, layout.OpErr("import", id, fmt.Errorf("lease: %w", err))
-		}
-		if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, s.leaseOptions(opts, last.Gen)); err != nil {
-			return 0, layout.OpErr("import", id, fmt.Errorf("lease: %w", err))
-		}
-	}
-	if err = b.publish(ctx); err != nil {
-		return 0, err
-	}
-	// Published: from here on the session exists whole, whatever fails.
-	im.WriteSummary(s.root, id, b.log)
-	err = b.lease.Release(context.WithoutCancel(ctx))
-	b.lease = nil
-	_ = b.log.Close() // written and synced above; nothing is written after
-	b.log = nil
-	if err != nil {
-		return 0, layout.OpErr("import", id, fmt.Errorf("release: %w", err))
-	}
-	return im.N, nil
+	return create.Import(ctx, s.root, id, s.takeNew, s.leaseOptions(sessionstore.AcquireOptions{Label: "import"}, 0), lines, blobs)
 }

@@ -29,7 +29,6 @@ var (
 	_ sessionstore.Verifier     = (*Store)(nil)
 	_ sessionstore.RecordLister = (*Store)(nil)
 	_ sessionstore.Exporter     = (*Store)(nil)
-	_ sessionstore.IDLister     = (*Store)(nil)
 )
 
 // seqOf yields lines.

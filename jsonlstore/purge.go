@@ -31,12 +31,6 @@ var ErrRetired = errors.New("session is retired")
 // old history's.
 var errRedacted = fmt.Errorf("%w: the session was redacted; acquire it again", sessionstore.ErrWriterFailed)
 
-// notPurged is what redaction never reaches, said in every report.
-var notPurged = []string{
-	"copies made outside the store before (backups, exports, copies of its files)",
-	"the disk blocks the old files occupied: the file system frees them, it does not erase them",
-}
-
 // Redact rewrites the whole history of each session of ids with the
 // secrets r finds (nil: the store's Redactor) replaced, and removes the
 // store's other copies of them (FORMAT.md "Redaction placeholders";
@@ -51,37 +45,12 @@ func (s *Store) Redact(ctx context.Context, ids []session.SessionID, r *redact.R
 	if r == nil {
 		r = s.opts.Redactor
 	}
-	var reps []maintenance.RedactReport
-	var errs []error
-	for _, id := range ids {
-		rep, err := s.redactOne(ctx, id, r, wait)
-		reps = append(reps, rep)
-		if err != nil {
-			errs = append(errs, err)
-		}
+	var search func(context.Context) error
+	if s.search != nil {
+		search = func(ctx context.Context) error { _, err := s.search.Reindex(ctx); return err }
 	}
-	var caches []string
-	catalog := true
-	if _, err := s.cat.Reindex(ctx); err != nil {
-		catalog = false
-		caches = append(caches, "the listing catalog ("+err.Error()+"): run `sessions reindex`")
-	}
-	search := s.search != nil
-	if search {
-		if _, err := s.search.Reindex(ctx); err != nil {
-			search = false
-			caches = append(caches, "the search index ("+err.Error()+"): run `sessions reindex`")
-		}
-	}
-	for i := range reps {
-		if reps[i].Skipped != "" {
-			continue
-		}
-		reps[i].Catalog = catalog
-		reps[i].Search = search
-		reps[i].NotPurged = append(reps[i].NotPurged, caches...)
-	}
-	return reps, errors.Join(errs...)
+	return purge.All(ctx, ids, func(id session.SessionID) (maintenance.RedactReport, error) { return s.redactOne(ctx, id, r, wait) },
+		func(ctx context.Context) error { _, err := s.cat.Reindex(ctx); return err }, search)
 }
 
 // ScanSecrets implements sessionstore.SecretScanner (package secretscan).
@@ -109,7 +78,7 @@ func (s *Store) redactOne(ctx context.Context, id session.SessionID, r *redact.R
 	}
 	defer func() { _ = w.Release(context.WithoutCancel(ctx)) }() // the redaction is durable either way; an unreleased lease goes stale
 	rep, err = w.(*writer).redact(ctx, r, rep)
-	rep.NotPurged = append(rep.NotPurged, notPurged...)
+	rep.NotPurged = append(rep.NotPurged, purge.NotPurged...)
 	if s.isRetired(id) {
 		rep.NotPurged = append(rep.NotPurged, "a retired copy, "+retire.PackPath(id)+" (an interrupted retire or restore left it): `sessions restore` or `rm --retired` it")
 	}
@@ -141,5 +110,5 @@ type purgeHolder struct{ w *writer }
 func (h purgeHolder) Log() (vfs.Identity, int64, uint64) { return h.w.logID, h.w.size, h.w.rev }
 
 func (h purgeHolder) CollectBlobs(ctx context.Context) (maintenance.BlobCollection, error) {
-	return h.w.s.offline().CollectBlobs(ctx, h.w.id, h.w.ForgetBlob)
+	return h.w.s.blobs().Collect(ctx, h.w.id, h.w.ForgetBlob)
 }

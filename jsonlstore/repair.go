@@ -6,10 +6,13 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/fslease"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobgc"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/offline"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/repair"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/verify"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -38,19 +41,27 @@ import (
 // *CorruptionError as above, I/O errors. The report is filled as far as
 // Repair got.
 func (s *Store) Repair(ctx context.Context, id session.SessionID, opts maintenance.RepairOptions) (maintenance.RepairReport, error) {
-	return s.offline().Repair(ctx, id, opts)
+	return repair.New(s.root, offlineHost{s}).Repair(ctx, id, opts)
 }
 
-// offline returns the offline tools (verify, repair, salvage, backup,
-// disk usage, blob collection) of the store.
+// offline returns the store's backup and sync (package offline).
 func (s *Store) offline() *offline.Store { return offline.New(s.root, offlineHost{s}) }
 
-// offlineHost is the store as the offline tools reach it (offline.Host):
-// the contract's methods, and the lease and writer internals repair works
-// under.
+// verifier returns Verify's check of the store's sessions.
+func (s *Store) verifier() *verify.Checker { return verify.New(s.root, s.check) }
+
+// blobs returns the store's collection of unreferenced blobs.
+func (s *Store) blobs() *blobgc.Collector { return blobgc.New(s.root, s.check) }
+
+// offlineHost is the store as the rooms that work on its sessions from
+// outside a writer reach it (offline.Host, repair.Host): the contract's
+// methods, and the lease and writer internals they work under.
 type offlineHost struct{ *Store }
 
-var _ offline.Host = offlineHost{}
+var (
+	_ offline.Host = offlineHost{}
+	_ repair.Host  = offlineHost{}
+)
 
 func (h offlineHost) Check(ctx context.Context, id session.SessionID) error { return h.check(ctx, id) }
 
@@ -61,7 +72,7 @@ type repairLease struct {
 	marked bool
 }
 
-func (h offlineHost) TakeLease(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (offline.Lease, error) {
+func (h offlineHost) TakeLease(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (repair.Lease, error) {
 	lease, marked, err := h.leaseSession(ctx, id, opts, try)
 	if err != nil {
 		return nil, err
@@ -71,7 +82,7 @@ func (h offlineHost) TakeLease(ctx context.Context, id session.SessionID, opts s
 
 func (h offlineHost) CheckWritable(id session.SessionID) error { return h.checkWritable(id) }
 
-func (h offlineHost) OpenWriter(id session.SessionID, l offline.Lease) (offline.Writer, error) {
+func (h offlineHost) OpenWriter(id session.SessionID, l repair.Lease) (repair.Writer, error) {
 	rl := l.(repairLease) // TakeLease's
 	w, err := h.openWriter(id, rl.leaseHandle, rl.marked)
 	if err != nil {
@@ -104,6 +115,6 @@ func (h offlineHost) MarkCatalog(id session.SessionID, gen uint64) {
 	h.cat.Mark(id, gen, catalogfile.DirsDurable)
 }
 
-// ForgetBlob implements offline.Writer: a blob collection removed the
+// ForgetBlob implements repair.Writer: a blob collection removed the
 // blob of hash (blobfile.Writer.Forget).
 func (w *writer) ForgetBlob(hash string) { w.blobs.Forget(hash) }

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/catalogfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/create"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/listing"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
@@ -256,80 +257,16 @@ func (s *Store) newAppender(dir string) (*appender.Appender, *blobfile.Writer) {
 	return a, blobs
 }
 
-// newSession is a session directory being built under a temporary name
-// (Create, Import): invisible to readers and listings until publish
-// renames it into place, and held under its lease all along, so that no
-// sweep of leftovers takes it for an interrupted creation.
-type newSession struct {
-	s     *Store
-	id    session.SessionID
-	tmp   string      // the temporary directory; "" once published
-	lease leaseHandle // nil once released
-	// marked: the lease's catalog mark is made (catalogfile.Catalog.Mark).
-	marked bool
-	log    vfs.File // the log, opened write-only, O_APPEND
+// startSession starts building new session id (package create) under
+// record cap maxRecord, its lease taken as opts say.
+func (s *Store) startSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, maxRecord int) (*create.Session, error) {
+	return create.Start(ctx, s.root, id, s.takeNew, s.leaseOptions(opts, 0), maxRecord)
 }
 
-// startSession makes the temporary directory of a new session id, takes
-// its lease (the creator is its first holder, generation 1) and creates
-// its empty log.
-func (s *Store) startSession(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, maxRecord int) (_ *newSession, err error) {
-	if _, err := s.fs.Lstat(layout.SessionDir(id)); err == nil {
-		return nil, fmt.Errorf("%w: session %s", sessionstore.ErrExists, id)
-	}
-	b := &newSession{s: s, id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix()}
-	if err := s.fs.Mkdir(b.tmp, layout.DirPerm); err != nil {
-		return nil, layout.OpErr("create", id, err)
-	}
-	defer func() {
-		if err != nil {
-			b.abort(ctx)
-		}
-	}()
-	// The lease is taken in the temporary directory, before anyone can see
-	// the session, so the creator is its first holder (generation 1). Its
-	// record need not be durable before publish syncs it and the directory
-	// (DirSynced): a crash before leaves only the temporary directory.
-	lopts := s.leaseOptions(opts, 0)
-	lopts.DirSynced = true
-	if b.lease, b.marked, err = s.takeLease(ctx, id, b.tmp, true, lopts); err != nil {
-		return nil, layout.OpErr("create", id, fmt.Errorf("lease: %w", err))
-	}
-	if b.log, err = s.fs.OpenFile(b.tmp+"/"+LogFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, layout.FilePerm); err != nil {
-		return nil, layout.OpErr("create", id, err)
-	}
-	if err := s.root.RecordNewCap(b.tmp, maxRecord); err != nil { // synced with the directory, before publish
-		return nil, layout.OpErr("create", id, err)
-	}
-	return b, nil
-}
-
-// abort undoes what publish has not made visible: it closes the log,
-// releases the lease and removes the temporary directory.
-func (b *newSession) abort(ctx context.Context) {
-	if b.log != nil {
-		_ = b.log.Close() // the session is being abandoned: nothing written matters
-		b.log = nil
-	}
-	if b.lease != nil {
-		_ = b.lease.Release(context.WithoutCancel(ctx))
-		b.lease = nil
-	}
-	if b.tmp != "" {
-		_ = b.s.fs.RemoveAll(b.tmp)
-		b.tmp = ""
-	}
-}
-
-// publish makes the session visible, atomically (layout.Root.Publish).
-// On error the caller aborts, which no longer removes a directory that
-// was published.
-func (b *newSession) publish(context.Context) error {
-	published, err := b.s.root.Publish(b.tmp, b.id, b.lease)
-	if published {
-		b.tmp = "" // nothing to remove any more
-	}
-	return err
+// takeNew takes the lease of new session id in its temporary directory
+// dir, without waiting (create.TakeLease).
+func (s *Store) takeNew(ctx context.Context, id session.SessionID, dir string, opts fslease.Options) (leaseHandle, bool, error) {
+	return s.takeLease(ctx, id, dir, true, opts)
 }
 
 // Fork creates newID whose revision 1 copies revision rev of from, under

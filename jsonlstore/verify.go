@@ -51,14 +51,5 @@ func (s *Store) Verify(ctx context.Context, ids ...session.SessionID) (sessionst
 // Deep, every revision's snapshot is decoded and restored and its blobs
 // checked.
 func (s *Store) VerifyWith(ctx context.Context, opts sessionstore.VerifyOptions, ids ...session.SessionID) (sessionstore.VerifyReport, error) {
-	var rep sessionstore.VerifyReport
-	tools := s.offline()
-	_, err := s.forSessions(ids, func(id session.SessionID) error {
-		sr, err := tools.VerifySession(ctx, id, opts.Deep)
-		if err == nil {
-			rep.Sessions = append(rep.Sessions, sr)
-		}
-		return err
-	}, &rep.Unreadable)
-	return rep, err
+	return s.verifier().Report(ctx, ids, opts.Deep, s.forSessions)
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -438,6 +440,19 @@ func (s *Store) List(ctx context.Context, q summary.Query) (summary.Page, error)
 		}
 	}
 	return page, nil
+}
+
+// IDs implements sessionstore.Store: the ID of every session, in ID
+// order.
+func (s *Store) IDs(ctx context.Context) ([]session.SessionID, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	ids := slices.Collect(maps.Keys(s.sessions))
+	s.mu.Unlock()
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // Watch implements sessionstore.Store. Every change carries the session's

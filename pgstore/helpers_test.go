@@ -17,7 +17,6 @@ var (
 	_ sessionstore.Verifier     = (*pgstore.Store)(nil)
 	_ sessionstore.RecordLister = (*pgstore.Store)(nil)
 	_ sessionstore.Exporter     = (*pgstore.Store)(nil)
-	_ sessionstore.IDLister     = (*pgstore.Store)(nil)
 )
 
 // newDSN returns the DSN of a fresh, migrated database.

@@ -80,6 +80,7 @@ var checks = []check{
 	{"ListBadCursorIsErrBadCursor", checkListBadCursor},
 	{"ListInvalidQueryIsError", checkListInvalidQuery},
 	{"ListSummaryFields", checkListSummary},
+	{"IDsListsEverySessionInIDOrder", checkIDs},
 
 	// Watching (watch.go).
 	{"WatchStartsWithCurrentState", checkWatchInitial},

@@ -409,3 +409,28 @@ func checkListSummary(f *fixture) {
 	require.Equal(t, summary.LeaseFree, s.Lease.State, "lease status is computed when read")
 	require.Greater(t, s.Sizes.LogBytes, size1)
 }
+
+// checkIDs: IDs names every session in ID order, whatever order they were
+// created in, a damaged one included (when the harness can damage one),
+// and nothing on an empty or closed store.
+func checkIDs(f *fixture) {
+	t := f.t
+	for _, id := range []string{"ids-c", "ids-a", "ids-b"} {
+		require.NoError(t, f.create(id).Release(f.ctx))
+	}
+	want := []session.SessionID{"ids-a", "ids-b", "ids-c"}
+	if f.h.Damage != nil {
+		f.h.Damage(t, f.s, "ids-b")
+	}
+	got, err := f.s.IDs(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	empty := f.h.New(t)
+	got, err = empty.IDs(f.ctx)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, empty.Close())
+	_, err = empty.IDs(f.ctx)
+	require.ErrorIs(t, err, sessionstore.ErrClosed)
+}

@@ -134,7 +134,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if len(ids) == 0 {
 		// Every session, corrupt ones included: a migration that left one
 		// out silently would not be a copy.
-		if ids, err = sessionstore.IDs(ctx, src); err != nil {
+		if ids, err = src.IDs(ctx); err != nil {
 			return c.fail(err)
 		}
 	}

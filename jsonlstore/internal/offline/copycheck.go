@@ -13,6 +13,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/verify"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -109,7 +110,7 @@ func (s *Store) checkCopy(ctx context.Context, st *staged, sr *sessionstore.Sess
 	case errors.As(err, &ne):
 		// What a newer version wrote is not read: the log's bytes are
 		// compared with those written instead.
-		sr.Newer = newerFinding(ne)
+		sr.Newer = verify.NewerFinding(ne)
 		all = true
 	case err != nil:
 		return false, err

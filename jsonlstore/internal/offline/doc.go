@@ -1,37 +1,28 @@
-// Package offline owns the tools that check, repair and copy a directory
-// store's sessions, file by file (FORMAT.md "Repaired logs", "Compaction
-// and archive/", "Blobs"): Verify's checks of a session (verify.go: every
-// record, delta, snapshot, blob and summary.json, and what archive/ and
-// forensic/ hold), Repair (repair.go: the cut at the first corruption,
-// the sweep of the root's leftovers), salvage (salvage.go: the new log
-// that keeps every readable revision and records gaps for the rest), the
-// correction of archive entries an older compaction ended too early
-// (archivegap.go), Backup (backup.go: a new session copied whole,
+// Package offline owns the copies of a directory store's sessions into
+// another store, file by file (FORMAT.md "log.jsonl", "Compaction and
+// archive/", "Blobs"): Backup (backup.go: a new session copied whole,
 // batch.go: many side by side, published together, copycheck.go: each
-// copy checked in one pass before it is published;
-// incremental.go: one the destination holds brought up to date, its log
-// appended to when the destination's is a prefix by the records'
-// checksums, copied whole otherwise), Sync between two stores (sync.go:
-// the union, with diverged branches as forks), disk usage (du.go) and the
-// collection of blobs no record references (blobgc.go).
+// copy checked in one pass before it is published; incremental.go: one
+// the destination holds brought up to date, its log appended to when the
+// destination's is a prefix by the records' checksums, copied whole
+// otherwise), and Sync between two stores (sync.go: the union, with
+// diverged branches as forks).
 //
-// The tools fill the reports of package jsonlstore/maintenance and
-// sessionstore's VerifyReport and UsageReport. The facade (package
-// jsonlstore) makes a Store for each call, with its root and a Host: the
-// checks every read starts with, and the lease and writer that repair
-// works under (taking a lease without recovery, opening the writer,
-// saving forensic copies, checking that a session is writable).
+// The tools fill the reports of package jsonlstore/maintenance. The
+// facade (package jsonlstore) makes a Store for each call, with its root
+// and a Host: the checks every read starts with, and what a backup or
+// sync does under a session's lease (locking it, checking that it is
+// writable, marking the catalog, saving forensic copies).
 //
-//	st := offline.New(root, host)
-//	sr, err := st.VerifySession(ctx, id, deep)
-//	rep, err := st.Repair(ctx, id, maintenance.RepairOptions{Salvage: true})
+//	src, dst := offline.New(root, host), offline.New(dstRoot, dstHost)
+//	ids, err := src.Backup(ctx, dst, nil, forEach, maintenance.BackupOptions{}, &rep)
 //
 // It must never import the facade, take a lease other than through Host,
-// or change a session's files without holding its lease: Verify, disk
-// usage and a backup's reading are readers; a backup or sync writes into
-// a session that exists already only under its lease; repair, salvage, the archive
-// correction and blob collection run under the lease, and every byte they
-// remove is first copied into forensic/, durably. The log's and archive's
-// formats are record's, logfile's and archive's; replacing a log whole is
-// compact's (WriteLog, PublishLog).
+// or change a session's files without holding its lease: a backup's
+// reading is a reader's; a backup or sync writes into a session that
+// exists already only under its lease, and every byte it replaces is
+// first copied into forensic/, durably. Checking a copy that does not
+// check in one pass is verify's (Checker.Session); the log's and
+// archive's formats are record's, logfile's and archive's; replacing a
+// log whole is compact's (WriteLog, PublishLog).
 package offline

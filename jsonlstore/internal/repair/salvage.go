@@ -1,4 +1,4 @@
-package offline
+package repair
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/compact"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/verify"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -81,7 +82,7 @@ type salvagePlan struct {
 // planSalvage reads v and plans its salvage.
 func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfile.View) (*salvagePlan, error) {
 	pl := &salvagePlan{}
-	blobs := blobChecker{fsys: s.root.FS, id: id, seen: map[string]bool{}}
+	blobs := verify.NewBlobs(s.root.FS, id)
 	rd := v.Reader(record.Resumed())
 	rd.Salvage = true
 	snaps := record.NewSnapshots(id, v.MaxPayload)
@@ -174,7 +175,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfil
 			rec, err = logfile.DecodeRecord(id, r, r.Payload, c)
 			c.Close()
 			if err == nil {
-				err = blobs.check(r, rec.Snapshot.Messages)
+				err = blobs.Check(r, rec.Snapshot.Messages)
 			}
 			if err != nil {
 				snaps.Lose(err)
@@ -183,7 +184,7 @@ func (s *Store) planSalvage(ctx context.Context, id session.SessionID, v *logfil
 		if err == nil && r.Kind == record.KindDelta && r.Version >= record.Version4 {
 			// A delta whose new messages reference content that is gone
 			// or damaged cannot be read back either.
-			if err = blobs.checkDelta(r); err != nil {
+			if err = blobs.CheckDelta(r); err != nil {
 				snaps.Lose(err)
 			}
 		}

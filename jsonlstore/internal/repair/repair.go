@@ -1,4 +1,4 @@
-package offline
+package repair
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // filled as far as Repair got.
 func (s *Store) Repair(ctx context.Context, id session.SessionID, opts maintenance.RepairOptions) (maintenance.RepairReport, error) {
 	rep := maintenance.RepairReport{ID: id}
-	if err := s.checkSession(ctx, id); err != nil {
+	if err := logfile.Gate(s.host.Check).Exists(ctx, s.root, id); err != nil {
 		return rep, err
 	}
 	aopts := sessionstore.AcquireOptions{Label: opts.Label}
@@ -65,12 +65,12 @@ func (s *Store) Repair(ctx context.Context, id session.SessionID, opts maintenan
 	// The whole log, under the lease: Acquire looks only at the tail, so a
 	// damaged record in the middle shows up here (or, after a cut, this
 	// proves the cut left a sound log).
-	c, cerr := s.verifyRecords(ctx, id, false)
-	rep.Records = c.records
-	rep.Revision = c.last.Through()
+	c, cerr := s.verifier().Records(ctx, id, false)
+	rep.Records = c.Records
+	rep.Revision = c.Last.Through()
 	if cerr == nil {
 		// A sound log: the blobs no record references go.
-		rep.Blobs, cerr = s.CollectBlobs(ctx, w.ID(), w.ForgetBlob)
+		rep.Blobs, cerr = s.blobs().Collect(ctx, w.ID(), w.ForgetBlob)
 	}
 	rep.Swept = s.repairSweepRoot(ctx)
 	rerr := w.Release(context.WithoutCancel(ctx))
@@ -158,11 +158,11 @@ func (s *Store) acquireForRepair(ctx context.Context, id session.SessionID, opts
 }
 
 // cutAtCorruption runs under the lease: it finds the log's first bad
-// record by a forward scan (verifyRecords) and cuts the log there. A plain
+// record by a forward scan (verify.Checker.Records) and cuts the log there. A plain
 // uncommitted tail is left to normal recovery. Damage in the archives, or
 // at the log's very first record, is not cut: nothing sound would remain.
 func (s *Store) cutAtCorruption(ctx context.Context, id session.SessionID, rep *maintenance.RepairReport) error {
-	_, err := s.verifyRecords(ctx, id, false)
+	_, err := s.verifier().Records(ctx, id, false)
 	var ce *sessionstore.CorruptionError
 	if !errors.As(err, &ce) {
 		return err // nil: nothing to cut

@@ -1,4 +1,4 @@
-package offline
+package verify
 
 import (
 	"bytes"
@@ -17,28 +17,57 @@ import (
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/compact"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/usage"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 	"github.com/sessionstore/sessionstore/summary"
 )
 
-// VerifySession checks one session as jsonlstore's Verify promises: its
+// Checker checks the sessions of one store: its root, and the gate every
+// read of a session passes first.
+type Checker struct {
+	root *layout.Root
+	gate logfile.Gate
+}
+
+// New returns the checks of the store at root, whose reads pass gate.
+func New(root *layout.Root, gate logfile.Gate) *Checker {
+	return &Checker{root: root, gate: gate}
+}
+
+// Report is the facade's Verify of sessions ids (every session, in ID
+// order, when none is given), forEach going through them (usage's
+// ForSessions: the facade's forSessions); deep checks every revision's
+// snapshot.
+func (ck *Checker) Report(ctx context.Context, ids []session.SessionID, deep bool, forEach usage.ForSessions) (sessionstore.VerifyReport, error) {
+	var rep sessionstore.VerifyReport
+	_, err := forEach(ids, func(id session.SessionID) error {
+		sr, err := ck.Session(ctx, id, deep)
+		if err == nil {
+			rep.Sessions = append(rep.Sessions, sr)
+		}
+		return err
+	}, &rep.Unreadable)
+	return rep, err
+}
+
+// Session checks one session as jsonlstore's Verify promises: its
 // records (log and archives), then what else its archive and forensic
 // directories hold. Each part adds findings to the report; a new kind of
 // file gets its own function. Its error is for what kept it from checking
 // the session at all (a closed store, a done context, a session that is
 // not there, a permission or I/O error).
-func (s *Store) VerifySession(ctx context.Context, id session.SessionID, deep bool) (sessionstore.SessionVerifyReport, error) {
+func (ck *Checker) Session(ctx context.Context, id session.SessionID, deep bool) (sessionstore.SessionVerifyReport, error) {
 	sr := sessionstore.SessionVerifyReport{ID: id}
-	if err := s.checkSession(ctx, id); err != nil {
+	if err := ck.gate.Exists(ctx, ck.root, id); err != nil {
 		return sr, err
 	}
 	verifyLog := func(ctx context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
-		return s.verifyLog(ctx, id, sr, deep)
+		return ck.verifyLog(ctx, id, sr, deep)
 	}
 	for _, part := range []func(context.Context, session.SessionID, *sessionstore.SessionVerifyReport) error{
-		verifyLog, s.verifyLinks, s.verifyArchives, s.verifyForensic,
+		verifyLog, ck.verifyLinks, ck.verifyArchives, ck.verifyForensic,
 	} {
 		if err := part(ctx, id, &sr); err != nil {
 			return sr, err
@@ -48,16 +77,16 @@ func (s *Store) VerifySession(ctx context.Context, id session.SessionID, deep bo
 }
 
 // verifyLog checks the log (and summary.json against it).
-func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport, deep bool) error {
-	c, err := s.verifyRecords(ctx, id, deep)
-	sr.Records = c.records
-	sr.Revision = c.last.Through()
-	sr.Notes = append(sr.Notes, c.notes...)
+func (ck *Checker) verifyLog(ctx context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport, deep bool) error {
+	c, err := ck.Records(ctx, id, deep)
+	sr.Records = c.Records
+	sr.Revision = c.Last.Through()
+	sr.Notes = append(sr.Notes, c.Notes...)
 	var ce *sessionstore.CorruptionError
 	var ne *sessionstore.NewerRecordError
 	switch {
 	case errors.As(err, &ne):
-		sr.Newer = newerFinding(ne)
+		sr.Newer = NewerFinding(ne)
 		return nil
 	case errors.As(err, &ce):
 		sr.Problems = append(sr.Problems, sessionstore.FindingOf(ce))
@@ -65,39 +94,39 @@ func (s *Store) verifyLog(ctx context.Context, id session.SessionID, sr *session
 	case err != nil:
 		return err
 	}
-	if c.tail.Bytes > 0 && s.verifyTailStill(id, c.logID, c.tail.Start) {
-		sr.Notes = append(sr.Notes, sessionstore.Finding{File: layout.LogPath(id), Offset: c.tail.Start, Revision: sr.Revision + 1,
-			Message: fmt.Sprintf("uncommitted tail of %d bytes (a torn or unacknowledged append, never part of the history); the next lease holder moves it to %s/", c.tail.Bytes, layout.ForensicDir)})
+	if c.Tail.Bytes > 0 && ck.verifyTailStill(id, c.LogID, c.Tail.Start) {
+		sr.Notes = append(sr.Notes, sessionstore.Finding{File: layout.LogPath(id), Offset: c.Tail.Start, Revision: sr.Revision + 1,
+			Message: fmt.Sprintf("uncommitted tail of %d bytes (a torn or unacknowledged append, never part of the history); the next lease holder moves it to %s/", c.Tail.Bytes, layout.ForensicDir)})
 	}
 	return nil
 }
 
-// newerFinding is the note on where a newer version's records begin.
-func newerFinding(ne *sessionstore.NewerRecordError) *sessionstore.Finding {
+// NewerFinding is the note on where a newer version's records begin.
+func NewerFinding(ne *sessionstore.NewerRecordError) *sessionstore.Finding {
 	return &sessionstore.Finding{File: ne.Path, Offset: ne.Offset, Revision: ne.Revision, Message: fmt.Sprintf(
 		"written by a newer version (record format %d, kind %q): this record and the ones after it were not checked, and this program will not append to the session", ne.Version, ne.Kind)}
 }
 
-// verifiedLog is what verifyRecords found on the last view it read.
-type verifiedLog struct {
-	logID   vfs.Identity
-	records int                    // sound records, in sequence from revision 1
-	last    record.Meta            // the last of them (zero if none)
-	tail    record.Tail            // bytes after the last record: an uncommitted tail
-	notes   []sessionstore.Finding // a newer schema's snapshots, revisions a repair set aside
+// Log is what Records found on the last view it read.
+type Log struct {
+	LogID   vfs.Identity           // the log's, on that view
+	Records int                    // sound records, in sequence from revision 1
+	Last    record.Meta            // the last of them (zero if none)
+	Tail    record.Tail            // bytes after the last record: an uncommitted tail
+	Notes   []sessionstore.Finding // a newer schema's snapshots, revisions a repair set aside
 }
 
-// verifyRecords reads session id's history forwards and checks everything
+// Records reads session id's history forwards and checks everything
 // Verify promises about it. It returns the first corruption as a
-// *sessionstore.CorruptionError, confirmed on a fresh view (see read), or
+// *sessionstore.CorruptionError, confirmed on a fresh view (logfile.Read), or
 // where a newer version's records begin (a
-// *sessionstore.NewerRecordError); the verifiedLog describes the records
+// *sessionstore.NewerRecordError); the Log describes the records
 // before it.
-func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bool) (verifiedLog, error) {
-	var c verifiedLog
-	err := s.read(ctx, id, func(v *logfile.View) error {
-		c = verifiedLog{logID: v.ID}
-		return s.verifyView(ctx, id, v, &c, deep)
+func (ck *Checker) Records(ctx context.Context, id session.SessionID, deep bool) (Log, error) {
+	var c Log
+	err := ck.gate.Read(ctx, ck.root, id, func(v *logfile.View) error {
+		c = Log{LogID: v.ID}
+		return ck.verifyView(ctx, id, v, &c, deep)
 	})
 	return c, err
 }
@@ -107,15 +136,15 @@ func (s *Store) verifyRecords(ctx context.Context, id session.SessionID, deep bo
 // and checksum it names (record.Snapshots, which keeps the snapshot as
 // pieces: a delta costs what it changes), each snapshot decoded and
 // restored, the bytes after the last record, and summary.json.
-func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile.View, c *verifiedLog, deep bool) error {
+func (ck *Checker) verifyView(ctx context.Context, id session.SessionID, v *logfile.View, c *Log, deep bool) error {
 	var lastSnap sessnap.Snapshot
 	var lastRec *record.Rec
 	newerSchema := false
-	h := logfile.NewRebuild(ctx, s.root.FS, id, v)
+	h := logfile.NewRebuild(ctx, ck.root.FS, id, v)
 	defer h.Close()
-	blobs := blobChecker{fsys: s.root.FS, id: id, seen: map[string]bool{}}
+	blobs := NewBlobs(ck.root.FS, id)
 	restore := func(r *record.Rec, snap sessnap.Snapshot) error {
-		if err := blobs.check(r, snap.Messages); err != nil {
+		if err := blobs.Check(r, snap.Messages); err != nil {
 			return err
 		}
 		if _, err := snap.Restore(); err != nil {
@@ -124,7 +153,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 		}
 		if r.Schema > sessnap.SchemaVersion && !newerSchema {
 			newerSchema = true
-			c.notes = append(c.notes, sessionstore.Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
+			c.Notes = append(c.Notes, sessionstore.Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev,
 				Message: fmt.Sprintf("written by snapshot schema %d (this program knows %d): readable, but this program will not append to the session", r.Schema, sessnap.SchemaVersion)})
 		}
 		return nil
@@ -132,7 +161,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 	// check decodes and restores the snapshot of r, its pages expanded
 	// (its blobs checked, each once, but not read into it).
 	check := func(r *record.Rec, snap []byte) error {
-		c := blobfile.NewPageCache(s.root.FS, id)
+		c := blobfile.NewPageCache(ck.root.FS, id)
 		rec, err := logfile.DecodeRecord(id, r, snap, c)
 		c.Close()
 		if err != nil {
@@ -170,7 +199,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 			if _, ok := pages[p.SHA256]; ok {
 				continue
 			}
-			content, err := blobfile.Read(s.root.FS, id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
+			content, err := blobfile.Read(ck.root.FS, id, session.ContentRef{SHA256: p.SHA256, Size: p.Size})
 			if err == nil {
 				_, err = record.PageMessages(p, content)
 			}
@@ -231,7 +260,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 		// The blobs a delta's new messages reference are checked there,
 		// whatever later revisions keep of them.
 		if r.Kind == record.KindDelta && r.Version >= record.Version4 {
-			if err := blobs.checkDelta(r); err != nil {
+			if err := blobs.CheckDelta(r); err != nil {
 				return err
 			}
 		}
@@ -239,7 +268,7 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 		switch {
 		case r.Kind == record.KindGap:
 			g, _ := record.ParseGap(r.Payload)
-			c.notes = append(c.notes, sessionstore.Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
+			c.Notes = append(c.Notes, sessionstore.Finding{File: r.Path, Offset: r.Offset, Revision: r.Rev, Message: fmt.Sprintf(
 				"revisions %d to %d are missing: a repair set them aside (%s)%s", r.Rev, r.Through(), g.Reason, forensicNote(g.Forensic))})
 		case deep:
 			if err := check(r, h.Snapshot()); err != nil {
@@ -258,8 +287,8 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 		default:
 			pending = r.Clone()
 		}
-		c.records++
-		c.last = r.Meta
+		c.Records++
+		c.Last = r.Meta
 		lastRec = &record.Rec{Meta: r.Meta, Path: r.Path, Offset: r.Offset, LineLen: r.LineLen}
 	}
 	if err := h.Err(); err != nil {
@@ -278,25 +307,30 @@ func (s *Store) verifyView(ctx context.Context, id session.SessionID, v *logfile
 	if err != nil {
 		return err
 	}
-	if err := record.ClassifyTail(id, v.Name, last, t, logfile.Evidence(s.root.FS, id, v), v.Back.At); err != nil {
+	if err := record.ClassifyTail(id, v.Name, last, t, logfile.Evidence(ck.root.FS, id, v), v.Back.At); err != nil {
 		return err
 	}
-	c.tail = t
-	return s.verifySummaryFile(id, v, lastRec, &lastSnap)
+	c.Tail = t
+	return ck.verifySummaryFile(id, v, lastRec, &lastSnap)
 }
 
-// blobChecker checks the blobs snapshots reference, each once: that it
+// Blobs checks the blobs snapshots reference, each once: that it
 // exists and holds what its reference says (size and SHA-256).
-type blobChecker struct {
+type Blobs struct {
 	fsys vfs.FS
 	id   session.SessionID
 	seen map[string]bool
 }
 
-// checkDelta checks the blobs the messages delta r adds (or sets)
+// NewBlobs returns the check of session id's blobs in fsys.
+func NewBlobs(fsys vfs.FS, id session.SessionID) *Blobs {
+	return &Blobs{fsys: fsys, id: id, seen: map[string]bool{}}
+}
+
+// CheckDelta checks the blobs the messages delta r adds (or sets)
 // reference: where a blob is first referenced, whatever later revisions
 // keep of the message.
-func (b *blobChecker) checkDelta(r *record.Rec) error {
+func (b *Blobs) CheckDelta(r *record.Rec) error {
 	arr, err := record.DeltaMessages(r.Payload)
 	if err != nil || arr == nil {
 		return err // a malformed delta failed to apply already
@@ -306,10 +340,11 @@ func (b *blobChecker) checkDelta(r *record.Rec) error {
 		return &sessionstore.CorruptionError{ID: b.id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
 			Err: fmt.Errorf("delta's messages are not messages: %w", err)}
 	}
-	return b.check(r, msgs)
+	return b.Check(r, msgs)
 }
 
-func (b *blobChecker) check(r *record.Rec, msgs sessnap.Messages) error {
+// Check checks the blobs msgs, r's snapshot's messages, reference.
+func (b *Blobs) Check(r *record.Rec, msgs sessnap.Messages) error {
 	var err error
 	msgs.Refs(func(ref session.ContentRef) {
 		if err != nil || b.seen[ref.SHA256] {
@@ -336,8 +371,8 @@ func forensicNote(file string) string {
 // written for another state of the log is a cache that lags and proves
 // nothing; one that claims a revision the log lacks is caught by the scan
 // (evidencedRevision).
-func (s *Store) verifySummaryFile(id session.SessionID, v *logfile.View, last *record.Rec, snap *sessnap.Snapshot) error {
-	sf, ok := logfile.ReadSummary(s.root.FS, id)
+func (ck *Checker) verifySummaryFile(id session.SessionID, v *logfile.View, last *record.Rec, snap *sessnap.Snapshot) error {
+	sf, ok := logfile.ReadSummary(ck.root.FS, id)
 	if !ok || sf.Log != v.ID || sf.LogSize != v.Size || last == nil {
 		return nil
 	}
@@ -412,8 +447,8 @@ func verifyOrAbsent(b json.RawMessage) string {
 // verifyTailStill confirms an uncommitted tail on a fresh view: a tail that
 // a writer's append has since completed into a record, or that a new
 // holder has removed, was a moment of a live store, not worth a note.
-func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start int64) bool {
-	v, err := logfile.Open(s.root.FS, id, s.root.MaxRecordBytes)
+func (ck *Checker) verifyTailStill(id session.SessionID, logID vfs.Identity, start int64) bool {
+	v, err := logfile.Open(ck.root.FS, id, ck.root.MaxRecordBytes)
 	if err != nil {
 		return false
 	}
@@ -430,25 +465,25 @@ func (s *Store) verifyTailStill(id session.SessionID, logID vfs.Identity, start 
 
 // verifyArchives looks at what else archive/ holds. The archived
 // revisions themselves (manifest, segment checksums, every record) are
-// checked with the log's (verifyRecords reads them as History does);
+// checked with the log's (Records reads them as History does);
 // files a compaction in progress or an interrupted one left there —
 // segments the manifest does not list or that reach into the log, whose
 // revisions the log holds, and temporary files — are ignored by readers
 // and reclaimed by the next compaction, so they are noted, not problems.
-func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
-	if _, err := s.root.FS.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
+func (ck *Checker) verifyArchives(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
+	if _, err := ck.root.FS.Lstat(archive.Dir(id)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	m, err := archive.ReadManifest(s.root.FS, id)
+	m, err := archive.ReadManifest(ck.root.FS, id)
 	if err != nil {
-		return nil // needed by the log: verifyRecords reported it; else unused
+		return nil // needed by the log: Records reported it; else unused
 	}
-	v, err := logfile.Open(s.root.FS, id, s.root.MaxRecordBytes)
+	v, err := logfile.Open(ck.root.FS, id, ck.root.MaxRecordBytes)
 	if err != nil {
 		return nil // the log's problems are verifyLog's
 	}
 	defer func() { _ = v.Close() }() // read-only
-	l, err := compact.Leftovers(s.root.FS, id, v, m)
+	l, err := compact.Leftovers(ck.root.FS, id, v, m)
 	if err != nil {
 		return nil
 	}
@@ -465,9 +500,9 @@ func (s *Store) verifyArchives(_ context.Context, id session.SessionID, sr *sess
 // verifyForensic notes files kept in forensic/ by earlier recoveries and
 // repairs: nothing is wrong, but they are bytes someone may want to look at
 // (or delete).
-func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
+func (ck *Checker) verifyForensic(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
 	dir := layout.SessionDir(id) + "/" + layout.ForensicDir
-	n, size, err := s.duDir(dir)
+	n, size, err := usage.Dir(ck.root.FS, dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -483,9 +518,9 @@ func (s *Store) verifyForensic(_ context.Context, id session.SessionID, sr *sess
 // verifyLinks notes names of session id that share their file with
 // another name (a hard link): a holder refuses to append to such a log,
 // and replaces such a summary.json rather than write through it.
-func (s *Store) verifyLinks(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
+func (ck *Checker) verifyLinks(_ context.Context, id session.SessionID, sr *sessionstore.SessionVerifyReport) error {
 	for _, name := range []string{layout.LogPath(id), layout.SummaryPath(id)} {
-		fi, err := s.root.FS.Lstat(name)
+		fi, err := ck.root.FS.Lstat(name)
 		if err != nil || !fi.Mode().IsRegular() || vfs.Links(fi) < 2 {
 			continue // what is missing or of another kind, verifyLog reports
 		}

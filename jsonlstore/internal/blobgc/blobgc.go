@@ -1,4 +1,4 @@
-package offline
+package blobgc
 
 import (
 	"context"
@@ -29,15 +29,28 @@ import (
 // the damage a salvage set aside: when one cannot be read, the blobs it
 // references are unknown, and the collection removes none.
 
-// CollectBlobs removes session id's unreferenced blobs and temporary blob
+// Collector collects the blobs of one store's sessions: its root, and
+// the gate every read of a session passes first.
+type Collector struct {
+	root *layout.Root
+	gate logfile.Gate
+}
+
+// New returns the blob collection of the store at root, whose reads pass
+// gate.
+func New(root *layout.Root, gate logfile.Gate) *Collector {
+	return &Collector{root: root, gate: gate}
+}
+
+// Collect removes session id's unreferenced blobs and temporary blob
 // files; the caller holds the lease, and forget corrects its writer's
 // memory of the blobs present (blobfile.Writer.Forget). It removes
 // nothing when it cannot read every reference: a damaged log or archive
 // (the error says why), or a page only forensic copies reference that
 // cannot be read (Kept says which).
-func (s *Store) CollectBlobs(ctx context.Context, id session.SessionID, forget func(hash string)) (maintenance.BlobCollection, error) {
+func (bc *Collector) Collect(ctx context.Context, id session.SessionID, forget func(hash string)) (maintenance.BlobCollection, error) {
 	var c maintenance.BlobCollection
-	entries, err := s.root.FS.ReadDir(blobfile.Dir(id))
+	entries, err := bc.root.FS.ReadDir(blobfile.Dir(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -50,7 +63,7 @@ func (s *Store) CollectBlobs(ctx context.Context, id session.SessionID, forget f
 		switch {
 		case !e.Type().IsRegular():
 		case blobfile.IsTemp(name):
-			if s.root.FS.Remove(blobfile.Dir(id)+"/"+name) == nil {
+			if bc.root.FS.Remove(blobfile.Dir(id)+"/"+name) == nil {
 				c.Temporary++
 			}
 		case blob.ValidHash(strings.TrimSuffix(name, blobfile.ZstSuffix)):
@@ -60,14 +73,14 @@ func (s *Store) CollectBlobs(ctx context.Context, id session.SessionID, forget f
 	if len(present) == 0 {
 		return c, nil
 	}
-	refs, unread, err := s.blobRefs(ctx, id)
+	refs, unread, err := bc.blobRefs(ctx, id)
 	if err != nil {
 		return c, layout.OpErr("collect blobs of", id, err)
 	}
 	if unread != "" {
 		// Any blob may be one the unread page references: keep them all.
 		c.Kept = unread
-		s.root.Logger.Warn("jsonlstore: blob collection removed no blob", "session", id, "why", unread)
+		bc.root.Logger.Warn("jsonlstore: blob collection removed no blob", "session", id, "why", unread)
 		return c, nil
 	}
 	for hash, name := range present {
@@ -75,11 +88,11 @@ func (s *Store) CollectBlobs(ctx context.Context, id session.SessionID, forget f
 			continue
 		}
 		p := blobfile.Dir(id) + "/" + name
-		fi, err := s.root.FS.Lstat(p)
+		fi, err := bc.root.FS.Lstat(p)
 		if err != nil {
 			continue
 		}
-		if err := s.root.FS.Remove(p); err != nil {
+		if err := bc.root.FS.Remove(p); err != nil {
 			return c, layout.OpErr("collect blobs of", id, err)
 		}
 		forget(hash)
@@ -98,7 +111,7 @@ func (s *Store) CollectBlobs(ctx context.Context, id session.SessionID, forget f
 // read (then the references it holds are unknown, and nothing may be
 // removed), and the scan goes on. A page the records reference must be
 // read: an error reading one is returned.
-func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[string]bool, unread string, err error) {
+func (bc *Collector) blobRefs(ctx context.Context, id session.SessionID) (refs map[string]bool, unread string, err error) {
 	refs = map[string]bool{}
 	var pages []string
 	add := func(hash string, page bool) {
@@ -112,7 +125,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 		for len(pages) > 0 {
 			hash := pages[len(pages)-1]
 			pages = pages[:len(pages)-1]
-			content, name, err := blobfile.ReadFile(s.root.FS, id, hash, blobfile.SizeAny)
+			content, name, err := blobfile.ReadFile(bc.root.FS, id, hash, blobfile.SizeAny)
 			if err == nil {
 				err = blob.CheckHash(hash, content) // a page cut short or overwritten
 			}
@@ -131,10 +144,10 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 		}
 		return nil
 	}
-	err = s.read(ctx, id, func(v *logfile.View) error {
+	err = bc.gate.Read(ctx, bc.root, id, func(v *logfile.View) error {
 		clear(refs)
 		pages = pages[:0]
-		h := logfile.NewScan(s.root.FS, id, v)
+		h := logfile.NewScan(bc.root.FS, id, v)
 		defer h.Close()
 		for h.Next() {
 			if err := ctx.Err(); err != nil {
@@ -152,7 +165,7 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 	}
 	// The pages queued from here on are referenced by forensic copies
 	// alone.
-	if err := s.forensicRefs(id, add); err != nil {
+	if err := bc.forensicRefs(id, add); err != nil {
 		return nil, "", err
 	}
 	if err := expand(true); err != nil {
@@ -163,9 +176,9 @@ func (s *Store) blobRefs(ctx context.Context, id session.SessionID) (refs map[st
 
 // forensicRefs scans session id's forensic copies for references,
 // streaming (they may be large).
-func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page bool)) error {
+func (bc *Collector) forensicRefs(id session.SessionID, fn func(hash string, page bool)) error {
 	dir := layout.SessionDir(id) + "/" + layout.ForensicDir
-	entries, err := s.root.FS.ReadDir(dir)
+	entries, err := bc.root.FS.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -181,7 +194,7 @@ func (s *Store) forensicRefs(id session.SessionID, fn func(hash string, page boo
 		if !e.Type().IsRegular() {
 			continue
 		}
-		f, err := s.root.FS.OpenFile(dir+"/"+e.Name(), layout.RDONLY, 0)
+		f, err := bc.root.FS.OpenFile(dir+"/"+e.Name(), layout.RDONLY, 0)
 		if err != nil {
 			return err
 		}

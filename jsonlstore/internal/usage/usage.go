@@ -1,4 +1,4 @@
-package offline
+package usage
 
 import (
 	"context"
@@ -9,21 +9,64 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
 	"github.com/sessionstore/sessionstore/session"
+	"github.com/sessionstore/sessionstore/summary"
 )
+
+// Disk measures the files of one store: its root, and the gate every
+// read of a session passes first.
+type Disk struct {
+	root *layout.Root
+	gate logfile.Gate
+}
+
+// New returns the measure of the store at root, whose reads pass gate.
+func New(root *layout.Root, gate logfile.Gate) *Disk {
+	return &Disk{root: root, gate: gate}
+}
+
+// ForSessions calls fn with each session of ids, or of the store (in ID
+// order) when ids is empty, and reports in bad those fn could not read;
+// all says that it went through the whole store (the facade's
+// forSessions).
+type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) error, bad *[]summary.Unreadable) (all bool, err error)
+
+// Report is the facade's DiskUsage of sessions ids (every session when
+// none is given, and then the leftovers at the root too), each session's
+// shared files counted once in the total.
+func (d *Disk) Report(ctx context.Context, ids []session.SessionID, forEach ForSessions) (sessionstore.UsageReport, error) {
+	var rep sessionstore.UsageReport
+	seen := map[vfs.Identity]bool{}
+	all, err := forEach(ids, func(id session.SessionID) error {
+		u, once, err := d.SessionUsage(ctx, id, seen)
+		if err == nil {
+			rep.Sessions = append(rep.Sessions, u)
+			rep.Total.Add(once)
+		}
+		return err
+	}, &rep.Unreadable)
+	if err != nil {
+		return rep, err
+	}
+	if all {
+		rep.LeftoverBytes, err = d.LeftoverBytes()
+	}
+	return rep, err
+}
 
 // LeftoverBytes is what the temporary and trash directories at the root
 // hold (interrupted creations and deletions; the next repair sweeps old
 // ones).
-func (s *Store) LeftoverBytes() (int64, error) {
-	entries, err := s.root.FS.ReadDir(".")
+func (d *Disk) LeftoverBytes() (int64, error) {
+	entries, err := d.root.FS.ReadDir(".")
 	if err != nil {
 		return 0, layout.OpErr("du", "", err)
 	}
 	var total int64
 	for _, e := range entries {
 		if e.IsDir() && layout.IsLeftover(e.Name()) {
-			if _, n, err := s.duDir(e.Name()); err == nil {
+			if _, n, err := Dir(d.root.FS, e.Name()); err == nil {
 				total += n
 			}
 		}
@@ -38,12 +81,12 @@ func (s *Store) LeftoverBytes() (int64, error) {
 // without the files seen names (by identity: device and inode) — that
 // is, what the session adds to the sessions reported before it —, and
 // the files it counts are added to seen. It reads directory entries only.
-func (s *Store) SessionUsage(ctx context.Context, id session.SessionID, seen map[vfs.Identity]bool) (u, once sessionstore.SessionUsage, err error) {
+func (d *Disk) SessionUsage(ctx context.Context, id session.SessionID, seen map[vfs.Identity]bool) (u, once sessionstore.SessionUsage, err error) {
 	u.ID, once.ID = id, id
-	if err := s.checkSession(ctx, id); err != nil {
+	if err := d.gate.Exists(ctx, d.root, id); err != nil {
 		return u, once, err
 	}
-	entries, err := s.root.FS.ReadDir(layout.SessionDir(id))
+	entries, err := d.root.FS.ReadDir(layout.SessionDir(id))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return u, once, fmt.Errorf("%w: session %s", sessionstore.ErrNotFound, id)
@@ -83,7 +126,7 @@ func (s *Store) SessionUsage(ctx context.Context, id session.SessionID, seen map
 			*kind(&once) += n
 		}
 		if e.IsDir() {
-			if err = s.walkFiles(name, count); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err = d.walkFiles(name, count); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return u, once, layout.OpErr("du", id, err)
 			}
 		} else if fi, err := e.Info(); err == nil {
@@ -98,14 +141,14 @@ func (s *Store) SessionUsage(ctx context.Context, id session.SessionID, seen map
 
 // walkFiles calls fn with each file under dir. It follows no symlink (a
 // link is a file of its own size).
-func (s *Store) walkFiles(dir string, fn func(fs.FileInfo)) error {
-	entries, err := s.root.FS.ReadDir(dir)
+func (d *Disk) walkFiles(dir string, fn func(fs.FileInfo)) error {
+	entries, err := d.root.FS.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			if err := s.walkFiles(dir+"/"+e.Name(), fn); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := d.walkFiles(dir+"/"+e.Name(), fn); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			continue
@@ -117,16 +160,16 @@ func (s *Store) walkFiles(dir string, fn func(fs.FileInfo)) error {
 	return nil
 }
 
-// duDir returns the number of files under dir and their total size. It
-// follows no symlink (a link counts as its own size).
-func (s *Store) duDir(dir string) (files int, bytes int64, err error) {
-	entries, err := s.root.FS.ReadDir(dir)
+// Dir returns the number of files under dir of fsys and their total
+// size. It follows no symlink (a link counts as its own size).
+func Dir(fsys vfs.FS, dir string) (files int, bytes int64, err error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			n, b, err := s.duDir(dir + "/" + e.Name())
+			n, b, err := Dir(fsys, dir+"/"+e.Name())
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return files, bytes, err
 			}

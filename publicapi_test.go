@@ -1,0 +1,68 @@
+package sessionstore_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPublicAPINamesNoInternalType: `go doc -all` of every public
+// package (no internal/ element in its path, no command) names no type,
+// function or value of an internal package it imports (issue 26: "no
+// exported identifier of any public package mentions an internal
+// package's type"). An internal package's identifiers appear in go doc
+// qualified by its package name, so each public package's doc is
+// searched for "name." and an exported name, for the name of each
+// internal package it imports.
+func TestPublicAPINamesNoInternalType(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list and go doc")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	out, err := exec.Command(goTool, "list", "-json=ImportPath,Name,Imports", "./...").Output()
+	require.NoError(t, err, "go list")
+	type pkg struct {
+		ImportPath, Name string
+		Imports          []string
+	}
+	var pkgs []pkg
+	names := map[string]string{} // import path -> package name
+	for dec := json.NewDecoder(strings.NewReader(string(out))); dec.More(); {
+		var p pkg
+		require.NoError(t, dec.Decode(&p))
+		pkgs = append(pkgs, p)
+		names[p.ImportPath] = p.Name
+	}
+	internal := func(path string) bool {
+		return strings.Contains(path+"/", "/internal/") || strings.Contains(path+"/", "/testdata/")
+	}
+	checked := 0
+	for _, p := range pkgs {
+		if internal(p.ImportPath) || p.Name == "main" || strings.Contains(p.ImportPath, "/bench") {
+			continue
+		}
+		doc, err := exec.Command(goTool, "doc", "-all", p.ImportPath).Output()
+		require.NoError(t, err, "go doc -all %s", p.ImportPath)
+		checked++
+		for _, imp := range p.Imports {
+			name, ok := names[imp]
+			if !ok || !internal(imp) {
+				continue
+			}
+			re := regexp.MustCompile(`(^|[^A-Za-z0-9_.])` + regexp.QuoteMeta(name) + `\.[A-Z]\w*`)
+			for line := range strings.SplitSeq(string(doc), "\n") {
+				if m := re.FindString(line); m != "" && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+					t.Errorf("%s: go doc names %s (package %s): %s", p.ImportPath, strings.TrimLeft(m, " *[]()"), imp, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+	require.Greater(t, checked, 10, "the public packages were found")
+}
