@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -331,25 +330,56 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 		return nil, sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
 	}
 	st := &staged{id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix(), sums: map[string]writtenSum{}}
-	if err := dst.Mkdir(st.tmp, layout.DirPerm); err != nil {
+	// The staged directory is opened once and its files are made by name
+	// relative to it (vfs.NewDir).
+	top, err := vfs.MakeDir(dst, st.tmp, layout.DirPerm)
+	if err != nil {
 		return nil, sb, err
 	}
 	defer func() {
+		if cerr := top.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
 		if err != nil {
 			_ = dst.RemoveAll(st.tmp)
 		}
 	}()
 	st.names = append(st.names, st.tmp)
 	// Each file's bytes are summed as they are written, for the check of
-	// the copy (checkStaged).
-	write := func(name string, r io.Reader) (int64, error) {
-		st.names = append(st.names, name)
+	// the copy (checkStaged). sub is the directory of the staged copy the
+	// file goes in ("" for its top).
+	write := func(d vfs.NewDir, sub, name string, r io.Reader) (int64, error) {
+		rel := name
+		if sub != "" {
+			rel = sub + "/" + name
+		}
+		st.names = append(st.names, st.tmp+"/"+rel)
+		f, err := d.Create(name, layout.FilePerm)
+		if err != nil {
+			return 0, err
+		}
 		h := crc32.New(record.Castagnoli)
-		n, err := writeFile(dst, name, io.TeeReader(r, h), false)
-		st.sums[strings.TrimPrefix(name, st.tmp+"/")] = writtenSum{n: n, crc: h.Sum32()}
+		n, err := io.Copy(layout.WriterOnly{Writer: f}, io.TeeReader(r, h))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		st.sums[rel] = writtenSum{n: n, crc: h.Sum32()}
 		return n, err
 	}
-	if _, err := write(st.tmp+"/"+layout.LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
+	// mkdir makes directory sub of the staged copy.
+	mkdir := func(sub string, fill func(d vfs.NewDir) error) error {
+		d, err := top.Mkdir(sub, layout.DirPerm)
+		if err != nil {
+			return err
+		}
+		st.names = append(st.names, st.tmp+"/"+sub)
+		err = fill(d)
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	if _, err := write(top, "", layout.LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
 		return nil, sb, err
 	}
 	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
@@ -360,7 +390,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 	// record there, and only ever raises it: what is there now covers the
 	// records copied).
 	if f, err := src.s.root.FS.OpenFile(layout.SessionDir(id)+"/"+layout.SettingsFile, layout.RDONLY, 0); err == nil {
-		n, err := write(st.tmp+"/"+layout.SettingsFile, f)
+		n, err := write(top, "", layout.SettingsFile, f)
 		_ = f.Close() // read-only
 		if err != nil {
 			return nil, sb, err
@@ -370,26 +400,27 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 		return nil, sb, err
 	}
 	if len(src.segs) > 0 {
-		dir := st.tmp + "/" + layout.ArchiveDir
-		if err := dst.Mkdir(dir, layout.DirPerm); err != nil {
-			return nil, sb, err
-		}
-		st.names = append(st.names, dir)
-		for i, seg := range src.segs {
-			if _, err := write(dir+"/"+seg.File, src.segFiles[i]); err != nil {
-				return nil, sb, err
+		err := mkdir(layout.ArchiveDir, func(d vfs.NewDir) error {
+			for i, seg := range src.segs {
+				if _, err := write(d, layout.ArchiveDir, seg.File, src.segFiles[i]); err != nil {
+					return err
+				}
+				sb.ArchiveBytes += seg.ZstBytes
 			}
-			sb.ArchiveBytes += seg.ZstBytes
-		}
-		sb.BytesCopied += sb.ArchiveBytes
-		b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
+			sb.BytesCopied += sb.ArchiveBytes
+			b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
+			if err != nil {
+				return err
+			}
+			if _, err := write(d, layout.ArchiveDir, archive.ManifestFile, bytes.NewReader(b)); err != nil {
+				return err
+			}
+			sb.BytesCopied += int64(len(b))
+			return nil
+		})
 		if err != nil {
 			return nil, sb, err
 		}
-		if _, err := write(dir+"/"+archive.ManifestFile, bytes.NewReader(b)); err != nil {
-			return nil, sb, err
-		}
-		sb.BytesCopied += int64(len(b))
 	}
 	// The blobs: every one there, each whole (a blob under its name was
 	// synced before it got it); those the copied records reference were
@@ -400,23 +431,24 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 		return nil, sb, err
 	}
 	if len(names) > 0 {
-		dir := st.tmp + "/" + layout.BlobDir
-		if err := dst.Mkdir(dir, layout.DirPerm); err != nil {
+		err := mkdir(layout.BlobDir, func(d vfs.NewDir) error {
+			for _, name := range names {
+				f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+				if err != nil {
+					return err
+				}
+				n, err := write(d, layout.BlobDir, name, f)
+				_ = f.Close() // read-only
+				if err != nil {
+					return err
+				}
+				sb.Blobs++
+				sb.BytesCopied += n
+			}
+			return nil
+		})
+		if err != nil {
 			return nil, sb, err
-		}
-		st.names = append(st.names, dir)
-		for _, name := range names {
-			f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
-			if err != nil {
-				return nil, sb, err
-			}
-			n, err := write(dir+"/"+name, f)
-			_ = f.Close() // read-only
-			if err != nil {
-				return nil, sb, err
-			}
-			sb.Blobs++
-			sb.BytesCopied += n
 		}
 	}
 	st.bytes = sb.BytesCopied
@@ -474,18 +506,12 @@ func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool,
 // copyFile writes r into a new file name of fsys, syncs it and returns
 // the bytes written.
 func copyFile(fsys vfs.FS, name string, r io.Reader) (int64, error) {
-	return writeFile(fsys, name, r, true)
-}
-
-// writeFile writes r into a new file name of fsys, syncs it when sync is
-// set, and returns the bytes written.
-func writeFile(fsys vfs.FS, name string, r io.Reader, sync bool) (int64, error) {
 	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, layout.FilePerm)
 	if err != nil {
 		return 0, err
 	}
 	n, err := io.Copy(layout.WriterOnly{Writer: f}, r)
-	if err == nil && sync {
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
