@@ -20,8 +20,11 @@ import (
 // snapshot: a message never changes once appended) and returns; the
 // queue is written a little later (searchFlushDelay), in one transaction
 // for every append of the store meanwhile, so that a burst of appends
-// costs one index write. A write that finds the index busy with another
-// process's is tried again (searchRetries, backing off), then dropped:
+// costs one index write. Writers take turns at the index through its
+// writer lock (.search/writer: each waits in the kernel and starts the
+// moment the last one ends); a write that waits searchFeedWait for it in
+// vain is tried again searchFlushDelay later (searchRetries times), then
+// dropped:
 // the sessions it was about are stale in the index, and the next search
 // reads them from their logs. Closing the store writes what is queued.
 
@@ -29,7 +32,8 @@ const (
 	// searchFlushDelay is how long an append's index update waits for
 	// others to share its transaction.
 	searchFlushDelay = 100 * time.Millisecond
-	// searchRetries is how often a busy index is tried again.
+	// searchRetries is how often a busy index is tried again (each try
+	// having waited searchFeedWait: no further back-off).
 	searchRetries = 6
 	// searchQueueBytes bounds the text queued: past it, what is queued
 	// is dropped (and read from the logs later).
@@ -208,7 +212,8 @@ func (x *Index) flushSearch(ctx context.Context, wait searchdb.Wait) {
 		return
 	}
 	// Busy: put the events back before any queued since, and try again
-	// later, backing off; after searchRetries, drop them.
+	// soon (the write already waited searchFeedWait); after
+	// searchRetries, drop them.
 	x.feedMu.Lock()
 	defer x.feedMu.Unlock()
 	f.tries++
@@ -218,7 +223,7 @@ func (x *Index) flushSearch(ctx context.Context, wait searchdb.Wait) {
 	}
 	f.pending = append(events, f.pending...)
 	if f.timer == nil {
-		f.timer = time.AfterFunc(searchFlushDelay<<f.tries, x.feedFlush)
+		f.timer = time.AfterFunc(searchFlushDelay, x.feedFlush)
 	}
 }
 
