@@ -21,9 +21,9 @@ import (
 // bytes come from anywhere a store does, so it is opened only once it
 // proves sound, and never repaired in place:
 //
-//   - What is at .search, .search/lock, index.db and its -wal and -shm
-//     must be what the store puts there: a directory, and regular files
-//     of one link each (a symlink would take the index, the store's
+//   - What is at .search, .search/lock, .search/writer, index.db and
+//     its -wal and -shm must be what the store puts there: a directory,
+//     and regular files of one link each (a symlink would take the index, the store's
 //     conversations, out of the store; a FIFO would block). Anything else
 //     is errSearchJunk.
 //   - searchdb.Open checks the file's schema (no trigger, view or other
@@ -151,8 +151,13 @@ func (x *Index) openLockFile(name string) (f vfs.File, fd int, err error) {
 // in the kernel, so that it is woken the moment the holder releases it
 // (SQLite's busy handler would poll, sleeping up to 100 ms between
 // tries, while the lock lay free). A wait given up leaves its flock(2)
-// to end by itself: the lock, once granted, is dropped at once.
+// to end by itself: the lock, once granted, is dropped at once. A write
+// made by a flush that holds the lock (its context says so) does not
+// take it again.
 func (x *Index) lockWriter(ctx context.Context, wait searchdb.Wait) (func(), error) {
+	if ctx.Value(writerHeld{}) == x {
+		return func() {}, nil // held by the flush this write is part of
+	}
 	f, fd, err := x.openLockFile(x.writer)
 	if err != nil {
 		return nil, err
