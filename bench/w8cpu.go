@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -40,33 +41,45 @@ func w8CPUChild(roundsArg string) error {
 	return nil
 }
 
-// w8CalibrateCPU sizes the job: one child at a time on the idle store,
-// it times w8CPUCalibrate searches and as many jobs of a trial size, and
-// returns the rounds that take the searches' median time.
+// w8CalibrateCPU sizes the job on the idle store, as the phases run it:
+// w8Searchers goroutines at once, each running a search then a job of a
+// trial size, w8CPUCalibrate times. It returns the rounds that take the
+// searches' median time, and that median.
 func w8CalibrateCPU(root string) (rounds int, search time.Duration, err error) {
 	const trial = 4000
-	median := func(mode string, args ...string) (time.Duration, error) {
-		var ds []time.Duration
-		for range w8CPUCalibrate {
-			res, err := spawn(mode, args...)
-			if err != nil {
-				return 0, err
+	var mu sync.Mutex
+	var searches, jobs []time.Duration
+	errs := make(chan error, w8Searchers)
+	var wg sync.WaitGroup
+	for range w8Searchers {
+		wg.Go(func() {
+			for range w8CPUCalibrate {
+				s, err := spawn("search-jsonl", root, rareWord)
+				if err != nil {
+					errs <- err
+					return
+				}
+				j, err := spawn("w8-cpu", strconv.Itoa(trial))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				searches, jobs = append(searches, s.ns()), append(jobs, j.ns())
+				mu.Unlock()
 			}
-			ds = append(ds, res.ns())
-		}
-		slices.Sort(ds)
-		return ds[len(ds)/2], nil
+		})
 	}
-	if search, err = median("search-jsonl", root, rareWord); err != nil {
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
 		return 0, 0, err
 	}
-	job, err := median("w8-cpu", fmt.Sprint(trial))
-	if err != nil {
-		return 0, 0, err
-	}
+	slices.Sort(searches)
+	slices.Sort(jobs)
+	search, job := searches[len(searches)/2], jobs[len(jobs)/2]
 	if job <= 0 {
 		return 0, 0, fmt.Errorf("W8: the CPU job's trial took %s", job)
 	}
-	rounds = max(1, int(float64(trial)*float64(search)/float64(job)))
-	return rounds, search, nil
+	return max(1, int(float64(trial)*float64(search)/float64(job))), search, nil
 }
