@@ -141,7 +141,7 @@ func (x *Index) openLockFile(name string) (f vfs.File, fd int, err error) {
 		_ = f.Close() // nothing locked
 		return nil, 0, layout.PathErr("search index lock", "", name, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
 	}
-	return f, int(h.Fd()), nil //nolint:gosec // G115: a descriptor fits an int
+	return f, int(h.Fd()), nil
 }
 
 // lockWriter takes .search/writer exclusively: the index's one writer
@@ -200,8 +200,10 @@ func (x *Index) lockWriter(ctx context.Context, wait searchdb.Wait) (func(), err
 		busy = context.Cause(ctx)
 	}
 	go func() {
-		<-got
-		release()
+		defer release() // granted or failed: nothing is held after it
+		if err := <-got; err != nil {
+			return
+		}
 	}()
 	return nil, busy
 }
