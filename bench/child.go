@@ -72,6 +72,8 @@ func runChild(mode string, args []string) error {
 		return w7Child(mode, arg(0), arg(1))
 	case "sl-fts5", "sl-bleve": // PATH WORD
 		return slChild(mode, arg(0), arg(1))
+	case "w8-cpu": // ROUNDS
+		return w8CPUChild(arg(0))
 	case "w8-writer": // DIR ID SEED
 		return w8WriterChild(arg(0), arg(1), arg(2))
 	case "w9-resume": // DIR ID N

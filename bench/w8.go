@@ -69,11 +69,16 @@ func runW8(ctx context.Context, c *config, r *report) error {
 	}
 	want := fmt.Sprintf("%s/%d@%d", res.Hits[0].ID, res.Hits[0].Message, res.Hits[0].Revision)
 	writerIDs := ids[len(ids)-w8Writers:] // the rare word is in ids[0]'s session
+	// The CPU floor's job, sized on the idle store (w8cpu.go).
+	rounds, calSearch, err := w8CalibrateCPU(root)
+	if err != nil {
+		return err
+	}
 
 	phase := func(name string) (w8Phase, error) {
 		p := w8Phase{name: name}
 		start := time.Now()
-		err := w8Searches(root, want, c.w8Phase, &p)
+		err := w8Searches(root, want, rounds, c.w8Phase, &p)
 		p.elapsed = time.Since(start)
 		return p, err
 	}
@@ -125,21 +130,25 @@ func runW8(ctx context.Context, c *config, r *report) error {
 		idle.inChild.lat = append(idle.inChild.lat, p.inChild.lat...)
 		idle.wall.lat = append(idle.wall.lat, p.wall.lat...)
 		idle.floor.lat = append(idle.floor.lat, p.floor.lat...)
+		idle.cpu.lat = append(idle.cpu.lat, p.cpu.lat...)
 		idle.indexed += p.indexed
 	}
 	base := idle.inChild.pct(50)
 	t := &table{
 		title: fmt.Sprintf("W8 search while %d processes append, %d sessions, %d searching processes", w8Writers, c.w8Sessions, w8Searchers),
 		cols: []string{"phase", "searches", "search p50 (in child)", "p99", "max", "p50 ÷ idle p50", "p99 ÷ idle p50", "exec to exit p50", "exec to exit p99", "sessions read from their logs",
-			"(ref) floor p50 (in child)", "floor p99", "floor p50 ÷ idle floor p50", "floor p99 ÷ idle floor p50"},
+			"(ref) floor p50 (in child)", "floor p99", "floor p50 ÷ idle floor p50", "floor p99 ÷ idle floor p50",
+			"(ref) CPU job p50 (in child)", "CPU job p99", "CPU job p50 ÷ idle CPU job p50", "CPU job p99 ÷ idle CPU job p50"},
 	}
-	floorBase := idle.floor.pct(50)
+	floorBase, cpuBase := idle.floor.pct(50), idle.cpu.pct(50)
 	for _, p := range []*w8Phase{&before, &loaded, &after, idle} {
 		t.add(p.name, fmt.Sprint(len(p.inChild.lat)), fmtDur(p.inChild.pct(50)), fmtDur(p.inChild.pct(99)), fmtDur(p.inChild.pct(100)),
 			fmtRatio(float64(p.inChild.pct(50))/float64(base)), fmtRatio(float64(p.inChild.pct(99))/float64(base)),
 			fmtDur(p.wall.pct(50)), fmtDur(p.wall.pct(99)), fmt.Sprint(p.indexed),
 			fmtDur(p.floor.pct(50)), fmtDur(p.floor.pct(99)),
-			fmtRatio(float64(p.floor.pct(50))/float64(floorBase)), fmtRatio(float64(p.floor.pct(99))/float64(floorBase)))
+			fmtRatio(float64(p.floor.pct(50))/float64(floorBase)), fmtRatio(float64(p.floor.pct(99))/float64(floorBase)),
+			fmtDur(p.cpu.pct(50)), fmtDur(p.cpu.pct(99)),
+			fmtRatio(float64(p.cpu.pct(50))/float64(cpuBase)), fmtRatio(float64(p.cpu.pct(99))/float64(cpuBase)))
 	}
 	var appends int
 	var appendLat sample
@@ -154,6 +163,8 @@ func runW8(ctx context.Context, c *config, r *report) error {
 	t.note("the writers: %d processes, each holding one session and appending W6's messages, one revision per message, %d a second (a busy agent's pace, or faster when an append takes longer), while the searches of the middle phase ran (%s): %d appends in all, %s of message text, append p50 %s, p99 %s; each writer's last revision was then found by Load and by a search for its last message's word, and Verify found the store sound",
 		w8Writers, w8Rate, loaded.elapsed.Round(time.Millisecond), appends, fmtBytes(appended), fmtDur(appendLat.pct(50)), fmtDur(appendLat.pct(99)))
 	t.note("(ref) floor: before each search, its searcher runs a fresh process that does what any search of this store must and no more (list the root, lstat every log, read the index's row proofs with plain SQL: W7's search-floor), under the same load: how much the load alone slows a fresh process's reads")
+	t.note("(ref) CPU job: before each search, its searcher also runs a fresh process doing a fixed CPU-bound job and nothing else (SHA-256 of a 4 KiB buffer, %d rounds, one goroutine, no I/O), sized before the first phase to take as long as a search on the idle store run as the phases run it (%d searchers, each a search then the job, %d times: the searches' median %s): its ratio under the load is what the scheduler alone, sharing 2 cores with the writers, does to a fresh process of a search's length — the floor of the search's own ratio on this machine",
+		rounds, w8Searchers, w8CPUCalibrate, fmtDur(calSearch))
 	t.note("\"sessions read from their logs\" is the sum over the phase's searches of SearchResult.Indexed: sessions a search found its index behind on")
 	r.add(t)
 	r.set("W8/idle-ms", float64(base)/1e6)
@@ -163,6 +174,8 @@ func runW8(ctx context.Context, c *config, r *report) error {
 	r.set("W8/p99-ms", float64(loaded.inChild.pct(99))/1e6)
 	r.set("W8/floor p50÷idle", float64(loaded.floor.pct(50))/float64(floorBase))
 	r.set("W8/floor p99÷idle", float64(loaded.floor.pct(99))/float64(floorBase))
+	r.set("W8/cpu p50÷idle", float64(loaded.cpu.pct(50))/float64(cpuBase))
+	r.set("W8/cpu p99÷idle", float64(loaded.cpu.pct(99))/float64(cpuBase))
 	return nil
 }
 
@@ -171,14 +184,17 @@ type w8Phase struct {
 	name          string
 	inChild, wall sample
 	floor         sample // search-floor children, in child
+	cpu           sample // w8-cpu children (the CPU floor), in child
 	indexed       int
 	elapsed       time.Duration
 }
 
 // w8Searches runs searches in each of w8Searchers goroutines, one after
 // another until d has passed (at least w8MinSearches each), each a fresh
-// child process, and checks that every one finds want.
-func w8Searches(root, want string, d time.Duration, p *w8Phase) error {
+// child process, and checks that every one finds want. Before each, the
+// same goroutine runs the two reference children: the search floor, and
+// the CPU job of rounds (w8cpu.go).
+func w8Searches(root, want string, rounds int, d time.Duration, p *w8Phase) error {
 	end := time.Now().Add(d)
 	var mu sync.Mutex
 	errs := make(chan error, w8Searchers)
@@ -194,8 +210,16 @@ func w8Searches(root, want string, d time.Duration, p *w8Phase) error {
 					errs <- err
 					return
 				}
+				// The CPU floor: a fresh process of a search's length,
+				// all CPU.
+				job, err := spawn("w8-cpu", strconv.Itoa(rounds))
+				if err != nil {
+					errs <- err
+					return
+				}
 				mu.Lock()
 				p.floor.add(fl.ns(), 0)
+				p.cpu.add(job.ns(), 0)
 				mu.Unlock()
 				res, err := spawn("search-jsonl", root, rareWord)
 				if err == nil && (res.fields["hits"] != "1" || res.fields["hit"] != want) {

@@ -325,6 +325,8 @@ func procHelper(mode string) error {
 		return redactKillChild(ctx)
 	case procModeIndexLock:
 		return indexLockChild(ctx)
+	case procModeWriterLock:
+		return writerLockChild()
 	case procModeResume:
 		return resumeChild(ctx)
 	case procModeBackupKill:

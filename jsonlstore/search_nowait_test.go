@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/searchtest"
@@ -150,4 +152,71 @@ func TestSearchDoesNotWaitForTheIndexWriteLock(t *testing.T) {
 			require.InDelta(t, 0, (h.Score-g.Score)/math.Max(math.Abs(h.Score), 1e-9), 1e-9, "search %q: hit %d scored as the index scores it (%v, beside it %v)", qq.Text, j, h.Score, g.Score)
 		}
 	}
+}
+
+// procModeWriterLock: take ROOT/.search/writer exclusively (flock(2), as
+// a writer's queue takes it before each write of the index), print
+// "locked", hold it until stdin closes, print "released".
+const procModeWriterLock = "writer-lock"
+
+// writerLockChild is procModeWriterLock.
+func writerLockChild() error {
+	f, err := os.OpenFile(filepath.Join(os.Getenv(procDirEnv), SearchDir, "writer"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil { //nolint:gosec // G115: a descriptor fits an int
+		return err
+	}
+	fmt.Println("locked")
+	_, _ = io.Copy(io.Discard, os.Stdin)                          // until the parent closes stdin
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil { //nolint:gosec // G115: a descriptor fits an int
+		return err
+	}
+	fmt.Println("released")
+	return nil
+}
+
+// TestSearchWritersTakeTurnsAcrossProcesses: the index has one writer at
+// a time across processes (.search/writer). While a helper process holds
+// the writer lock, an append's queued index write waits for it (the row
+// stays as it was; the queue tries for searchRetries seconds) and a
+// search does not (it finds the appended message from the log, beside
+// the index); once the helper lets go, the queue writes the row.
+func TestSearchWritersTakeTurnsAcrossProcesses(t *testing.T) {
+	ctx := t.Context()
+	st := openTestStore(t)
+	s := sessiontest.New("turns")
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first words", sessiontest.Epoch)))
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"}) // the index holds the session
+	require.NoError(t, err)
+	before, err := indexOf(st).StatesOf(ctx, []session.SessionID{"turns"})
+	require.NoError(t, err)
+
+	lock := startProc(t, procModeWriterLock, procEnv(st.Dir(), "turns", 0)...)
+	require.Equal(t, "locked", lock.Next(t))
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, "avocet", sessiontest.Epoch)))
+	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "avocet"})
+	require.NoError(t, err)
+	require.Equal(t, []hitKey{{"turns", "text", 1, w.Revision()}}, hitKeys(res.Hits), "found beside the index")
+	time.Sleep(300 * time.Millisecond) // the queue's timer (100 ms after the append) waits for the lock meanwhile
+	now, err := indexOf(st).StatesOf(ctx, []session.SessionID{"turns"})
+	require.NoError(t, err)
+	require.Equal(t, before["turns"].Rev, now["turns"].Rev, "the row was not written while the helper held the writer lock")
+	_, still := lock.TryNext()
+	require.False(t, still, "the helper held the lock throughout")
+
+	lock.CloseStdin()
+	require.Equal(t, "released", lock.Next(t))
+	require.NoError(t, lock.Wait(t))
+	require.Eventually(t, func() bool {
+		now, err := indexOf(st).StatesOf(ctx, []session.SessionID{"turns"})
+		return err == nil && now["turns"].Rev == w.Revision()
+	}, 30*time.Second, 5*time.Millisecond, "the queue wrote the row once the lock was free")
+	require.NoError(t, w.Release(ctx))
 }

@@ -1,6 +1,7 @@
 // Package searchindex is the directory store's full-text search index:
 // the files in ROOT/.search/ (an SQLite FTS5 database, package searchdb,
-// and the lock that guards its replacement), the queue the writers feed
+// the lock that guards its replacement and the one its writers take
+// turns at), the queue the writers feed
 // it through, and the catch-up that proves each session's row against
 // its log before a search answers (search.go says how). It is the
 // component a store is opened with (jsonlstore.Options.Search); package
@@ -11,6 +12,7 @@
 //	ROOT/.search/
 //	  index.db                the index (with SQLite's -wal and -shm beside it)
 //	  lock                    shared to open index.db, exclusive to replace it
+//	  writer                  exclusive to write index.db: one writer at a time
 //	  .index-<random>.tmp     a new index being made (renamed over index.db)
 //
 // It reaches the store only through searchhost.Host: the root, the

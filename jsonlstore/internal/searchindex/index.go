@@ -21,9 +21,9 @@ type Index struct {
 	fs  vfs.FS
 	log *slog.Logger
 	// The index's paths in the root: its directory, its file, the lock
-	// that keeps a file from being replaced while it is opened
-	// (searchfile.go).
-	dir, file, lock string
+	// that keeps a file from being replaced while it is opened, and the
+	// one that makes one process at a time its writer (searchfile.go).
+	dir, file, lock, writer string
 	// closing: the store is closing; the queue is written one last
 	// time, and nothing is read from the logs any more.
 	closing atomic.Bool
@@ -52,7 +52,7 @@ var _ searchhost.Index = (*Index)(nil)
 // open is the Index of the store that h is.
 func open(h searchhost.Host) *Index {
 	dir := h.Dir()
-	return &Index{h: h, fs: h.FS(), log: h.Logger(), dir: dir, file: dir + "/index.db", lock: dir + "/lock", holderWindow: searchHolderWindow}
+	return &Index{h: h, fs: h.FS(), log: h.Logger(), dir: dir, file: dir + "/index.db", lock: dir + "/lock", writer: dir + "/writer", holderWindow: searchHolderWindow}
 }
 
 // SetHolderWindow sets how far a row may lag its held session's log and

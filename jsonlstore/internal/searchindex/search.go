@@ -25,9 +25,9 @@ import (
 //
 //   - Writers feed it (searchfeed.go): after an append is durable, the
 //     writer queues the messages the revision added; the store writes
-//     the queue in the background, batched, in one transaction that
-//     never waits for another process's (busy: it tries again later,
-//     then gives up). An index update never blocks or fails an append.
+//     the queue in the background, batched, one process at a time
+//     (.search/writer; busy for a second: it tries again later, then
+//     gives up). An index update never blocks or fails an append.
 //   - Each session's row records the revision it holds and the state of
 //     the log (identity, size, modification time) after that revision.
 //     Search compares it with the state of every log: a session whose

@@ -20,8 +20,11 @@ import (
 // snapshot: a message never changes once appended) and returns; the
 // queue is written a little later (searchFlushDelay), in one transaction
 // for every append of the store meanwhile, so that a burst of appends
-// costs one index write. A write that finds the index busy with another
-// process's is tried again (searchRetries, backing off), then dropped:
+// costs one index write. Writers take turns at the index through its
+// writer lock (.search/writer: each waits in the kernel and starts the
+// moment the last one ends); a write that waits searchFeedWait for it in
+// vain is tried again searchFlushDelay later (searchRetries times), then
+// dropped:
 // the sessions it was about are stale in the index, and the next search
 // reads them from their logs. Closing the store writes what is queued.
 
@@ -29,7 +32,8 @@ const (
 	// searchFlushDelay is how long an append's index update waits for
 	// others to share its transaction.
 	searchFlushDelay = 100 * time.Millisecond
-	// searchRetries is how often a busy index is tried again.
+	// searchRetries is how often a busy index is tried again (each try
+	// having waited searchFeedWait: no further back-off).
 	searchRetries = 6
 	// searchQueueBytes bounds the text queued: past it, what is queued
 	// is dropped (and read from the logs later).
@@ -189,38 +193,79 @@ func (x *Index) feedFlush() {
 
 // flushSearch writes the queued updates to the index, waiting for
 // another process's write as wait says. Sessions whose update does not
-// build on what the index holds are read from their logs.
+// build on what the index holds are read from their logs. It takes the
+// writer's turn (.search/writer) before it takes the queue, so that what
+// is appended while it waits for its turn joins this write, and holds
+// it across the write's transactions.
 func (x *Index) flushSearch(ctx context.Context, wait searchdb.Wait) {
-	f := &x.feed
+	if x.queueEmpty() {
+		return
+	}
+	ctx, release, err := x.takeTurn(ctx, wait)
+	if err != nil {
+		x.retrySearch(nil)
+		return
+	}
+	defer release()
 	events := x.takeQueue()
 	if len(events) == 0 {
 		return
 	}
 	x.stats.feedWrites.Add(1)
-	err := x.writeSearch(ctx, events, wait)
+	err = x.writeSearch(ctx, events, wait)
 	if !errors.Is(err, searchdb.ErrBusy) {
 		if err != nil && !errors.Is(err, searchdb.ErrMissing) && !x.closing.Load() {
 			x.log.Warn("jsonlstore: search index not updated", "err", err)
 		}
+		f := &x.feed
 		x.feedMu.Lock()
 		f.tries = 0
 		x.feedMu.Unlock()
 		return
 	}
-	// Busy: put the events back before any queued since, and try again
-	// later, backing off; after searchRetries, drop them.
+	x.retrySearch(events)
+}
+
+// retrySearch puts events, which found the index busy, back before any
+// queued since, and has the queue tried again searchFlushDelay later
+// (the write already waited); after searchRetries, what is queued is
+// dropped (the next search reads it from the logs).
+func (x *Index) retrySearch(events []searchEvent) {
+	f := &x.feed
 	x.feedMu.Lock()
 	defer x.feedMu.Unlock()
 	f.tries++
 	if f.tries > searchRetries || x.closing.Load() {
 		f.tries = 0
+		f.pending, f.bytes = nil, 0
 		return
 	}
 	f.pending = append(events, f.pending...)
 	if f.timer == nil {
-		f.timer = time.AfterFunc(searchFlushDelay<<f.tries, x.feedFlush)
+		f.timer = time.AfterFunc(searchFlushDelay, x.feedFlush)
 	}
 }
+
+// takeTurn takes the writer lock for a write of the queue, waiting as
+// wait says, and returns the context that tells the write's
+// transactions it is held (they do not take it again). Its error is
+// searchdb.ErrBusy or the context's; any other (no .search yet, junk at
+// the lock's path) is left for the write to find and report: release is
+// then a no-op.
+func (x *Index) takeTurn(ctx context.Context, wait searchdb.Wait) (context.Context, func(), error) {
+	release, err := x.lockWriter(ctx, wait)
+	switch {
+	case err == nil:
+		return context.WithValue(ctx, writerHeld{}, x), release, nil
+	case errors.Is(err, searchdb.ErrBusy) || ctx.Err() != nil:
+		return ctx, nil, err
+	}
+	return ctx, func() {}, nil
+}
+
+// writerHeld keys the context of a write made while this Index holds
+// the writer lock (flushSearch): lockWriter then does not take it again.
+type writerHeld struct{}
 
 // writeSearch applies events to the index in one transaction, then reads
 // from their logs the sessions whose update did not apply.
@@ -341,15 +386,30 @@ func (x *Index) Flush(ctx context.Context) error {
 	if x.closing.Load() {
 		return sessionstore.ErrClosed
 	}
+	if x.queueEmpty() {
+		return nil
+	}
+	ctx, release, err := x.takeTurn(ctx, searchWait)
+	if err != nil {
+		return err
+	}
+	defer release()
 	events := x.takeQueue()
 	if len(events) == 0 {
 		return nil
 	}
-	err := x.writeSearch(ctx, events, searchWait)
+	err = x.writeSearch(ctx, events, searchWait)
 	if errors.Is(err, searchdb.ErrMissing) {
 		return nil // no index: the first search builds it
 	}
 	return err
+}
+
+// queueEmpty reports whether nothing is queued.
+func (x *Index) queueEmpty() bool {
+	x.feedMu.Lock()
+	defer x.feedMu.Unlock()
+	return len(x.feed.pending) == 0
 }
 
 // takeQueue empties the queue and returns what it held.

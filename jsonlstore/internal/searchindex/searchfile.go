@@ -21,9 +21,9 @@ import (
 // bytes come from anywhere a store does, so it is opened only once it
 // proves sound, and never repaired in place:
 //
-//   - What is at .search, .search/lock, index.db and its -wal and -shm
-//     must be what the store puts there: a directory, and regular files
-//     of one link each (a symlink would take the index, the store's
+//   - What is at .search, .search/lock, .search/writer, index.db and
+//     its -wal and -shm must be what the store puts there: a directory,
+//     and regular files of one link each (a symlink would take the index, the store's
 //     conversations, out of the store; a FIFO would block). Anything else
 //     is errSearchJunk.
 //   - searchdb.Open checks the file's schema (no trigger, view or other
@@ -94,17 +94,9 @@ func (x *Index) checkSearchDir() error {
 // searchWait (then searchdb.ErrBusy). The lock file must be a regular
 // file (errSearchJunk otherwise); it is made when missing.
 func (x *Index) lockSearch(ctx context.Context, exclusive bool) (func(), error) {
-	f, err := x.fs.OpenFile(x.lock, os.O_RDWR|os.O_CREATE, filePerm)
+	f, fd, err := x.openLockFile(x.lock)
 	if err != nil {
-		if errors.Is(err, vfs.ErrSymlink) || errors.Is(err, vfs.ErrNotRegular) || errors.Is(err, unix.EISDIR) {
-			err = fmt.Errorf("%w: %w", errSearchJunk, err)
-		}
-		return nil, layout.PathErr("search index lock", "", x.lock, err)
-	}
-	fd, ok := f.(interface{ Fd() uintptr })
-	if fi, err := f.Stat(); !ok || err != nil || !fi.Mode().IsRegular() {
-		_ = f.Close() // nothing locked
-		return nil, layout.PathErr("search index lock", "", x.lock, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
+		return nil, err
 	}
 	how := unix.LOCK_SH
 	if exclusive {
@@ -113,7 +105,7 @@ func (x *Index) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(searchWait))
 	defer cancel()
 	for {
-		err := unix.Flock(int(fd.Fd()), how|unix.LOCK_NB)
+		err := unix.Flock(fd, how|unix.LOCK_NB)
 		if err == nil {
 			return func() { _ = f.Close() }, nil // closing the descriptor drops the lock
 		}
@@ -131,6 +123,89 @@ func (x *Index) lockSearch(ctx context.Context, exclusive bool) (func(), error) 
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// openLockFile opens the lock file at name, made when missing; it must
+// be a regular file (errSearchJunk otherwise). Closing f drops what was
+// locked through fd.
+func (x *Index) openLockFile(name string) (f vfs.File, fd int, err error) {
+	f, err = x.fs.OpenFile(name, os.O_RDWR|os.O_CREATE, filePerm)
+	if err != nil {
+		if errors.Is(err, vfs.ErrSymlink) || errors.Is(err, vfs.ErrNotRegular) || errors.Is(err, unix.EISDIR) {
+			err = fmt.Errorf("%w: %w", errSearchJunk, err)
+		}
+		return nil, 0, layout.PathErr("search index lock", "", name, err)
+	}
+	h, ok := f.(interface{ Fd() uintptr })
+	if fi, err := f.Stat(); !ok || err != nil || !fi.Mode().IsRegular() {
+		_ = f.Close() // nothing locked
+		return nil, 0, layout.PathErr("search index lock", "", name, fmt.Errorf("%w: not a lockable regular file", errSearchJunk))
+	}
+	return f, int(h.Fd()), nil
+}
+
+// lockWriter takes .search/writer exclusively: the index's one writer
+// (searchdb.Writer, taken before every write transaction of index.db).
+// With searchdb.NoWait it fails at once with searchdb.ErrBusy when
+// another process (or handle) holds it; otherwise it waits up to wait,
+// in the kernel, so that it is woken the moment the holder releases it
+// (SQLite's busy handler would poll, sleeping up to 100 ms between
+// tries, while the lock lay free). A wait given up leaves its flock(2)
+// to end by itself: the lock, once granted, is dropped at once. A write
+// made by a flush that holds the lock (its context says so) does not
+// take it again.
+func (x *Index) lockWriter(ctx context.Context, wait searchdb.Wait) (func(), error) {
+	if ctx.Value(writerHeld{}) == x {
+		return func() {}, nil // held by the flush this write is part of
+	}
+	f, fd, err := x.openLockFile(x.writer)
+	if err != nil {
+		return nil, err
+	}
+	release := func() { _ = f.Close() } // closing the descriptor drops the lock
+	err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		return release, nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		release()
+		return nil, layout.PathErr("search index writer lock", "", x.writer, err)
+	}
+	busy := fmt.Errorf("%w: %s held by another writer", searchdb.ErrBusy, x.writer)
+	if wait <= searchdb.NoWait {
+		release()
+		return nil, busy
+	}
+	got := make(chan error, 1)
+	go func() {
+		for {
+			err := unix.Flock(fd, unix.LOCK_EX)
+			if !errors.Is(err, unix.EINTR) {
+				got <- err
+				return
+			}
+		}
+	}()
+	t := time.NewTimer(time.Duration(wait))
+	defer t.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			release()
+			return nil, layout.PathErr("search index writer lock", "", x.writer, err)
+		}
+		return release, nil
+	case <-t.C:
+	case <-ctx.Done():
+		busy = context.Cause(ctx)
+	}
+	go func() {
+		defer release() // granted or failed: nothing is held after it
+		if err := <-got; err != nil {
+			return
+		}
+	}()
+	return nil, busy
 }
 
 // openSearchIndex opens the index on disk for this handle and returns it
@@ -162,7 +237,7 @@ func (x *Index) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searc
 			return nil, vfs.Identity{}, err
 		}
 	}
-	db, err := openIndex(ctx, x.h.Abs(x.file), wait)
+	db, err := x.openIndex(ctx, x.h.Abs(x.file), wait)
 	if err != nil {
 		return nil, vfs.Identity{}, err
 	}
@@ -175,10 +250,10 @@ func (x *Index) openSearchIndex(ctx context.Context, wait searchdb.Wait) (*searc
 // processes opening and closing the index at once make this common:
 // the first connection after the last one closed recovers the WAL, and
 // the last to close checkpoints it, each holding the file meanwhile.
-func openIndex(ctx context.Context, path string, wait searchdb.Wait) (*searchdb.DB, error) {
+func (x *Index) openIndex(ctx context.Context, path string, wait searchdb.Wait) (*searchdb.DB, error) {
 	deadline := time.Now().Add(time.Duration(wait))
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		db, err := searchdb.Open(ctx, path, searchdb.OpenOptions{})
+		db, err := searchdb.Open(ctx, path, searchdb.OpenOptions{Writer: x.lockWriter})
 		if !errors.Is(err, searchdb.ErrBusy) || !time.Now().Add(pause).Before(deadline) {
 			return db, err
 		}
@@ -192,8 +267,8 @@ func openIndex(ctx context.Context, path string, wait searchdb.Wait) (*searchdb.
 	}
 }
 
-// fixSearchDir makes .search a directory and .search/lock a regular
-// file, removing what is there in their place (a file, a symlink — never
+// fixSearchDir makes .search a directory and .search/lock and
+// .search/writer regular files, removing what is there in their place (a file, a symlink — never
 // followed —, a FIFO, a directory where the lock belongs). Everything
 // else in .search is left alone.
 func (x *Index) fixSearchDir() error {
@@ -211,10 +286,12 @@ func (x *Index) fixSearchDir() error {
 	case err != nil:
 		return err
 	}
-	if _, err := x.checkSearchEntry(x.lock); errors.Is(err, errSearchJunk) {
-		x.log.Warn("jsonlstore: search index lock is not a regular file: replacing it", "err", err)
-		if err := x.fs.RemoveAll(x.lock); err != nil {
-			return layout.OpErr("search index", "", err)
+	for _, name := range []string{x.lock, x.writer} {
+		if _, err := x.checkSearchEntry(name); errors.Is(err, errSearchJunk) {
+			x.log.Warn("jsonlstore: search index lock is not a regular file: replacing it", "err", err, "path", name)
+			if err := x.fs.RemoveAll(name); err != nil {
+				return layout.OpErr("search index", "", err)
+			}
 		}
 	}
 	return nil

@@ -204,7 +204,16 @@ type DB struct {
 	mu    sync.Mutex // guards stmts and wait
 	stmts map[string]*sql.Stmt
 	wait  Wait // the connection's busy timeout; -1: not set
+
+	writer Writer // OpenOptions.Writer
 }
+
+// Writer takes the lock that makes a process the index's one writer,
+// waiting for another's as wait says (NoWait: not at all; ErrBusy when
+// it is held); release drops it. Writers queue on it rather than on
+// SQLite's write lock, whose busy handler polls with growing sleeps, so
+// the next writer starts as soon as the last one ends.
+type Writer func(ctx context.Context, wait Wait) (release func(), err error)
 
 // OpenOptions tune Open.
 type OpenOptions struct {
@@ -213,6 +222,9 @@ type OpenOptions struct {
 	Create bool
 	// Limit bounds each operation's time; zero is DefaultLimit.
 	Limit time.Duration
+	// Writer, if set, is taken before every write transaction and
+	// held until it ends.
+	Writer Writer
 }
 
 // Open opens the index at path, which must exist: jsonlstore makes the
@@ -235,7 +247,7 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*DB, error) {
 	db := sql.OpenDB(connector{uri: uri})
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
-	d := &DB{db: db, path: path, stmts: map[string]*sql.Stmt{}, wait: -1, limit: opts.Limit}
+	d := &DB{db: db, path: path, stmts: map[string]*sql.Stmt{}, wait: -1, limit: opts.Limit, writer: opts.Writer}
 	if d.limit <= 0 {
 		d.limit = DefaultLimit
 	}
@@ -710,8 +722,16 @@ func (d *DB) Delete(ctx context.Context, ids []session.SessionID, wait Wait) err
 }
 
 // write runs fn in a write transaction (waiting for another process's
-// as wait says) whose schema is checked first.
+// as wait says, for the Writer lock first if there is one) whose schema
+// is checked first.
 func (d *DB) write(ctx context.Context, wait Wait, fn func(tx *wtx) error) error {
+	if d.writer != nil {
+		release, err := d.writer(ctx, wait)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	if err := d.setWait(ctx, wait); err != nil {
 		return err
 	}
