@@ -38,6 +38,11 @@ type sessionScan struct {
 	out    []sessionstore.SecretFinding
 	// dir is the session's blobs/, open (nil: read by path).
 	dir *blobfile.DirReader
+	// peek reads blobs into the worker's buffers; scope names the
+	// session's file system in the verdicts' keys ("" for the store's
+	// own: a file there is known by its identity).
+	peek  *blobfile.Peeker
+	scope string
 }
 
 type place struct {
@@ -46,8 +51,8 @@ type place struct {
 	rule, hash  string
 }
 
-func newSessionScan(root *layout.Root, id session.SessionID, r *redact.Redactor, blobs *verdicts, where func(bool) string) *sessionScan {
-	return &sessionScan{root: root, id: id, r: r, blobs: blobs, where: where,
+func newSessionScan(root *layout.Root, id session.SessionID, r *redact.Redactor, blobs *verdicts, peek *blobfile.Peeker, scope string, where func(bool) string) *sessionScan {
+	return &sessionScan{root: root, id: id, r: r, blobs: blobs, peek: peek, scope: scope, where: where,
 		seen: map[[32]byte]struct{}{}, places: map[place]bool{}}
 }
 
@@ -168,7 +173,7 @@ func splitHead(members []record.Member) (head, arr []byte) {
 // head scans a snapshot's members but its messages (title, last error,
 // pending approval).
 func (s *sessionScan) head(rev uint64, head []byte, where string) error {
-	if !s.first(head) || len(s.r.Find(string(head))) == 0 {
+	if !s.first(head) || len(s.r.FindBytes(head)) == 0 {
 		return nil
 	}
 	snap, err := sessnap.Unmarshal(head)
@@ -204,7 +209,7 @@ func (s *sessionScan) page(rev uint64, msg int, p record.PageRef, where string) 
 // and the content it keeps out of line, and, when a secret is there,
 // decodes it to say in which part and field.
 func (s *sessionScan) message(rev uint64, msg int, e []byte, where string) error {
-	hit := len(s.r.Find(string(e))) > 0
+	hit := len(s.r.FindBytes(e)) > 0
 	for _, ref := range refsIn(e) {
 		h, err := s.blobHit(ref)
 		if err != nil {
@@ -226,18 +231,26 @@ func (s *sessionScan) message(rev uint64, msg int, e []byte, where string) error
 	return nil
 }
 
-// blobHit reports whether the content ref names holds a secret, reading
-// it once per scan.
+// blobHit reports whether the content ref names holds a secret, looking
+// at each blob file once per scan (however many revisions and sessions
+// name it: a fork's linked blobs are one file). The bytes are not checked
+// against the hash (package doc).
 func (s *sessionScan) blobHit(ref session.ContentRef) (bool, error) {
-	if hit, ok := s.blobs.get(ref.SHA256); ok {
-		return hit, nil
+	var key fileKey
+	var hit, known bool
+	content, skipped, err := s.peek.Peek(s.root.FS, s.dir, s.id, ref, func(ident vfs.Identity) bool {
+		key = fileKey{ident: ident}
+		if s.scope != "" || ident == (vfs.Identity{}) {
+			key = fileKey{scope: s.scope + "/" + string(s.id), hash: ref.SHA256}
+		}
+		hit, known = s.blobs.get(key)
+		return known
+	})
+	if err != nil || skipped {
+		return hit, err
 	}
-	content, err := s.read(ref)
-	if err != nil {
-		return false, err
-	}
-	hit := len(s.r.Find(string(content))) > 0
-	s.blobs.put(ref.SHA256, hit)
+	hit = len(s.r.FindBytes(content)) > 0
+	s.blobs.put(key, hit)
 	return hit, nil
 }
 
@@ -299,13 +312,13 @@ func (s *sessionScan) forensics(retired bool) error {
 				}
 			}
 		}
-		add(s.r.Find(string(b)))
+		add(s.r.FindBytes(b))
 		for _, ref := range forensicRefs(b) {
 			content, err := s.read(ref)
 			if err != nil {
 				continue // evidence of damage: what it references may be gone
 			}
-			add(s.r.Find(string(content)))
+			add(s.r.FindBytes(content))
 		}
 	}
 	return nil
