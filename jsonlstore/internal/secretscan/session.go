@@ -43,6 +43,12 @@ type sessionScan struct {
 	// own: a file there is known by its identity).
 	peek  *blobfile.Peeker
 	scope string
+	// hits holds the verdicts of the blobs this session's references
+	// named (by hash: one file in one session), so that a blob named
+	// again costs no open; held, the content of those read whole to say
+	// where a secret is (readHeld).
+	hits map[string]bool
+	held map[string][]byte
 }
 
 type place struct {
@@ -53,7 +59,7 @@ type place struct {
 
 func newSessionScan(root *layout.Root, id session.SessionID, r *redact.Redactor, blobs *verdicts, peek *blobfile.Peeker, scope string, where func(bool) string) *sessionScan {
 	return &sessionScan{root: root, id: id, r: r, blobs: blobs, peek: peek, scope: scope, where: where,
-		seen: map[[32]byte]struct{}{}, places: map[place]bool{}}
+		seen: map[[32]byte]struct{}{}, places: map[place]bool{}, hits: map[string]bool{}, held: map[string][]byte{}}
 }
 
 var messagesKey = []byte(`"messages"`)
@@ -224,7 +230,7 @@ func (s *sessionScan) message(rev uint64, msg int, e []byte, where string) error
 	if err := json.Unmarshal(append(append([]byte{'['}, e...), ']'), &ms); err != nil || len(ms) != 1 {
 		return fmt.Errorf("message %d: %w", msg, errors.Join(err, errors.New("not one message")))
 	}
-	if err := ms.Resolve(s.read); err != nil {
+	if err := ms.Resolve(s.readHeld); err != nil {
 		return err
 	}
 	s.report(rev, msg, s.r.FindMessage(ms[0]), where)
@@ -236,6 +242,9 @@ func (s *sessionScan) message(rev uint64, msg int, e []byte, where string) error
 // name it: a fork's linked blobs are one file). The bytes are not checked
 // against the hash (package doc).
 func (s *sessionScan) blobHit(ref session.ContentRef) (bool, error) {
+	if hit, ok := s.hits[ref.SHA256]; ok {
+		return hit, nil
+	}
 	var key fileKey
 	var hit, known bool
 	content, skipped, err := s.peek.Peek(s.root.FS, s.dir, s.id, ref, func(ident vfs.Identity) bool {
@@ -246,11 +255,14 @@ func (s *sessionScan) blobHit(ref session.ContentRef) (bool, error) {
 		hit, known = s.blobs.get(key)
 		return known
 	})
-	if err != nil || skipped {
-		return hit, err
+	if err != nil {
+		return false, err
 	}
-	hit = len(s.r.FindBytes(content)) > 0
-	s.blobs.put(key, hit)
+	if !skipped {
+		hit = len(s.r.FindBytes(content)) > 0
+		s.blobs.put(key, hit)
+	}
+	s.hits[ref.SHA256] = hit
 	return hit, nil
 }
 
@@ -259,6 +271,19 @@ func (s *sessionScan) read(ref session.ContentRef) ([]byte, error) {
 	b, err := blobfile.ReadVia(s.root.FS, s.dir, s.id, ref)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, s.id, ref.SHA256)
+	}
+	return b, err
+}
+
+// readHeld is read for the content of a message that holds a secret,
+// which other messages may name too: read once per session, and held.
+func (s *sessionScan) readHeld(ref session.ContentRef) ([]byte, error) {
+	if b, ok := s.held[ref.SHA256]; ok && int64(len(b)) == ref.Size {
+		return b, nil
+	}
+	b, err := s.read(ref)
+	if err == nil {
+		s.held[ref.SHA256] = b
 	}
 	return b, err
 }
