@@ -1,29 +1,15 @@
 package sessionstore_test
 
 import (
-	"context"
-	"fmt"
-	"io/fs"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
-	"github.com/sessionstore/sessionstore/jsonlstore"
 	"github.com/sessionstore/sessionstore/memstore"
 	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
-	"github.com/sessionstore/sessionstore/sessnap"
 )
 
 const (
@@ -81,144 +67,4 @@ func TestScan(t *testing.T) {
 func hashOf(secret string) string {
 	p := redact.Placeholder("x", secret)
 	return p[len("[REDACTED:x:") : len(p)-1]
-}
-
-// BenchmarkScan scans a store of growing agent sessions (W6's shape:
-// 16 sessions of 4 MiB of tool output each, one revision per message;
-// SESSIONSTORE_SCAN_BENCH_MIB sets the MiB per session) beside reading
-// every file of the store once (op=read): scan÷read is the target's
-// ratio of throughputs, at least 0.5. Two floors of the scan are
-// measured beside it: op=inflate reads every file and decompresses the
-// compressed ones (blobs are kept zstd-compressed: the scan must look
-// at what they hold), op=find runs the default rules over what the
-// files hold, already in memory, on every processor; inflate÷read and
-// find÷read are their ratios.
-func BenchmarkScan(b *testing.B) {
-	ctx := context.Background()
-	dir := b.TempDir()
-	off, err := redact.New(redact.Options{Off: true})
-	require.NoError(b, err)
-	st, err := jsonlstore.Open(dir, jsonlstore.Options{Redactor: off})
-	require.NoError(b, err)
-	defer st.Close()
-	r := rand.New(rand.NewPCG(30, 2))
-	words := []string{"the", "file", "func", "return", "err", "nil", "user_id", "--verbose", "src/pkg/file.go:42", "https://example.com/docs", "self.session_token", "x := y[i]", "go test ./..."}
-	text := func(n int) string {
-		var sb strings.Builder
-		for sb.Len() < n {
-			sb.WriteString(words[r.IntN(len(words))])
-			sb.WriteByte(' ')
-		}
-		return sb.String()[:n]
-	}
-	perSession := 4 << 20
-	if v, err := strconv.Atoi(os.Getenv("SESSIONSTORE_SCAN_BENCH_MIB")); err == nil && v > 0 {
-		perSession = v << 20
-	}
-	for i := range 16 {
-		s := sessiontest.New(fmt.Sprintf("s%02d", i))
-		w, err := st.Create(ctx, sessiontest.Snap(b, s), sessionstore.AcquireOptions{})
-		require.NoError(b, err)
-		for total := 0; total < perSession; {
-			m := session.Message{Role: session.RoleTool, Parts: []session.Part{{Type: session.PartToolResult, ToolCallID: "c", Output: text(2<<10 + r.IntN(62<<10))}}}
-			if total == 0 && i%4 == 0 {
-				m.Parts[0].Output += " " + scanGitHub
-			}
-			total += len(m.Parts[0].Output)
-			require.NoError(b, s.AppendMessage(m))
-			snap, err := sessnap.Of(s)
-			require.NoError(b, err)
-			_, err = w.Append(ctx, w.Revision(), snap)
-			require.NoError(b, err)
-		}
-		require.NoError(b, w.Release(ctx))
-	}
-	var size int64
-	require.NoError(b, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			size += fi.Size()
-		}
-		return err
-	}))
-	var readNs, scanNs float64
-	b.Run("op=read", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			require.NoError(b, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					_, err = os.ReadFile(p)
-				}
-				return err
-			}))
-		}
-		readNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	})
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	require.NoError(b, err)
-	defer dec.Close()
-	var contents [][]byte
-	var inflateNs float64
-	b.Run("op=inflate", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			contents = contents[:0]
-			require.NoError(b, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				c, err := os.ReadFile(p)
-				if err == nil && strings.HasSuffix(p, ".zst") {
-					c, err = dec.DecodeAll(c, nil)
-				}
-				contents = append(contents, c)
-				return err
-			}))
-		}
-		inflateNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		b.ReportMetric(readNs/inflateNs, "inflate÷read")
-	})
-	var total int64
-	for _, c := range contents {
-		total += int64(len(c))
-	}
-	b.Logf("store: %d bytes in its files, %d bytes once decompressed", size, total)
-	b.Run("op=find", func(b *testing.B) {
-		b.SetBytes(size)
-		red := redact.Default()
-		for b.Loop() {
-			var wg sync.WaitGroup
-			next := make(chan []byte)
-			for range runtime.GOMAXPROCS(0) {
-				wg.Go(func() {
-					for c := range next {
-						red.Find(string(c))
-					}
-				})
-			}
-			for _, c := range contents {
-				next <- c
-			}
-			close(next)
-			wg.Wait()
-		}
-		b.ReportMetric(readNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "find÷read")
-	})
-	b.Run("op=scan", func(b *testing.B) {
-		b.SetBytes(size)
-		red := redact.Default()
-		for b.Loop() {
-			n := 0
-			for _, err := range sessionstore.Scan(ctx, st, red) {
-				require.NoError(b, err)
-				n++
-			}
-			require.Equal(b, 4, n)
-		}
-		scanNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		b.ReportMetric(readNs/scanNs, "scan÷read")
-	})
 }

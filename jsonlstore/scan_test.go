@@ -2,12 +2,19 @@ package jsonlstore
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionstore/sessionstore"
+	"github.com/sessionstore/sessionstore/internal/blob"
+	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
+	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/redact"
 	"github.com/sessionstore/sessionstore/session"
@@ -112,4 +119,94 @@ func TestScanEverywhere(t *testing.T) {
 	_, err = st.Redact(ctx, []session.SessionID{"leaky"}, redact.Default(), 0)
 	require.NoError(t, err)
 	require.Empty(t, scanAll(t, st, "leaky"))
+}
+
+// TestScanParallelSameAsSerial: over a store of many sessions with many
+// secrets (inline, in blobs, in pages and archives, retired), a scan on
+// many workers gives exactly the findings, in exactly the order, of a
+// scan on one.
+func TestScanParallelSameAsSerial(t *testing.T) {
+	ctx := t.Context()
+	st := openTestStoreWith(t, purgeOptions(t, true))
+	for i := range 8 {
+		makeLeakySession(t, st, session.SessionID(fmt.Sprintf("leak%d", i)), 6+3*i)
+	}
+	_, err := st.Retire(ctx, maintenance.RetireOptions{IDs: []session.SessionID{"leak3", "leak6"}})
+	require.NoError(t, err)
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	serial := scanAll(t, st)
+	require.Greater(t, len(serial), 8*4)
+	runtime.GOMAXPROCS(8)
+	for range 5 {
+		require.Equal(t, serial, scanAll(t, st))
+	}
+	ids := []session.SessionID{"leak5", "leak1", "leak6"}
+	runtime.GOMAXPROCS(1)
+	want := scanAll(t, st, ids...)
+	runtime.GOMAXPROCS(8)
+	require.Equal(t, want, scanAll(t, st, ids...), "the order of the IDs given")
+}
+
+// TestScanSharedBlob: one tool output, kept as one blob, named by many
+// messages of many revisions and by a fork (whose blobs/ links the
+// parent's file), holding a secret: the scan reports the secret at every
+// message that holds it (each at the first revision that does, as the
+// scan through History does), and reads the blob's file no more often
+// than when one message names it.
+func TestScanSharedBlob(t *testing.T) {
+	ctx := t.Context()
+	output := strings.Repeat("AWS_ACCESS_KEY_ID="+purgeAWS+" line\n", 300)
+	hash := blob.Hash([]byte(output))
+	reads := func(names int, fork bool) ([]sessionstore.SecretFinding, []sessionstore.SecretFinding, int) {
+		dir := t.TempDir()
+		root, err := os.OpenRoot(dir)
+		require.NoError(t, err)
+		defer root.Close()
+		faulty := vfs.NewFaulty(vfs.OS(root))
+		st := newStore(dir, root, faulty, fsLeaser{}, purgeOptions(t, true))
+		defer st.Close()
+		s := sessiontest.New("shared")
+		w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		for i := range names {
+			require.NoError(t, s.AppendMessage(session.Message{Role: session.RoleTool, Parts: []session.Part{{Type: session.PartToolResult, ToolCallID: fmt.Sprintf("c%d", i), Output: output}}}))
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, fmt.Sprintf("ok %d", i), sessiontest.Epoch)))
+			_, err := w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+			require.NoError(t, err)
+		}
+		require.NoError(t, w.Release(ctx))
+		if fork {
+			fw, err := st.Fork(ctx, "shared", 0, "forked", sessionstore.AcquireOptions{})
+			require.NoError(t, err)
+			require.NoError(t, fw.Release(ctx))
+		}
+		n := 0
+		faulty.Inject(vfs.Fault{Op: vfs.OpRead, Times: -1, Match: func(name string) bool {
+			if strings.Contains(name, hash) {
+				n++
+			}
+			return false // counts, never fires
+		}})
+		got := scanAll(t, st)
+		faulty.Clear()
+		return got, scanAll(t, historyOnly{st}), n
+	}
+	got1, want1, reads1 := reads(1, false)
+	require.Equal(t, placesOf(want1), placesOf(got1))
+	require.Len(t, got1, 1)
+	got, want, readsMany := reads(12, true)
+	require.Equal(t, placesOf(want), placesOf(got))
+	for _, id := range []session.SessionID{"shared", "forked"} {
+		var msgs []int
+		for _, f := range got {
+			if f.ID == id {
+				msgs = append(msgs, f.Message)
+			}
+		}
+		require.Len(t, msgs, 12, "%s: one finding per message that names the blob", id)
+	}
+	require.Positive(t, reads1)
+	require.LessOrEqual(t, readsMany, 2*reads1, "the blob's file: looked at once, read once per session to say where")
+	t.Logf("reads of the blob's file: %d for one message, %d for 12 and a fork", reads1, readsMany)
 }

@@ -165,6 +165,17 @@ func (r *Redactor) Find(s string) []Finding {
 	return out
 }
 
+// FindBytes is Find for a byte slice, without copying it: a Finding
+// holds offsets and a hash, nothing of b.
+func (r *Redactor) FindBytes(b []byte) []Finding {
+	if len(b) == 0 {
+		return nil
+	}
+	// The string shares b's memory only for the call, which keeps none
+	// of it (Bytes).
+	return r.Find(unsafe.String(&b[0], len(b))) //nolint:gosec // G103: read only, not kept (above)
+}
+
 // find appends the matches of ru in s around the keyword hits at (or in
 // the whole of s when always). A rule whose matches begin with a keyword
 // runs anchored at each hit, so that it fails at once where the keyword

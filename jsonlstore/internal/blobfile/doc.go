@@ -2,7 +2,8 @@
 // "log.jsonl", blobs): the names of blob files, the writer that puts a
 // holder's new blobs and makes them durable before the record that
 // references them, the check of references a record brings, the one rule
-// for which file is a blob and what reading one may cost, the cache that
+// for which file is a blob and what reading one may cost (the reads of a
+// reader that keeps no content, a Peeker's, included), the cache that
 // reads a session's blobs once for a load or a history, and the deferred
 // sync of a session being created.
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/retire"
 	"github.com/sessionstore/sessionstore/redact"
@@ -45,8 +46,10 @@ func Run(ctx context.Context, root *layout.Root, area *retire.Area, r *redact.Re
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				peek := blobfile.NewPeeker()
+				defer peek.Close()
 				for i := range next {
-					found, err := scanTarget(ctx, root, area, r, blobs, targets[i])
+					found, err := scanTarget(ctx, root, area, r, blobs, peek, targets[i])
 					results[i] <- result{found, err}
 				}
 			}()
@@ -85,13 +88,15 @@ func Run(ctx context.Context, root *layout.Root, area *retire.Area, r *redact.Re
 }
 
 // scanTarget scans one session, a retired one unpacked into memory.
-func scanTarget(ctx context.Context, root *layout.Root, area *retire.Area, r *redact.Redactor, blobs *verdicts, t Target) ([]sessionstore.SecretFinding, error) {
+func scanTarget(ctx context.Context, root *layout.Root, area *retire.Area, r *redact.Redactor, blobs *verdicts, peek *blobfile.Peeker, t Target) ([]sessionstore.SecretFinding, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	at := *root
 	var where func(archived bool) string
+	scope := ""
 	if t.Retired {
+		scope = "retired"
 		mem := vfs.NewSim()
 		if _, err := area.Unpack(t.ID, mem, layout.SessionDir(t.ID)); err != nil {
 			return nil, layout.OpErr("scan", t.ID, err)
@@ -106,7 +111,7 @@ func scanTarget(ctx context.Context, root *layout.Root, area *retire.Area, r *re
 			return sessionstore.WhereLog
 		}
 	}
-	s := newSessionScan(&at, t.ID, r, blobs, where)
+	s := newSessionScan(&at, t.ID, r, blobs, peek, scope, where)
 	if err := s.history(ctx); err != nil {
 		return nil, err
 	}
@@ -116,24 +121,33 @@ func scanTarget(ctx context.Context, root *layout.Root, area *retire.Area, r *re
 	return s.out, nil
 }
 
-// verdicts remembers, by hash, whether a blob or page holds a secret
-// (shared by the sessions a scan reads at once).
+// verdicts remembers, by file, whether a blob holds a secret (shared by
+// the sessions a scan reads at once).
 type verdicts struct {
 	mu sync.Mutex
-	m  map[string]bool
+	m  map[fileKey]bool
 }
 
-func newVerdicts() *verdicts { return &verdicts{m: map[string]bool{}} }
+// fileKey names a blob file: by its identity in the store's file system,
+// or, where a file has none or lives elsewhere (a retired session
+// unpacked into memory), by its session's scope and its hash.
+type fileKey struct {
+	ident vfs.Identity
+	scope string
+	hash  string
+}
 
-func (v *verdicts) get(hash string) (hit, ok bool) {
+func newVerdicts() *verdicts { return &verdicts{m: map[fileKey]bool{}} }
+
+func (v *verdicts) get(key fileKey) (hit, ok bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	hit, ok = v.m[hash]
+	hit, ok = v.m[key]
 	return hit, ok
 }
 
-func (v *verdicts) put(hash string, hit bool) {
+func (v *verdicts) put(key fileKey, hit bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.m[hash] = hit
+	v.m[key] = hit
 }

@@ -38,6 +38,17 @@ type sessionScan struct {
 	out    []sessionstore.SecretFinding
 	// dir is the session's blobs/, open (nil: read by path).
 	dir *blobfile.DirReader
+	// peek reads blobs into the worker's buffers; scope names the
+	// session's file system in the verdicts' keys ("" for the store's
+	// own: a file there is known by its identity).
+	peek  *blobfile.Peeker
+	scope string
+	// hits holds the verdicts of the blobs this session's references
+	// named (by hash: one file in one session), so that a blob named
+	// again costs no open; held, the content of those read whole to say
+	// where a secret is (readHeld).
+	hits map[string]bool
+	held map[string][]byte
 }
 
 type place struct {
@@ -46,9 +57,9 @@ type place struct {
 	rule, hash  string
 }
 
-func newSessionScan(root *layout.Root, id session.SessionID, r *redact.Redactor, blobs *verdicts, where func(bool) string) *sessionScan {
-	return &sessionScan{root: root, id: id, r: r, blobs: blobs, where: where,
-		seen: map[[32]byte]struct{}{}, places: map[place]bool{}}
+func newSessionScan(root *layout.Root, id session.SessionID, r *redact.Redactor, blobs *verdicts, peek *blobfile.Peeker, scope string, where func(bool) string) *sessionScan {
+	return &sessionScan{root: root, id: id, r: r, blobs: blobs, peek: peek, scope: scope, where: where,
+		seen: map[[32]byte]struct{}{}, places: map[place]bool{}, hits: map[string]bool{}, held: map[string][]byte{}}
 }
 
 var messagesKey = []byte(`"messages"`)
@@ -168,7 +179,7 @@ func splitHead(members []record.Member) (head, arr []byte) {
 // head scans a snapshot's members but its messages (title, last error,
 // pending approval).
 func (s *sessionScan) head(rev uint64, head []byte, where string) error {
-	if !s.first(head) || len(s.r.Find(string(head))) == 0 {
+	if !s.first(head) || len(s.r.FindBytes(head)) == 0 {
 		return nil
 	}
 	snap, err := sessnap.Unmarshal(head)
@@ -204,7 +215,7 @@ func (s *sessionScan) page(rev uint64, msg int, p record.PageRef, where string) 
 // and the content it keeps out of line, and, when a secret is there,
 // decodes it to say in which part and field.
 func (s *sessionScan) message(rev uint64, msg int, e []byte, where string) error {
-	hit := len(s.r.Find(string(e))) > 0
+	hit := len(s.r.FindBytes(e)) > 0
 	for _, ref := range refsIn(e) {
 		h, err := s.blobHit(ref)
 		if err != nil {
@@ -219,25 +230,39 @@ func (s *sessionScan) message(rev uint64, msg int, e []byte, where string) error
 	if err := json.Unmarshal(append(append([]byte{'['}, e...), ']'), &ms); err != nil || len(ms) != 1 {
 		return fmt.Errorf("message %d: %w", msg, errors.Join(err, errors.New("not one message")))
 	}
-	if err := ms.Resolve(s.read); err != nil {
+	if err := ms.Resolve(s.readHeld); err != nil {
 		return err
 	}
 	s.report(rev, msg, s.r.FindMessage(ms[0]), where)
 	return nil
 }
 
-// blobHit reports whether the content ref names holds a secret, reading
-// it once per scan.
+// blobHit reports whether the content ref names holds a secret, looking
+// at each blob file once per scan (however many revisions and sessions
+// name it: a fork's linked blobs are one file). The bytes are not checked
+// against the hash (package doc).
 func (s *sessionScan) blobHit(ref session.ContentRef) (bool, error) {
-	if hit, ok := s.blobs.get(ref.SHA256); ok {
+	if hit, ok := s.hits[ref.SHA256]; ok {
 		return hit, nil
 	}
-	content, err := s.read(ref)
+	var key fileKey
+	var hit, known bool
+	content, skipped, err := s.peek.Peek(s.root.FS, s.dir, s.id, ref, func(ident vfs.Identity) bool {
+		key = fileKey{ident: ident}
+		if s.scope != "" || ident == (vfs.Identity{}) {
+			key = fileKey{scope: s.scope + "/" + string(s.id), hash: ref.SHA256}
+		}
+		hit, known = s.blobs.get(key)
+		return known
+	})
 	if err != nil {
 		return false, err
 	}
-	hit := len(s.r.Find(string(content))) > 0
-	s.blobs.put(ref.SHA256, hit)
+	if !skipped {
+		hit = len(s.r.FindBytes(content)) > 0
+		s.blobs.put(key, hit)
+	}
+	s.hits[ref.SHA256] = hit
 	return hit, nil
 }
 
@@ -246,6 +271,19 @@ func (s *sessionScan) read(ref session.ContentRef) ([]byte, error) {
 	b, err := blobfile.ReadVia(s.root.FS, s.dir, s.id, ref)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: session %s: blob %s", sessionstore.ErrNotFound, s.id, ref.SHA256)
+	}
+	return b, err
+}
+
+// readHeld is read for the content of a message that holds a secret,
+// which other messages may name too: read once per session, and held.
+func (s *sessionScan) readHeld(ref session.ContentRef) ([]byte, error) {
+	if b, ok := s.held[ref.SHA256]; ok && int64(len(b)) == ref.Size {
+		return b, nil
+	}
+	b, err := s.read(ref)
+	if err == nil {
+		s.held[ref.SHA256] = b
 	}
 	return b, err
 }
@@ -299,13 +337,13 @@ func (s *sessionScan) forensics(retired bool) error {
 				}
 			}
 		}
-		add(s.r.Find(string(b)))
+		add(s.r.FindBytes(b))
 		for _, ref := range forensicRefs(b) {
 			content, err := s.read(ref)
 			if err != nil {
 				continue // evidence of damage: what it references may be gone
 			}
-			add(s.r.Find(string(content)))
+			add(s.r.FindBytes(content))
 		}
 	}
 	return nil
