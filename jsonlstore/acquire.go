@@ -44,8 +44,9 @@ type recovered struct {
 }
 
 // recoverLog analyses session id's log under the lease and removes an
-// uncommitted tail.
-func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (recovered, error) {
+// uncommitted tail. With content (Resume), the latest revision's blobs
+// are read while it decodes, and held with it.
+func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport, content bool) (recovered, error) {
 	var rc recovered
 	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
@@ -78,9 +79,7 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	}
 	rc.last, rc.full, rc.deltas = last.Clone(), full, deltas
 	if last.Kind != record.KindGap {
-		c := blobfile.NewPageCache(s.fs, id)
-		held, err := logfile.DecodeRecord(id, last, snap, c)
-		c.Close()
+		held, err := decodeHeld(s.fs, id, last, snap, content)
 		if err != nil {
 			return rc, err
 		}
@@ -145,7 +144,8 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *lo
 }
 
 // acquire takes the lease of an existing session and recovers it.
-func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (sessionstore.Writer, error) {
+// With content (Resume), recovery reads the latest revision's blobs too.
+func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try, content bool) (*writer, error) {
 	if err := s.checkSession(ctx, id); err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.openWriter(id, lease, marked)
+	w, err := s.openWriter(id, lease, marked, content)
 	if err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx))
 		return nil, err
@@ -197,13 +197,14 @@ func (s *Store) leaseErr(ctx context.Context, id session.SessionID, err error) e
 }
 
 // openWriter recovers the log under lease and opens it for appending;
-// marked says whether takeLease made the lease's catalog mark.
-func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool) (*writer, error) {
+// marked says whether takeLease made the lease's catalog mark; content
+// is recoverLog's.
+func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked, content bool) (*writer, error) {
 	report := sessionstore.RecoveryReport{Generation: lease.Generation(), Previous: previousStatus(lease)}
 	if err := s.checkWritable(id); err != nil {
 		return nil, err
 	}
-	rc, err := s.recoverLog(id, &report)
+	rc, err := s.recoverLog(id, &report, content)
 	if err != nil {
 		return nil, err
 	}
@@ -239,12 +240,21 @@ func (s *Store) sweepSession(id session.SessionID) []string { return logfile.Swe
 
 // Acquire implements sessionstore.Store.
 func (s *Store) Acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	return s.acquire(ctx, id, opts, false)
+	return writerOrNil(s.acquire(ctx, id, opts, false, false))
 }
 
 // TryAcquire implements sessionstore.Store.
 func (s *Store) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	return s.acquire(ctx, id, opts, true)
+	return writerOrNil(s.acquire(ctx, id, opts, true, false))
+}
+
+// writerOrNil returns w as a sessionstore.Writer, nil (not a nil
+// *writer) on error.
+func writerOrNil(w *writer, err error) (sessionstore.Writer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // checkWritable runs under a freshly taken lease, before anything is

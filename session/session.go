@@ -603,6 +603,19 @@ func (s *Session) RestoreLabels(owner *Principal) error {
 	return nil
 }
 
+// ReserveMessages makes room for n more messages, so that appending them
+// (sessnap's Restore appends a stored conversation) grows the
+// conversation and its index of IDs once.
+func (s *Session) ReserveMessages(n int) {
+	if n <= 0 {
+		return
+	}
+	s.conversation = slices.Grow(s.conversation, n)
+	if s.messageIDs == nil {
+		s.messageIDs = make(map[string]struct{}, n)
+	}
+}
+
 // MarkRestored records that s was rebuilt from a stored revision
 // (sessnap's Restore calls it last): earlier revisions may have held more
 // messages than its conversation (a rewind, a fork cut at a message), and

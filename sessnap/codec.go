@@ -59,6 +59,16 @@ func Unmarshal(data []byte) (Snapshot, error) {
 	if !utf8.Valid(data) {
 		return snap, fmt.Errorf("%w: not valid UTF-8", ErrMalformed)
 	}
+	if fast, ok := unmarshalFast(data); ok {
+		return checkFormat(fast)
+	}
+	return unmarshalJSON(data)
+}
+
+// unmarshalJSON is Unmarshal through encoding/json alone, for what the
+// fast decoder declines (fastdecode.go).
+func unmarshalJSON(data []byte) (Snapshot, error) {
+	var snap Snapshot
 	// The messages decoded in the same pass as the rest (not through
 	// Messages.UnmarshalJSON, whose own json.Unmarshal would validate
 	// and scan them again): the outer field shadows the embedded one.
@@ -76,6 +86,11 @@ func Unmarshal(data []byte) (Snapshot, error) {
 			snap.Messages[i] = m.message()
 		}
 	}
+	return checkFormat(snap)
+}
+
+// checkFormat refuses a snapshot of an unknown format.
+func checkFormat(snap Snapshot) (Snapshot, error) {
 	if snap.Format != "" && snap.Format != Format {
 		return Snapshot{}, fmt.Errorf("%w: %q", ErrUnsupportedFormat, snap.Format)
 	}

@@ -140,20 +140,23 @@ func (ms Messages) Resolve(fetch func(ref session.ContentRef) ([]byte, error)) e
 // them). Data is always copied: the caller may change its bytes.
 func (ms Messages) ResolveWith(fetch func(ref session.ContentRef) ([]byte, error), text func([]byte) string) error {
 	for i := range ms {
-		if err := resolveParts(ms[i].Parts, fetch, text, "$.messages["+strconv.Itoa(i)+"]"); err != nil {
+		path := func() string { return "$.messages[" + strconv.Itoa(i) + "]" }
+		if err := resolveParts(ms[i].Parts, fetch, text, path); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]byte, error), text func([]byte) string, path string) error {
+// resolveParts resolves parts; path names them in an error (built only
+// for one).
+func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]byte, error), text func([]byte) string, path func() string) error {
 	for j := range parts {
 		p := &parts[j]
 		if r := p.Ref; r != nil {
 			b, err := fetch(*r)
 			if err != nil {
-				return fmt.Errorf("%s.parts[%d]: %w", path, j, err)
+				return fmt.Errorf("%s.parts[%d]: %w", path(), j, err)
 			}
 			switch r.Field {
 			case session.ContentText:
@@ -165,11 +168,15 @@ func resolveParts(parts []session.Part, fetch func(ref session.ContentRef) ([]by
 			case session.ContentData:
 				p.Data = slices.Clone(b) // the caller's own bytes: fetch may share b
 			default:
-				return fmt.Errorf("%w: %s.parts[%d]: content reference to field %q", ErrMalformed, path, j, r.Field)
+				return fmt.Errorf("%w: %s.parts[%d]: content reference to field %q", ErrMalformed, path(), j, r.Field)
 			}
 			p.Ref = nil
 		}
-		if err := resolveParts(p.Content, fetch, text, fmt.Sprintf("%s.parts[%d].content", path, j)); err != nil {
+		if p.Content == nil {
+			continue
+		}
+		inner := func() string { return fmt.Sprintf("%s.parts[%d].content", path(), j) }
+		if err := resolveParts(p.Content, fetch, text, inner); err != nil {
 			return err
 		}
 	}

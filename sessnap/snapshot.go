@@ -396,6 +396,7 @@ func (snap Snapshot) Restore() (*session.Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	s.ReserveMessages(len(snap.Messages))
 	for i, m := range snap.Messages {
 		if err := s.AppendMessage(m); err != nil {
 			return nil, fmt.Errorf("%w: session %s: message %d: %w", ErrInvalid, snap.ID, i, err)

@@ -1,0 +1,11 @@
+package sessnap
+
+// The fast decoder and encoding/json's, for the tests that hold them to
+// each other (fastdecode_test.go).
+var (
+	UnmarshalFast = unmarshalFast
+	UnmarshalJSON = unmarshalJSON
+	CheckFormat   = checkFormat
+)
+
+const ParallelMessageBytes = parallelMessageBytes
