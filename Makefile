@@ -27,7 +27,7 @@ vet:
 	GOOS=darwin $(GO) vet $(PKGS)
 
 test-race:
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -timeout 60m $(PKGS)
 
 ## test-python: the Python client's tests (clients/python, standard library
 ## only) against a `sessions serve` built from this tree; python3 is required
