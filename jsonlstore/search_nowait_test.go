@@ -166,12 +166,12 @@ func writerLockChild() error {
 		return err
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil { //nolint:gosec // G115: a descriptor fits an int
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return err
 	}
 	fmt.Println("locked")
-	_, _ = io.Copy(io.Discard, os.Stdin)                          // until the parent closes stdin
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil { //nolint:gosec // G115: a descriptor fits an int
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
 		return err
 	}
 	fmt.Println("released")

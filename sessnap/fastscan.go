@@ -90,14 +90,14 @@ func (s *scanner) str() (raw []byte, escaped bool, ok bool) {
 	return nil, false, false
 }
 
-func unhex(c byte) int {
+func unhex(c byte) rune {
 	switch {
 	case '0' <= c && c <= '9':
-		return int(c - '0')
+		return rune(c - '0')
 	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
+		return rune(c-'a') + 10
 	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
+		return rune(c-'A') + 10
 	}
 	return -1
 }
@@ -126,7 +126,7 @@ func unescape(dst, raw []byte) ([]byte, bool) {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			r := rune(unhex(raw[k+2])<<12 | unhex(raw[k+3])<<8 | unhex(raw[k+4])<<4 | unhex(raw[k+5]))
+			r := unhex(raw[k+2])<<12 | unhex(raw[k+3])<<8 | unhex(raw[k+4])<<4 | unhex(raw[k+5])
 			if 0xD800 <= r && r < 0xE000 {
 				return nil, false
 			}
@@ -242,24 +242,24 @@ func (s *scanner) value(depth int) ([]byte, bool) {
 	c := s.peek()
 	start := s.i
 	var ok bool
-	switch {
-	case c == '"':
+	switch c {
+	case '"':
 		_, _, ok = s.str()
-	case c == '{':
+	case '{':
 		ok = s.object(func(_ []byte, _ bool) bool {
 			_, ok := s.value(depth + 1)
 			return ok
 		})
-	case c == '[':
+	case '[':
 		ok = s.array(func() bool {
 			_, ok := s.value(depth + 1)
 			return ok
 		})
-	case c == 't':
+	case 't':
 		ok = s.literal("true")
-	case c == 'f':
+	case 'f':
 		ok = s.literal("false")
-	case c == 'n':
+	case 'n':
 		ok = s.literal("null")
 	default:
 		ok = s.number()
