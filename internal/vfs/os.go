@@ -75,12 +75,9 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	}
 	// The entry checked may have been swapped between the check and the
 	// open: make sure we opened what we checked.
-	if before != nil {
-		after, err := f.Stat()
-		if err != nil || IdentityOf(after) != IdentityOf(before) {
-			_ = f.Close()
-			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
-		}
+	if before != nil && IdentityOf(fi) != IdentityOf(before) {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
 	}
 	if flag&os.O_CREATE != 0 {
 		if err := o.inheritOwner(f, name); err != nil {

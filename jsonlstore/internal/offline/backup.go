@@ -226,8 +226,11 @@ func CheckBackupDest(osRoot *os.Root, dir, dest string) error {
 // log later does not affect it), its last record, and the archive segments
 // that hold the revisions below the log's first.
 type backupSource struct {
-	s        *Store
-	id       session.SessionID
+	s  *Store
+	id session.SessionID
+	// fs is the source's file system with the session's directory opened
+	// once (vfs.Within): every file of the session is read relative to it.
+	fs       vfs.SubFS
 	v        *logfile.View
 	last     *record.Rec
 	segs     []archive.Segment
@@ -237,23 +240,28 @@ type backupSource struct {
 // openBackupSource opens what a backup of session id reads. Its errors are
 // about the source session alone.
 func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err error) {
-	if err := s.root.Exists(id); err != nil {
-		return nil, err
-	}
-	v, err := logfile.Open(s.root.FS, id, s.root.MaxRecordBytes)
+	dir, err := vfs.Within(s.root.FS, layout.SessionDir(id), layout.SessionDir(id))
 	if err != nil {
+		if xerr := s.root.Exists(id); xerr != nil {
+			return nil, xerr // gone, a symlink, not a directory
+		}
+		return nil, layout.OpErr("backup", id, err)
+	}
+	v, err := logfile.Open(dir, id, s.root.MaxRecordBytes)
+	if err != nil {
+		_ = dir.Close() // read-only
 		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
 			return nil, lerr
 		}
 		return nil, layout.OpErr("backup", id, err)
 	}
-	src := &backupSource{s: s, id: id, v: v}
+	src := &backupSource{s: s, id: id, fs: dir, v: v}
 	defer func() {
 		if err != nil {
 			src.close()
 		}
 	}()
-	if src.last, _, err = logfile.Latest(s.root.FS, id, v); err != nil {
+	if src.last, _, err = logfile.Latest(dir, id, v); err != nil {
 		return nil, err
 	}
 	first, ok := logfile.FirstRev(v)
@@ -261,7 +269,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		return nil, &sessionstore.CorruptionError{ID: id, Path: v.Name, Err: errors.New("the log's first record is unreadable")}
 	}
 	if first > 1 {
-		m, err := archive.ReadManifest(s.root.FS, id)
+		m, err := archive.ReadManifest(dir, id)
 		if err != nil {
 			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
@@ -270,7 +278,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		}
 	}
 	for _, seg := range src.segs {
-		f, err := s.root.FS.OpenFile(archive.Dir(id)+"/"+seg.File, layout.RDONLY, 0)
+		f, err := dir.OpenFile(archive.Dir(id)+"/"+seg.File, layout.RDONLY, 0)
 		if err != nil {
 			return nil, archive.Corruption(id, seg.File, seg.First, err)
 		}
@@ -280,10 +288,11 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 }
 
 func (src *backupSource) close() {
-	_ = src.v.Close() // read-only, as the segments below
+	_ = src.v.Close() // read-only, as the segments and the directory below
 	for _, f := range src.segFiles {
 		_ = f.Close()
 	}
+	_ = src.fs.Close()
 }
 
 // copyInto copies the session into dst on its own: staged in a
@@ -389,7 +398,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 	// a reader of the copy needs (a writer records it before its first
 	// record there, and only ever raises it: what is there now covers the
 	// records copied).
-	if f, err := src.s.root.FS.OpenFile(layout.SessionDir(id)+"/"+layout.SettingsFile, layout.RDONLY, 0); err == nil {
+	if f, err := src.fs.OpenFile(layout.SessionDir(id)+"/"+layout.SettingsFile, layout.RDONLY, 0); err == nil {
 		n, err := write(top, "", layout.SettingsFile, f)
 		_ = f.Close() // read-only
 		if err != nil {
@@ -426,14 +435,14 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 	// synced before it got it); those the copied records reference were
 	// there before the log was opened. Unpublished, they are written
 	// under their own names.
-	names, err := blobfile.Names(src.s.root.FS, src.id)
+	names, err := blobfile.Names(src.fs, src.id)
 	if err != nil {
 		return nil, sb, err
 	}
 	if len(names) > 0 {
 		err := mkdir(layout.BlobDir, func(d vfs.NewDir) error {
 			for _, name := range names {
-				f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+				f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -461,7 +470,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 // it got it, and those the copied records reference were there before
 // the log was opened.
 func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool, sb *maintenance.SessionBackup) error {
-	names, err := blobfile.Names(src.s.root.FS, src.id)
+	names, err := blobfile.Names(src.fs, src.id)
 	if err != nil {
 		return err
 	}
@@ -476,7 +485,7 @@ func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool,
 		return err
 	}
 	for _, name := range names {
-		f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+		f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -286,48 +285,39 @@ func (b *batch) abort() {
 
 // stagedView is s as seen with st's temporary directory under the
 // session's name, read-only: the staged copy is checked as the session
-// it becomes.
-func (s *Store) stagedView(st *staged) *Store {
+// it becomes, through its directory opened once (vfs.Within). Close
+// closes the directory.
+func (s *Store) stagedView(st *staged) (_ *Store, closeView func(), err error) {
+	dir, err := vfs.Within(s.root.FS, st.tmp, string(st.id))
+	if err != nil {
+		return nil, nil, layout.OpErr("backup", st.id, err)
+	}
 	root := *s.root
-	root.FS = stagedFS{FS: s.root.FS, id: string(st.id), tmp: st.tmp}
-	return &Store{root: &root, host: s.host}
+	root.FS = stagedFS{FS: dir}
+	return &Store{root: &root, host: s.host}, func() { _ = dir.Close() }, nil // read-only
 }
 
-// stagedFS shows directory tmp of FS under the name id, and refuses
-// every change.
+// stagedFS refuses every change of FS.
 type stagedFS struct {
 	vfs.FS
-	id, tmp string
 }
 
 var errStagedReadOnly = errors.New("a staged copy is read-only")
-
-func (f stagedFS) name(n string) string {
-	if n == f.id {
-		return f.tmp
-	}
-	if rest, ok := strings.CutPrefix(n, f.id+"/"); ok {
-		return f.tmp + "/" + rest
-	}
-	return n
-}
 
 func (f stagedFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: errStagedReadOnly}
 	}
-	return f.FS.OpenFile(f.name(name), flag, perm)
+	return f.FS.OpenFile(name, flag, perm)
 }
-func (f stagedFS) Lstat(name string) (fs.FileInfo, error)     { return f.FS.Lstat(f.name(name)) }
-func (f stagedFS) ReadDir(name string) ([]fs.DirEntry, error) { return f.FS.ReadDir(f.name(name)) }
-func (f stagedFS) Mkdir(name string, _ fs.FileMode) error     { return f.refuse(name) }
-func (f stagedFS) Rename(o, _ string) error                   { return f.refuse(o) }
-func (f stagedFS) RenameNoReplace(o, _ string) error          { return f.refuse(o) }
-func (f stagedFS) Link(o, _ string) error                     { return f.refuse(o) }
-func (f stagedFS) Remove(name string) error                   { return f.refuse(name) }
-func (f stagedFS) RemoveAll(name string) error                { return f.refuse(name) }
-func (f stagedFS) SyncDir(name string) error                  { return f.refuse(name) }
-func (f stagedFS) SyncAll([]string) error                     { return f.refuse(".") }
+func (f stagedFS) Mkdir(name string, _ fs.FileMode) error { return f.refuse(name) }
+func (f stagedFS) Rename(o, _ string) error               { return f.refuse(o) }
+func (f stagedFS) RenameNoReplace(o, _ string) error      { return f.refuse(o) }
+func (f stagedFS) Link(o, _ string) error                 { return f.refuse(o) }
+func (f stagedFS) Remove(name string) error               { return f.refuse(name) }
+func (f stagedFS) RemoveAll(name string) error            { return f.refuse(name) }
+func (f stagedFS) SyncDir(name string) error              { return f.refuse(name) }
+func (f stagedFS) SyncAll([]string) error                 { return f.refuse(".") }
 func (f stagedFS) refuse(name string) error {
 	return &fs.PathError{Op: "write", Path: name, Err: errStagedReadOnly}
 }

@@ -50,7 +50,11 @@ import (
 // all a damaged session still holds. Only a copy that differs from what
 // was read is refused.
 func (s *Store) checkStaged(ctx context.Context, st *staged) (sessionstore.SessionVerifyReport, error) {
-	view := s.stagedView(st)
+	view, closeView, err := s.stagedView(st)
+	if err != nil {
+		return sessionstore.SessionVerifyReport{ID: st.id}, err
+	}
+	defer closeView()
 	sr, err := view.checkStagedCopy(ctx, st)
 	if err == nil && !sr.OK() {
 		st.faithful = view.checkWritten(st.id, st, func(string) bool { return false }) == nil
