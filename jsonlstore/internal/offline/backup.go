@@ -110,7 +110,7 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 		return nil
 	}, nil)
 	if err == nil {
-		err = b.flush()
+		err = b.finish()
 	}
 	copied = append(copied, b.copied...)
 	if err == nil {
