@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -368,7 +369,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 			return 0, err
 		}
 		h := crc32.New(record.Castagnoli)
-		n, err := io.Copy(layout.WriterOnly{Writer: f}, io.TeeReader(r, h))
+		n, err := copyThrough(f, io.TeeReader(r, h))
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -519,7 +520,7 @@ func copyFile(fsys vfs.FS, name string, r io.Reader) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(layout.WriterOnly{Writer: f}, r)
+	n, err := copyThrough(f, r)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -527,4 +528,18 @@ func copyFile(fsys vfs.FS, name string, r io.Reader) (int64, error) {
 		err = cerr
 	}
 	return n, err
+}
+
+// copyBufs are the buffers files are copied through (copyThrough):
+// io.Copy's size, reused, where io.Copy allocates one for each file.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyThrough copies r into w through a buffer of copyBufs and returns
+// the bytes copied. It reads with Read and writes with Write alone (never
+// a file's ReadFrom or WriteTo), so that what r passes through, a hash
+// taking the bytes as they are copied, sees every byte.
+func copyThrough(w io.Writer, r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	return io.CopyBuffer(layout.WriterOnly{Writer: w}, struct{ io.Reader }{r}, *bp)
 }

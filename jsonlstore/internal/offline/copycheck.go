@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"strings"
 
 	"github.com/sessionstore/sessionstore"
@@ -210,7 +209,7 @@ func (s *Store) checkWritten(id session.SessionID, st *staged, done func(name st
 			return layout.OpErr("backup", id, err)
 		}
 		h := crc32.New(record.Castagnoli)
-		n, err := io.Copy(h, f)
+		n, err := copyThrough(h, f)
 		_ = f.Close() // read-only
 		if err != nil {
 			return layout.OpErr("backup", id, err)
