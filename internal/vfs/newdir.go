@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"strings"
@@ -108,7 +109,7 @@ func (d *fdDir) Create(name string, perm fs.FileMode) (File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "create", Path: d.name + "/" + name, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), d.name+"/"+name) //nolint:gosec // G115: a descriptor openat just returned
+	f := os.NewFile(uintptr(fd), d.name+"/"+name)
 	if d.info != nil {
 		if err := owner.Inherit(f, d.info); err != nil {
 			_ = f.Close() // the error is what matters; the caller removes what it made
@@ -129,7 +130,7 @@ func (d *fdDir) Mkdir(name string, perm fs.FileMode) (NewDir, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: d.name + "/" + name, Err: err}
 	}
-	sub := os.NewFile(uintptr(fd), d.name+"/"+name) //nolint:gosec // G115: a descriptor openat just returned
+	sub := os.NewFile(uintptr(fd), d.name+"/"+name)
 	if d.info != nil {
 		if err := owner.Inherit(sub, d.info); err != nil {
 			_ = sub.Close() // read-only
@@ -151,7 +152,7 @@ func openat(dirfd int, name string, flags int, perm uint32) (fd int, err error) 
 
 func ignoringEINTR(fn func() error) error {
 	for {
-		if err := fn(); err != syscall.EINTR {
+		if err := fn(); !errors.Is(err, syscall.EINTR) {
 			return err
 		}
 	}

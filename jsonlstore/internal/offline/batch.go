@@ -320,10 +320,7 @@ func (b *batch) refuse(st *staged) {
 // removes what is staged.
 func (b *batch) abort() {
 	b.wg.Wait()
-	if b.published != nil {
-		<-b.published // publish removes what it did not publish
-		b.publishing, b.published = nil, nil
-	}
+	_ = b.wait() // the backup failed already; publish removes what it did not publish
 	for _, j := range b.jobs {
 		if j.st != nil {
 			_ = b.dst.root.FS.RemoveAll(j.st.tmp)

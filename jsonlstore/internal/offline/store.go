@@ -58,15 +58,6 @@ func New(root *layout.Root, host Host) *Store {
 	return &Store{root: root, host: host}
 }
 
-// read runs fn on fresh views of session id's log (logfile.Read), once
-// the store is open, ctx is not done and id is valid.
-func (s *Store) read(ctx context.Context, id session.SessionID, fn func(v *logfile.View) error) error {
-	if err := s.host.Check(ctx, id); err != nil {
-		return err
-	}
-	return logfile.Read(ctx, s.root, id, fn)
-}
-
 // VerifySession is Verify's check of session id (package verify).
 func (s *Store) VerifySession(ctx context.Context, id session.SessionID, deep bool) (sessionstore.SessionVerifyReport, error) {
 	return verify.New(s.root, s.host.Check).Session(ctx, id, deep)
