@@ -85,5 +85,5 @@ func (o *osFS) openDir(name string) (*os.File, error) {
 	if !fi.IsDir() {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOTDIR}
 	}
-	return o.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	return o.root.OpenFile(name, dirFlags, 0)
 }

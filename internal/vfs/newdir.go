@@ -34,18 +34,18 @@ type NewDir interface {
 // MakeDir makes directory name of fsys with perm (Mkdir's rules) and
 // returns it as a NewDir.
 func MakeDir(fsys FS, name string, perm fs.FileMode) (NewDir, error) {
-	if err := fsys.Mkdir(name, perm); err != nil {
-		return nil, err
-	}
 	o, ok := fsys.(*osFS)
 	if !ok {
+		if err := fsys.Mkdir(name, perm); err != nil {
+			return nil, err
+		}
 		return pathDir{fs: fsys, dir: name}, nil
 	}
-	d, err := o.openDir(name)
-	var nd NewDir
-	if err == nil {
-		nd, err = newFdDir(d, name)
+	d, err := o.mkdirOpen(name, perm)
+	if err != nil {
+		return nil, err
 	}
+	nd, err := newFdDir(d, name)
 	if err != nil {
 		_ = fsys.Remove(name) // made just now, empty
 		return nil, err

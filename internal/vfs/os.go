@@ -75,12 +75,9 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	}
 	// The entry checked may have been swapped between the check and the
 	// open: make sure we opened what we checked.
-	if before != nil {
-		after, err := f.Stat()
-		if err != nil || IdentityOf(after) != IdentityOf(before) {
-			_ = f.Close()
-			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
-		}
+	if before != nil && IdentityOf(fi) != IdentityOf(before) {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
 	}
 	if flag&os.O_CREATE != 0 {
 		if err := o.inheritOwner(f, name); err != nil {
@@ -107,24 +104,52 @@ func (o *osFS) inheritOwner(f *os.File, name string) error {
 }
 
 func (o *osFS) Mkdir(name string, perm fs.FileMode) error {
-	if _, err := o.checkPath(parent(name)); err != nil {
-		return err
-	}
-	if err := o.root.Mkdir(name, perm); err != nil {
-		return err
-	}
 	if !owner.Active() {
-		return nil
+		if _, err := o.checkPath(parent(name)); err != nil {
+			return err
+		}
+		return o.root.Mkdir(name, perm)
 	}
-	d, err := o.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	d, err := o.mkdirOpen(name, perm)
 	if err != nil {
 		return err
 	}
-	err = o.inheritOwner(d, name)
-	if cerr := d.Close(); err == nil {
-		err = cerr
+	return d.Close() // read-only
+}
+
+// mkdirOpen makes directory name and returns it open for the *at system
+// calls, given to its parent's owner when this process runs as root
+// (inheritOwner). On an error it leaves nothing it made.
+func (o *osFS) mkdirOpen(name string, perm fs.FileMode) (*os.File, error) {
+	if _, err := o.checkPath(parent(name)); err != nil {
+		return nil, err
 	}
-	return err
+	if err := o.root.Mkdir(name, perm); err != nil {
+		return nil, err
+	}
+	d, err := o.root.OpenFile(name, dirFlags, 0)
+	if err == nil {
+		if err = o.inheritOwner(d, name); err != nil {
+			_ = d.Close() // read-only
+		}
+	}
+	if err != nil {
+		_ = o.root.Remove(name) // made just now, empty
+		return nil, err
+	}
+	return d, nil
+}
+
+// dirFlags opens a directory for the *at system calls, never through a
+// symlink. O_NONBLOCK, which means nothing for a directory, spares the
+// runtime's switching the descriptor to non-blocking and back (four
+// fcntl calls) on each open.
+const dirFlags = os.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// openRead opens name for reading (a directory to sync or list, whose
+// path checkPath checked) with O_NONBLOCK (dirFlags).
+func (o *osFS) openRead(name string) (*os.File, error) {
+	return o.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // The operations below act on the final component itself (never through
@@ -205,7 +230,7 @@ func (o *osFS) readDirNames(name string) ([]string, error) {
 	if _, err := o.checkPath(name); err != nil {
 		return nil, err
 	}
-	d, err := o.root.Open(name)
+	d, err := o.openRead(name)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +245,7 @@ func (o *osFS) SyncDir(name string) error {
 	if _, err := o.checkPath(name); err != nil {
 		return err
 	}
-	d, err := o.root.Open(name)
+	d, err := o.openRead(name)
 	if err != nil {
 		return err
 	}
@@ -235,7 +260,7 @@ func (o *osFS) SyncDir(name string) error {
 // opened now: syncfs reports a write-back error that no one has reported
 // yet, also one from before the descriptor was opened.
 func (o *osFS) SyncAll(names []string) error {
-	if d, err := o.root.Open("."); err == nil {
+	if d, err := o.openRead("."); err == nil {
 		err = syncFS(d)
 		if cerr := d.Close(); err == nil {
 			err = cerr
@@ -285,7 +310,7 @@ func (o *osFS) RenameNoReplace(oldname, newname string) error {
 	if err := o.checkParent(oldname); err != nil {
 		return err
 	}
-	dir, err := o.root.Open(parent(oldname))
+	dir, err := o.openRead(parent(oldname))
 	if err != nil {
 		return err
 	}

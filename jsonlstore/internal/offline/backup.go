@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -110,7 +111,7 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 		return nil
 	}, nil)
 	if err == nil {
-		err = b.flush()
+		err = b.finish()
 	}
 	copied = append(copied, b.copied...)
 	if err == nil {
@@ -226,8 +227,11 @@ func CheckBackupDest(osRoot *os.Root, dir, dest string) error {
 // log later does not affect it), its last record, and the archive segments
 // that hold the revisions below the log's first.
 type backupSource struct {
-	s        *Store
-	id       session.SessionID
+	s  *Store
+	id session.SessionID
+	// fs is the source's file system with the session's directory opened
+	// once (vfs.Within): every file of the session is read relative to it.
+	fs       vfs.SubFS
 	v        *logfile.View
 	last     *record.Rec
 	segs     []archive.Segment
@@ -237,23 +241,28 @@ type backupSource struct {
 // openBackupSource opens what a backup of session id reads. Its errors are
 // about the source session alone.
 func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err error) {
-	if err := s.root.Exists(id); err != nil {
-		return nil, err
-	}
-	v, err := logfile.Open(s.root.FS, id, s.root.MaxRecordBytes)
+	dir, err := vfs.Within(s.root.FS, layout.SessionDir(id), layout.SessionDir(id))
 	if err != nil {
+		if xerr := s.root.Exists(id); xerr != nil {
+			return nil, xerr // gone, a symlink, not a directory
+		}
+		return nil, layout.OpErr("backup", id, err)
+	}
+	v, err := logfile.Open(dir, id, s.root.MaxRecordBytes)
+	if err != nil {
+		_ = dir.Close() // read-only
 		if lerr := logfile.LogErr(s.root, id, err); lerr != nil {
 			return nil, lerr
 		}
 		return nil, layout.OpErr("backup", id, err)
 	}
-	src := &backupSource{s: s, id: id, v: v}
+	src := &backupSource{s: s, id: id, fs: dir, v: v}
 	defer func() {
 		if err != nil {
 			src.close()
 		}
 	}()
-	if src.last, _, err = logfile.Latest(s.root.FS, id, v); err != nil {
+	if src.last, _, err = logfile.Latest(dir, id, v); err != nil {
 		return nil, err
 	}
 	first, ok := logfile.FirstRev(v)
@@ -261,7 +270,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		return nil, &sessionstore.CorruptionError{ID: id, Path: v.Name, Err: errors.New("the log's first record is unreadable")}
 	}
 	if first > 1 {
-		m, err := archive.ReadManifest(s.root.FS, id)
+		m, err := archive.ReadManifest(dir, id)
 		if err != nil {
 			return nil, archive.Corruption(id, archive.ManifestFile, 0, err)
 		}
@@ -270,7 +279,7 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 		}
 	}
 	for _, seg := range src.segs {
-		f, err := s.root.FS.OpenFile(archive.Dir(id)+"/"+seg.File, layout.RDONLY, 0)
+		f, err := dir.OpenFile(archive.Dir(id)+"/"+seg.File, layout.RDONLY, 0)
 		if err != nil {
 			return nil, archive.Corruption(id, seg.File, seg.First, err)
 		}
@@ -280,10 +289,11 @@ func (s *Store) openBackupSource(id session.SessionID) (_ *backupSource, err err
 }
 
 func (src *backupSource) close() {
-	_ = src.v.Close() // read-only, as the segments below
+	_ = src.v.Close() // read-only, as the segments and the directory below
 	for _, f := range src.segFiles {
 		_ = f.Close()
 	}
+	_ = src.fs.Close()
 }
 
 // copyInto copies the session into dst on its own: staged in a
@@ -359,7 +369,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 			return 0, err
 		}
 		h := crc32.New(record.Castagnoli)
-		n, err := io.Copy(layout.WriterOnly{Writer: f}, io.TeeReader(r, h))
+		n, err := copyThrough(f, io.TeeReader(r, h))
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -389,7 +399,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 	// a reader of the copy needs (a writer records it before its first
 	// record there, and only ever raises it: what is there now covers the
 	// records copied).
-	if f, err := src.s.root.FS.OpenFile(layout.SessionDir(id)+"/"+layout.SettingsFile, layout.RDONLY, 0); err == nil {
+	if f, err := src.fs.OpenFile(layout.SessionDir(id)+"/"+layout.SettingsFile, layout.RDONLY, 0); err == nil {
 		n, err := write(top, "", layout.SettingsFile, f)
 		_ = f.Close() // read-only
 		if err != nil {
@@ -426,14 +436,14 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 	// synced before it got it); those the copied records reference were
 	// there before the log was opened. Unpublished, they are written
 	// under their own names.
-	names, err := blobfile.Names(src.s.root.FS, src.id)
+	names, err := blobfile.Names(src.fs, src.id)
 	if err != nil {
 		return nil, sb, err
 	}
 	if len(names) > 0 {
 		err := mkdir(layout.BlobDir, func(d vfs.NewDir) error {
 			for _, name := range names {
-				f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+				f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -461,7 +471,7 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 // it got it, and those the copied records reference were there before
 // the log was opened.
 func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool, sb *maintenance.SessionBackup) error {
-	names, err := blobfile.Names(src.s.root.FS, src.id)
+	names, err := blobfile.Names(src.fs, src.id)
 	if err != nil {
 		return err
 	}
@@ -476,7 +486,7 @@ func (src *backupSource) copyBlobs(dst vfs.FS, dir string, have map[string]bool,
 		return err
 	}
 	for _, name := range names {
-		f, err := src.s.root.FS.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+		f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -510,7 +520,7 @@ func copyFile(fsys vfs.FS, name string, r io.Reader) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(layout.WriterOnly{Writer: f}, r)
+	n, err := copyThrough(f, r)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -518,4 +528,18 @@ func copyFile(fsys vfs.FS, name string, r io.Reader) (int64, error) {
 		err = cerr
 	}
 	return n, err
+}
+
+// copyBufs are the buffers files are copied through (copyThrough):
+// io.Copy's size, reused, where io.Copy allocates one for each file.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyThrough copies r into w through a buffer of copyBufs and returns
+// the bytes copied. It reads with Read and writes with Write alone (never
+// a file's ReadFrom or WriteTo), so that what r passes through, a hash
+// taking the bytes as they are copied, sees every byte.
+func copyThrough(w io.Writer, r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	return io.CopyBuffer(layout.WriterOnly{Writer: w}, struct{ io.Reader }{r}, *bp)
 }

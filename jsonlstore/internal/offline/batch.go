@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -30,7 +29,11 @@ import (
 // then the copies that do not check are removed and reported, the rest of
 // the batch is made durable at once (vfs.FS.SyncAll: one syncfs on
 // Linux), each session published by its rename, and the root synced
-// once. Nothing is published before it is durable and checked; a crash
+// once — on a goroutine of its own while the next batch is copied, so
+// that the flush overlaps the copying (a batch is published only after
+// the one before it is, and an error publishing one stops the backup at
+// the next batch's end). Nothing is published before it is durable and
+// checked; a crash
 // before a session's rename leaves only a temporary directory, which is
 // never taken for a session and is swept as any leftover is.
 
@@ -88,19 +91,22 @@ func (st *staged) publish(dst vfs.FS) error {
 
 // batch is the staged sessions of a full backup into dst.
 type batch struct {
-	ctx    context.Context
-	dst    *Store
-	rep    *maintenance.BackupReport
-	jobs   []*stageJob // this batch's sessions, in order, being staged
-	staged []*staged
-	bytes  atomic.Int64  // copied into jobs' staged sessions
-	slots  chan struct{} // one per staging goroutine
-	wg     sync.WaitGroup
+	ctx   context.Context
+	dst   *Store
+	rep   *maintenance.BackupReport
+	jobs  []*stageJob   // this batch's sessions, in order, being staged
+	bytes atomic.Int64  // copied into jobs' staged sessions
+	slots chan struct{} // one per staging goroutine
+	wg    sync.WaitGroup
 	// stop is the first error a job met that stops the backup.
 	mu   sync.Mutex
 	stop error
 	// copied is the sessions published.
 	copied []session.SessionID
+	// The batch before, being published (publish), and where its
+	// publishing reports (nil when none is).
+	publishing []*staged
+	published  chan error
 }
 
 // stageJob is one new session of a full backup, staged on a goroutine of
@@ -172,16 +178,20 @@ func (b *batch) report(j *stageJob) {
 	}
 }
 
-// flush makes the batch durable, then publishes each session and syncs
-// the root, and adds what verifying them found to the report. On an
-// error nothing more is published and what is unpublished is removed.
-func (b *batch) flush() (err error) {
+// flush ends the batch being staged: it waits for its jobs, adds what
+// they found to the report, removes the copies that do not check, then,
+// once the batch before it is published (wait), starts publishing the
+// rest (publish) on a goroutine of its own while the next batch is
+// staged: its flush (syncfs on Linux) overlaps that copying. On an error
+// nothing more is published and what is unpublished is removed.
+func (b *batch) flush() error {
 	b.wg.Wait()
+	var ready []*staged
 	for _, j := range b.jobs {
 		switch {
 		case j.err != nil:
 		case j.st != nil:
-			b.staged = append(b.staged, j.st)
+			ready = append(ready, j.st)
 			b.rep.BytesCopied += j.sb.BytesCopied
 			b.rep.Sessions = append(b.rep.Sessions, j.sb)
 		default:
@@ -189,31 +199,28 @@ func (b *batch) flush() (err error) {
 		}
 	}
 	b.jobs = b.jobs[:0]
-	if err := b.err(); err != nil {
-		return err // abort removes what is staged
-	}
+	b.bytes.Store(0)
 	fsys := b.dst.root.FS
-	published := 0
-	defer func() {
-		for _, st := range b.staged[published:] {
+	removeAll := func(sts []*staged) {
+		for _, st := range sts {
 			_ = fsys.RemoveAll(st.tmp)
 		}
-		b.staged = b.staged[:0]
-		b.bytes.Store(0)
-	}()
-	if len(b.staged) == 0 {
-		return nil
 	}
-	for _, st := range b.staged {
+	if err := b.err(); err != nil {
+		removeAll(ready)
+		return err
+	}
+	for _, st := range ready {
 		if st.err != nil && logfile.EndsStoreWide(st.err) {
+			removeAll(ready)
 			return st.err
 		}
 	}
 	// A copy that does not check is not published, unless it is faithful
 	// to a damaged source: it is removed, and reported (its problems, or
 	// what kept it from being checked).
-	good := b.staged[:0]
-	for _, st := range b.staged {
+	good := ready[:0]
+	for _, st := range ready {
 		if VerifyStaged && (st.err != nil || !st.sr.OK() && !st.faithful) {
 			_ = fsys.RemoveAll(st.tmp)
 			b.refuse(st)
@@ -221,32 +228,71 @@ func (b *batch) flush() (err error) {
 		}
 		good = append(good, st)
 	}
-	b.staged = good
-	var names []string
-	for _, st := range b.staged {
-		names = append(names, st.names...)
+	if err := b.wait(); err != nil {
+		removeAll(good)
+		return err
 	}
-	if len(names) == 0 {
+	if len(good) == 0 {
 		return nil
 	}
-	if err := fsys.SyncAll(names); err != nil {
+	done := make(chan error, 1)
+	b.publishing, b.published = good, done
+	go func() { done <- publish(fsys, good) }()
+	return nil
+}
+
+// finish flushes the last batch and waits until it is published.
+func (b *batch) finish() error {
+	if err := b.flush(); err != nil {
 		return err
 	}
-	for _, st := range b.staged {
-		if err := st.publish(fsys); err != nil {
-			published++ // removed by publish
-			return layout.OpErr("backup", st.id, err)
-		}
-		published++
+	return b.wait()
+}
+
+// wait waits for the batch being published, if any, and adds its
+// sessions to the report and to those copied once they all are.
+func (b *batch) wait() error {
+	if b.published == nil {
+		return nil
 	}
-	if err := fsys.SyncDir("."); err != nil {
+	err := <-b.published
+	sts := b.publishing
+	b.publishing, b.published = nil, nil
+	if err != nil {
 		return err
 	}
-	for _, st := range b.staged {
+	for _, st := range sts {
 		addVerified(&b.rep.Verify, st.id, st.sr, st.err)
 		b.copied = append(b.copied, st.id)
 	}
 	return nil
+}
+
+// publish makes the staged sessions sts durable at once (SyncAll), then
+// publishes each by its rename and syncs the root. On an error the
+// sessions not yet published are removed.
+func publish(fsys vfs.FS, sts []*staged) (err error) {
+	published := 0
+	defer func() {
+		for _, st := range sts[published:] {
+			_ = fsys.RemoveAll(st.tmp)
+		}
+	}()
+	var names []string
+	for _, st := range sts {
+		names = append(names, st.names...)
+	}
+	if err := fsys.SyncAll(names); err != nil {
+		return err
+	}
+	for _, st := range sts {
+		err := st.publish(fsys)
+		published++ // on an error, removed by publish
+		if err != nil {
+			return layout.OpErr("backup", st.id, err)
+		}
+	}
+	return fsys.SyncDir(".")
 }
 
 // refuse reports st, a copy that did not check, as not published: what
@@ -270,64 +316,54 @@ func (b *batch) refuse(st *staged) {
 	})
 }
 
-// abort waits for the jobs and removes what is staged.
+// abort waits for the jobs and for the batch being published, and
+// removes what is staged.
 func (b *batch) abort() {
 	b.wg.Wait()
+	_ = b.wait() // the backup failed already; publish removes what it did not publish
 	for _, j := range b.jobs {
 		if j.st != nil {
 			_ = b.dst.root.FS.RemoveAll(j.st.tmp)
 		}
 	}
-	for _, st := range b.staged {
-		_ = b.dst.root.FS.RemoveAll(st.tmp)
-	}
-	b.jobs, b.staged = nil, nil
+	b.jobs = nil
 }
 
 // stagedView is s as seen with st's temporary directory under the
 // session's name, read-only: the staged copy is checked as the session
-// it becomes.
-func (s *Store) stagedView(st *staged) *Store {
+// it becomes, through its directory opened once (vfs.Within). Close
+// closes the directory.
+func (s *Store) stagedView(st *staged) (_ *Store, closeView func(), err error) {
+	dir, err := vfs.Within(s.root.FS, st.tmp, string(st.id))
+	if err != nil {
+		return nil, nil, layout.OpErr("backup", st.id, err)
+	}
 	root := *s.root
-	root.FS = stagedFS{FS: s.root.FS, id: string(st.id), tmp: st.tmp}
-	return &Store{root: &root, host: s.host}
+	root.FS = stagedFS{FS: dir}
+	return &Store{root: &root, host: s.host}, func() { _ = dir.Close() }, nil // read-only
 }
 
-// stagedFS shows directory tmp of FS under the name id, and refuses
-// every change.
+// stagedFS refuses every change of FS.
 type stagedFS struct {
 	vfs.FS
-	id, tmp string
 }
 
 var errStagedReadOnly = errors.New("a staged copy is read-only")
-
-func (f stagedFS) name(n string) string {
-	if n == f.id {
-		return f.tmp
-	}
-	if rest, ok := strings.CutPrefix(n, f.id+"/"); ok {
-		return f.tmp + "/" + rest
-	}
-	return n
-}
 
 func (f stagedFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: errStagedReadOnly}
 	}
-	return f.FS.OpenFile(f.name(name), flag, perm)
+	return f.FS.OpenFile(name, flag, perm)
 }
-func (f stagedFS) Lstat(name string) (fs.FileInfo, error)     { return f.FS.Lstat(f.name(name)) }
-func (f stagedFS) ReadDir(name string) ([]fs.DirEntry, error) { return f.FS.ReadDir(f.name(name)) }
-func (f stagedFS) Mkdir(name string, _ fs.FileMode) error     { return f.refuse(name) }
-func (f stagedFS) Rename(o, _ string) error                   { return f.refuse(o) }
-func (f stagedFS) RenameNoReplace(o, _ string) error          { return f.refuse(o) }
-func (f stagedFS) Link(o, _ string) error                     { return f.refuse(o) }
-func (f stagedFS) Remove(name string) error                   { return f.refuse(name) }
-func (f stagedFS) RemoveAll(name string) error                { return f.refuse(name) }
-func (f stagedFS) SyncDir(name string) error                  { return f.refuse(name) }
-func (f stagedFS) SyncAll([]string) error                     { return f.refuse(".") }
+func (f stagedFS) Mkdir(name string, _ fs.FileMode) error { return f.refuse(name) }
+func (f stagedFS) Rename(o, _ string) error               { return f.refuse(o) }
+func (f stagedFS) RenameNoReplace(o, _ string) error      { return f.refuse(o) }
+func (f stagedFS) Link(o, _ string) error                 { return f.refuse(o) }
+func (f stagedFS) Remove(name string) error               { return f.refuse(name) }
+func (f stagedFS) RemoveAll(name string) error            { return f.refuse(name) }
+func (f stagedFS) SyncDir(name string) error              { return f.refuse(name) }
+func (f stagedFS) SyncAll([]string) error                 { return f.refuse(".") }
 func (f stagedFS) refuse(name string) error {
 	return &fs.PathError{Op: "write", Path: name, Err: errStagedReadOnly}
 }

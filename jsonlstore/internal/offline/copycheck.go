@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"strings"
 
 	"github.com/sessionstore/sessionstore"
@@ -50,7 +49,11 @@ import (
 // all a damaged session still holds. Only a copy that differs from what
 // was read is refused.
 func (s *Store) checkStaged(ctx context.Context, st *staged) (sessionstore.SessionVerifyReport, error) {
-	view := s.stagedView(st)
+	view, closeView, err := s.stagedView(st)
+	if err != nil {
+		return sessionstore.SessionVerifyReport{ID: st.id}, err
+	}
+	defer closeView()
 	sr, err := view.checkStagedCopy(ctx, st)
 	if err == nil && !sr.OK() {
 		st.faithful = view.checkWritten(st.id, st, func(string) bool { return false }) == nil
@@ -206,7 +209,7 @@ func (s *Store) checkWritten(id session.SessionID, st *staged, done func(name st
 			return layout.OpErr("backup", id, err)
 		}
 		h := crc32.New(record.Castagnoli)
-		n, err := io.Copy(h, f)
+		n, err := copyThrough(h, f)
 		_ = f.Close() // read-only
 		if err != nil {
 			return layout.OpErr("backup", id, err)

@@ -203,7 +203,7 @@ func (src *backupSource) recordCap(dst *Store) error {
 	dir := layout.SessionDir(src.id)
 	// A settings.json that cannot be read records nothing (layout.ReadCap):
 	// the source's records fit its readers' own caps.
-	want, _ := layout.RecordedCap(src.s.root.FS, dir) // 0 with its error
+	want, _ := layout.RecordedCap(src.fs, dir) // 0 with its error
 	if want == 0 {
 		return nil
 	}
