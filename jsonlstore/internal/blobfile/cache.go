@@ -132,21 +132,26 @@ func (c *Cache) Keep(hash string, b []byte) bool {
 	return true
 }
 
-// Prefetch starts reading into c the blobs snap references (found in its
-// bytes, scanRefs), on as many goroutines as there are cores, up to what
-// the cache holds; wait waits for them, and so does the function it
-// returns (for a caller that returns early). A blob that fails to read is
-// left out: the fetch that needs it reads it again and reports why.
-func (c *Cache) Prefetch(snap []byte) func() {
+// Prefetch starts reading into c the blobs the snapshot u stands for
+// references (found in its bytes, ScanRefs: its head's and its
+// elements'), on as many goroutines as there are cores, up to what the
+// cache holds; wait waits for them, and so does the function it returns
+// (for a caller that returns early). A blob that fails to read is left
+// out: the fetch that needs it reads it again and reports why.
+func (c *Cache) Prefetch(u record.Unpaged) func() {
 	var hashes []string
 	seen := map[string]bool{}
-	c.mu.Lock()
-	ScanRefs(snap, func(hash string, page bool) {
+	add := func(hash string, page bool) {
 		if _, cached := c.m[hash]; !page && !cached && !seen[hash] {
 			seen[hash] = true
 			hashes = append(hashes, hash)
 		}
-	})
+	}
+	c.mu.Lock()
+	ScanRefs(u.Head, add)
+	for _, e := range u.Elems {
+		ScanRefs(e, add)
+	}
 	c.mu.Unlock()
 	return c.prefetch(hashes)
 }
