@@ -74,10 +74,10 @@ func (o *osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 		return nil, err
 	}
 	// The entry checked may have been swapped between the check and the
-	// open: make sure we opened what we checked.
+	// open: make sure we opened what we checked (fi describes the file
+	// opened).
 	if before != nil {
-		after, err := f.Stat()
-		if err != nil || IdentityOf(after) != IdentityOf(before) {
+		if IdentityOf(fi) != IdentityOf(before) {
 			_ = f.Close()
 			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrReplaced}
 		}
