@@ -70,17 +70,15 @@ func (h *Rebuild) Close() {
 // each blob is checked against its SHA-256. The pages' messages are
 // decoded where they lie (record.Unpage), never copied into one array.
 func DecodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) (sessionstore.Record, error) {
-	if record.MayHavePages(snap) {
-		// The pages are read (on every core) before they are expanded.
-		c.PrefetchPages(snap)()
-	}
+	// The pages, and the blobs they and the snapshot reference, are read
+	// on every core; the blobs go on being read while the snapshot
+	// decodes.
+	pages := c.PrefetchRecord(snap)
+	defer c.Wait()
+	pages()
 	u, err := record.Unpage(snap, c.Page)
 	if err != nil {
 		return sessionstore.Record{}, PageAt(id, r, err)
-	}
-	if !c.Light() {
-		// The blobs are read (on every core) while the snapshot decodes.
-		defer c.Prefetch(u)()
 	}
 	decoded, err := DecodeUnpaged(id, r, u)
 	if err != nil {
