@@ -124,11 +124,7 @@ func samePaged(t testing.TB, snap []byte, fetch func(record.PageRef) ([]byte, er
 // included.
 func TestPagedDecodesAsExpanded(t *testing.T) {
 	for seed := range uint64(120) {
-		bulk := 0
-		if seed%20 == 0 {
-			bulk = 3000 // above sessnap.ParallelMessageBytes
-		}
-		doc := richSnapshot(t, seed, 1+int(seed%97), bulk)
+		doc := writerSnapshot(t, seed, 20)
 		cuts := []byte{byte(seed), byte(seed*7 + 3), 0x80 | byte(seed*13), byte(seed * 31)}
 		want, err := sessnap.Unmarshal(doc)
 		require.NoError(t, err)
