@@ -65,6 +65,41 @@ func Unmarshal(data []byte) (Snapshot, error) {
 	return unmarshalJSON(data)
 }
 
+// UnmarshalElements decodes the snapshot whose JSON is head with elems,
+// joined by commas, in its messages array, whose empty value "[]" is
+// head[at:at+2]: what Unmarshal decodes of those bytes, with the same
+// errors, without writing them out (a stored conversation's elements are
+// read where they lie: the record and the pages it references).
+func UnmarshalElements(head []byte, at int, elems [][]byte) (Snapshot, error) {
+	if at < 0 || at+2 > len(head) || string(head[at:at+2]) != "[]" {
+		return Snapshot{}, fmt.Errorf("%w: no empty messages array at byte %d", ErrMalformed, at)
+	}
+	// The joined bytes are valid UTF-8 when every piece is: a comma or a
+	// bracket is between them.
+	valid := utf8.Valid(head)
+	for _, e := range elems {
+		valid = valid && utf8.Valid(e)
+	}
+	if !valid {
+		return Snapshot{}, fmt.Errorf("%w: not valid UTF-8", ErrMalformed)
+	}
+	if fast, ok := unmarshalElementsFast(head, at, elems); ok {
+		return checkFormat(fast)
+	}
+	n := len(head) + len(elems)
+	for _, e := range elems {
+		n += len(e)
+	}
+	joined := append(make([]byte, 0, n), head[:at+1]...)
+	for i, e := range elems {
+		if i > 0 {
+			joined = append(joined, ',')
+		}
+		joined = append(joined, e...)
+	}
+	return unmarshalJSON(append(joined, head[at+1:]...))
+}
+
 // unmarshalJSON is Unmarshal through encoding/json alone, for what the
 // fast decoder declines (fastdecode.go).
 func unmarshalJSON(data []byte) (Snapshot, error) {

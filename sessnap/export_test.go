@@ -9,3 +9,7 @@ var (
 )
 
 const ParallelMessageBytes = parallelMessageBytes
+
+// UnmarshalElementsFast is the fast decoder of a conversation held as its
+// elements (UnmarshalElements), for paged_test.go.
+var UnmarshalElementsFast = unmarshalElementsFast

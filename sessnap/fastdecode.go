@@ -34,6 +34,25 @@ const parallelMessageBytes = 256 << 10
 // unmarshalFast decodes data, a snapshot in valid UTF-8, or reports false
 // for encoding/json to decode it.
 func unmarshalFast(data []byte) (Snapshot, bool) {
+	return unmarshalFastWith(data, (*scanner).messages)
+}
+
+// unmarshalElementsFast decodes the snapshot head with elems in its
+// messages array, whose empty value "[]" is head[at:] (UnmarshalElements),
+// in valid UTF-8, or reports false for encoding/json to decode it.
+func unmarshalElementsFast(head []byte, at int, elems [][]byte) (Snapshot, bool) {
+	return unmarshalFastWith(head, func(s *scanner) (Messages, bool) {
+		if s.i != at || !s.literal("[]") {
+			return nil, false
+		}
+		return decodeElements(elems)
+	})
+}
+
+// unmarshalFastWith decodes data, a snapshot in valid UTF-8, its messages
+// array read by messages (with the scanner at its value, which it steps
+// over), or reports false for encoding/json to decode it.
+func unmarshalFastWith(data []byte, messages func(s *scanner) (Messages, bool)) (Snapshot, bool) {
 	s := scanner{b: data}
 	msgStart, msgEnd := -1, -1
 	var msgs Messages
@@ -44,7 +63,7 @@ func unmarshalFast(data []byte) (Snapshot, bool) {
 			}
 			msgStart = s.i
 			var ok bool
-			msgs, ok = s.messages()
+			msgs, ok = messages(&s)
 			msgEnd = s.i
 			return ok
 		}
@@ -76,43 +95,55 @@ func unmarshalFast(data []byte) (Snapshot, bool) {
 	return snap, true
 }
 
-// messages reads the messages array, on every core when it is long.
+// messages reads the messages array: its elements are found first, then
+// decoded (decodeElements).
 func (s *scanner) messages() (Messages, bool) {
 	if s.peek() == 'n' {
 		return nil, false // null: encoding/json's business
 	}
-	start := s.i
-	var elems [][2]int
+	var elems [][]byte
 	ok := s.array(func() bool {
 		from := s.i
 		if !s.skipFast() {
 			return false
 		}
-		elems = append(elems, [2]int{from, s.i})
+		elems = append(elems, s.b[from:s.i])
 		return true
 	})
 	if !ok {
 		return nil, false
 	}
+	return decodeElements(elems)
+}
+
+// decodeElements decodes each of elems, a messages array's elements, into
+// its own slot of the result, on every core when they are long: chunks of
+// about equal bytes, one per core, so the result does not depend on the
+// split.
+func decodeElements(elems [][]byte) (Messages, bool) {
 	out := make(Messages, len(elems))
-	workers := runtime.GOMAXPROCS(0)
-	if s.i-start < parallelMessageBytes || workers < 2 || len(elems) < 2 {
-		return out, decodeMessages(s.b, elems, out)
+	total := 0
+	for _, e := range elems {
+		total += len(e) + 1
 	}
-	// Chunks of about equal bytes, one per core.
+	workers := runtime.GOMAXPROCS(0)
+	if total < parallelMessageBytes || workers < 2 || len(elems) < 2 {
+		return out, decodeMessages(elems, out)
+	}
 	var wg sync.WaitGroup
 	results := make([]bool, workers)
-	per := (s.i - start) / workers
+	per := total / workers
 	lo := 0
 	for w := range workers {
-		hi := lo
-		for hi < len(elems) && (hi == lo || w == workers-1 || elems[hi][1]-elems[lo][0] < per) {
+		hi, n := lo, 0
+		for hi < len(elems) && (hi == lo || w == workers-1 || n < per) {
+			n += len(elems[hi]) + 1
 			hi++
 		}
 		wg.Add(1)
 		go func(w, lo, hi int) {
 			defer wg.Done()
-			results[w] = decodeMessages(s.b, elems[lo:hi], out[lo:hi])
+			results[w] = decodeMessages(elems[lo:hi], out[lo:hi])
 		}(w, lo, hi)
 		lo = hi
 	}
@@ -125,12 +156,12 @@ func (s *scanner) messages() (Messages, bool) {
 	return out, true
 }
 
-// decodeMessages decodes each element elems[k] of b into out[k].
-func decodeMessages(b []byte, elems [][2]int, out Messages) bool {
+// decodeMessages decodes each element elems[k] into out[k].
+func decodeMessages(elems [][]byte, out Messages) bool {
 	for k, e := range elems {
-		s := scanner{b: b[:e[1]], i: e[0]}
+		s := scanner{b: e}
 		m, ok := s.message()
-		if !ok || s.i != e[1] {
+		if !ok || s.i != len(e) {
 			return false
 		}
 		out[k] = m

@@ -96,16 +96,23 @@ func richSnapshot(t testing.TB, seed uint64, n, bulk int) []byte {
 	return b
 }
 
+// writerSnapshot is richSnapshot of seed, of 1 to 97 steps, with 3,000
+// bulk messages (above sessnap.ParallelMessageBytes) for every long-th
+// seed.
+func writerSnapshot(t testing.TB, seed, long uint64) []byte {
+	bulk := 0
+	if seed%long == 0 {
+		bulk = 3000
+	}
+	return richSnapshot(t, seed, 1+int(seed%97), bulk)
+}
+
 // TestFastDecodesWhatWritersWrite: every snapshot the encoder writes takes
 // the fast path, and decodes as encoding/json decodes it, long ones (on
 // every core) included.
 func TestFastDecodesWhatWritersWrite(t *testing.T) {
 	for seed := range uint64(300) {
-		bulk := 0
-		if seed%50 == 0 {
-			bulk = 3000 // above sessnap.ParallelMessageBytes
-		}
-		b := richSnapshot(t, seed, 1+int(seed%97), bulk)
+		b := writerSnapshot(t, seed, 50)
 		require.True(t, sameAsJSON(t, b), "seed %d: the fast decoder declined a snapshot the encoder wrote", seed)
 	}
 }

@@ -135,26 +135,49 @@ func paginate(elems [][]byte, ps PageStore, limit int) ([][]byte, bool, error) {
 // page's content (checked against the reference). A snapshot without
 // pages is returned as it is. The result is written once: the messages
 // are found where they are (snap, the pages' content) and copied straight
-// into it.
+// into it (Unpage, Unpaged.Expand).
 func ExpandPages(snap []byte, fetch func(PageRef) ([]byte, error)) ([]byte, error) {
-	if !MayHavePages(snap) {
-		return snap, nil
-	}
-	d, m, err := messagesMember(snap)
+	u, err := Unpage(snap, fetch)
 	if err != nil {
 		return nil, err
 	}
-	if m == nil {
-		return snap, nil
+	return u.Expand(), nil
+}
+
+// Unpaged is a snapshot whose messages array is held as the message
+// elements it stands for, each page reference replaced by the elements
+// its page holds, left where they are (the snapshot's bytes and the
+// pages' contents): what ExpandPages writes out, without writing it. A
+// decoder reads the elements in place (sessnap.UnmarshalElements).
+type Unpaged struct {
+	// Head is the snapshot as ExpandPages writes it, with its messages
+	// array empty: "[]" at offset At. At is -1 when ExpandPages returns
+	// the snapshot as it is (it holds no page reference, or no messages
+	// array): Head is then the snapshot.
+	Head []byte
+	At   int
+	// Elems are the array's elements in order, aliasing the snapshot and
+	// the pages' contents.
+	Elems [][]byte
+}
+
+// Unpage reads snap, a snapshot's JSON, as ExpandPages does, fetching and
+// checking its pages (fetch returns a page's content, checked against the
+// reference), and refuses what ExpandPages refuses.
+func Unpage(snap []byte, fetch func(PageRef) ([]byte, error)) (Unpaged, error) {
+	if !MayHavePages(snap) {
+		return Whole(snap), nil
 	}
-	var elems [][]byte
-	size := 2 // the array's brackets
+	d, m, err := messagesMember(snap)
+	switch {
+	case err != nil:
+		return Unpaged{}, err
+	case m == nil:
+		return Whole(snap), nil
+	}
+	var u Unpaged
 	add := func(e []byte) error {
-		if len(elems) > 0 {
-			size++
-		}
-		size += len(e)
-		elems = append(elems, e)
+		u.Elems = append(u.Elems, e)
 		return nil
 	}
 	err = eachElement(m.val, func(e []byte) error {
@@ -172,23 +195,42 @@ func ExpandPages(snap []byte, fetch func(PageRef) ([]byte, error)) ([]byte, erro
 		return pageElements(p, content, add)
 	})
 	if err != nil {
-		return nil, err
+		return Unpaged{}, err
 	}
-	m.val = nil
-	out := make([]byte, 0, d.size()+size)
-	out = append(out, '{')
+	u.Head = make([]byte, 0, d.size()-len(m.val)+2)
+	u.Head = append(u.Head, '{')
 	for i, x := range d.members {
 		if i > 0 {
-			out = append(out, ',')
+			u.Head = append(u.Head, ',')
 		}
-		out = append(append(out, x.key...), ':')
+		u.Head = append(append(u.Head, x.key...), ':')
 		if x == m {
-			out = appendArray(out, elems)
+			u.At = len(u.Head)
+			u.Head = append(u.Head, "[]"...)
 		} else {
-			out = append(out, x.val...)
+			u.Head = append(u.Head, x.val...)
 		}
 	}
-	return append(out, '}'), nil
+	u.Head = append(u.Head, '}')
+	return u, nil
+}
+
+// Whole is snap, a snapshot's JSON, as an Unpaged that holds it as it is.
+func Whole(snap []byte) Unpaged { return Unpaged{Head: snap, At: -1} }
+
+// Expand returns the snapshot u stands for, its elements written into
+// its messages array: what ExpandPages returns.
+func (u Unpaged) Expand() []byte {
+	if u.At < 0 {
+		return u.Head
+	}
+	n := len(u.Head) + len(u.Elems)
+	for _, e := range u.Elems {
+		n += len(e)
+	}
+	out := append(make([]byte, 0, n), u.Head[:u.At]...)
+	out = appendArray(out, u.Elems)
+	return append(out, u.Head[u.At+2:]...)
 }
 
 // PageMessages splits content, page p's bytes, into its message elements

@@ -366,14 +366,14 @@ func OpenDir(fsys vfs.FS, id session.SessionID) *DirReader {
 	if err != nil {
 		return nil
 	}
-	entries, err := sub.ReadDir(".")
+	names, err := vfs.ReadDirNames(sub, ".") // names only: no stat of each blob
 	if err != nil {
 		_ = sub.Close()
 		return nil
 	}
-	d := &DirReader{fs: sub, listed: make(map[string]Hint, len(entries))}
-	for _, e := range entries {
-		h, z := strings.CutSuffix(e.Name(), ZstSuffix)
+	d := &DirReader{fs: sub, listed: make(map[string]Hint, len(names))}
+	for _, name := range names {
+		h, z := strings.CutSuffix(name, ZstSuffix)
 		switch {
 		case !blob.ValidHash(h):
 		case !z:

@@ -3,9 +3,7 @@ package blobfile
 import (
 	"bytes"
 	"maps"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/sessionstore/sessionstore/internal/blob"
 	"github.com/sessionstore/sessionstore/internal/record"
@@ -130,65 +128,6 @@ func (c *Cache) Keep(hash string, b []byte) bool {
 	c.m[hash] = b
 	c.size += int64(len(b))
 	return true
-}
-
-// Prefetch starts reading into c the blobs snap references (found in its
-// bytes, scanRefs), on as many goroutines as there are cores, up to what
-// the cache holds; wait waits for them, and so does the function it
-// returns (for a caller that returns early). A blob that fails to read is
-// left out: the fetch that needs it reads it again and reports why.
-func (c *Cache) Prefetch(snap []byte) func() {
-	var hashes []string
-	seen := map[string]bool{}
-	c.mu.Lock()
-	ScanRefs(snap, func(hash string, page bool) {
-		if _, cached := c.m[hash]; !page && !cached && !seen[hash] {
-			seen[hash] = true
-			hashes = append(hashes, hash)
-		}
-	})
-	c.mu.Unlock()
-	return c.prefetch(hashes)
-}
-
-// prefetch starts reading hashes into c (Prefetch).
-func (c *Cache) prefetch(hashes []string) func() {
-	if len(hashes) < 2 {
-		return c.Wait
-	}
-	c.open()
-	next := make(chan string)
-	var budget atomic.Int64
-	budget.Store(cacheBytes - c.size)
-	workers := min(runtime.GOMAXPROCS(0), len(hashes))
-	c.inflight.Add(workers + 1)
-	go func() {
-		defer c.inflight.Done()
-		defer close(next)
-		for _, h := range hashes {
-			if budget.Load() <= 0 {
-				return
-			}
-			next <- h
-		}
-	}()
-	for range workers {
-		go func() {
-			defer c.inflight.Done()
-			for h := range next {
-				b, err := ReadVia(c.fs, c.dir, c.id, session.ContentRef{SHA256: h, Size: SizeJustified})
-				if err == nil && budget.Add(-int64(len(b))) >= 0 {
-					c.mu.Lock()
-					if _, ok := c.m[h]; !ok {
-						c.m[h] = b
-						c.size += int64(len(b))
-					}
-					c.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return c.Wait
 }
 
 // Wait waits for the prefetch under way, if any.

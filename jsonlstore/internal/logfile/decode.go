@@ -14,7 +14,20 @@ import (
 // DecodeSnapshot decodes snap, the snapshot of record r, with its pages
 // expanded (or left out) and its content left as references.
 func DecodeSnapshot(id session.SessionID, r *record.Rec, snap []byte) (sessnap.Snapshot, error) {
-	decoded, err := sessnap.Unmarshal(snap)
+	return DecodeUnpaged(id, r, record.Whole(snap))
+}
+
+// DecodeUnpaged is DecodeSnapshot of the snapshot u stands for: its
+// elements decoded where they lie (sessnap.UnmarshalElements), or, when
+// u.At is negative, u.Head decoded as it is.
+func DecodeUnpaged(id session.SessionID, r *record.Rec, u record.Unpaged) (sessnap.Snapshot, error) {
+	var decoded sessnap.Snapshot
+	var err error
+	if u.At < 0 {
+		decoded, err = sessnap.Unmarshal(u.Head)
+	} else {
+		decoded, err = sessnap.UnmarshalElements(u.Head, u.At, u.Elems)
+	}
 	if err != nil {
 		return sessnap.Snapshot{}, &sessionstore.CorruptionError{ID: id, Path: r.Path, Offset: r.Offset, Revision: r.Rev,
 			Err: fmt.Errorf("payload is not a snapshot: %w", err)}

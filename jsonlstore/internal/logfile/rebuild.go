@@ -67,21 +67,20 @@ func (h *Rebuild) Close() {
 // pages its messages array references are read from the session's blobs
 // through c, and so is the content its parts keep out of line unless c is
 // light (a load without the content: the parts keep their references);
-// each blob is checked against its SHA-256.
+// each blob is checked against its SHA-256. The pages' messages are
+// decoded where they lie (record.Unpage), never copied into one array.
 func DecodeRecord(id session.SessionID, r *record.Rec, snap []byte, c *blobfile.Cache) (sessionstore.Record, error) {
-	if record.MayHavePages(snap) {
-		// The pages are read (on every core) before they are expanded.
-		c.PrefetchPages(snap)()
-	}
-	snap, err := record.ExpandPages(snap, c.Page)
+	// The pages, and the blobs they and the snapshot reference, are read
+	// on every core; the blobs go on being read while the snapshot
+	// decodes.
+	pages := c.PrefetchRecord(snap)
+	defer c.Wait()
+	pages()
+	u, err := record.Unpage(snap, c.Page)
 	if err != nil {
 		return sessionstore.Record{}, PageAt(id, r, err)
 	}
-	if !c.Light() {
-		// The blobs are read (on every core) while the snapshot decodes.
-		defer c.Prefetch(snap)()
-	}
-	decoded, err := DecodeSnapshot(id, r, snap)
+	decoded, err := DecodeUnpaged(id, r, u)
 	if err != nil {
 		return sessionstore.Record{}, err
 	}
