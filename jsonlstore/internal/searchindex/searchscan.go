@@ -238,20 +238,30 @@ func readAppended(id session.SessionID, v searchhost.Log, st *searchdb.State, pr
 	if !ok || len(revs) != n-st.Messages {
 		return nil
 	}
-	// The new messages, as the records wrote them, with their content.
-	arr := []byte{'['}
-	for i, e := range conv.Elems(st.Messages) {
+	// The new messages, as the records wrote them, with their content:
+	// decoded as the array of a snapshot of nothing else, so that
+	// sessnap's decoder for what writers store reads them, without
+	// encoding/json's reflection and validation pass.
+	elems := conv.Elems(st.Messages)
+	size := len(msgsOpen) + 2
+	for _, e := range elems {
+		size += len(e) + 1
+	}
+	snap := make([]byte, 0, size)
+	snap = append(snap, msgsOpen...)
+	for i, e := range elems {
 		if e == nil {
 			return nil
 		}
 		if i > 0 {
-			arr = append(arr, ',')
+			snap = append(snap, ',')
 		}
-		arr = append(arr, e...)
+		snap = append(snap, e...)
 	}
-	arr = append(arr, ']')
-	var msgs sessnap.Messages
-	if err := json.Unmarshal(arr, &msgs); err != nil || len(msgs) != len(revs) {
+	snap = append(snap, "]}"...)
+	decoded, err := sessnap.Unmarshal(snap)
+	msgs := decoded.Messages
+	if err != nil || len(msgs) != len(revs) {
 		return nil
 	}
 	if err := v.Resolve(msgs); err != nil {
@@ -327,6 +337,10 @@ func readAfter(id session.SessionID, v searchhost.Log, last *record.Rec, rec *se
 		Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Proof: proof}
 	return newIndexed(head, st.Messages, st.Digest, docs)
 }
+
+// msgsOpen begins the snapshot readAppended decodes the new messages
+// from.
+const msgsOpen = `{"messages":[`
 
 // maxReadAfter bounds how many records readAfter reads back before it
 // leaves the work to a read of the whole history.
