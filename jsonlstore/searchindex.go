@@ -261,9 +261,12 @@ func (l logRead) History() searchhost.History { return logfile.NewScan(l.s.fs, l
 
 // Resolve implements searchhost.Log for the messages appended since a
 // row (the search index's readAppended): a few blobs of a session that
-// may have many, read without listing its blobs/ (NewTailCache).
+// may have many, read without listing its blobs/ (NewTailCache), each
+// part's text sharing the bytes read (logfile.ResolveShared: a search
+// under load reads every blob appended since the index's rows, and a
+// copy of each was a fifth of its CPU).
 func (l logRead) Resolve(msgs sessnap.Messages) error {
 	c := blobfile.NewTailCache(l.s.fs, l.id)
 	defer c.Close()
-	return msgs.Resolve(c.Fetch)
+	return logfile.ResolveShared(msgs, c.Fetch)
 }

@@ -1,11 +1,15 @@
 package fulltext
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -217,6 +221,62 @@ func TestDigestChains(t *testing.T) {
 	require.NotEqual(t, z.Add(&a), z.Add(&b), "field boundaries count")
 	require.Equal(t, z.Add(&a).Add(&b), z.Add(&a).Add(&b))
 	require.NotEqual(t, z.Add(&a).Add(&b), z.Add(&b).Add(&a), "order counts")
+}
+
+// TestDigestIsTheLinksSHA256 holds Add to its definition: each link
+// is the SHA-256 of the previous link and the doc's role, text and tool,
+// each after its length as 8 bytes, big-endian.
+func TestDigestIsTheLinksSHA256(t *testing.T) {
+	var prev Digest
+	for i, doc := range []Doc{
+		{Role: session.RoleUser, Text: "hello"},
+		{Role: session.RoleAssistant, Text: strings.Repeat("long text ", 10000), Tool: "grep\n{}"},
+		{},
+	} {
+		var want bytes.Buffer
+		want.Write(prev[:])
+		for _, s := range []string{string(doc.Role), doc.Text, doc.Tool} {
+			_ = binary.Write(&want, binary.BigEndian, uint64(len(s)))
+			want.WriteString(s)
+		}
+		next := prev.Add(&doc)
+		require.Equal(t, Digest(sha256.Sum256(want.Bytes())), next, "doc %d", i)
+		prev = next
+	}
+}
+
+// TestMessageDocLines: the parts of a kind are joined by line breaks,
+// empty ones left out; one alone is its text as it is.
+func TestMessageDocLines(t *testing.T) {
+	text := func(ss ...string) []session.Part {
+		var ps []session.Part
+		for _, s := range ss {
+			ps = append(ps, session.Part{Type: session.PartText, Text: s})
+		}
+		return ps
+	}
+	for _, tc := range []struct {
+		parts []session.Part
+		err   string
+		want  string
+	}{
+		{nil, "", ""},
+		{text("one"), "", "one"},
+		{text("", "one", ""), "", "one"},
+		{text("one", "", "two"), "", "one\ntwo"},
+		{text("one", "two", "three"), "", "one\ntwo\nthree"},
+		{text(""), "boom", "boom"},
+		{text("one"), "boom", "one\nboom"},
+	} {
+		d, ok := MessageDoc(&session.Message{Role: session.RoleUser, Parts: tc.parts, Error: tc.err})
+		require.True(t, ok)
+		require.Equal(t, tc.want, d.Text, "%+v %q", tc.parts, tc.err)
+		require.Empty(t, d.Tool)
+	}
+	out := strings.Repeat("x", 1<<16)
+	d, _ := MessageDoc(&session.Message{Role: session.RoleTool, Parts: []session.Part{{Type: session.PartToolResult, ToolCallID: "c", Output: out}}})
+	require.Equal(t, out, d.Tool)
+	require.Equal(t, unsafe.StringData(out), unsafe.StringData(d.Tool), "one part alone is not copied") //nolint:gosec // G103: compares where two strings point, reads nothing
 }
 
 func TestMessageDoc(t *testing.T) {

@@ -3,8 +3,8 @@ package fulltext
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"io"
 	"strings"
+	"unsafe"
 
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -37,16 +37,7 @@ func (d *Doc) Field(f string) string {
 // session.ContentRef instead of its text): the caller loads the message
 // with its content first.
 func MessageDoc(m *session.Message) (d Doc, ok bool) {
-	var text, tool strings.Builder
-	line := func(b *strings.Builder, s string) {
-		if s == "" {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(s)
-	}
+	var text, tool lines
 	ok = true
 	part := func(p *session.Part) {
 		if p.Ref != nil && p.Ref.Field != session.ContentData && p.Ref.Field != session.ContentEncrypted {
@@ -54,28 +45,64 @@ func MessageDoc(m *session.Message) (d Doc, ok bool) {
 		}
 		switch p.Type {
 		case session.PartText, session.PartReasoning:
-			line(&text, p.Text)
+			text.add(p.Text)
 		case session.PartToolCall:
-			line(&tool, p.Name)
-			line(&tool, string(p.Input))
+			tool.add(p.Name)
+			tool.add(string(p.Input))
 		case session.PartToolResult:
-			line(&tool, p.Output)
+			tool.add(p.Output)
 			for i := range p.Content {
 				if p.Content[i].Type == session.PartText {
 					if p.Content[i].Ref != nil {
 						ok = false
 					}
-					line(&tool, p.Content[i].Text)
+					tool.add(p.Content[i].Text)
 				}
 			}
-			line(&tool, string(p.Result))
+			tool.add(string(p.Result))
 		}
 	}
 	for i := range m.Parts {
 		part(&m.Parts[i])
 	}
-	line(&text, m.Error)
+	text.add(m.Error)
 	return Doc{Role: m.Role, Text: text.String(), Tool: tool.String()}, ok
+}
+
+// lines joins the non-empty strings added, each on a line of its own.
+// One string alone is the string itself, not a copy: most messages have
+// one part of each kind, and a search under load makes the docs of
+// every message appended since the index's rows, tool results of tens
+// of KiB among them.
+type lines struct {
+	n   int
+	one string // the first
+	b   strings.Builder
+}
+
+func (l *lines) add(s string) {
+	if s == "" {
+		return
+	}
+	switch l.n {
+	case 0:
+		l.one = s
+	case 1:
+		l.b.Grow(len(l.one) + 1 + len(s))
+		l.b.WriteString(l.one)
+		fallthrough
+	default:
+		l.b.WriteByte('\n')
+		l.b.WriteString(s)
+	}
+	l.n++
+}
+
+func (l *lines) String() string {
+	if l.n < 2 {
+		return l.one
+	}
+	return l.b.String()
 }
 
 // Digest proves which messages an index holds: a chain over the docs of
@@ -93,9 +120,17 @@ func (d Digest) Add(doc *Doc) Digest {
 	for _, s := range [...]string{string(doc.Role), doc.Text, doc.Tool} {
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
-		_, _ = io.WriteString(h, s)
+		h.Write(stringBytes(s))
 	}
 	var out Digest
 	h.Sum(out[:0])
 	return out
+}
+
+// stringBytes is s as bytes without a copy, for a hash to read (a
+// Writer never changes what it is given): a doc's text is hashed into
+// the digest of every message an index write adds, and a copy of each
+// was most of the hashing's cost.
+func stringBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s)) //nolint:gosec // G103: read only (hash.Hash.Write), not kept
 }

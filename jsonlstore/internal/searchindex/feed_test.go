@@ -58,16 +58,20 @@ func (h hookHost) ReadLog(ctx context.Context, id session.SessionID, fn func(sea
 }
 
 // quietWriter holds a session through a store opened without the search
-// index (a process that does not index it).
+// index (a process that does not index it). Its clock runs skew ahead
+// of the wall clock (its records' times).
 type quietWriter struct {
-	w sessionstore.Writer
-	s *session.Session
+	w    sessionstore.Writer
+	s    *session.Session
+	skew atomic.Int64
 }
 
 func newQuietWriter(t *testing.T, dir string, id session.SessionID) *quietWriter {
 	t.Helper()
 	ctx := t.Context()
-	other, err := jsonlstore.Open(dir, jsonlstore.Options{BlobThreshold: -1})
+	q := &quietWriter{}
+	now := func() time.Time { return time.Now().Add(time.Duration(q.skew.Load())) }
+	other, err := jsonlstore.Open(dir, jsonlstore.Options{BlobThreshold: -1, Now: now})
 	require.NoError(t, err)
 	w, err := other.Acquire(ctx, id, sessionstore.AcquireOptions{})
 	require.NoError(t, err)
@@ -79,7 +83,8 @@ func newQuietWriter(t *testing.T, dir string, id session.SessionID) *quietWriter
 		require.NoError(t, w.Release(context.Background()))
 		require.NoError(t, other.Close())
 	})
-	return &quietWriter{w: w, s: s}
+	q.w, q.s = w, s
+	return q
 }
 
 // add appends one revision per text, each adding a message, and returns
@@ -324,10 +329,12 @@ func TestSearchQueueWritesOneBatchAtATime(t *testing.T) {
 }
 
 // TestSearchLeavesARecentRowToItsHolder: a row behind its log by appends
-// made within searchHolderWindow of its revision, in a session a live
-// process holds, is searched beside the index and left for the holder's
-// queue to write; one behind by more, or of a session nobody holds, is
-// written by the search. Either way the search finds what was appended.
+// all made within searchHolderWindow (by their records' times), in a
+// session a live process holds, is searched beside the index and left
+// for the holder's queue to write, however long the session waited
+// before them; one behind by appends that span more, or of a session
+// nobody holds, is written by the search. Either way the search finds
+// what was appended.
 func TestSearchLeavesARecentRowToItsHolder(t *testing.T) {
 	ctx := t.Context()
 	st, x := openStore(t, t.TempDir(), jsonlstore.Options{BlobThreshold: -1}, nil)
@@ -362,17 +369,23 @@ func TestSearchLeavesARecentRowToItsHolder(t *testing.T) {
 	x.holderWindow = searchHolderWindow
 	was := rowOf("held")
 
-	// Held, appended just now: found, and the row left to the holder.
-	rev := q.add(t, "heron one", "heron two")
+	// Held, appended to after a pause far longer than the window (the
+	// holder's clock an hour on, and the log's time): found, and the row
+	// left to the holder.
+	q.skew.Store(int64(time.Hour))
+	q.add(t, "heron one", "heron two")
+	later := time.Unix(0, was.Proof.Mtime).Add(time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(st.Dir(), "held", jsonlstore.LogFile), later, later))
 	left := x.Stats().LeftToHolder
 	search("heron", 2)
 	require.Equal(t, left+1, x.Stats().LeftToHolder)
 	require.Equal(t, was.Rev, rowOf("held").Rev, "left to the holder")
 
-	// The same row, its log's last append long after the row's revision
-	// (a holder that does not index): the search writes it.
-	require.NoError(t, os.Chtimes(filepath.Join(st.Dir(), "held", jsonlstore.LogFile), time.Now(), time.Unix(0, was.Proof.Mtime).Add(searchHolderWindow+time.Second)))
-	search("heron", 2)
+	// One more append, past the window after the first the row lacks (a
+	// holder that does not index): the search writes them all.
+	q.skew.Store(int64(time.Hour + searchHolderWindow + time.Second))
+	rev := q.add(t, "heron three")
+	search("heron", 3)
 	require.Equal(t, left+1, x.Stats().LeftToHolder)
 	require.Equal(t, rev, rowOf("held").Rev, "written by the search")
 

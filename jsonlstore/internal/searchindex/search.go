@@ -498,7 +498,9 @@ func (ix *indexed) titleDoc() []searchdb.Message {
 // searchHolderWindow is how far, in time of its appends, a row may lag
 // its log and still be left to the session's holder to write: a row of
 // a session whose lease a live writer holds, behind its log by appends
-// made within this window after the row's revision, is searched beside
+// all made within this window (the first after the row's revision to
+// the last, by their records' times: a session appended to again after
+// a pause lags by its new appends, not by the pause), is searched beside
 // the index (searchdb.Pending) and not written, since the holder's own
 // queue (searchfeed.go) is about to write it, and two processes writing
 // the same rows only make each other wait (under load, searches that
@@ -535,15 +537,16 @@ func (x *Index) applyOwnLocked(ctx context.Context, db *searchdb.DB, reads []*in
 
 // leftToHolder reports whether the search leaves ix, a read of what was
 // appended after its row, to the session's holder to write: the row is
-// of the same log, its revision's append is within x.holderWindow of
-// the log's last, and a live process holds the session's lease.
+// of the same log, the appends read were made within x.holderWindow
+// (the first after the row's revision to the last), and a live process
+// holds the session's lease.
 func (x *Index) leftToHolder(ctx context.Context, ix *indexed, states map[session.SessionID]searchdb.State) bool {
 	st, ok := states[ix.head.ID]
-	if !ok || ix.whole() || x.holderWindow <= 0 {
+	if !ok || ix.whole() || ix.first.IsZero() || x.holderWindow <= 0 {
 		return false
 	}
 	p, q := st.Proof, ix.head.Proof
-	if p.Dev != q.Dev || p.Ino != q.Ino || q.Mtime-p.Mtime > x.holderWindow.Nanoseconds() {
+	if p.Dev != q.Dev || p.Ino != q.Ino || ix.head.Updated.Sub(ix.first) > x.holderWindow {
 		return false
 	}
 	return x.h.Held(ctx, ix.head.ID)

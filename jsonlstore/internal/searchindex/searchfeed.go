@@ -175,8 +175,11 @@ func (x *Index) queueSearch(ev searchEvent) {
 func (x *Index) feedFlush() {
 	f := &x.feed
 	x.feedMu.Lock()
+	// The timer that called this has fired: the next flush needs a new
+	// one (a flush that finds the index busy before it takes the queue
+	// arms it in retrySearch; the running write arms the next).
+	f.timer = nil
 	if f.flushing {
-		f.timer = nil // the running write arms the next
 		x.feedMu.Unlock()
 		return
 	}

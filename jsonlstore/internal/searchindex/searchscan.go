@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"time"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/fulltext"
@@ -34,6 +35,10 @@ type indexed struct {
 	docs   []searchdb.Message // messages base to head.Messages-1
 	from   fulltext.Digest    // the digest of the first base messages
 	digest []fulltext.Digest  // digest[i]: the chain over the first base+i messages (digests makes it)
+	// first is the time of the first record after the row's revision, for
+	// a read after a row (zero otherwise): the appends read were made
+	// from first to head.Updated (leftToHolder).
+	first time.Time
 }
 
 // newIndexed returns the indexed of a read whose docs start at message
@@ -238,20 +243,30 @@ func readAppended(id session.SessionID, v searchhost.Log, st *searchdb.State, pr
 	if !ok || len(revs) != n-st.Messages {
 		return nil
 	}
-	// The new messages, as the records wrote them, with their content.
-	arr := []byte{'['}
-	for i, e := range conv.Elems(st.Messages) {
+	// The new messages, as the records wrote them, with their content:
+	// decoded as the array of a snapshot of nothing else, so that
+	// sessnap's decoder for what writers store reads them, without
+	// encoding/json's reflection and validation pass.
+	elems := conv.Elems(st.Messages)
+	size := len(msgsOpen) + 2
+	for _, e := range elems {
+		size += len(e) + 1
+	}
+	snap := make([]byte, 0, size)
+	snap = append(snap, msgsOpen...)
+	for i, e := range elems {
 		if e == nil {
 			return nil
 		}
 		if i > 0 {
-			arr = append(arr, ',')
+			snap = append(snap, ',')
 		}
-		arr = append(arr, e...)
+		snap = append(snap, e...)
 	}
-	arr = append(arr, ']')
-	var msgs sessnap.Messages
-	if err := json.Unmarshal(arr, &msgs); err != nil || len(msgs) != len(revs) {
+	snap = append(snap, "]}"...)
+	decoded, err := sessnap.Unmarshal(snap)
+	msgs := decoded.Messages
+	if err != nil || len(msgs) != len(revs) {
 		return nil
 	}
 	if err := v.Resolve(msgs); err != nil {
@@ -264,7 +279,9 @@ func readAppended(id session.SessionID, v searchhost.Log, st *searchdb.State, pr
 	}
 	head := searchdb.Update{ID: id, Rev: last.Rev, Messages: n, Title: title, TitleRev: max(titleRev, 1),
 		Updated: last.Time, Project: st.Project, Labels: st.Labels, Proof: proof}
-	return newIndexed(head, st.Messages, st.Digest, docs)
+	ix := newIndexed(head, st.Messages, st.Digest, docs)
+	ix.first = firstTime(after)
+	return ix
 }
 
 // readAfter is readIndexed's way for a row in state st: from the records
@@ -325,8 +342,23 @@ func readAfter(id session.SessionID, v searchhost.Log, last *record.Rec, rec *se
 	head := searchdb.Update{ID: id, Rev: rec.Revision, Messages: len(msgs),
 		Title: rec.Snapshot.Title, TitleRev: max(titleRev, 1), Updated: rec.Time,
 		Project: rec.Snapshot.Workspace.Project, Labels: rec.Snapshot.Labels, Proof: proof}
-	return newIndexed(head, st.Messages, st.Digest, docs)
+	ix := newIndexed(head, st.Messages, st.Digest, docs)
+	ix.first = firstTime(after)
+	return ix
 }
+
+// firstTime is the time of the oldest of after, records read back from
+// the end of a log (zero for none).
+func firstTime(after []*record.Rec) time.Time {
+	if len(after) == 0 {
+		return time.Time{}
+	}
+	return after[len(after)-1].Time
+}
+
+// msgsOpen begins the snapshot readAppended decodes the new messages
+// from.
+const msgsOpen = `{"messages":[`
 
 // maxReadAfter bounds how many records readAfter reads back before it
 // leaves the work to a read of the whole history.

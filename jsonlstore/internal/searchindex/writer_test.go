@@ -67,23 +67,7 @@ func TestWriterLockOneAtATime(t *testing.T) {
 // writes wait for it, and once it is free the queue writes the row.
 func TestWriterLockKeepsOutTheQueue(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, x := openStore(t, dir, jsonlstore.Options{}, nil)
-	_, other := openStore(t, dir, jsonlstore.Options{}, nil)
-	s := sessiontest.New("turns")
-	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first", sessiontest.Epoch)))
-	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-	require.NoError(t, err)
-	_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
-	require.NoError(t, err)
-	before, err := x.States(ctx)
-	require.NoError(t, err)
-
-	release, err := other.lockWriter(ctx, searchdb.NoWait)
-	require.NoError(t, err)
-	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, "heron", sessiontest.Epoch)))
-	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
-	require.NoError(t, err)
+	st, x, w, before, release := appendWhileLocked(t, "turns")
 	start := time.Now()
 	res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "heron"})
 	require.NoError(t, err)
@@ -133,4 +117,56 @@ func TestWriterLockJunkIsReplaced(t *testing.T) {
 	res, err := st.Search(ctx, sessionstore.SearchQuery{Text: "grebe"})
 	require.NoError(t, err)
 	require.Len(t, res.Hits, 1)
+}
+
+// TestWriterLockQueueTriesAgainAfterBusy: a queue's write that waits
+// searchFeedWait for the writer lock in vain is tried again once the
+// lock is free, with no append or search to prompt it. (The timer that
+// ran the write had fired but was still taken for the queue's pending
+// one, so nothing armed another: the queue wrote nothing again until
+// the store closed, and every search read the session's appends from
+// its log.) The wait blocks in flock(2), a system call, so the test runs
+// on the real clock: it waits until the queue has found the lock busy,
+// then releases it.
+func TestWriterLockQueueTriesAgainAfterBusy(t *testing.T) {
+	ctx := t.Context()
+	_, x, w, _, release := appendWhileLocked(t, "retried")
+	tries := func() int {
+		x.feedMu.Lock()
+		defer x.feedMu.Unlock()
+		return x.feed.tries
+	}
+	require.Eventually(t, func() bool { return tries() > 0 }, 30*time.Second, 5*time.Millisecond, "the queue's write found the lock busy")
+	release()
+	require.Eventually(t, func() bool {
+		now, err := x.States(ctx)
+		return err == nil && now["retried"].Rev == w.Revision()
+	}, 30*time.Second, 5*time.Millisecond, "the queue wrote the row once the lock was free")
+	require.NoError(t, w.Release(ctx))
+}
+
+// appendWhileLocked makes a store holding session id, of one message,
+// indexed (the index's states then are before), and a second handle of
+// the index; the second takes the writer lock (release lets it go), and
+// w, the session's writer, appends a message holding "heron".
+func appendWhileLocked(t *testing.T, id session.SessionID) (st *jsonlstore.Store, x *Index, w sessionstore.Writer, before map[session.SessionID]searchdb.State, release func()) {
+	t.Helper()
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, x = openStore(t, dir, jsonlstore.Options{}, nil)
+	_, other := openStore(t, dir, jsonlstore.Options{}, nil)
+	s := sessiontest.New(string(id))
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, "first", sessiontest.Epoch)))
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	_, err = st.Search(ctx, sessionstore.SearchQuery{Text: "nothing"})
+	require.NoError(t, err)
+	before, err = x.States(ctx)
+	require.NoError(t, err)
+	release, err = other.lockWriter(ctx, searchdb.NoWait)
+	require.NoError(t, err)
+	require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleAssistant, "heron", sessiontest.Epoch)))
+	_, err = w.Append(ctx, w.Revision(), sessiontest.Snap(t, s))
+	require.NoError(t, err)
+	return st, x, w, before, release
 }
