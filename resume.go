@@ -14,9 +14,6 @@ import (
 // revision's messages followed by new ones stores what changed (a delta),
 // never the session again. On error no lease is held.
 func Resume(ctx context.Context, st Store, id session.SessionID, opts AcquireOptions) (Writer, Record, error) {
-	if r, ok := st.(Resumer); ok {
-		return r.Resume(ctx, id, opts)
-	}
 	w, err := st.Acquire(ctx, id, opts)
 	if err != nil {
 		return nil, Record{}, err
@@ -27,11 +24,4 @@ func Resume(ctx context.Context, st Store, id session.SessionID, opts AcquireOpt
 		return nil, Record{}, err
 	}
 	return w, rec, nil
-}
-
-// Resumer is a Store that resumes a session in one call of its own
-// (Resume uses it): one that reads the revision's content while it
-// recovers the session, say. It returns what Resume returns.
-type Resumer interface {
-	Resume(ctx context.Context, id session.SessionID, opts AcquireOptions) (Writer, Record, error)
 }

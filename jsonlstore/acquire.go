@@ -44,9 +44,8 @@ type recovered struct {
 }
 
 // recoverLog analyses session id's log under the lease and removes an
-// uncommitted tail. With content (Resume), the latest revision's blobs
-// are read while it decodes, and held with it.
-func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport, content bool) (recovered, error) {
+// uncommitted tail.
+func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryReport) (recovered, error) {
 	var rc recovered
 	v, err := logfile.Open(s.fs, id, s.opts.MaxRecordBytes)
 	if err != nil {
@@ -79,7 +78,9 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	}
 	rc.last, rc.full, rc.deltas = last.Clone(), full, deltas
 	if last.Kind != record.KindGap {
-		held, err := decodeHeld(s.fs, id, last, snap, content)
+		c := blobfile.NewPageCache(s.fs, id)
+		held, err := logfile.DecodeRecord(id, last, snap, c)
+		c.Close()
 		if err != nil {
 			return rc, err
 		}
@@ -144,8 +145,7 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *lo
 }
 
 // acquire takes the lease of an existing session and recovers it.
-// With content (Resume), recovery reads the latest revision's blobs too.
-func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try, content bool) (*writer, error) {
+func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (*writer, error) {
 	if err := s.checkSession(ctx, id); err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessions
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.openWriter(id, lease, marked, content)
+	w, err := s.openWriter(id, lease, marked)
 	if err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx))
 		return nil, err
@@ -197,14 +197,13 @@ func (s *Store) leaseErr(ctx context.Context, id session.SessionID, err error) e
 }
 
 // openWriter recovers the log under lease and opens it for appending;
-// marked says whether takeLease made the lease's catalog mark; content
-// is recoverLog's.
-func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked, content bool) (*writer, error) {
+// marked says whether takeLease made the lease's catalog mark.
+func (s *Store) openWriter(id session.SessionID, lease leaseHandle, marked bool) (*writer, error) {
 	report := sessionstore.RecoveryReport{Generation: lease.Generation(), Previous: previousStatus(lease)}
 	if err := s.checkWritable(id); err != nil {
 		return nil, err
 	}
-	rc, err := s.recoverLog(id, &report, content)
+	rc, err := s.recoverLog(id, &report)
 	if err != nil {
 		return nil, err
 	}
@@ -240,12 +239,12 @@ func (s *Store) sweepSession(id session.SessionID) []string { return logfile.Swe
 
 // Acquire implements sessionstore.Store.
 func (s *Store) Acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	return writerOrNil(s.acquire(ctx, id, opts, false, false))
+	return writerOrNil(s.acquire(ctx, id, opts, false))
 }
 
 // TryAcquire implements sessionstore.Store.
 func (s *Store) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	return writerOrNil(s.acquire(ctx, id, opts, true, false))
+	return writerOrNil(s.acquire(ctx, id, opts, true))
 }
 
 // writerOrNil returns w as a sessionstore.Writer, nil (not a nil

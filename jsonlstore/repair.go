@@ -84,7 +84,7 @@ func (h offlineHost) CheckWritable(id session.SessionID) error { return h.checkW
 
 func (h offlineHost) OpenWriter(id session.SessionID, l repair.Lease) (repair.Writer, error) {
 	rl := l.(repairLease) // TakeLease's
-	w, err := h.openWriter(id, rl.leaseHandle, rl.marked, false)
+	w, err := h.openWriter(id, rl.leaseHandle, rl.marked)
 	if err != nil {
 		return nil, err // not a nil *writer in an interface
 	}

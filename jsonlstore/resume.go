@@ -7,10 +7,8 @@ import (
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
-	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/sessnap"
 )
 
@@ -32,44 +30,9 @@ import (
 // Either way the kept revision is dropped, and a later Latest reads the
 // log as Load does.
 
-// Resume implements sessionstore.Resume's one read: it acquires session
-// id as Acquire does, but recovery reads the latest revision's blobs
-// while it decodes the revision (on every core, beside the decoding),
-// and Latest returns that revision.
-func (s *Store) Resume(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, sessionstore.Record, error) {
-	w, err := s.acquire(ctx, id, opts, false, true)
-	if err != nil {
-		return nil, sessionstore.Record{}, err
-	}
-	rec, err := w.Latest(ctx)
-	if err != nil {
-		_ = w.Release(context.WithoutCancel(ctx))
-		return nil, sessionstore.Record{}, err
-	}
-	return w, rec, nil
-}
-
-// decodeHeld decodes snap, the latest revision last rebuilt, for the
-// writer to hold: without its content, or with it (Resume). A revision
-// whose blobs do not read is held without them, and the writer's Latest
-// reports the damage, as it does after Acquire.
-func decodeHeld(fsys vfs.FS, id session.SessionID, last *record.Rec, snap []byte, content bool) (sessionstore.Record, error) {
-	if content {
-		c := blobfile.NewCache(fsys, id)
-		held, err := logfile.DecodeRecord(id, last, snap, c)
-		c.Close()
-		if err == nil {
-			return held, nil
-		}
-	}
-	c := blobfile.NewPageCache(fsys, id)
-	defer c.Close()
-	return logfile.DecodeRecord(id, last, snap, c)
-}
-
 // heldRevision is the latest revision as recovery decoded it.
 type heldRevision struct {
-	rec sessionstore.Record // without its content (parts keep their references), or with it after Resume
+	rec sessionstore.Record // without its content: parts keep their references
 	at  *record.Rec         // its record, for errors
 }
 
