@@ -225,25 +225,9 @@ func (s *scanner) skipFast() bool {
 // message reads one message object.
 func (s *scanner) message() (session.Message, bool) {
 	var m session.Message
-	var seen uint32
-	ok := s.object(func(key []byte, esc bool) bool {
-		k := -1
-		if !esc {
-			k = keyIndex(key, messageKeys)
-		}
-		if k < 0 {
-			if !foreignKey(key, esc, messageKeys) {
-				return false
-			}
-			_, ok := s.value(3)
-			return ok
-		}
-		if seen&(1<<k) != 0 || s.peek() == 'n' {
-			return false // a repeated key or a null: encoding/json's business
-		}
-		seen |= 1 << k
+	ok := s.fields(messageKeys, 3, func(name string) bool {
 		var ok bool
-		switch messageKeys[k] {
+		switch name {
 		case "id":
 			m.ID, ok = s.text()
 		case "role":
@@ -309,25 +293,9 @@ func (s *scanner) parts(depth int) ([]session.Part, bool) {
 // part reads one part object at depth.
 func (s *scanner) part(depth int) (session.Part, bool) {
 	var p session.Part
-	var seen uint32
-	ok := s.object(func(key []byte, esc bool) bool {
-		k := -1
-		if !esc {
-			k = keyIndex(key, partKeys)
-		}
-		if k < 0 {
-			if !foreignKey(key, esc, partKeys) {
-				return false
-			}
-			_, ok := s.value(depth + 1)
-			return ok
-		}
-		if seen&(1<<k) != 0 || s.peek() == 'n' {
-			return false
-		}
-		seen |= 1 << k
+	ok := s.fields(partKeys, depth+1, func(name string) bool {
 		var ok bool
-		switch partKeys[k] {
+		switch name {
 		case "type":
 			var t string
 			t, ok = s.text()
@@ -389,25 +357,9 @@ func (s *scanner) blob() (*session.ContentRef, bool) {
 		return nil, false
 	}
 	var r session.ContentRef
-	var seen uint32
-	ok := s.object(func(key []byte, esc bool) bool {
-		k := -1
-		if !esc {
-			k = keyIndex(key, blobKeys)
-		}
-		if k < 0 {
-			if !foreignKey(key, esc, blobKeys) {
-				return false
-			}
-			_, ok := s.value(maxFastDepth / 2)
-			return ok
-		}
-		if seen&(1<<k) != 0 || s.peek() == 'n' {
-			return false
-		}
-		seen |= 1 << k
+	ok := s.fields(blobKeys, maxFastDepth/2, func(name string) bool {
 		var ok bool
-		switch blobKeys[k] {
+		switch name {
 		case "of":
 			r.Field, ok = s.text()
 		case "sha256":
@@ -418,6 +370,31 @@ func (s *scanner) blob() (*session.ContentRef, bool) {
 		return ok
 	})
 	return &r, ok
+}
+
+// fields reads an object whose keys are names, calling field with each
+// one: a known key at most once and never null (encoding/json's business
+// otherwise, so false), a foreign key skipped as a value at depth.
+func (s *scanner) fields(names []string, depth int, field func(name string) bool) bool {
+	var seen uint32
+	return s.object(func(key []byte, esc bool) bool {
+		k := -1
+		if !esc {
+			k = keyIndex(key, names)
+		}
+		if k < 0 {
+			if !foreignKey(key, esc, names) {
+				return false
+			}
+			_, ok := s.value(depth)
+			return ok
+		}
+		if seen&(1<<k) != 0 || s.peek() == 'n' {
+			return false // a repeated key or a null
+		}
+		seen |= 1 << k
+		return field(names[k])
+	})
 }
 
 // keyIndex is key's index in names, or -1.
