@@ -17,6 +17,7 @@
 //	searchhost   the seam to the search index (no rule, no file, no SQLite)
 //	searchindex  the full-text index in .search/ (SQLite FTS5, with searchdb), linked only through jsonlstore/fts
 //	offline      verify, repair, salvage, backup and sync, disk usage, blob collection
+//	toolhost     the seam offline's backup and sync and repair share to the facade (no rule, no file)
 //	purge        the redaction of what a session already stores
 //	secretscan   the scan for secrets of every file a session keeps: logs, archives, blobs, forensic copies, retired packs
 //	retire       .retired/: packs, the journal, the policy, which sessions a retirement takes, retire, restore, search

@@ -4,46 +4,26 @@ import (
 	"context"
 
 	"github.com/sessionstore/sessionstore"
-	"github.com/sessionstore/sessionstore/fslease"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobgc"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
-	"github.com/sessionstore/sessionstore/jsonlstore/internal/logfile"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/toolhost"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/verify"
 	"github.com/sessionstore/sessionstore/session"
 )
 
 // Host is the store as repair needs it from the facade (package
-// jsonlstore), which implements it: the checks every read starts with,
-// and the lease and writer that repair works under. Repair never imports
-// the facade.
+// jsonlstore), which implements it: toolhost.Host, and the lease and
+// writer that repair works under. Repair never imports the facade.
 type Host interface {
-	// Store is the store itself: Repair waits for a lease with
-	// sessionstore.AcquireWithin, which calls its Lease (and Acquire and
-	// TryAcquire, which Repair replaces when it cuts or salvages).
-	sessionstore.Store
-	// Check returns what stops any read of session id before it starts:
-	// sessionstore.ErrClosed, ctx's error, an invalid ID.
-	Check(ctx context.Context, id session.SessionID) error
+	toolhost.Host
 	// TakeLease takes existing session id's lease, of a generation above
 	// every one its log holds, without the recovery Acquire runs (try:
 	// fail at once, with a *sessionstore.LeaseHeldError, when it is held).
 	TakeLease(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (Lease, error)
-	// CheckWritable runs under a lease just taken, before anything is
-	// written: session id's directory holds no symlink and its log is one
-	// a holder may write to.
-	CheckWritable(id session.SessionID) error
 	// OpenWriter recovers session id's log under l, as Acquire does, and
 	// returns its writer, which then owns l; on an error the caller still
 	// releases l.
 	OpenWriter(id session.SessionID, l Lease) (Writer, error)
-	// SaveForensic copies n bytes of v from off into a new file of session
-	// id's forensic/ named after what, durably (file and directory
-	// synced), and returns its path relative to the root; on an error it
-	// leaves no file.
-	SaveForensic(id session.SessionID, what string, off int64, v *logfile.View, n int64) (string, error)
-	// InspectLease reads the lease of directory dir (an absolute path)
-	// without taking it.
-	InspectLease(ctx context.Context, dir string) (fslease.Status, error)
 }
 
 // Lease is a lease TakeLease took, until OpenWriter's writer owns it.
