@@ -42,10 +42,7 @@ func (si *searchIndex) deleted(id session.SessionID) {
 // revision is indexed when it is appended, so the index is always
 // current.
 func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
-	if err := s.ready(ctx); err != nil {
-		return sessionstore.SearchResult{}, err
-	}
-	q, fq, err := adapter.ParseSearch(q)
+	q, fq, err := adapter.ReadySearch(s.ready(ctx), q)
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}

@@ -262,10 +262,7 @@ func take(words *[]string) string {
 
 // Search implements sessionstore.Store.
 func (s *Store) Search(ctx context.Context, q sessionstore.SearchQuery) (sessionstore.SearchResult, error) {
-	if err := s.ready(ctx); err != nil {
-		return sessionstore.SearchResult{}, err
-	}
-	q, fq, err := adapter.ParseSearch(q)
+	q, fq, err := adapter.ReadySearch(s.ready(ctx), q)
 	if err != nil {
 		return sessionstore.SearchResult{}, err
 	}

@@ -10,7 +10,7 @@
 //
 //	payload, err := adapter.EncodeSnapshot(id, snap, maxRecordBytes)
 //	snap := adapter.ForkSnapshot(src.Snapshot, newID)
-//	q, fq, err := adapter.ParseSearch(q)
+//	q, fq, err := adapter.ReadySearch(s.ready(ctx), q)
 //	hit := adapter.SearchHit(h)
 //	adapter.Defaults(&o.MaxRecordBytes, &o.BlobThreshold, &o.Now, &o.Redactor)
 //

@@ -44,3 +44,17 @@ func TestReadyIDs(t *testing.T) {
 	require.NoError(t, adapter.ReadyIDs(nil, []session.SessionID{"a", "b"}))
 	require.NoError(t, adapter.ReadyIDs(nil, nil))
 }
+
+// TestReadySearch: the store's readiness comes before the query's
+// validity; a ready store's query is ParseSearch's.
+func TestReadySearch(t *testing.T) {
+	_, _, err := adapter.ReadySearch(sessionstore.ErrClosed, sessionstore.SearchQuery{Text: " ... "})
+	require.ErrorIs(t, err, sessionstore.ErrClosed)
+	require.NotErrorIs(t, err, sessionstore.ErrBadQuery)
+	_, _, err = adapter.ReadySearch(nil, sessionstore.SearchQuery{Text: " ... "})
+	require.ErrorIs(t, err, sessionstore.ErrBadQuery)
+	q, fq, err := adapter.ReadySearch(nil, sessionstore.SearchQuery{Text: "osprey"})
+	require.NoError(t, err)
+	require.Equal(t, sessionstore.DefaultSearchLimit, q.Limit)
+	require.Equal(t, "osprey", fq.String())
+}

@@ -24,6 +24,16 @@ func ParseSearch(q sessionstore.SearchQuery) (sessionstore.SearchQuery, fulltext
 	return q, fq, nil
 }
 
+// ReadySearch is what a store's Search begins with, once the store's own
+// readiness (Ready) gave ready: ready's error first (a closed store says
+// so whatever the query), then ParseSearch of q.
+func ReadySearch(ready error, q sessionstore.SearchQuery) (sessionstore.SearchQuery, fulltext.Query, error) {
+	if ready != nil {
+		return q, fulltext.Query{}, ready
+	}
+	return ParseSearch(q)
+}
+
 // SearchHit is the contract's hit of the index's hit h, its snippet cut.
 func SearchHit(h fulltext.Hit) sessionstore.SearchHit {
 	snip, marks := fulltext.Snippet(h.Text, h.Spans, fulltext.SnippetBytes)
