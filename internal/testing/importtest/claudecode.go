@@ -161,56 +161,17 @@ func CheckClaudeCode(t testing.TB, want ClaudeCodeFile, s *session.Session) {
 	t.Helper()
 	conv := s.Conversation()
 	require.Len(t, conv, want.Messages)
-	roles := map[session.Role]int{}
-	var uses, results []string
-	var thinking, images, imageBytes, compactions, structured, injected int
-	var perMessage session.Usage
-	for _, m := range conv {
-		roles[m.Role]++
-		if m.Usage != nil {
-			perMessage = perMessage.Add(*m.Usage)
-		}
-		if m.Compaction != nil {
-			compactions++
-		}
-		if m.Injected {
-			injected++
-		}
-		for _, p := range m.Parts {
-			switch p.Type {
-			case session.PartToolCall:
-				if !p.ProviderExecuted {
-					uses = append(uses, p.ToolCallID)
-				}
-			case session.PartToolResult:
-				results = append(results, p.ToolCallID)
-				if len(p.Result) > 0 {
-					structured++
-				}
-				for _, c := range p.Content {
-					if c.Type == session.PartImage {
-						images++
-						imageBytes += len(c.Data)
-					}
-				}
-			case session.PartReasoning:
-				thinking++
-			case session.PartImage:
-				images++
-				imageBytes += len(p.Data)
-			}
-		}
-	}
-	require.Equal(t, want.Roles, roles)
-	require.Equal(t, want.ToolUses, uses)
-	require.Equal(t, want.ToolResults, results)
-	require.Equal(t, want.Thinking, thinking)
-	require.Equal(t, want.Images, images)
-	require.Equal(t, want.ImageBytes, imageBytes)
-	require.Equal(t, want.Compactions, compactions)
-	require.Equal(t, want.Structured, structured)
-	require.Equal(t, want.Injected, injected)
-	require.Equal(t, want.Usage, perMessage, "per-message usage sums to the responses'")
+	got := tallyOf(conv)
+	require.Equal(t, want.Roles, got.roles)
+	require.Equal(t, want.ToolUses, got.ownCalls)
+	require.Equal(t, want.ToolResults, got.results)
+	require.Equal(t, want.Thinking, got.reasoning)
+	require.Equal(t, want.Images, got.images)
+	require.Equal(t, want.ImageBytes, got.imageBytes)
+	require.Equal(t, want.Compactions, got.compactions)
+	require.Equal(t, want.Structured, got.structured)
+	require.Equal(t, want.Injected, got.injected)
+	require.Equal(t, want.Usage, got.usage, "per-message usage sums to the responses'")
 	require.Equal(t, want.Usage, s.Usage(), "the session's usage is the sum of its responses'")
 	require.Equal(t, int64(len(want.ToolUses)), s.Counters().ToolCalls)
 	require.Equal(t, int64(want.Prompts), s.Counters().Turns)

@@ -144,58 +144,19 @@ func jsonEqual(a, b any) bool {
 func CheckCodex(t testing.TB, want CodexFile, s *session.Session) {
 	t.Helper()
 	conv := s.Conversation()
-	roles := map[session.Role]int{}
-	var calls, outputs []string
-	var reasoning, encrypted, texts, structured, failures, injected int
-	var perMessage session.Usage
-	for _, m := range conv {
-		roles[m.Role]++
-		if m.Injected {
-			injected++
-		}
-		if m.Usage != nil {
-			perMessage = perMessage.Add(*m.Usage)
-		}
-		for _, p := range m.Parts {
-			switch p.Type {
-			case session.PartToolCall:
-				if p.ProviderExecuted {
-					calls = append(calls, "web")
-				} else {
-					calls = append(calls, p.ToolCallID)
-				}
-			case session.PartToolResult:
-				outputs = append(outputs, p.ToolCallID)
-				if len(p.Result) > 0 {
-					structured++
-				}
-				if p.IsError {
-					failures++
-				}
-			case session.PartReasoning:
-				reasoning++
-				if p.Encrypted != "" {
-					encrypted++
-				}
-			case session.PartText:
-				if m.Role == session.RoleAssistant {
-					texts++
-				}
-			}
-		}
-	}
-	require.Equal(t, want.Roles, roles)
-	require.Equal(t, want.Calls, calls)
-	require.Equal(t, want.Outputs, outputs)
-	require.Equal(t, want.Reasoning, reasoning)
-	require.Equal(t, want.Encrypted, encrypted)
-	require.Equal(t, want.Texts, texts)
-	require.Equal(t, want.Structured, structured, "each tool run's event is its call's structured result")
-	require.Equal(t, want.Failures, failures)
-	require.Equal(t, want.Usage, perMessage)
+	got := tallyOf(conv)
+	require.Equal(t, want.Roles, got.roles)
+	require.Equal(t, want.Calls, got.calls)
+	require.Equal(t, want.Outputs, got.results)
+	require.Equal(t, want.Reasoning, got.reasoning)
+	require.Equal(t, want.Encrypted, got.encrypted)
+	require.Equal(t, want.Texts, got.texts)
+	require.Equal(t, want.Structured, got.structured, "each tool run's event is its call's structured result")
+	require.Equal(t, want.Failures, got.failures)
+	require.Equal(t, want.Usage, got.usage)
 	require.Equal(t, want.Usage, s.Usage())
 	require.Equal(t, int64(want.Prompts), s.Counters().Turns)
-	require.Equal(t, want.Roles[session.RoleUser]-want.Prompts, injected, "user messages no person typed are injected")
+	require.Equal(t, want.Roles[session.RoleUser]-want.Prompts, got.injected, "user messages no person typed are injected")
 	require.Equal(t, int64(len(want.Calls)), s.Counters().ToolCalls)
 
 	CheckPairing(t, conv)

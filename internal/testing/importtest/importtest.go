@@ -254,6 +254,76 @@ func RoundTrip(tb testing.TB, first *importer.Transcript, write func(io.Writer, 
 	return again, out.Bytes()
 }
 
+// tally is what a session's conversation holds, counted as CheckClaudeCode
+// and CheckCodex compare it with what the source file holds.
+type tally struct {
+	roles map[session.Role]int
+	// calls are the tool calls' IDs in order, a provider-executed call
+	// (a web search) as "web"; ownCalls only those the client ran.
+	calls, ownCalls []string
+	results         []string // the tool results' call IDs in order
+	// images and imageBytes count the image parts, those of tool results
+	// included; texts counts the assistant's text parts.
+	reasoning, encrypted, texts, images, imageBytes int
+	compactions, structured, failures, injected     int
+	usage                                           session.Usage // the messages' usage summed
+}
+
+// tallyOf counts what conv holds.
+func tallyOf(conv []session.Message) tally {
+	n := tally{roles: map[session.Role]int{}}
+	for _, m := range conv {
+		n.roles[m.Role]++
+		if m.Usage != nil {
+			n.usage = n.usage.Add(*m.Usage)
+		}
+		if m.Compaction != nil {
+			n.compactions++
+		}
+		if m.Injected {
+			n.injected++
+		}
+		for _, p := range m.Parts {
+			switch p.Type {
+			case session.PartToolCall:
+				if p.ProviderExecuted {
+					n.calls = append(n.calls, "web")
+				} else {
+					n.calls = append(n.calls, p.ToolCallID)
+					n.ownCalls = append(n.ownCalls, p.ToolCallID)
+				}
+			case session.PartToolResult:
+				n.results = append(n.results, p.ToolCallID)
+				if len(p.Result) > 0 {
+					n.structured++
+				}
+				if p.IsError {
+					n.failures++
+				}
+				for _, c := range p.Content {
+					if c.Type == session.PartImage {
+						n.images++
+						n.imageBytes += len(c.Data)
+					}
+				}
+			case session.PartReasoning:
+				n.reasoning++
+				if p.Encrypted != "" {
+					n.encrypted++
+				}
+			case session.PartImage:
+				n.images++
+				n.imageBytes += len(p.Data)
+			case session.PartText:
+				if m.Role == session.RoleAssistant {
+					n.texts++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // CheckPairing fails the test unless every tool result in conv answers a
 // tool call made before it.
 func CheckPairing(tb testing.TB, conv []session.Message) {
