@@ -145,7 +145,7 @@ func (s *Store) saveForensic(id session.SessionID, what string, off int64, v *lo
 }
 
 // acquire takes the lease of an existing session and recovers it.
-func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (*writer, error) {
+func (s *Store) acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions, try bool) (sessionstore.Writer, error) {
 	if err := s.checkSession(ctx, id); err != nil {
 		return nil, err
 	}
@@ -239,21 +239,12 @@ func (s *Store) sweepSession(id session.SessionID) []string { return logfile.Swe
 
 // Acquire implements sessionstore.Store.
 func (s *Store) Acquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	return writerOrNil(s.acquire(ctx, id, opts, false))
+	return s.acquire(ctx, id, opts, false)
 }
 
 // TryAcquire implements sessionstore.Store.
 func (s *Store) TryAcquire(ctx context.Context, id session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	return writerOrNil(s.acquire(ctx, id, opts, true))
-}
-
-// writerOrNil returns w as a sessionstore.Writer, nil (not a nil
-// *writer) on error.
-func writerOrNil(w *writer, err error) (sessionstore.Writer, error) {
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
+	return s.acquire(ctx, id, opts, true)
 }
 
 // checkWritable runs under a freshly taken lease, before anything is
