@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/sessionstore/sessionstore/session"
 )
@@ -39,6 +40,11 @@ func Text(parts []session.Part) string {
 	}
 	return strings.Join(texts, "\n")
 }
+
+// Stamp is the time stamp the converters' writers give a line: at in UTC,
+// RFC 3339 with nanoseconds at a fixed width, so that a line's time reads
+// back exactly and lines of one file sort as their times do.
+func Stamp(at time.Time) string { return at.UTC().Format("2006-01-02T15:04:05.000000000Z07:00") }
 
 // LineWriter writes JSONL for the converters' writers: one JSON value a
 // line, without HTML escaping (text keeps its bytes). Each value is one

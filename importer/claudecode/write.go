@@ -143,7 +143,7 @@ func stamp(at, fallback time.Time) string {
 	if at.IsZero() {
 		at = fallback
 	}
-	return at.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+	return importer.Stamp(at)
 }
 
 func (wr *writer) message(i int, m session.Message) {

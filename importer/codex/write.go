@@ -83,7 +83,7 @@ type writer struct {
 // time) would otherwise write equal lines.
 func (wr *writer) put(at time.Time, typ string, payload any) {
 	wr.lines++
-	wr.lw.Put(map[string]any{"timestamp": at.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), "type": typ,
+	wr.lw.Put(map[string]any{"timestamp": importer.Stamp(at), "type": typ,
 		"ordinal": wr.lines, "payload": payload})
 }
 
