@@ -274,11 +274,8 @@ func (s *Store) takeNew(ctx context.Context, id session.SessionID, dir string, o
 // blobs and pages are hard links of from's (clones, else copies, where
 // the file system links none): a fork costs its log, not its content.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	newID, err := adapter.ForkID(from, newID)
+	newID, err := adapter.ForkID(ctx, from, newID, s.check)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.check(ctx, newID); err != nil {
 		return nil, err
 	}
 	// The fork's parts keep their references to content out of line, and

@@ -144,11 +144,8 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // source revision as stored, its references included; the content they
 // name is the source's, shared (memory is held once).
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	newID, err := adapter.ForkID(from, newID)
+	newID, err := adapter.ForkID(ctx, from, newID, s.readyID)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err
 	}
 	e, recs, err := s.recordsOf(from)

@@ -214,11 +214,8 @@ func (s *Store) Create(ctx context.Context, snap sessnap.Snapshot, opts sessions
 // name is copied into the fork's rows by the server, in the transaction
 // that creates the fork.
 func (s *Store) Fork(ctx context.Context, from session.SessionID, rev uint64, newID session.SessionID, opts sessionstore.AcquireOptions) (sessionstore.Writer, error) {
-	newID, err := adapter.ForkID(from, newID)
+	newID, err := adapter.ForkID(ctx, from, newID, s.readyID)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.readyID(ctx, newID); err != nil {
 		return nil, err
 	}
 	src, err := s.LoadWith(ctx, from, sessionstore.LoadOptions{Revision: rev, WithoutContent: true})

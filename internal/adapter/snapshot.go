@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/sessionstore/sessionstore"
@@ -45,14 +46,19 @@ func CheckID(id session.SessionID, snap sessnap.Snapshot) error {
 	return nil
 }
 
-// ForkID checks the IDs of a fork of from into newID: from must be valid,
-// and an empty newID is a new one (sessionstore.NewID), which it returns.
-func ForkID(from, newID session.SessionID) (session.SessionID, error) {
+// ForkID is what a Fork of from into newID begins with: from must be
+// valid, an empty newID is a new one (sessionstore.NewID), and then the
+// store's readiness for the new ID (readyID: closed, ctx, the ID's
+// validity) decides. It returns the fork's ID.
+func ForkID(ctx context.Context, from, newID session.SessionID, readyID func(context.Context, session.SessionID) error) (session.SessionID, error) {
 	if err := sessionstore.ValidateID(from); err != nil {
 		return "", err
 	}
 	if newID == "" {
 		newID = sessionstore.NewID()
+	}
+	if err := readyID(ctx, newID); err != nil {
+		return "", err
 	}
 	return newID, nil
 }

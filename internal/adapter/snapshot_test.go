@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -93,4 +94,26 @@ func TestCheckID(t *testing.T) {
 	err := adapter.CheckID("b", snap)
 	require.ErrorIs(t, err, sessionstore.ErrInvalidSnapshot)
 	require.EqualError(t, err, `sessionstore: invalid snapshot: snapshot id "a" in session b`)
+}
+
+// TestForkID: the source's ID is checked before the store's readiness,
+// an empty new ID becomes a new one, and readiness is asked of the ID
+// the fork gets.
+func TestForkID(t *testing.T) {
+	closed := func(context.Context, session.SessionID) error { return sessionstore.ErrClosed }
+	_, err := adapter.ForkID(t.Context(), "../x", "b", closed)
+	require.ErrorIs(t, err, sessionstore.ErrInvalidID)
+	_, err = adapter.ForkID(t.Context(), "a", "b", closed)
+	require.ErrorIs(t, err, sessionstore.ErrClosed)
+
+	var asked session.SessionID
+	ready := func(_ context.Context, id session.SessionID) error { asked = id; return nil }
+	id, err := adapter.ForkID(t.Context(), "a", "", ready)
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	require.Equal(t, id, asked)
+	id, err = adapter.ForkID(t.Context(), "a", "b", ready)
+	require.NoError(t, err)
+	require.Equal(t, session.SessionID("b"), id)
+	require.Equal(t, id, asked)
 }
