@@ -57,12 +57,12 @@ func rebuildForWriter(id session.SessionID, last, full *record.Rec, deltas []*re
 		return snap, nil, err
 	}
 	tr, err := appender.ResumeChain(full, deltas, maxPayload)
-	switch {
-	case err != nil && len(deltas) > 0:
+	if err != nil && len(deltas) > 0 {
 		return nil, nil, logfile.ChainError(id, last, full, err)
-	case err != nil:
-		return full.Payload, nil, nil
-	case len(deltas) == 0:
+	}
+	if len(deltas) == 0 {
+		// The full record is the revision; tr is nil when it is no base
+		// for a tracker (err).
 		return full.Payload, tr, nil
 	}
 	return tr.Snapshot(), tr, nil
