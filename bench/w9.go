@@ -363,6 +363,7 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 	// after each of the last 100 resumes (the same session, the same
 	// moment).
 	var load sample
+	var floor w9ManyFloor
 	openLoad := func() error {
 		t0 := time.Now()
 		st, err := jsonlstore.Open(dir, jsonlstore.Options{})
@@ -398,6 +399,11 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 				return err
 			}
 		}
+		if i < w9Window || i >= c.w9Many-w9Window {
+			if err := floor.measure(ctx, dir, sessDir, id); err != nil {
+				return err
+			}
+		}
 	}
 	elapsed := time.Since(start)
 	stopProfile()
@@ -426,7 +432,11 @@ func w9Many(ctx context.Context, c *config, r *report, dir string) error {
 	t.note("a resume: jsonlstore.Open, sessionstore.Resume, restore, append one message, Release, Close; the messages appended encode to %s in all; the run took %s",
 		fmtBytes(msgBytes), elapsed.Round(time.Millisecond))
 	r.add(t)
+	ft := floor.table(c.w9Many, lat.lat)
+	r.add(ft)
 	r.set("W9/many-last÷first", float64(last)/float64(first))
+	r.set("W9/many-floor-read", w9FloorRatio(first, floor.read))
+	r.set("W9/many-floor-decode", w9FloorRatio(first, floor.decode))
 	r.set("W9/many-log÷msgs", float64(logGrowth)/float64(msgBytes))
 	return nil
 }

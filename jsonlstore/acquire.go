@@ -41,6 +41,31 @@ type recovered struct {
 	// held is the latest revision as recovery decoded it, without its
 	// content (nil after a gap): what the writer resumes from (resume.go).
 	held *sessionstore.Record
+	// track is the chain applied (appender.ResumeChain), for the writer's
+	// appender; nil when the chain is no base for a delta.
+	track *record.Tracker
+}
+
+// rebuildForWriter returns the snapshot of last, which full and deltas
+// rebuild (logfile.RebuildChain, with its errors), and the tracker the
+// writer's appender resumes on: the chain is applied once, for both.
+// The tracker is nil after a gap, and when the chain's full record is no
+// base for one (the next record is then full, and recovery goes on).
+func rebuildForWriter(id session.SessionID, last, full *record.Rec, deltas []*record.Rec, maxPayload int) ([]byte, *record.Tracker, error) {
+	if last.Kind == record.KindGap || full == nil || full.Kind != record.KindFull {
+		snap, err := logfile.RebuildChain(id, last, full, deltas, maxPayload)
+		return snap, nil, err
+	}
+	tr, err := appender.ResumeChain(full, deltas, maxPayload)
+	if err != nil && len(deltas) > 0 {
+		return nil, nil, logfile.ChainError(id, last, full, err)
+	}
+	if len(deltas) == 0 {
+		// The full record is the revision; tr is nil when it is no base
+		// for a tracker (err).
+		return full.Payload, tr, nil
+	}
+	return tr.Snapshot(), tr, nil
 }
 
 // recoverLog analyses session id's log under the lease and removes an
@@ -72,11 +97,11 @@ func (s *Store) recoverLog(id session.SessionID, report *sessionstore.RecoveryRe
 	// The latest revision must rebuild, and be a snapshot of this session
 	// (its content left out of line): no holder builds on a snapshot it
 	// cannot read.
-	snap, err := logfile.RebuildChain(id, last, full, deltas, v.MaxPayload)
+	snap, track, err := rebuildForWriter(id, last, full, deltas, v.MaxPayload)
 	if err != nil {
 		return rc, err
 	}
-	rc.last, rc.full, rc.deltas = last.Clone(), full, deltas
+	rc.last, rc.full, rc.deltas, rc.track = last.Clone(), full, deltas, track
 	if last.Kind != record.KindGap {
 		c := blobfile.NewPageCache(s.fs, id)
 		held, err := logfile.DecodeRecord(id, last, snap, c)
@@ -132,9 +157,10 @@ func (s *Store) appenderAfterRecovery(id session.SessionID, rc recovered) (*appe
 	// with the one the session records (layout.ReadCap), so that it can go on
 	// from the records written under it.
 	app.Max = layout.ReadCap(s.fs, id, s.opts.MaxRecordBytes)
-	if err := app.Resume(rc.full, rc.deltas); err != nil {
-		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision not resumed; the next revision is written in full", "session", id, "err", err)
+	if rc.track == nil && rc.full != nil && rc.full.Kind == record.KindFull && !app.FullOnly {
+		s.opts.Logger.Warn("jsonlstore: delta chain of the latest revision not resumed; the next revision is written in full", "session", id)
 	}
+	app.ResumeWith(rc.full, rc.deltas, rc.track)
 	return app, blobs
 }
 

@@ -25,7 +25,7 @@ func TestBlobThreshold(t *testing.T) {
 		{"default, above", 0, sessionstore.DefaultBlobThreshold, true},
 		{"default, below", 0, sessionstore.DefaultBlobThreshold - 1, false},
 		{"small threshold", 1 << 10, 2 << 10, true},
-		{"never", -1, 512 << 10, false}, // below a page (record.PageBytes)
+		{"never", -1, 200 << 10, false}, // below a page (record.PageBytes)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -248,11 +248,38 @@ func (m Message) Clone() Message {
 	return m
 }
 
+// CloneMessages returns a deep copy of ms (Clone of each message), the
+// messages' parts in one allocation: a copy of a whole conversation
+// costs two allocations and its parts' own slices, not one per message.
+func CloneMessages(ms []Message) []Message {
+	out := make([]Message, len(ms))
+	n := 0
+	for i := range ms {
+		n += len(ms[i].Parts)
+	}
+	parts := make([]Part, n)
+	for i, m := range ms {
+		if m.Parts != nil {
+			k := len(m.Parts)
+			m.Parts = cloneInto(parts[:k:k], m.Parts)
+			parts = parts[k:]
+		}
+		m.Usage, m.Compaction = copyOf(m.Usage), copyOf(m.Compaction)
+		out[i] = m
+	}
+	return out
+}
+
 func cloneParts(parts []Part) []Part {
 	if parts == nil {
 		return nil
 	}
-	out := make([]Part, len(parts))
+	return cloneInto(make([]Part, len(parts)), parts)
+}
+
+// cloneInto copies parts deeply into out, as long as parts, and returns
+// it.
+func cloneInto(out, parts []Part) []Part {
 	for i, p := range parts {
 		p.Input = slices.Clone(p.Input)
 		p.Data = slices.Clone(p.Data)

@@ -106,6 +106,32 @@ func TestMessageCloneIsDeep(t *testing.T) {
 	require.Equal(t, Usage{}, s.Usage(), "a message's usage is a record; only AddUsage moves the budget")
 }
 
+// TestCloneMessagesIsDeep: CloneMessages copies as Clone does, each
+// message's parts its own (an append to one never writes into the next
+// message's parts, though they share one allocation), nil parts nil.
+func TestCloneMessagesIsDeep(t *testing.T) {
+	ms := []Message{richMessage(), {Role: RoleUser}, richMessage()}
+	ms[2].ID = "m3"
+	c := CloneMessages(ms)
+	require.Len(t, c, len(ms))
+	for i := range ms {
+		require.True(t, ms[i].Equal(c[i]), "message %d", i)
+		require.Equal(t, ms[i].Parts == nil, c[i].Parts == nil, "message %d", i)
+	}
+	c[0].Usage.InputTokens = 99
+	c[0].Parts[2].Content[1].Data[0] = 9
+	c[2].Parts[1].Input[1] = 'X'
+	c[0].Parts[0].Text = "changed"
+	require.Equal(t, int64(1), ms[0].Usage.InputTokens)
+	require.Equal(t, byte(1), ms[0].Parts[2].Content[1].Data[0])
+	require.Equal(t, `{"q":"x"}`, string(ms[2].Parts[1].Input))
+	require.True(t, ms[0].Equal(richMessage()))
+	c[1].Parts = append(c[1].Parts, Part{Type: PartText, Text: "more"})
+	c[0].Parts = append(c[0].Parts, Part{Type: PartText, Text: "more"})
+	require.Equal(t, ms[2].Parts[0], c[2].Parts[0], "an append to one message's parts leaves the next one's")
+	require.Empty(t, CloneMessages(nil))
+}
+
 func TestMessageEqual(t *testing.T) {
 	base := richMessage()
 	same := []func(*Message){

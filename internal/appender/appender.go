@@ -77,15 +77,45 @@ func (a *Appender) Resume(full *record.Rec, deltas []*record.Rec) error {
 	if a.FullOnly || full == nil || full.Kind != record.KindFull {
 		return nil // after a gap, or full records only: the next record is full
 	}
+	tr, err := ResumeChain(full, deltas, 1<<62)
+	if err != nil {
+		a.track = record.Tracker{Pages: a.track.Pages} // knows none: the next record is full
+		return err
+	}
+	a.ResumeWith(full, deltas, tr)
+	return nil
+}
+
+// ResumeChain returns a tracker resumed on the chain full and deltas
+// (record.Tracker.ResumeWithin, maxOut the cap of each revision): what
+// Resume does, for a reader that also needs the chain's snapshot
+// (Tracker.Snapshot) and gives the tracker to ResumeWith after, so
+// that the chain is applied once.
+func ResumeChain(full *record.Rec, deltas []*record.Rec, maxOut int) (*record.Tracker, error) {
 	payloads := make([][]byte, len(deltas))
 	held := 0
 	for i, d := range deltas {
 		payloads[i] = d.Payload
 		held += int(d.LineLen)
+	}
+	tr := &record.Tracker{}
+	if err := tr.ResumeWithin(full.Payload, payloads, held, maxOut); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// ResumeWith is Resume with tr, a tracker ResumeChain resumed on the same
+// chain (the appender's own from then on).
+func (a *Appender) ResumeWith(full *record.Rec, deltas []*record.Rec, tr *record.Tracker) {
+	if a.FullOnly || full == nil || full.Kind != record.KindFull || tr == nil {
+		return
+	}
+	for _, d := range deltas {
 		a.hasRefs = a.hasRefs || d.Version >= record.Version4
 	}
 	a.hasRefs = a.hasRefs || full.Version >= record.Version4
-	return a.track.Resume(full.Payload, payloads, held)
+	a.track = *tr
 }
 
 var messagesKey = []byte(`"messages"`)

@@ -53,14 +53,10 @@ func (a *Appender) HoldCopy(msgs sessnap.Messages) {
 	a.Hold(Copy(msgs))
 }
 
-// Copy returns msgs cloned element by element (session.Message.Clone):
+// Copy returns msgs cloned element by element (session.CloneMessages):
 // the appender's own copy of messages a caller keeps.
 func Copy(msgs sessnap.Messages) sessnap.Messages {
-	c := make(sessnap.Messages, len(msgs))
-	for i := range msgs {
-		c[i] = msgs[i].Clone()
-	}
-	return c
+	return session.CloneMessages(msgs)
 }
 
 // Held reports whether the appender knows the stored revision's messages

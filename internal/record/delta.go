@@ -111,6 +111,19 @@ var (
 	closeBrace   = []byte{'}'}
 )
 
+// grow appends the element list l to the member's array and adds its
+// bytes to its size: the cost of an append is its own, not that of the
+// lists appended before it (a chain of thousands of deltas applies in
+// time linear in its length).
+func (m *member) grow(l []byte) {
+	if len(m.app) > 0 || !emptyArray(m.val) {
+		m.size++ // the comma before it
+	}
+	m.size += len(l)
+	m.app = append(m.app, l)
+}
+
+// resize sets the member's size from its key, value and lists.
 func (m *member) resize() {
 	m.size = len(m.key) + 1 + len(m.val)
 	for i, a := range m.app {
@@ -419,10 +432,9 @@ func (d *doc) apply(ops deltaOps, maxOut int) error {
 		if i < len(ops.appIdx) {
 			x = ops.appIdx[i]
 		}
-		m.app = append(m.app, kv[1])
+		m.grow(kv[1])
 		m.idx = append(m.idx, x)
 		m.crcOK = false
-		m.resize()
 	}
 	if ops.keys != nil {
 		if len(ops.keys) != len(d.members) {

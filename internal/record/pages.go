@@ -85,9 +85,13 @@ func EncodePage(p PageRef) []byte {
 // The cut is greedy from the first message, so a longer conversation cuts
 // its earlier pages at the same places and makes the same pages again. A
 // full record holds the snapshot without its messages, the inline tail,
-// and about 120 bytes per page: within a 16 MiB cap, over 100 GiB of
-// messages.
-const PageBytes = 1 << 20
+// and about 120 bytes per page: within a 16 MiB cap, over 30 GiB of
+// messages. The size bounds what a full record costs the log (its inline
+// tail), and so how soon the chain policy can end a chain (Tracker,
+// MaxChainDeltas; FORMAT.md "Chains"): with 1 MiB pages a session grown
+// by short messages held chains of about 4,000 deltas, which every load
+// and every resume's recovery applied.
+const PageBytes = 256 << 10
 
 // pageLimit is the size from which a writer with record cap maxRecord cuts
 // a page.

@@ -107,6 +107,14 @@ func (t *Tracker) Start(snap []byte) error {
 // computed: a resume of a chain of thousands of deltas costs applying
 // them, not a checksum of each.
 func (t *Tracker) Resume(full []byte, deltas [][]byte, lineBytes int) error {
+	return t.ResumeWithin(full, deltas, lineBytes, 1<<62)
+}
+
+// ResumeWithin is Resume checking, as ApplyChain does, that no revision
+// of the chain exceeds maxOut bytes (ErrTooLong). A reader that must
+// rebuild the chain's snapshot and resume a writer on it (a recovery)
+// applies the chain once: Snapshot writes out what ApplyChain returns.
+func (t *Tracker) ResumeWithin(full []byte, deltas [][]byte, lineBytes, maxOut int) error {
 	if err := t.Start(full); err != nil {
 		return err
 	}
@@ -115,7 +123,7 @@ func (t *Tracker) Resume(full []byte, deltas [][]byte, lineBytes int) error {
 		var err error
 		ops, err = parseDelta(delta)
 		if err == nil {
-			err = t.d.apply(ops, 1<<62)
+			err = t.d.apply(ops, maxOut)
 		}
 		if err != nil {
 			*t = Tracker{Pages: t.Pages}

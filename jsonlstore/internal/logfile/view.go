@@ -202,10 +202,16 @@ func RebuildChain(id session.SessionID, last, full *record.Rec, deltas []*record
 	}
 	snap, err := record.ApplyChain(full.Payload, payloads, maxPayload)
 	if err != nil {
-		return nil, &sessionstore.CorruptionError{ID: id, Path: last.Path, Offset: last.Offset, Revision: last.Rev,
-			Err: fmt.Errorf("delta chain from revision %d does not rebuild revision %d: %w", full.Rev, last.Rev, err)}
+		return nil, ChainError(id, last, full, err)
 	}
 	return snap, nil
+}
+
+// ChainError is the corruption of a chain, from full to last, that does
+// not rebuild last (err says why).
+func ChainError(id session.SessionID, last, full *record.Rec, err error) error {
+	return &sessionstore.CorruptionError{ID: id, Path: last.Path, Offset: last.Offset, Revision: last.Rev,
+		Err: fmt.Errorf("delta chain from revision %d does not rebuild revision %d: %w", full.Rev, last.Rev, err)}
 }
 
 // GapError is the error for the revisions a gap record stands for.
