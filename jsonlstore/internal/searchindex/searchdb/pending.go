@@ -340,6 +340,17 @@ func bm25Docs(ctx context.Context, q fulltext.Query, cols [][3]string) ([]bm25Do
 	return docs, err
 }
 
+// replacedSQL selects the documents of session ?1's messages from ?2
+// on, and of its title when ?3. Each half is a range of the index
+// msgs_sid (one condition with OR read every message of the session: a
+// search under load runs it for every session being appended to, whose
+// rows hold thousands of messages, to find the few after ?2).
+const replacedSQL = `SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN docs ON docs.rowid = m.rowid
+	WHERE m.sid = (SELECT sid FROM sessions WHERE id = ?1) AND m.msg >= ?2
+	UNION ALL
+	SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN docs ON docs.rowid = m.rowid
+	WHERE ?3 AND m.sid = (SELECT sid FROM sessions WHERE id = ?1) AND m.msg < 0`
+
 // replacedDocs reads, in tx, the documents of the index that f.Pending
 // replaces: a pending session's messages from from[its ID] on, and its
 // title when it changed.
@@ -347,8 +358,7 @@ func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter, 
 	var cols [][3]string
 	for i := range f.Pending {
 		p := &f.Pending[i]
-		rows, err := tx.QueryContext(ctx, `SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN docs ON docs.rowid = m.rowid
-			WHERE m.sid = (SELECT sid FROM sessions WHERE id = ?) AND (m.msg >= ? OR m.msg < 0 AND ?)`, string(p.ID), from[p.ID], p.TitleChanged)
+		rows, err := tx.QueryContext(ctx, replacedSQL, string(p.ID), from[p.ID], p.TitleChanged)
 		if err != nil {
 			return nil, err
 		}
