@@ -239,20 +239,10 @@ func TestKillDuringResumedAppend(t *testing.T) {
 		}
 
 		// The parent resumes (a takeover) and appends one message.
-		w, rec, err := sessionstore.Resume(ctx, st, id, sessionstore.AcquireOptions{Label: "parent"})
-		require.NoError(t, err, "round %d: resume after the kill", round)
-		if w.Recovery().TailBytes > 0 {
+		tail, info := parentResumeAppend(t, st, id, fmt.Sprintf("round %d", round))
+		if tail > 0 {
 			tails++
 		}
-		requireResumedMessages(t, rec, fmt.Sprintf("round %d, resumed", round))
-		next := rec.Snapshot
-		next.Messages = append(next.Messages, resumeMessageAt(len(next.Messages)))
-		rev, err := w.Append(ctx, rec.Revision, next)
-		require.NoError(t, err)
-		require.NoError(t, w.Release(ctx))
-		info := lastRecord(t, st, id)
-		require.Equal(t, rev, info.Revision)
-		requireResumedMessages(t, loadOf(t, st, id), fmt.Sprintf("round %d, after the parent's append", round))
 		if info.Kind != record.KindDelta {
 			// A full record only where the chain policy starts a chain.
 			require.Equal(t, record.KindFull, info.Kind)
@@ -282,19 +272,31 @@ func TestKillDuringResumedAppend(t *testing.T) {
 	_, err = f.Write(torn)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	tw, rec, err := sessionstore.Resume(ctx, st, id, sessionstore.AcquireOptions{Label: "parent"})
-	require.NoError(t, err, "resume over a torn tail")
-	require.Equal(t, int64(len(torn)), tw.Recovery().TailBytes, "the torn tail is what recovery cuts")
-	requireResumedMessages(t, rec, "resumed over a torn tail")
+	tail, info := parentResumeAppend(t, st, id, "over a torn tail")
+	require.Equal(t, int64(len(torn)), tail, "the torn tail is what recovery cuts")
+	require.Equal(t, record.KindDelta, info.Kind, "the first append after cutting a torn tail is a delta")
+}
+
+// parentResumeAppend resumes session id as "parent" (a takeover), checks
+// the resumed messages, appends the next one, releases, and checks that
+// the session loads with it. It returns the torn tail the resume's
+// recovery cut and the record the append wrote.
+func parentResumeAppend(t *testing.T, st *Store, id session.SessionID, what string) (int64, sessionstore.RecordInfo) {
+	t.Helper()
+	ctx := t.Context()
+	w, rec, err := sessionstore.Resume(ctx, st, id, sessionstore.AcquireOptions{Label: "parent"})
+	require.NoError(t, err, "%s: resume", what)
+	tail := w.Recovery().TailBytes
+	requireResumedMessages(t, rec, what+", resumed")
 	next := rec.Snapshot
 	next.Messages = append(next.Messages, resumeMessageAt(len(next.Messages)))
-	rev, err := tw.Append(ctx, rec.Revision, next)
-	require.NoError(t, err)
-	require.NoError(t, tw.Release(ctx))
+	rev, err := w.Append(ctx, rec.Revision, next)
+	require.NoError(t, err, "%s: append", what)
+	require.NoError(t, w.Release(ctx))
 	info := lastRecord(t, st, id)
 	require.Equal(t, rev, info.Revision)
-	require.Equal(t, record.KindDelta, info.Kind, "the first append after cutting a torn tail is a delta")
-	requireResumedMessages(t, loadOf(t, st, id), "after the append over a torn tail")
+	requireResumedMessages(t, loadOf(t, st, id), what+", after the parent's append")
+	return tail, info
 }
 
 func lastRecord(t *testing.T, st *Store, id session.SessionID) sessionstore.RecordInfo {
