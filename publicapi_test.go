@@ -2,7 +2,10 @@ package sessionstore_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,4 +68,44 @@ func TestPublicAPINamesNoInternalType(t *testing.T) {
 		}
 	}
 	require.Greater(t, checked, 10, "the public packages were found")
+}
+
+// TestEveryPackageHasDocGo: every package of the module, commands
+// included, says what it owns in a doc.go of its own (the house rule: a
+// doc.go per package), and no other file of it carries a package comment,
+// so that go doc shows the one in doc.go and nothing else competes with it.
+func TestEveryPackageHasDocGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	out, err := exec.Command(goTool, "list", "-json=ImportPath,Dir,Doc,GoFiles", "./...").Output()
+	require.NoError(t, err, "go list")
+	checked := 0
+	for dec := json.NewDecoder(strings.NewReader(string(out))); dec.More(); {
+		var p struct {
+			ImportPath, Dir, Doc string
+			GoFiles              []string
+		}
+		require.NoError(t, dec.Decode(&p))
+		if strings.Contains(p.ImportPath+"/", "/testdata/") {
+			continue
+		}
+		checked++
+		require.Contains(t, p.GoFiles, "doc.go", "%s has no doc.go", p.ImportPath)
+		require.NotEmpty(t, p.Doc, "%s: go doc shows no package comment", p.ImportPath)
+		for _, name := range p.GoFiles {
+			if name == "doc.go" {
+				continue
+			}
+			src, err := os.ReadFile(filepath.Join(p.Dir, name))
+			require.NoError(t, err)
+			require.NotRegexp(t, `(?m)^// Package `+regexp.QuoteMeta(path.Base(p.ImportPath))+` `, string(src),
+				"%s: a package comment outside doc.go", filepath.Join(p.ImportPath, name))
+		}
+	}
+	require.Greater(t, checked, 40, "go list found too few packages")
 }
