@@ -89,6 +89,8 @@ func (p *Pending) rebase(rev uint64, msgs int, dig fulltext.Digest) int {
 // the session's ID.
 func rowsNow(ctx context.Context, tx *sql.Tx, f *Filter) (map[session.SessionID]int, error) {
 	from := make(map[session.SessionID]int, len(f.Pending))
+	var stmt *sql.Stmt // prepared once for all the sessions (see closeStmt)
+	defer func() { closeStmt(stmt) }()
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		from[p.ID] = p.From
@@ -98,7 +100,13 @@ func rowsNow(ctx context.Context, tx *sql.Tx, f *Filter) (map[session.SessionID]
 		var rev int64
 		var msgs int
 		var dig []byte
-		err := tx.QueryRowContext(ctx, "SELECT rev, messages, digest FROM sessions WHERE id = ?", string(p.ID)).Scan(&rev, &msgs, &dig)
+		if stmt == nil {
+			var err error
+			if stmt, err = tx.PrepareContext(ctx, "SELECT rev, messages, digest FROM sessions WHERE id = ?"); err != nil {
+				return nil, err
+			}
+		}
+		err := stmt.QueryRowContext(ctx, string(p.ID)).Scan(&rev, &msgs, &dig)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -340,6 +348,17 @@ func bm25Docs(ctx context.Context, q fulltext.Query, cols [][3]string) ([]bm25Do
 	return docs, err
 }
 
+// closeStmt closes a statement prepared in a read transaction (nil:
+// none). The statements run once for each pending session (rowsNow,
+// replacedDocs) are prepared once for them all: the driver prepares a
+// statement given as text at each call, and parsing it took about as
+// long as running it (W8: some 14 statements for a search under load).
+func closeStmt(s *sql.Stmt) {
+	if s != nil {
+		_ = s.Close() // read-only
+	}
+}
+
 // replacedSQL selects the documents of session ?1's messages from ?2
 // on, and of its title when ?3. Each half is a range of the index
 // msgs_sid (one condition with OR read every message of the session: a
@@ -356,9 +375,14 @@ const replacedSQL = `SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN do
 // title when it changed.
 func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter, from map[session.SessionID]int) ([]bm25Doc, error) {
 	var cols [][3]string
+	stmt, err := tx.PrepareContext(ctx, replacedSQL) // once for all the sessions (see closeStmt)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStmt(stmt)
 	for i := range f.Pending {
 		p := &f.Pending[i]
-		rows, err := tx.QueryContext(ctx, replacedSQL, string(p.ID), from[p.ID], p.TitleChanged)
+		rows, err := stmt.QueryContext(ctx, string(p.ID), from[p.ID], p.TitleChanged)
 		if err != nil {
 			return nil, err
 		}
