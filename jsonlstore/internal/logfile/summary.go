@@ -82,11 +82,17 @@ func EncodeSummary(sf SummaryFile) ([]byte, error) {
 // checks that Version is summaryVersion.
 func DecodeSummary(b []byte, id session.SessionID) (SummaryFile, bool) {
 	var sf SummaryFile
-	if !layout.UnframeJSON(b, &sf) || sf.Version < 1 || sf.Version > SummaryVersion ||
-		sf.Summary.ID != id || sf.Revision == 0 || sf.Summary.Revision != sf.Revision {
+	if !layout.UnframeJSON(b, &sf) || !summaryOf(id, sf.Version, sf.Summary.ID, sf.Revision, sf.Summary.Revision) {
 		return SummaryFile{}, false
 	}
 	return sf, true
+}
+
+// summaryOf reports whether a summary.json whose frame holds, of version
+// v, for session sid, at revision rev, whose summary says revision srev,
+// is one of session id that this program reads.
+func summaryOf(id session.SessionID, v int, sid session.SessionID, rev, srev uint64) bool {
+	return v >= 1 && v <= SummaryVersion && sid == id && rev != 0 && srev == rev
 }
 
 // ReadSummary returns session id's summary.json when it is one this
@@ -107,7 +113,7 @@ func ReadSummary(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
 // summaryEvidence is what a summary.json proves of committed revisions
 // (Evidence): the members that name the log and the revision, without
 // the summary's other members. It holds exactly when DecodeSummary's
-// checks hold (the frame's checksum, a version this program reads, the
+// checks hold (summaryOf: the frame's checksum, a version this program reads, the
 // session's ID, a revision that the summary repeats); the other members
 // are not decoded, so their values prove nothing either way. Decoding the
 // whole summary was most of what reading the evidence cost (a search
@@ -128,8 +134,7 @@ type summaryEvidence struct {
 // (summaryEvidence).
 func decodeEvidence(b []byte, id session.SessionID) (summaryEvidence, bool) {
 	var ev summaryEvidence
-	if !layout.UnframeJSON(b, &ev) || ev.Version < 1 || ev.Version > SummaryVersion ||
-		ev.Summary.ID != id || ev.Revision == 0 || ev.Summary.Revision != ev.Revision {
+	if !layout.UnframeJSON(b, &ev) || !summaryOf(id, ev.Version, ev.Summary.ID, ev.Revision, ev.Summary.Revision) {
 		return summaryEvidence{}, false
 	}
 	return ev, true
