@@ -111,13 +111,13 @@ func ReadSummary(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
 }
 
 // summaryEvidence is what a summary.json proves of committed revisions
-// (Evidence): the members that name the log and the revision, without
-// the summary's other members. It holds exactly when DecodeSummary's
-// checks hold (summaryOf: the frame's checksum, a version this program reads, the
+// (Evidence): the members that name the log and the revision, without the
+// summary's other members. It holds exactly when DecodeSummary's checks
+// hold (summaryOf: the frame's checksum, a version this program reads, the
 // session's ID, a revision that the summary repeats); the other members
 // are not decoded, so their values prove nothing either way. Decoding the
-// whole summary was most of what reading the evidence cost (a search
-// under load reads it for every log it reads the appends of).
+// whole summary was most of what reading the evidence cost (a search under
+// load reads it for every log it reads the appends of).
 type summaryEvidence struct {
 	Version    int          `json:"v"`
 	Log        vfs.Identity `json:"log"`
