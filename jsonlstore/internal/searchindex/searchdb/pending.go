@@ -3,6 +3,7 @@ package searchdb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -86,41 +87,49 @@ func (p *Pending) rebase(rev uint64, msgs int, dig fulltext.Digest) int {
 
 // rowsNow reads, in tx, the rows of the pending sessions as they are
 // now and returns the first message each row serves for (rebase), by
-// the session's ID.
+// the session's ID. The rows are read by one statement for all the
+// sessions, as StatesOf reads them.
 func rowsNow(ctx context.Context, tx *sql.Tx, f *Filter) (map[session.SessionID]int, error) {
 	from := make(map[session.SessionID]int, len(f.Pending))
-	var stmt *sql.Stmt // prepared once for all the sessions (see closeStmt)
-	defer func() { closeStmt(stmt) }()
+	of := make(map[session.SessionID]*Pending, len(f.Pending))
+	var ids []session.SessionID
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		from[p.ID] = p.From
-		if p.Rev == 0 {
-			continue
+		if p.Rev != 0 {
+			of[p.ID] = p
+			ids = append(ids, p.ID)
 		}
+	}
+	if len(ids) == 0 {
+		return from, nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("searchdb: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id, rev, messages, digest FROM sessions WHERE id IN (SELECT value FROM json_each(?))", string(b))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }() // read-only
+	for rows.Next() {
+		var id session.SessionID
 		var rev int64
 		var msgs int
 		var dig []byte
-		if stmt == nil {
-			var err error
-			if stmt, err = tx.PrepareContext(ctx, "SELECT rev, messages, digest FROM sessions WHERE id = ?"); err != nil {
-				return nil, err
-			}
-		}
-		err := stmt.QueryRowContext(ctx, string(p.ID)).Scan(&rev, &msgs, &dig)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
+		if err := rows.Scan(&id, &rev, &msgs, &dig); err != nil {
 			return nil, err
 		}
 		var d fulltext.Digest
-		if rev < 0 || len(dig) != len(d) {
+		p := of[id]
+		if p == nil || rev < 0 || len(dig) != len(d) {
 			continue
 		}
 		copy(d[:], dig)
-		from[p.ID] = p.rebase(uint64(rev), msgs, d)
+		from[id] = p.rebase(uint64(rev), msgs, d)
 	}
-	return from, nil
+	return from, rows.Err()
 }
 
 // BM25's parameters, FTS5's, and the weights of the columns title,
@@ -348,17 +357,6 @@ func bm25Docs(ctx context.Context, q fulltext.Query, cols [][3]string) ([]bm25Do
 	return docs, err
 }
 
-// closeStmt closes a statement prepared in a read transaction (nil:
-// none). The statements run once for each pending session (rowsNow,
-// replacedDocs) are prepared once for them all: the driver prepares a
-// statement given as text at each call, and parsing it took about as
-// long as running it (W8: some 14 statements for a search under load).
-func closeStmt(s *sql.Stmt) {
-	if s != nil {
-		_ = s.Close() // read-only
-	}
-}
-
 // replacedSQL selects the documents of session ?1's messages from ?2
 // on, and of its title when ?3. Each half is a range of the index
 // msgs_sid (one condition with OR read every message of the session: a
@@ -375,11 +373,13 @@ const replacedSQL = `SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN do
 // title when it changed.
 func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter, from map[session.SessionID]int) ([]bm25Doc, error) {
 	var cols [][3]string
-	stmt, err := tx.PrepareContext(ctx, replacedSQL) // once for all the sessions (see closeStmt)
+	// Prepared once for all the sessions: the driver prepares a
+	// statement given as text at each call.
+	stmt, err := tx.PrepareContext(ctx, replacedSQL)
 	if err != nil {
 		return nil, err
 	}
-	defer closeStmt(stmt)
+	defer func() { _ = stmt.Close() }() // read-only
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		rows, err := stmt.QueryContext(ctx, string(p.ID), from[p.ID], p.TitleChanged)
