@@ -23,6 +23,7 @@ type Back struct {
 	maxLine    int
 	buf        []byte // one cached chunk of the file
 	lo         int64  // its offset
+	chunk      int    // the size of the next chunk read (nextChunk)
 	// Newer is set when ChainTo met a newer program's record among the
 	// records it checks before the chain: the chain reads, but a writer
 	// must not append to the log.
@@ -143,9 +144,10 @@ func (b *Back) prevNL(before, floor int64) (int64, bool, error) {
 	floor = max(floor, 0)
 	for pos := before - 1; pos >= floor; {
 		if b.buf == nil || pos < b.lo || pos >= b.lo+int64(len(b.buf)) {
-			lo := max(0, pos+1-ScanChunk)
-			if cap(b.buf) < ScanChunk {
-				b.buf = make([]byte, ScanChunk)
+			n := b.nextChunk()
+			lo := max(0, pos+1-int64(n))
+			if cap(b.buf) < n {
+				b.buf = make([]byte, n)
 			}
 			b.buf = b.buf[:pos+1-lo]
 			if _, err := b.f.ReadAt(b.buf, lo); err != nil {
@@ -161,6 +163,24 @@ func (b *Back) prevNL(before, floor int64) (int64, bool, error) {
 		pos = b.lo + from - 1
 	}
 	return -1, false, nil
+}
+
+// firstChunk is the size of a Back's first read: the last records of a
+// log are most often short (a delta adding a message or two), and most
+// backward reads need only them (the latest record, the few appended
+// since a reader last looked). Each later read doubles it, up to
+// ScanChunk, so a long walk back reads in ScanChunk pieces after a few
+// smaller ones. A fresh process pays for every page of memory it
+// touches: under load, a search's reads of 64 KiB at the end of each log
+// it looked at were 2 ms of its 30 ms of CPU (W8), for a few KiB of
+// records.
+const firstChunk = 8 << 10
+
+// nextChunk returns the size of the next chunk prevNL reads.
+func (b *Back) nextChunk() int {
+	n := max(b.chunk, firstChunk)
+	b.chunk = min(2*n, ScanChunk)
+	return n
 }
 
 // readAt returns n bytes at off, a fresh copy, from the cached chunk when

@@ -82,31 +82,77 @@ func EncodeSummary(sf SummaryFile) ([]byte, error) {
 // checks that Version is summaryVersion.
 func DecodeSummary(b []byte, id session.SessionID) (SummaryFile, bool) {
 	var sf SummaryFile
-	if !layout.UnframeJSON(b, &sf) || sf.Version < 1 || sf.Version > SummaryVersion ||
-		sf.Summary.ID != id || sf.Revision == 0 || sf.Summary.Revision != sf.Revision {
+	if !layout.UnframeJSON(b, &sf) || !summaryOf(id, sf.Version, sf.Summary.ID, sf.Revision, sf.Summary.Revision) {
 		return SummaryFile{}, false
 	}
 	return sf, true
 }
 
+// summaryOf reports whether a summary.json whose frame holds, of version
+// v, for session sid, at revision rev, whose summary says revision srev,
+// is one of session id that this program reads.
+func summaryOf(id session.SessionID, v int, sid session.SessionID, rev, srev uint64) bool {
+	return v >= 1 && v <= SummaryVersion && sid == id && rev != 0 && srev == rev
+}
+
 // ReadSummary returns session id's summary.json when it is one this
-// program may use as a cache (the current version); see readSummaryEvidence.
+// program may use as a cache (the current version); a summary of an
+// older version is only evidence (readEvidence).
 func ReadSummary(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
-	sf, ok := readSummaryEvidence(fsys, id)
+	b, err := summaryBytes(fsys, id)
+	if err != nil {
+		return SummaryFile{}, false
+	}
+	sf, ok := DecodeSummary(b, id)
 	if !ok || sf.Version != SummaryVersion {
 		return SummaryFile{}, false
 	}
 	return sf, true
 }
 
-// readSummaryEvidence returns session id's summary.json of any version
-// this program reads, for the evidence it gives of committed revisions.
-func readSummaryEvidence(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
-	b, err := vfs.ReadFile(fsys, layout.SummaryPath(id), MaxSummaryBytes)
-	if err != nil {
-		return SummaryFile{}, false
+// summaryEvidence is what a summary.json proves of committed revisions
+// (Evidence): the members that name the log and the revision, without the
+// summary's other members. It holds exactly when DecodeSummary's checks
+// hold (summaryOf: the frame's checksum, a version this program reads, the
+// session's ID, a revision that the summary repeats); the other members
+// are not decoded, so their values prove nothing either way. Decoding the
+// whole summary was most of what reading the evidence cost (a search under
+// load reads it for every log it reads the appends of).
+type summaryEvidence struct {
+	Version    int          `json:"v"`
+	Log        vfs.Identity `json:"log"`
+	LogSize    int64        `json:"log_size"`
+	LastOffset int64        `json:"last_offset"`
+	Revision   uint64       `json:"revision"`
+	Summary    struct {
+		ID       session.SessionID `json:"id"`
+		Revision uint64            `json:"revision"`
+	} `json:"summary"`
+}
+
+// decodeEvidence decodes b, a summary.json of session id, as evidence
+// (summaryEvidence).
+func decodeEvidence(b []byte, id session.SessionID) (summaryEvidence, bool) {
+	var ev summaryEvidence
+	if !layout.UnframeJSON(b, &ev) || !summaryOf(id, ev.Version, ev.Summary.ID, ev.Revision, ev.Summary.Revision) {
+		return summaryEvidence{}, false
 	}
-	return DecodeSummary(b, id)
+	return ev, true
+}
+
+// readEvidence reads session id's summary.json as evidence
+// (summaryEvidence).
+func readEvidence(fsys vfs.FS, id session.SessionID) (summaryEvidence, bool) {
+	b, err := summaryBytes(fsys, id)
+	if err != nil {
+		return summaryEvidence{}, false
+	}
+	return decodeEvidence(b, id)
+}
+
+// summaryBytes reads session id's summary.json (at most MaxSummaryBytes).
+func summaryBytes(fsys vfs.FS, id session.SessionID) ([]byte, error) {
+	return vfs.ReadFile(fsys, layout.SummaryPath(id), MaxSummaryBytes)
 }
 
 // Matches reports whether sf was written for the log file fi describes as

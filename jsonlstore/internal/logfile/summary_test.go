@@ -1,12 +1,14 @@
 package logfile
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/session"
 	"github.com/sessionstore/sessionstore/summary"
@@ -89,5 +91,49 @@ func TestSummaryEncoderFields(t *testing.T) {
 			got = append(got, typ.Field(i).Name)
 		}
 		require.ElementsMatch(t, known[typ.Name()], got, "%s: a field neither compared nor encoded anew", typ.Name())
+	}
+}
+
+// TestEvidenceAsDecodeSummary: what Evidence reads of a summary.json
+// (decodeEvidence, its own members only) is evidence exactly when the
+// whole summary decodes as such (DecodeSummary), and says the same.
+func TestEvidenceAsDecodeSummary(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	base := SummaryFile{
+		Log: vfs.Identity{Dev: 2049, Ino: 1234}, LogSize: 5120, LogMtime: at.UnixNano(), LastOffset: 4000, Revision: 7,
+		Summary: summary.Summary{ID: "s1", Title: "t", State: session.StateIdle, CreatedAt: at, UpdatedAt: at,
+			Revision: 7, Generation: 1, MessageCount: 3, Labels: map[string]string{"team": "one"}},
+	}
+	frame := func(sf SummaryFile) []byte {
+		b, err := record.Frame(sf)
+		require.NoError(t, err)
+		return b
+	}
+	current, err := EncodeSummary(base)
+	require.NoError(t, err)
+	v1 := base
+	v1.Version, v1.LogMtime = 1, 0
+	v3 := base
+	v3.Version = SummaryVersion + 1
+	noRev := base
+	noRev.Revision, noRev.Summary.Revision = 0, 0
+	otherRev := base
+	otherRev.Summary.Revision = 6
+	otherID := base
+	otherID.Summary.ID = "s2"
+	torn := bytes.Clone(current)
+	torn[len(torn)/2] ^= 1
+	for name, b := range map[string][]byte{
+		"current": current, "padded": append(bytes.Clone(current), "   "...), "version 1": frame(v1),
+		"newer version": frame(v3), "no revision": frame(noRev), "revisions differ": frame(otherRev),
+		"another session": frame(otherID), "torn": torn, "empty": nil, "not JSON": []byte("{"),
+	} {
+		sf, want := DecodeSummary(b, "s1")
+		ev, got := decodeEvidence(b, "s1")
+		require.Equal(t, want, got, name)
+		require.Equal(t, name == "current" || name == "padded" || name == "version 1", got, name)
+		if want {
+			require.Equal(t, []any{sf.Log, sf.LogSize, sf.LastOffset, sf.Revision}, []any{ev.Log, ev.LogSize, ev.LastOffset, ev.Revision}, name)
+		}
 	}
 }

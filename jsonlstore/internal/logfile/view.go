@@ -143,7 +143,7 @@ func Read(ctx context.Context, root *layout.Root, id session.SessionID, fn func(
 // shorter than the summary says: then it shrank in place and lost records
 // the summary proves were committed, whatever its size.
 func Evidence(fsys vfs.FS, id session.SessionID, v *View) record.Evidence {
-	sf, ok := readSummaryEvidence(fsys, id)
+	sf, ok := readEvidence(fsys, id)
 	if !ok || sf.Log != v.ID {
 		return record.Evidence{}
 	}

@@ -3,6 +3,7 @@ package searchdb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -86,33 +87,49 @@ func (p *Pending) rebase(rev uint64, msgs int, dig fulltext.Digest) int {
 
 // rowsNow reads, in tx, the rows of the pending sessions as they are
 // now and returns the first message each row serves for (rebase), by
-// the session's ID.
+// the session's ID. The rows are read by one statement for all the
+// sessions, as StatesOf reads them.
 func rowsNow(ctx context.Context, tx *sql.Tx, f *Filter) (map[session.SessionID]int, error) {
 	from := make(map[session.SessionID]int, len(f.Pending))
+	of := make(map[session.SessionID]*Pending, len(f.Pending))
+	var ids []session.SessionID
 	for i := range f.Pending {
 		p := &f.Pending[i]
 		from[p.ID] = p.From
-		if p.Rev == 0 {
-			continue
+		if p.Rev != 0 {
+			of[p.ID] = p
+			ids = append(ids, p.ID)
 		}
+	}
+	if len(ids) == 0 {
+		return from, nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("searchdb: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id, rev, messages, digest FROM sessions WHERE id IN (SELECT value FROM json_each(?))", string(b))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }() // read-only
+	for rows.Next() {
+		var id session.SessionID
 		var rev int64
 		var msgs int
 		var dig []byte
-		err := tx.QueryRowContext(ctx, "SELECT rev, messages, digest FROM sessions WHERE id = ?", string(p.ID)).Scan(&rev, &msgs, &dig)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
+		if err := rows.Scan(&id, &rev, &msgs, &dig); err != nil {
 			return nil, err
 		}
 		var d fulltext.Digest
-		if rev < 0 || len(dig) != len(d) {
+		p := of[id]
+		if p == nil || rev < 0 || len(dig) != len(d) {
 			continue
 		}
 		copy(d[:], dig)
-		from[p.ID] = p.rebase(uint64(rev), msgs, d)
+		from[id] = p.rebase(uint64(rev), msgs, d)
 	}
-	return from, nil
+	return from, rows.Err()
 }
 
 // BM25's parameters, FTS5's, and the weights of the columns title,
@@ -356,9 +373,16 @@ const replacedSQL = `SELECT docs.title, docs.text, docs.tool FROM msgs m JOIN do
 // title when it changed.
 func replacedDocs(ctx context.Context, tx *sql.Tx, q fulltext.Query, f *Filter, from map[session.SessionID]int) ([]bm25Doc, error) {
 	var cols [][3]string
+	// Prepared once for all the sessions: the driver prepares a
+	// statement given as text at each call.
+	stmt, err := tx.PrepareContext(ctx, replacedSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stmt.Close() }() // read-only
 	for i := range f.Pending {
 		p := &f.Pending[i]
-		rows, err := tx.QueryContext(ctx, replacedSQL, string(p.ID), from[p.ID], p.TitleChanged)
+		rows, err := stmt.QueryContext(ctx, string(p.ID), from[p.ID], p.TitleChanged)
 		if err != nil {
 			return nil, err
 		}
