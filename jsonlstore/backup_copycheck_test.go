@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
@@ -359,4 +361,73 @@ func TestSyncRefusesDamagedCopy(t *testing.T) {
 	for _, id := range []session.SessionID{"lg", "bl"} {
 		bkSameAs(t, src, check, id)
 	}
+}
+
+// TestBackupChecksPages: a full backup of a conversation kept in pages
+// checks, as it copies the blobs, each page the records reference (read
+// back from the copy, against its claim) and the references the pages'
+// messages hold: a sound session is published and verifies; one whose
+// page is damaged in the source is published as it is, with the damage
+// reported; one whose page lands damaged in the copy is refused.
+func TestBackupChecksPages(t *testing.T) {
+	ctx := context.Background()
+	src := openUncheckedStoreWith(t, Options{MaxRecordBytes: pagedCap}) // the test damages it
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, id := range []string{"ok", "bad"} {
+		s := sessiontest.New(id)
+		w, err := src.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+		require.NoError(t, err)
+		for i := range 60 {
+			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
+			_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
+			require.NoError(t, err)
+		}
+		require.NoError(t, w.Release(ctx))
+	}
+	require.Positive(t, requireLinesWithin(t, src, "ok", pagedCap), "full records with pages")
+
+	// A page landing damaged in the copy: refused.
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	dfs := &damageFS{FS: vfs.OS(root), damage: flipAt(50), match: func(name string) bool {
+		return strings.Contains(name, "/"+BlobDir+"/") && strings.HasPrefix(name, layout.TmpDirPrefix+"ok-")
+	}}
+	dst := newStore(dir, root, dfs, fsLeaser{}, Options{})
+	defer dst.Close()
+	var rep maintenance.BackupReport
+	_, err = src.offline().Backup(ctx, dst.offline(), []session.SessionID{"ok"}, src.forSessions, maintenance.BackupOptions{}, &rep)
+	require.NoError(t, err)
+	require.True(t, dfs.hit.Load(), "nothing was damaged")
+	require.Contains(t, rep.Skipped["ok"], "not published")
+
+	// Sound: published, and it verifies.
+	dest := filepath.Join(t.TempDir(), "copy")
+	rep, err = src.Backup(ctx, dest, "ok")
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	check, err := Open(dest, Options{})
+	require.NoError(t, err)
+	defer check.Close()
+	bkSameAs(t, src, check, "ok")
+
+	// A page damaged in the source: published as it is, reported.
+	names, err := blobfile.Names(src.fs, "bad")
+	require.NoError(t, err)
+	require.NotEmpty(t, names, "pages")
+	for _, name := range names {
+		path := filepath.Join(src.Dir(), "bad", BlobDir, name)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		data[len(data)/2] ^= 1
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+	}
+	rep, err = src.Backup(ctx, dest, "bad")
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "the source's damaged pages are reported: %+v", rep)
+	require.NotContains(t, rep.Skipped, "bad", "a faithful copy of a damaged source is published")
+	require.Len(t, rep.Verify.Sessions, 1)
+	require.NotEmpty(t, rep.Verify.Sessions[0].Problems)
+	require.Contains(t, rep.Verify.Sessions[0].Problems[0].Message, BlobDir)
 }

@@ -413,7 +413,7 @@ func (src *backupSource) stage(ctx context.Context, to *Store) (_ *staged, sb ma
 		h = checkHistory(ctx, id, record.SessionCap(to.root.MaxRecordBytes, int64(recorded)), src.segs, segs, log, st.logBytes)
 	}
 	for _, cp := range append(segs, log) {
-		if _, err := c.finish(cp); err != nil {
+		if _, err := c.finish(cp, nil); err != nil {
 			return nil, sb, err
 		}
 	}
@@ -444,35 +444,92 @@ func (src *backupSource) stage(ctx context.Context, to *Store) (_ *staged, sb ma
 	if err != nil {
 		return nil, sb, err
 	}
+	refs := &copyRefs{}
+	if h != nil {
+		refs = &h.refs
+	}
 	if len(names) > 0 {
-		d, err := c.mkdir(top, layout.BlobDir)
-		if err != nil {
-			return nil, sb, err
+		if err := src.stageBlobs(c, top, names, refs, &sb); err != nil || c.damaged != nil {
+			return st, sb, err
 		}
-		for _, name := range names {
-			f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
-			if err != nil {
-				return nil, sb, err
-			}
-			n, err := c.copyFile(d, layout.BlobDir, name, f, nil)
-			_ = f.Close() // read-only
-			if err != nil {
-				return nil, sb, err
-			}
-			if c.damaged != nil {
-				return st, sb, nil
-			}
-			sb.Blobs++
-			sb.BytesCopied += n
-		}
+	} else if len(refs.claims) > 0 {
+		refs.failed = true // no blob is there: Verify decides
 	}
 	st.bytes = sb.BytesCopied
 	if h != nil {
-		if err := to.checkRefs(ctx, st, h); err != nil {
+		if err := to.checkRefs(ctx, st, refs); err != nil {
 			st.err = err
 		}
 	}
 	return st, sb, nil
+}
+
+// stageBlobs copies the blob files names into directory blobs/ of the
+// staged copy c, each checked against the claim refs holds of it, when
+// it is the file of a blob referenced (blobfile.FileFor), as read back:
+// first the pages the records reference, whose messages reference more
+// (pages among them), then the rest, in name order.
+func (src *backupSource) stageBlobs(c *stagedCopy, top vfs.NewDir, names []string, refs *copyRefs, sb *maintenance.SessionBackup) error {
+	d, err := c.mkdir(top, layout.BlobDir)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(names))
+	for _, name := range names {
+		have[name] = true
+	}
+	has := func(name string) bool { return have[name] }
+	copied := map[string]bool{}
+	copyBlob := func(name string, check func(f vfs.File, size int64)) error {
+		f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		n, err := c.copyChecked(d, layout.BlobDir, name, f, nil, check)
+		_ = f.Close() // read-only
+		if err == nil {
+			copied[name] = true
+			sb.Blobs++
+			sb.BytesCopied += n
+		}
+		return err
+	}
+	for len(refs.pages) > 0 && c.damaged == nil {
+		hash := refs.pages[len(refs.pages)-1]
+		refs.pages = refs.pages[:len(refs.pages)-1]
+		name, ok := blobfile.FileFor(has, hash)
+		if !ok {
+			refs.failed = true // missing: Verify decides
+			continue
+		}
+		if err := copyBlob(name, func(f vfs.File, size int64) { refs.page(src.id, hash, name, f, size) }); err != nil {
+			return err
+		}
+	}
+	// Every other blob referenced is there (FileFor), and is checked as it
+	// is copied.
+	check := map[string]string{} // file name -> hash
+	for hash := range refs.claims {
+		switch name, ok := blobfile.FileFor(has, hash); {
+		case !ok:
+			refs.failed = true // missing: Verify decides
+		case !copied[name]:
+			check[name] = hash
+		}
+	}
+	for _, name := range names {
+		if copied[name] || c.damaged != nil {
+			continue
+		}
+		var fn func(f vfs.File, size int64)
+		if hash, ok := check[name]; ok {
+			fn = func(f vfs.File, size int64) { refs.blob(src.id, hash, name, f, size) }
+		}
+		if err := copyBlob(name, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyBlobs copies into directory dir of dst (a published session's) the

@@ -133,18 +133,25 @@ func (c *stagedCopy) create(d vfs.NewDir, sub, name string, src io.Reader, tap f
 // copyFile copies src into file name of d (create, then finish) and
 // returns the bytes written.
 func (c *stagedCopy) copyFile(d vfs.NewDir, sub, name string, src io.Reader, tap func([]byte)) (int64, error) {
+	return c.copyChecked(d, sub, name, src, tap, nil)
+}
+
+// copyChecked is copyFile with check run on the file written once it
+// read back whole (finish).
+func (c *stagedCopy) copyChecked(d vfs.NewDir, sub, name string, src io.Reader, tap func([]byte), check func(f vfs.File, size int64)) (int64, error) {
 	cp, err := c.create(d, sub, name, src, tap)
 	if err != nil {
 		return 0, err
 	}
-	return c.finish(cp)
+	return c.finish(cp, check)
 }
 
 // finish copies what is left of cp's source, reads the file back when
 // verifying (a file whose bytes differ is recorded as damaged, and the
-// copy found not to check), closes it, and returns the bytes written.
-// Its error is for what kept it from copying or reading back.
-func (c *stagedCopy) finish(cp *copier) (int64, error) {
+// copy found not to check), runs check (when not nil) on a file that
+// read back whole, closes it, and returns the bytes written. Its error
+// is for what kept it from copying or reading back.
+func (c *stagedCopy) finish(cp *copier, check func(f vfs.File, size int64)) (int64, error) {
 	_, err := copyThrough(io.Discard, cp)
 	switch {
 	case cp.werr != nil:
@@ -154,6 +161,9 @@ func (c *stagedCopy) finish(cp *copier) (int64, error) {
 	}
 	if err == nil && c.verify && c.damaged == nil {
 		err = c.readBack(cp)
+		if err == nil && c.damaged == nil && check != nil {
+			check(cp.f, cp.n)
+		}
 	}
 	c.open = slices.DeleteFunc(c.open, func(o *copier) bool { return o == cp })
 	if cerr := cp.f.Close(); err == nil {
@@ -262,33 +272,34 @@ func (h *history) report(st *staged, logBytes int64) error {
 	return nil
 }
 
-// checkRefs checks the references the history of st, a staged copy of
-// s (the destination) that read back whole, holds, in the copy (copyRefs.check);
-// when one does not check, the whole VerifySession of the copy decides
-// (st's report is then its). Its error is for what kept it from checking.
-func (s *Store) checkRefs(ctx context.Context, st *staged, h *history) error {
-	if len(h.refs.claims) == 0 {
-		return nil
+// checkRefs ends the check of st, a staged copy of s (the destination)
+// that read back whole, by its references (refs, checked as the blobs
+// were copied: copyBlobsChecked): when one did not check, the whole
+// VerifySession of the copy decides (st's report is then its). Its
+// error is for what kept it from checking.
+func (s *Store) checkRefs(ctx context.Context, st *staged, refs *copyRefs) error {
+	if refs.err != nil || !refs.failed && !refs.differ {
+		return refs.err
 	}
 	view, closeView, err := s.stagedView(st)
 	if err != nil {
 		return err
 	}
 	defer closeView()
-	ok, err := h.refs.check(view, st.id)
-	if err != nil || ok {
-		return err
-	}
 	st.sr, err = view.VerifySession(ctx, st.id, false)
 	return err
 }
 
 // copyRefs is the references a staged copy's records hold: the size each
-// hash is first claimed with, and the pages not yet read.
+// hash is first claimed with, and the pages not yet read; and whether
+// one did not check (Verify then decides), or what kept one from being
+// checked.
 type copyRefs struct {
 	claims map[string]int64
 	pages  []string
 	differ bool // a hash claimed with two sizes
+	failed bool // a reference did not check
+	err    error
 }
 
 func (c *copyRefs) add(hash string, size int64, page bool) {
@@ -304,30 +315,33 @@ func (c *copyRefs) add(hash string, size int64, page bool) {
 	}
 }
 
-// check reads each page (checked against its claim) for the references
-// it holds, then checks every blob referenced. It reports false at the
-// first reference that does not check; its error is for what kept it
-// from reading (a CorruptionError is a reference that does not check).
-func (c *copyRefs) check(s *Store, id session.SessionID) (bool, error) {
-	fsys := s.root.FS
-	for len(c.pages) > 0 {
-		hash := c.pages[len(c.pages)-1]
-		c.pages = c.pages[:len(c.pages)-1]
-		content, err := blobfile.Read(fsys, id, session.ContentRef{SHA256: hash, Size: c.claims[hash]})
-		if err != nil {
-			return false, refErr(err)
-		}
-		blobfile.ScanSizedRefs(content, c.add)
+// fail takes err, a reference's check: one that does not check (a
+// CorruptionError) or what kept it from being checked.
+func (c *copyRefs) fail(err error) {
+	if rerr := refErr(err); rerr != nil && c.err == nil {
+		c.err = rerr
 	}
-	if c.differ {
-		return false, nil
+	c.failed = true
+}
+
+// page reads page hash's content from f, its file name of size bytes
+// (the copy, read back), checked against its claim, for the references
+// it holds.
+func (c *copyRefs) page(id session.SessionID, hash, name string, f vfs.File, size int64) {
+	content, err := blobfile.ReadOpenFile(id, name, f, size, session.ContentRef{SHA256: hash, Size: c.claims[hash]})
+	if err != nil {
+		c.fail(err)
+		return
 	}
-	for hash, size := range c.claims {
-		if err := blobfile.Check(fsys, id, session.ContentRef{SHA256: hash, Size: size}); err != nil {
-			return false, refErr(err)
-		}
+	blobfile.ScanSizedRefs(content, c.add)
+}
+
+// blob checks blob hash's file f, name, of size bytes (the copy, read
+// back), against its claim.
+func (c *copyRefs) blob(id session.SessionID, hash, name string, f vfs.File, size int64) {
+	if err := blobfile.CheckFile(id, name, f, size, session.ContentRef{SHA256: hash, Size: c.claims[hash]}); err != nil {
+		c.fail(err)
 	}
-	return true, nil
 }
 
 // refErr is nil for a reference that does not check (Verify decides),
