@@ -373,17 +373,8 @@ func TestBackupChecksPages(t *testing.T) {
 	ctx := context.Background()
 	src := openUncheckedStoreWith(t, Options{MaxRecordBytes: pagedCap}) // the test damages it
 	r := rand.New(rand.NewPCG(5, 5))
-	for _, id := range []string{"ok", "bad"} {
-		s := sessiontest.New(id)
-		w, err := src.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-		require.NoError(t, err)
-		for i := range 60 {
-			require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
-			_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
-			require.NoError(t, err)
-		}
-		require.NoError(t, w.Release(ctx))
-	}
+	writePaged(t, src, "ok", 60, r)
+	writePaged(t, src, "bad", 60, r)
 	require.Positive(t, requireLinesWithin(t, src, "ok", pagedCap), "full records with pages")
 
 	// A page landing damaged in the copy: refused.
