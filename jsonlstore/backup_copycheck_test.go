@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/internal/vfs"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
 	"github.com/sessionstore/sessionstore/session"
@@ -76,11 +78,14 @@ func keepFirst(n int64) func(p []byte, off int64) []byte {
 // TestBackupRefusesDamagedCopy: a full backup whose copy of a session
 // lands damaged in the destination — a byte flipped in a log record (the
 // first, or the last, which alone would look like a torn append), in an
-// archive segment, in a blob; a blob cut short of the size its reference
-// claims — refuses that copy: the report is not OK and names the session
-// as not published, the destination holds no such session (nor its
-// temporary directory), and every other session is published whole. A
-// second backup, through an undamaged file system, publishes it.
+// archive segment, in a blob, in settings.json; a blob cut short of the
+// size its reference claims — refuses that copy: the report is not OK and
+// names the session as not published, the destination holds no such
+// session (nor its temporary directory), and every other session is
+// published whole. What finds the damage is the read-back of the file
+// written (its bytes differ from those written), not the check of its
+// records, which reads the source's bytes as they are copied. A second
+// backup, through an undamaged file system, publishes it.
 func TestBackupRefusesDamagedCopy(t *testing.T) {
 	ctx := context.Background()
 	src := openTestStoreWith(t, Options{BlobThreshold: 1024})
@@ -116,6 +121,9 @@ func TestBackupRefusesDamagedCopy(t *testing.T) {
 		return ok && strings.HasPrefix(name, "0")
 	}
 	isBlob := func(rest string) bool { return strings.HasPrefix(rest, BlobDir+"/") }
+	isSettings := func(rest string) bool { return rest == SettingsFile }
+	_, err = os.Stat(filepath.Join(src.Dir(), "lg", SettingsFile))
+	require.NoError(t, err, "session lg records its cap")
 	for _, c := range []struct {
 		name   string
 		id     session.SessionID
@@ -127,6 +135,7 @@ func TestBackupRefusesDamagedCopy(t *testing.T) {
 		{"archive segment", "ar", staged("ar", isSegment), flipAt(40)},
 		{"blob", "bl", staged("bl", isBlob), flipAt(100)},
 		{"blob cut short", "bl", staged("bl", isBlob), keepFirst(200)},
+		{"settings", "lg", staged("lg", isSettings), flipAt(3)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -142,6 +151,7 @@ func TestBackupRefusesDamagedCopy(t *testing.T) {
 			require.True(t, dfs.hit.Load(), "nothing was damaged")
 			require.False(t, rep.OK(), "%+v", rep)
 			require.Contains(t, rep.Skipped[string(c.id)], "not published")
+			require.Contains(t, rep.Skipped[string(c.id)], "were written", "the read-back finds the damage")
 			require.Len(t, rep.Sessions, 2)
 			for _, sb := range rep.Sessions {
 				require.NotEqual(t, c.id, sb.ID)
@@ -209,7 +219,9 @@ func TestBackupCopiesSettings(t *testing.T) {
 }
 
 // TestBackupCopiesDamagedSource: a session damaged in the source (a blob
-// shorter than its reference claims) is copied as it is, byte for byte,
+// shorter than its reference claims; a log record in the middle of the
+// log with a byte flipped, which the check of the records finds in the
+// source's bytes as they are copied) is copied as it is, byte for byte,
 // and published with its problems in the report: the backup keeps all
 // the session still holds. Only a copy that differs from what was read is
 // refused (TestBackupRefusesDamagedCopy).
@@ -218,24 +230,42 @@ func TestBackupCopiesDamagedSource(t *testing.T) {
 	src := openUncheckedStoreWith(t, Options{BlobThreshold: 1024})
 	bkGrow(t, src, "lg", 4, 0)
 	bkGrow(t, src, "bl", 6, 1)
+	bkGrow(t, src, "mid", 6, 0)
 	blobs, err := os.ReadDir(filepath.Join(src.Dir(), "bl", BlobDir))
 	require.NoError(t, err)
 	require.NotEmpty(t, blobs, "session bl keeps content in blobs")
 	cut := filepath.Join(src.Dir(), "bl", BlobDir, blobs[0].Name())
 	require.NoError(t, os.Truncate(cut, 200))
+	midLog := filepath.Join(src.Dir(), "mid", LogFile)
+	b, err := os.ReadFile(midLog)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0x01 // a record in the middle: valid ones follow it
+	require.NoError(t, os.WriteFile(midLog, b, 0o644))
 
 	dest := filepath.Join(t.TempDir(), "copy")
 	rep, err := src.Backup(ctx, dest)
 	require.NoError(t, err)
 	require.False(t, rep.OK(), "the copy holds the source's damage: %+v", rep)
 	require.NotContains(t, rep.Skipped, "bl", "a faithful copy of a damaged source is published")
-	require.Len(t, rep.Sessions, 2)
-	for _, name := range []string{LogFile, BlobDir + "/" + blobs[0].Name()} {
-		want, err := os.ReadFile(filepath.Join(src.Dir(), "bl", name))
+	require.NotContains(t, rep.Skipped, "mid", "a faithful copy of a damaged source is published")
+	require.Len(t, rep.Sessions, 3)
+	problems := map[session.SessionID][]sessionstore.Finding{}
+	for _, sr := range rep.Verify.Sessions {
+		problems[sr.ID] = sr.Problems
+	}
+	require.NotEmpty(t, problems["mid"], "the damaged record is reported: %+v", rep.Verify)
+	require.Equal(t, LogFile, filepath.Base(problems["mid"][0].File))
+	require.NotEmpty(t, problems["bl"], "the damaged blob is reported: %+v", rep.Verify)
+	require.Empty(t, problems["lg"])
+	for _, f := range []struct {
+		id   session.SessionID
+		name string
+	}{{"bl", LogFile}, {"bl", BlobDir + "/" + blobs[0].Name()}, {"mid", LogFile}} {
+		want, err := os.ReadFile(filepath.Join(src.Dir(), string(f.id), f.name))
 		require.NoError(t, err)
-		got, err := os.ReadFile(filepath.Join(dest, "bl", name))
-		require.NoError(t, err, "%s was not copied", name)
-		require.Equal(t, want, got, "%s is not the source's bytes", name)
+		got, err := os.ReadFile(filepath.Join(dest, string(f.id), f.name))
+		require.NoError(t, err, "%s was not copied", f.name)
+		require.Equal(t, want, got, "%s of %s is not the source's bytes", f.name, f.id)
 	}
 	check, err := Open(dest, Options{})
 	require.NoError(t, err)
@@ -331,4 +361,64 @@ func TestSyncRefusesDamagedCopy(t *testing.T) {
 	for _, id := range []session.SessionID{"lg", "bl"} {
 		bkSameAs(t, src, check, id)
 	}
+}
+
+// TestBackupChecksPages: a full backup of a conversation kept in pages
+// checks, as it copies the blobs, each page the records reference (read
+// back from the copy, against its claim) and the references the pages'
+// messages hold: a sound session is published and verifies; one whose
+// page is damaged in the source is published as it is, with the damage
+// reported; one whose page lands damaged in the copy is refused.
+func TestBackupChecksPages(t *testing.T) {
+	ctx := context.Background()
+	src := openUncheckedStoreWith(t, Options{MaxRecordBytes: pagedCap}) // the test damages it
+	r := rand.New(rand.NewPCG(5, 5))
+	writePaged(t, src, "ok", 60, r)
+	writePaged(t, src, "bad", 60, r)
+	require.Positive(t, requireLinesWithin(t, src, "ok", pagedCap), "full records with pages")
+
+	// A page landing damaged in the copy: refused.
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	dfs := &damageFS{FS: vfs.OS(root), damage: flipAt(50), match: func(name string) bool {
+		return strings.Contains(name, "/"+BlobDir+"/") && strings.HasPrefix(name, layout.TmpDirPrefix+"ok-")
+	}}
+	dst := newStore(dir, root, dfs, fsLeaser{}, Options{})
+	defer dst.Close()
+	var rep maintenance.BackupReport
+	_, err = src.offline().Backup(ctx, dst.offline(), []session.SessionID{"ok"}, src.forSessions, maintenance.BackupOptions{}, &rep)
+	require.NoError(t, err)
+	require.True(t, dfs.hit.Load(), "nothing was damaged")
+	require.Contains(t, rep.Skipped["ok"], "not published")
+
+	// Sound: published, and it verifies.
+	dest := filepath.Join(t.TempDir(), "copy")
+	rep, err = src.Backup(ctx, dest, "ok")
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	check, err := Open(dest, Options{})
+	require.NoError(t, err)
+	defer check.Close()
+	bkSameAs(t, src, check, "ok")
+
+	// A page damaged in the source: published as it is, reported.
+	names, err := blobfile.Names(src.fs, "bad")
+	require.NoError(t, err)
+	require.NotEmpty(t, names, "pages")
+	for _, name := range names {
+		path := filepath.Join(src.Dir(), "bad", BlobDir, name)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		data[len(data)/2] ^= 1
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+	}
+	rep, err = src.Backup(ctx, dest, "bad")
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "the source's damaged pages are reported: %+v", rep)
+	require.NotContains(t, rep.Skipped, "bad", "a faithful copy of a damaged source is published")
+	require.Len(t, rep.Verify.Sessions, 1)
+	require.NotEmpty(t, rep.Verify.Sessions[0].Problems)
+	require.Contains(t, rep.Verify.Sessions[0].Problems[0].Message, BlobDir)
 }

@@ -33,6 +33,23 @@ func pagedText(r *rand.Rand, i int) string {
 	return fmt.Sprintf("message %d: ", i) + strings.Repeat(string(rune('a'+r.IntN(26))), 1<<10+r.IntN(2<<10))
 }
 
+// writePaged creates session id in st with n revisions after its first,
+// each adding a message of pagedText (drawn from r), and releases it: a
+// conversation kept in pages under pagedCap.
+func writePaged(t *testing.T, st *Store, id string, n int, r *rand.Rand) {
+	t.Helper()
+	ctx := context.Background()
+	s := sessiontest.New(id)
+	w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
+	require.NoError(t, err)
+	for i := range n {
+		require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
+		_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Release(ctx))
+}
+
 // requireLinesWithin fails unless every line of session id's log is at
 // most limit bytes, and returns how many records are full records with
 // pages.
@@ -150,16 +167,7 @@ func TestDamagedPageIsCorruption(t *testing.T) {
 	for _, damage := range []string{"missing", "flipped"} {
 		t.Run(damage, func(t *testing.T) {
 			st := openUncheckedStoreWith(t, Options{MaxRecordBytes: pagedCap}) // the test damages it
-			r := rand.New(rand.NewPCG(3, 3))
-			s := sessiontest.New("pg")
-			w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-			require.NoError(t, err)
-			for i := range 60 {
-				require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
-				_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
-				require.NoError(t, err)
-			}
-			require.NoError(t, w.Release(ctx))
+			writePaged(t, st, "pg", 60, rand.New(rand.NewPCG(3, 3)))
 			names, err := blobfile.Names(st.fs, "pg")
 			require.NoError(t, err)
 			require.NotEmpty(t, names, "pages")

@@ -15,7 +15,6 @@ import (
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/adapter"
 	"github.com/sessionstore/sessionstore/internal/record"
-	"github.com/sessionstore/sessionstore/internal/testing/sessiontest"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/blobfile"
 	"github.com/sessionstore/sessionstore/jsonlstore/maintenance"
@@ -384,16 +383,7 @@ func TestRepairAfterSalvagingADamagedPage(t *testing.T) {
 	for _, damage := range []string{"truncated", "flipped"} {
 		t.Run(damage, func(t *testing.T) {
 			st := openTestStoreWith(t, Options{MaxRecordBytes: pagedCap}) // sound again once salvaged
-			r := rand.New(rand.NewPCG(3, 3))
-			s := sessiontest.New("pg")
-			w, err := st.Create(ctx, sessiontest.Snap(t, s), sessionstore.AcquireOptions{})
-			require.NoError(t, err)
-			for i := range 60 {
-				require.NoError(t, s.AppendMessage(session.TextMessage(session.RoleUser, pagedText(r, i), sessiontest.Epoch)))
-				_, err := w.Append(ctx, uint64(i+1), sessiontest.Snap(t, s))
-				require.NoError(t, err)
-			}
-			require.NoError(t, w.Release(ctx))
+			writePaged(t, st, "pg", 60, rand.New(rand.NewPCG(3, 3)))
 			names, err := blobfile.Names(st.fs, "pg")
 			require.NoError(t, err)
 			require.NotEmpty(t, names, "pages")

@@ -89,7 +89,20 @@ type scanner struct {
 }
 
 func newScanner(r io.Reader, size int64, maxLine int) *scanner {
-	return &scanner{br: bufio.NewReaderSize(r, ScanChunk), size: size, maxLine: maxLine, limit: int64(maxLine) + 1 + tailSlack}
+	return &scanner{br: bufio.NewReaderSize(r, scanBuffer(size)), size: size, maxLine: maxLine, limit: int64(maxLine) + 1 + tailSlack}
+}
+
+// scanBuffer is the buffer a scanner reads a source of size bytes (-1:
+// unknown) through: ScanChunk, or the source's size when it is smaller.
+// A source that small gains nothing from a bigger buffer, and a full
+// backup scans thousands of them (a ScanChunk each was most of the
+// allocation its check of the copies made); a line longer than the
+// buffer is read in fragments (scan).
+func scanBuffer(size int64) int {
+	if size < 0 || size >= ScanChunk {
+		return ScanChunk
+	}
+	return max(int(size), 16) // bufio's least
 }
 
 func (s *scanner) current() *line { return &s.l }

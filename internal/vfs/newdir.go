@@ -23,7 +23,8 @@ type NewDir interface {
 	// Create makes the new regular file name (a single component) with
 	// perm, failing with an error that matches fs.ErrExist when the name
 	// is taken (a symlink too: it is never followed), and returns it open
-	// for writing.
+	// for reading and writing (what was written can be read back through
+	// the same descriptor).
 	Create(name string, perm fs.FileMode) (File, error)
 	// Mkdir makes the new directory name (a single component) with perm
 	// and returns it as a NewDir, which the caller closes.
@@ -60,7 +61,7 @@ type pathDir struct {
 }
 
 func (p pathDir) Create(name string, perm fs.FileMode) (File, error) {
-	return p.fs.OpenFile(p.dir+"/"+name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	return p.fs.OpenFile(p.dir+"/"+name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 }
 
 func (p pathDir) Mkdir(name string, perm fs.FileMode) (NewDir, error) {
@@ -105,7 +106,7 @@ func (d *fdDir) Create(name string, perm fs.FileMode) (File, error) {
 	}
 	// O_EXCL with O_CREAT fails on any existing name, a symlink included,
 	// so the file opened is the regular file this call made.
-	fd, err := openat(int(d.d.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	fd, err := openat(int(d.d.Fd()), name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		return nil, &fs.PathError{Op: "create", Path: d.name + "/" + name, Err: err}
 	}

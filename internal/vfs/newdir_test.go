@@ -12,7 +12,8 @@ import (
 // TestNewDir: a NewDir makes new files and directories by name, on the
 // real file system through its open directory and on the simulation by
 // path; a taken name (a symlink too, never followed) is refused with
-// fs.ErrExist, and a name of more than one component is refused.
+// fs.ErrExist, and a name of more than one component is refused. A file
+// made is open for reading too.
 func TestNewDir(t *testing.T) {
 	dir := t.TempDir()
 	root, err := os.OpenRoot(dir)
@@ -26,6 +27,9 @@ func TestNewDir(t *testing.T) {
 			require.NoError(t, err)
 			_, err = f.Write([]byte("aaa"))
 			require.NoError(t, err)
+			back := make([]byte, 4)
+			n, _ := f.ReadAt(back, 0)
+			require.Equal(t, "aaa", string(back[:n]), "what was written reads back through the same file")
 			require.NoError(t, f.Close())
 			_, err = d.Create("a", 0o600)
 			require.ErrorIs(t, err, fs.ErrExist)

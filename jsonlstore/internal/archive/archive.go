@@ -107,9 +107,11 @@ func (m Manifest) Below(below uint64) ([]Segment, error) {
 	return segs, nil
 }
 
-// newSegmentDecoder reads a segment with the decoder's memory and window
-// capped, so that a hostile archive cannot exhaust memory.
-func newSegmentDecoder(r io.Reader) (*zstd.Decoder, error) {
+// NewSegmentDecoder reads a segment's compressed bytes r with the
+// decoder's memory and window capped, so that a hostile archive cannot
+// exhaust memory. It decodes on the caller's goroutine (concurrency 1):
+// r is read only from within the decoder's Read.
+func NewSegmentDecoder(r io.Reader) (*zstd.Decoder, error) {
 	return zstd.NewReader(r, zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxMemory(DecoderMemory), zstd.WithDecoderMaxWindow(Window))
 }
@@ -121,7 +123,7 @@ func OpenSegment(fsys vfs.FS, name string) (*zstd.Decoder, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	dec, err := newSegmentDecoder(f)
+	dec, err := NewSegmentDecoder(f)
 	if err != nil {
 		_ = f.Close() // read-only
 		return nil, nil, err

@@ -3,6 +3,7 @@ package blobfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -325,6 +326,46 @@ func Check(fsys vfs.FS, id session.SessionID, ref session.ContentRef) error {
 		return blobErr(id, name, err)
 	}
 	return nil
+}
+
+// FileFor returns the name of the file that is the blob of hash among
+// the blob files has holds (openBlob's rule: its raw file when there is
+// one, else <hash>.zst), and whether has holds it.
+func FileFor(has func(name string) bool, hash string) (string, bool) {
+	if has(hash) {
+		return hash, true
+	}
+	name := Name(hash, true)
+	return name, has(name)
+}
+
+// CheckFile is Check of the blob's file already open: f, of size bytes,
+// the file name (FileFor) of ref's blob in session id (a backup's copy,
+// read back through the descriptor that wrote it).
+func CheckFile(id session.SessionID, name string, f io.ReaderAt, size int64, ref session.ContentRef) error {
+	if !blob.ValidHash(ref.SHA256) || ref.Size < 0 || ref.Size > MaxBytes {
+		return blobErr(id, ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
+	}
+	if err := checkOpen(f, size, strings.HasSuffix(name, ZstSuffix), ref.SHA256, ref.Size); err != nil {
+		return blobErr(id, name, err)
+	}
+	return nil
+}
+
+// ReadOpenFile is Read of the blob's file already open: f, of size
+// bytes, the file name (FileFor) of ref's blob in session id.
+func ReadOpenFile(id session.SessionID, name string, f io.ReaderAt, size int64, ref session.ContentRef) ([]byte, error) {
+	if !blob.ValidHash(ref.SHA256) || ref.Size < 0 || ref.Size > MaxBytes {
+		return nil, blobErr(id, ref.SHA256, fmt.Errorf("invalid reference %+v", ref))
+	}
+	content, err := readOpen(f, size, strings.HasSuffix(name, ZstSuffix), ref.SHA256, ref.Size)
+	if err == nil {
+		err = blob.Check(ref, content)
+	}
+	if err != nil {
+		return nil, blobErr(id, name, err)
+	}
+	return content, nil
 }
 
 // blobErr is the error of reading session id's blob file name: a

@@ -115,12 +115,17 @@ func ReadIn(fsys vfs.FS, prefix, hash string, want int64, hint Hint) ([]byte, st
 	if err != nil {
 		return nil, name, err
 	}
-	if !compressed {
-		content, err := ReadRaw(f, fi.Size(), want)
-		return content, name, err
-	}
-	content, err := ReadZst(f, fi.Size(), hash, want)
+	content, err := readOpen(f, fi.Size(), compressed, hash, want)
 	return content, name, err
+}
+
+// readOpen is ReadIn's read of f, the blob's file (compressed or not) of
+// size bytes, open.
+func readOpen(f io.ReaderAt, size int64, compressed bool, hash string, want int64) ([]byte, error) {
+	if !compressed {
+		return ReadRaw(io.NewSectionReader(f, 0, size), size, want)
+	}
+	return ReadZst(f, size, hash, want)
 }
 
 // ReadRaw reads r, a raw blob's file of size bytes, whose content
@@ -372,17 +377,24 @@ func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
 	if err != nil {
 		return name, err
 	}
+	return name, checkOpen(f, fi.Size(), compressed, hash, want)
+}
+
+// checkOpen is checkBlobIn's check of f, the blob's file (compressed or
+// not) of size bytes, open.
+func checkOpen(f io.ReaderAt, size int64, compressed bool, hash string, want int64) error {
 	var n int64
 	var sum string
-	switch size := fi.Size(); {
+	var err error
+	switch {
 	case !compressed:
 		if size != want {
-			return name, blob.SizeMismatch(size, want)
+			return blob.SizeMismatch(size, want)
 		}
-		n, sum, err = blob.HashReader(f, want)
+		n, sum, err = blob.HashReader(io.NewSectionReader(f, 0, size), want)
 	default:
 		if fcs, ok := zstContentSize(f, size); ok && fcs > want {
-			return name, fmt.Errorf("its frame header records %d bytes, the reference says %d", fcs, want)
+			return fmt.Errorf("its frame header records %d bytes, the reference says %d", fcs, want)
 		}
 		if want > size*PresizeRatio+64<<10 {
 			// A claim its file does not justify: the one hashing decoder.
@@ -393,21 +405,21 @@ func checkBlobIn(fsys vfs.FS, prefix, hash string, want int64) (string, error) {
 		defer decoders.Put(dec)
 		defer func() { _ = dec.Reset(nil) }() // drop the file
 		if err := dec.Reset(io.NewSectionReader(f, 0, size)); err != nil {
-			return name, err
+			return err
 		}
 		n, sum, err = blob.HashReader(dec, want)
 	}
 	switch {
 	case err != nil:
-		return name, err
+		return err
 	case n > want:
-		return name, blob.LongerThan(want)
+		return blob.LongerThan(want)
 	case n != want:
-		return name, blob.SizeMismatch(n, want)
+		return blob.SizeMismatch(n, want)
 	case sum != hash:
-		return name, blob.HashMismatch()
+		return blob.HashMismatch()
 	}
-	return name, nil
+	return nil
 }
 
 // Holds reports whether the blob of hash under prefix in fsys

@@ -52,10 +52,20 @@ func RecordedCap(fsys vfs.FS, dir string) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = f.Close() }() // read-only
-	data, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	data, err := io.ReadAll(io.LimitReader(f, SettingsMax))
 	if err != nil {
 		return 0, err
 	}
+	return ParseCap(data)
+}
+
+// SettingsMax is how much of a settings.json is read: a longer one does
+// not parse.
+const SettingsMax = 4 << 10
+
+// ParseCap returns the cap that data, the first SettingsMax bytes of a
+// settings.json, records (RecordedCap's rules).
+func ParseCap(data []byte) (int, error) {
 	var st Settings
 	if err := json.Unmarshal(data, &st); err != nil {
 		return 0, fmt.Errorf("%s: %w", SettingsFile, err)

@@ -3,11 +3,13 @@ package logfile
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/sessionstore/sessionstore"
 	"github.com/sessionstore/sessionstore/internal/record"
 	"github.com/sessionstore/sessionstore/internal/vfs"
 	"github.com/sessionstore/sessionstore/jsonlstore/internal/archive"
+	"github.com/sessionstore/sessionstore/jsonlstore/internal/layout"
 	"github.com/sessionstore/sessionstore/session"
 )
 
@@ -16,10 +18,13 @@ import (
 // one record.Reader, whose sequence runs from revision 1 across the
 // archive segments into the log, so every rule is checked the same way
 // wherever a record is kept.
+//
+// Its bytes come from the store (NewScan: the manifest read and the
+// segments opened by name), or from readers the caller passes
+// (NewSourceScan: a backup checking the source's bytes as it copies
+// them); the rules are the same either way.
 type Scan struct {
-	fs   vfs.FS
 	id   session.SessionID
-	v    *View
 	rd   *record.Reader
 	segs []archive.Segment
 	i    int    // next segment to open
@@ -27,17 +32,27 @@ type Scan struct {
 	seg  *archive.Segment
 	err  error
 	tail record.Tail
-	// logFirst is the log's first revision (1 without archives).
-	logFirst uint64
-	inLog    bool
+	// open returns segment i's compressed bytes (close closes them); log
+	// is the log's bytes, and end checks the log's end (checkEnd).
+	open  func(i int) (r io.Reader, close func(), err error)
+	log   record.Source
+	end   func(seq record.Seq, tail record.Tail) error
+	inLog bool
 }
 
 // NewScan starts a forward read of session id's whole history as v
 // sees the log. Close it when done.
 func NewScan(fsys vfs.FS, id session.SessionID, v *View) *Scan {
-	h := &Scan{fs: fsys, id: id, v: v, rd: record.NewReader(id, v.MaxPayload, record.Seq{}), logFirst: 1}
+	h := &Scan{id: id, rd: record.NewReader(id, v.MaxPayload, record.Seq{}), log: v.Source(),
+		end: func(seq record.Seq, tail record.Tail) error { return checkEnd(fsys, id, v, seq, tail) }}
+	h.open = func(i int) (io.Reader, func(), error) {
+		f, err := fsys.OpenFile(archive.Dir(id)+"/"+h.segs[i].File, layout.RDONLY, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { _ = f.Close() }, nil // read-only
+	}
 	if first, ok := FirstRev(v); ok && first > 1 {
-		h.logFirst = first
 		m, err := archive.ReadManifest(fsys, id)
 		if err != nil {
 			h.err = archive.Corruption(id, archive.ManifestFile, 0, err)
@@ -48,6 +63,23 @@ func NewScan(fsys vfs.FS, id session.SessionID, v *View) *Scan {
 		}
 	}
 	return h
+}
+
+// NewSourceScan starts a forward read of session id's whole history from
+// readers, with records of at most maxPayload bytes: segs are the
+// archive segments below the log's first revision (as the manifest lists
+// them), segment(i) the compressed bytes of segs[i] and log the log's
+// bytes. The log must hold a record; no summary is consulted about its
+// end (the bytes are a copy's, and a copy has none). Close it when done.
+func NewSourceScan(id session.SessionID, maxPayload int, segs []archive.Segment, segment func(i int) io.Reader, log record.Source) *Scan {
+	return &Scan{id: id, rd: record.NewReader(id, maxPayload, record.Seq{}), segs: segs, log: log,
+		open: func(i int) (io.Reader, func(), error) { return segment(i), func() {}, nil },
+		end: func(seq record.Seq, tail record.Tail) error {
+			if _, ok := seq.Prev(); !ok {
+				return record.ClassifyTail(id, log.Path, nil, tail, record.Evidence{}, nil)
+			}
+			return nil
+		}}
 }
 
 // Next advances to the next record of the history.
@@ -70,16 +102,16 @@ func (h *Scan) Next() bool {
 			h.closeSegment()
 		case h.inLog:
 			h.tail = h.rd.Tail()
-			h.err = checkEnd(h.fs, h.id, h.v, h.rd.Seq(), h.tail)
+			h.err = h.end(h.rd.Seq(), h.tail)
 			return false
 		}
 		if h.i < len(h.segs) {
-			h.openSegment(&h.segs[h.i])
+			h.openSegment(h.i)
 			h.i++
 			continue
 		}
 		h.inLog = true
-		h.rd.Read(h.v.Source())
+		h.rd.Read(h.log)
 	}
 	return false
 }
@@ -106,13 +138,20 @@ func (h *Scan) closeSegment() {
 	}
 }
 
-func (h *Scan) openSegment(seg *archive.Segment) {
-	dec, closeSeg, err := archive.OpenSegment(h.fs, archive.Dir(h.id)+"/"+seg.File)
+func (h *Scan) openSegment(i int) {
+	seg := &h.segs[i]
+	r, closeFile, err := h.open(i)
 	if err != nil {
 		h.err = archive.Corruption(h.id, seg.File, seg.First, err)
 		return
 	}
-	h.cur, h.seg = closeSeg, seg
+	dec, err := archive.NewSegmentDecoder(r)
+	if err != nil {
+		closeFile()
+		h.err = archive.Corruption(h.id, seg.File, seg.First, err)
+		return
+	}
+	h.cur, h.seg = func() { dec.Close(); closeFile() }, seg
 	h.rd.Read(record.Source{R: archive.NewSegmentReader(dec, seg), Size: -1,
 		Path: archive.Dir(h.id) + "/" + seg.File})
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -48,7 +47,7 @@ type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) err
 // Backup copies sessions ids (every session forEach lists when none) into
 // the store dst, filling in rep, and returns the sessions it wrote, which
 // it verified (rep.Verify). A session dst does not hold is copied whole
-// (stage, checked before it is published: checkStaged); one it holds is
+// (stage, checked as it is copied, before it is published); one it holds is
 // brought up to date (update): the bytes past
 // what dst holds are appended when dst's log is a prefix of the source's,
 // and the session is copied whole otherwise. The copy is consistent: every
@@ -59,7 +58,7 @@ type ForSessions func(ids []session.SessionID, fn func(id session.SessionID) err
 // empty).
 func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID, forEach ForSessions, opts maintenance.BackupOptions, rep *maintenance.BackupReport) (_ []session.SessionID, err error) {
 	var copied, updated []session.SessionID
-	b := newBatch(ctx, dst, rep)
+	b := newBatch(dst, rep)
 	defer b.abort() // what an error left staged
 	seen := map[session.SessionID]bool{}
 	total, done := len(ids), 0
@@ -81,7 +80,7 @@ func (s *Store) Backup(ctx context.Context, dst *Store, ids []session.SessionID,
 		if _, lerr := dst.root.FS.Lstat(layout.SessionDir(id)); lerr != nil {
 			// A new session: opened, copied and checked on another
 			// goroutine while the next ones are (batch.stage).
-			if b.stage(func() *stageJob { return s.stageOne(dst.root.FS, id, len(ids) == 0) }) {
+			if b.stage(func() *stageJob { return s.stageOne(ctx, dst, id, len(ids) == 0) }) {
 				return b.flush()
 			}
 			return b.err()
@@ -151,7 +150,7 @@ func sourceErr(err error, listed bool) (why string, bad, stop error) {
 }
 
 // stageOne opens session id's source and stages its copy in dst (stage).
-func (s *Store) stageOne(dst vfs.FS, id session.SessionID, listed bool) *stageJob {
+func (s *Store) stageOne(ctx context.Context, dst *Store, id session.SessionID, listed bool) *stageJob {
 	j := &stageJob{id: id}
 	src, err := s.openBackupSource(id)
 	if err != nil {
@@ -159,7 +158,7 @@ func (s *Store) stageOne(dst vfs.FS, id session.SessionID, listed bool) *stageJo
 		return j
 	}
 	defer src.close()
-	if j.st, j.sb, err = src.stage(dst); err != nil {
+	if j.st, j.sb, err = src.stage(ctx, dst); err != nil {
 		j.st, j.err = nil, layout.OpErr("backup", id, err) // writing the copy failed: the backup stops
 	}
 	return j
@@ -297,20 +296,20 @@ func (src *backupSource) close() {
 }
 
 // copyInto copies the session into dst on its own: staged in a
-// temporary directory, checked as a full backup checks it (checkStaged;
+// temporary directory, checked as a full backup checks it (stage;
 // a copy that differs from what was read is removed, and its error names
 // the file and why), made durable (SyncAll), published with
 // RENAME_NOREPLACE and the root synced. A full backup stages many
 // sessions before it syncs and publishes them together (batch).
 func (src *backupSource) copyInto(ctx context.Context, to *Store) (maintenance.SessionBackup, error) {
 	dst := to.root.FS
-	st, sb, err := src.stage(dst)
+	st, sb, err := src.stage(ctx, to)
 	if err != nil {
 		return sb, err
 	}
 	if VerifyStaged {
-		sr, err := to.checkStaged(ctx, st)
-		if err == nil && !sr.OK() && !st.faithful {
+		err := st.err
+		if sr := st.sr; err == nil && !sr.OK() && !st.faithful {
 			err = fmt.Errorf("%w: session %s: its copy in the destination does not check: %s: %s",
 				sessionstore.ErrCorrupt, src.id, sr.Problems[0].File, sr.Problems[0].Message)
 		}
@@ -329,24 +328,31 @@ func (src *backupSource) copyInto(ctx context.Context, to *Store) (maintenance.S
 	return sb, dst.SyncDir(".")
 }
 
-// stage copies the session into a new temporary directory of dst,
-// without syncing anything: the log's committed prefix, settings.json,
-// the archive segments below the log and a manifest listing them, every
-// blob. On an error it leaves nothing.
-func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBackup, err error) {
-	id := src.id
+// stage copies the session into a new temporary directory of to,
+// without syncing anything: settings.json, the archive segments below
+// the log and a manifest listing them, the log's committed prefix, every
+// blob. Unless VerifyStaged is off, it checks the copy as it writes it
+// (copycheck.go) and leaves what it found in the staged copy's sr and
+// faithful. On an error it leaves nothing.
+func (src *backupSource) stage(ctx context.Context, to *Store) (_ *staged, sb maintenance.SessionBackup, err error) {
+	id, dst := src.id, to.root.FS
 	sb = maintenance.SessionBackup{ID: id, Action: maintenance.BackupNew}
 	if _, err := dst.Lstat(layout.SessionDir(id)); err == nil {
 		return nil, sb, fmt.Errorf("%w: session %s in the destination", sessionstore.ErrExists, id)
 	}
-	st := &staged{id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix(), sums: map[string]writtenSum{}}
+	st := &staged{id: id, tmp: layout.TmpDirPrefix + string(id) + "-" + layout.RandomSuffix(),
+		sr: sessionstore.SessionVerifyReport{ID: id}}
 	// The staged directory is opened once and its files are made by name
 	// relative to it (vfs.NewDir).
 	top, err := vfs.MakeDir(dst, st.tmp, layout.DirPerm)
 	if err != nil {
 		return nil, sb, err
 	}
+	c := &stagedCopy{st: st, verify: VerifyStaged}
 	defer func() {
+		if cerr := c.close(); err == nil && cerr != nil {
+			err = cerr
+		}
 		if cerr := top.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
@@ -355,52 +361,17 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 		}
 	}()
 	st.names = append(st.names, st.tmp)
-	// Each file's bytes are summed as they are written, for the check of
-	// the copy (checkStaged). sub is the directory of the staged copy the
-	// file goes in ("" for its top).
-	write := func(d vfs.NewDir, sub, name string, r io.Reader) (int64, error) {
-		rel := name
-		if sub != "" {
-			rel = sub + "/" + name
-		}
-		st.names = append(st.names, st.tmp+"/"+rel)
-		f, err := d.Create(name, layout.FilePerm)
-		if err != nil {
-			return 0, err
-		}
-		h := crc32.New(record.Castagnoli)
-		n, err := copyThrough(f, io.TeeReader(r, h))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		st.sums[rel] = writtenSum{n: n, crc: h.Sum32()}
-		return n, err
-	}
-	// mkdir makes directory sub of the staged copy.
-	mkdir := func(sub string, fill func(d vfs.NewDir) error) error {
-		d, err := top.Mkdir(sub, layout.DirPerm)
-		if err != nil {
-			return err
-		}
-		st.names = append(st.names, st.tmp+"/"+sub)
-		err = fill(d)
-		if cerr := d.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}
-	if _, err := write(top, "", layout.LogFile, io.NewSectionReader(src.v.F, 0, src.last.End())); err != nil {
-		return nil, sb, err
-	}
-	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
-	sb.BytesCopied = sb.LogBytes
-	st.logBytes, st.rev = src.last.End(), src.last.Rev
-	// settings.json: the record cap the records were written under, which
-	// a reader of the copy needs (a writer records it before its first
-	// record there, and only ever raises it: what is there now covers the
-	// records copied).
+
+	// settings.json first: the record cap the records were written under,
+	// which a reader of the copy needs, and which the copy's records are
+	// checked with (a writer records it before its first record there,
+	// and only ever raises it: what is there now covers the records
+	// copied).
+	var settings []byte
 	if f, err := src.fs.OpenFile(layout.SessionDir(id)+"/"+layout.SettingsFile, layout.RDONLY, 0); err == nil {
-		n, err := write(top, "", layout.SettingsFile, f)
+		n, err := c.copyFile(top, "", layout.SettingsFile, f, func(p []byte) {
+			settings = append(settings, p[:min(len(p), layout.SettingsMax-len(settings))]...)
+		})
 		_ = f.Close() // read-only
 		if err != nil {
 			return nil, sb, err
@@ -409,29 +380,62 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, sb, err
 	}
+	if c.damaged != nil {
+		return st, sb, nil // refused: nothing more to copy
+	}
+
+	// The history: the segments and the log, read once, through the
+	// copy (each byte read is written into the copy), and checked as
+	// read.
+	var archiveDir vfs.NewDir
 	if len(src.segs) > 0 {
-		err := mkdir(layout.ArchiveDir, func(d vfs.NewDir) error {
-			for i, seg := range src.segs {
-				if _, err := write(d, layout.ArchiveDir, seg.File, src.segFiles[i]); err != nil {
-					return err
-				}
-				sb.ArchiveBytes += seg.ZstBytes
-			}
-			sb.BytesCopied += sb.ArchiveBytes
-			b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
-			if err != nil {
-				return err
-			}
-			if _, err := write(d, layout.ArchiveDir, archive.ManifestFile, bytes.NewReader(b)); err != nil {
-				return err
-			}
-			sb.BytesCopied += int64(len(b))
-			return nil
-		})
-		if err != nil {
+		if archiveDir, err = c.mkdir(top, layout.ArchiveDir); err != nil {
 			return nil, sb, err
 		}
 	}
+	segs := make([]*copier, len(src.segs))
+	for i, seg := range src.segs {
+		if segs[i], err = c.create(archiveDir, layout.ArchiveDir, seg.File, src.segFiles[i], nil); err != nil {
+			return nil, sb, err
+		}
+		sb.ArchiveBytes += seg.ZstBytes
+	}
+	log, err := c.create(top, "", layout.LogFile, io.NewSectionReader(src.v.F, 0, src.last.End()), nil)
+	if err != nil {
+		return nil, sb, err
+	}
+	st.logBytes, st.rev = src.last.End(), src.last.Rev
+	sb.LogBytes, sb.Revision, sb.Segments = src.last.End(), src.last.Rev, len(src.segs)
+	sb.BytesCopied += sb.LogBytes + sb.ArchiveBytes
+	var h *history
+	if c.verify {
+		recorded, _ := layout.ParseCap(settings) // 0 with its error: what layout.ReadCap reads the copy with
+		h = checkHistory(ctx, id, record.SessionCap(to.root.MaxRecordBytes, int64(recorded)), src.segs, segs, log, st.logBytes)
+	}
+	for _, cp := range append(segs, log) {
+		if _, err := c.finish(cp, nil); err != nil {
+			return nil, sb, err
+		}
+	}
+	if c.damaged != nil {
+		return st, sb, nil
+	}
+	if h != nil {
+		if err := h.report(st, log.n); err != nil {
+			return nil, sb, layout.OpErr("backup", id, err)
+		}
+	}
+	if archiveDir != nil {
+		b, err := record.Frame(archive.Manifest{Version: archive.ManifestVersion, Segments: src.segs})
+		if err != nil {
+			return nil, sb, err
+		}
+		if _, err := c.copyFile(archiveDir, layout.ArchiveDir, archive.ManifestFile, bytes.NewReader(b), nil); err != nil {
+			return nil, sb, err
+		}
+		sb.BytesCopied += int64(len(b))
+	}
+
 	// The blobs: every one there, each whole (a blob under its name was
 	// synced before it got it); those the copied records reference were
 	// there before the log was opened. Unpublished, they are written
@@ -440,29 +444,92 @@ func (src *backupSource) stage(dst vfs.FS) (_ *staged, sb maintenance.SessionBac
 	if err != nil {
 		return nil, sb, err
 	}
+	refs := &copyRefs{}
+	if h != nil {
+		refs = &h.refs
+	}
 	if len(names) > 0 {
-		err := mkdir(layout.BlobDir, func(d vfs.NewDir) error {
-			for _, name := range names {
-				f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
-				if err != nil {
-					return err
-				}
-				n, err := write(d, layout.BlobDir, name, f)
-				_ = f.Close() // read-only
-				if err != nil {
-					return err
-				}
-				sb.Blobs++
-				sb.BytesCopied += n
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, sb, err
+		if err := src.stageBlobs(c, top, names, refs, &sb); err != nil || c.damaged != nil {
+			return st, sb, err
 		}
+	} else if len(refs.claims) > 0 {
+		refs.failed = true // no blob is there: Verify decides
 	}
 	st.bytes = sb.BytesCopied
+	if h != nil {
+		if err := to.checkRefs(ctx, st, refs); err != nil {
+			st.err = err
+		}
+	}
 	return st, sb, nil
+}
+
+// stageBlobs copies the blob files names into directory blobs/ of the
+// staged copy c, each checked against the claim refs holds of it, when
+// it is the file of a blob referenced (blobfile.FileFor), as read back:
+// first the pages the records reference, whose messages reference more
+// (pages among them), then the rest, in name order.
+func (src *backupSource) stageBlobs(c *stagedCopy, top vfs.NewDir, names []string, refs *copyRefs, sb *maintenance.SessionBackup) error {
+	d, err := c.mkdir(top, layout.BlobDir)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(names))
+	for _, name := range names {
+		have[name] = true
+	}
+	has := func(name string) bool { return have[name] }
+	copied := map[string]bool{}
+	copyBlob := func(name string, check func(f vfs.File, size int64)) error {
+		f, err := src.fs.OpenFile(blobfile.Dir(src.id)+"/"+name, layout.RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		n, err := c.copyChecked(d, layout.BlobDir, name, f, nil, check)
+		_ = f.Close() // read-only
+		if err == nil {
+			copied[name] = true
+			sb.Blobs++
+			sb.BytesCopied += n
+		}
+		return err
+	}
+	for len(refs.pages) > 0 && c.damaged == nil {
+		hash := refs.pages[len(refs.pages)-1]
+		refs.pages = refs.pages[:len(refs.pages)-1]
+		name, ok := blobfile.FileFor(has, hash)
+		if !ok {
+			refs.failed = true // missing: Verify decides
+			continue
+		}
+		if err := copyBlob(name, func(f vfs.File, size int64) { refs.page(src.id, hash, name, f, size) }); err != nil {
+			return err
+		}
+	}
+	// Every other blob referenced is there (FileFor), and is checked as it
+	// is copied.
+	check := map[string]string{} // file name -> hash
+	for hash := range refs.claims {
+		switch name, ok := blobfile.FileFor(has, hash); {
+		case !ok:
+			refs.failed = true // missing: Verify decides
+		case !copied[name]:
+			check[name] = hash
+		}
+	}
+	for _, name := range names {
+		if copied[name] || c.damaged != nil {
+			continue
+		}
+		var fn func(f vfs.File, size int64)
+		if hash, ok := check[name]; ok {
+			fn = func(f vfs.File, size int64) { refs.blob(src.id, hash, name, f, size) }
+		}
+		if err := copyBlob(name, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyBlobs copies into directory dir of dst (a published session's) the

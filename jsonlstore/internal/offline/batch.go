@@ -24,8 +24,8 @@ import (
 // (a sync of every file and directory, then of the root after its
 // rename) costs several flushes a session. It copies sessions in
 // batches instead: each into a temporary directory of the destination,
-// nothing synced, and checked there from what was just written
-// (checkStaged), on other goroutines while the next sessions are copied;
+// nothing synced, and checked as it is written (copycheck.go), on other
+// goroutines while the next sessions are copied;
 // then the copies that do not check are removed and reported, the rest of
 // the batch is made durable at once (vfs.FS.SyncAll: one syncfs on
 // Linux), each session published by its rename, and the root synced
@@ -55,24 +55,16 @@ type staged struct {
 	tmp   string
 	names []string // what was written: directories and files, for SyncAll
 	bytes int64
-	// What was copied, for the check of the copy (checkStaged): the
-	// log's bytes and last revision, and each file's bytes as written
-	// (by name within tmp).
+	// What was copied, for the check of the copy (copycheck.go): the
+	// log's bytes and last revision.
 	logBytes int64
 	rev      uint64
-	sums     map[string]writtenSum
 	// What checking the staged copy found, or kept it from checking it.
 	sr  sessionstore.SessionVerifyReport
 	err error
 	// faithful: sr has problems, and every file of the copy holds the
 	// bytes read from the source (the damage is the source's).
 	faithful bool
-}
-
-// writtenSum is the size and CRC-32C of the bytes written into a file.
-type writtenSum struct {
-	n   int64
-	crc uint32
 }
 
 // publish renames the staged directory to the session's name; an
@@ -91,7 +83,6 @@ func (st *staged) publish(dst vfs.FS) error {
 
 // batch is the staged sessions of a full backup into dst.
 type batch struct {
-	ctx   context.Context
 	dst   *Store
 	rep   *maintenance.BackupReport
 	jobs  []*stageJob   // this batch's sessions, in order, being staged
@@ -121,12 +112,13 @@ type stageJob struct {
 	err  error
 }
 
-func newBatch(ctx context.Context, dst *Store, rep *maintenance.BackupReport) *batch {
-	return &batch{ctx: ctx, dst: dst, rep: rep, slots: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
+func newBatch(dst *Store, rep *maintenance.BackupReport) *batch {
+	return &batch{dst: dst, rep: rep, slots: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 }
 
-// stage runs stageOne (as run) on a free goroutine (waiting for one),
-// then checks the copy there, and reports whether the batch is full.
+// stage runs stageOne (as run, which checks the copy as it writes it) on
+// a free goroutine (waiting for one), and reports whether the batch is
+// full.
 // Sessions are copied and checked side by side; what they found is
 // reported in their order (flush).
 func (b *batch) stage(run func() *stageJob) bool {
@@ -144,9 +136,6 @@ func (b *batch) stage(run func() *stageJob) bool {
 			return
 		}
 		b.bytes.Add(j.st.bytes)
-		if VerifyStaged {
-			j.st.sr, j.st.err = b.dst.checkStaged(b.ctx, j.st)
-		}
 	}()
 	return len(b.jobs) >= batchSessions || b.bytes.Load() >= batchBytes
 }
@@ -330,9 +319,9 @@ func (b *batch) abort() {
 }
 
 // stagedView is s as seen with st's temporary directory under the
-// session's name, read-only: the staged copy is checked as the session
-// it becomes, through its directory opened once (vfs.Within). Close
-// closes the directory.
+// session's name, read-only: the references of a staged copy are checked
+// in it as in the session it becomes (checkRefs), through its directory
+// opened once (vfs.Within). Close closes the directory.
 func (s *Store) stagedView(st *staged) (_ *Store, closeView func(), err error) {
 	dir, err := vfs.Within(s.root.FS, st.tmp, string(st.id))
 	if err != nil {
