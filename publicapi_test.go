@@ -22,15 +22,7 @@ import (
 // searched for "name." and an exported name, for the name of each
 // internal package it imports.
 func TestPublicAPINamesNoInternalType(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list and go doc")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool")
-	}
-	out, err := exec.Command(goTool, "list", "-json=ImportPath,Name,Imports", "./...").Output()
-	require.NoError(t, err, "go list")
+	goTool, out := goList(t, "ImportPath,Name,Imports")
 	type pkg struct {
 		ImportPath, Name string
 		Imports          []string
@@ -75,15 +67,7 @@ func TestPublicAPINamesNoInternalType(t *testing.T) {
 // doc.go per package), and no other file of it carries a package comment,
 // so that go doc shows the one in doc.go and nothing else competes with it.
 func TestEveryPackageHasDocGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool")
-	}
-	out, err := exec.Command(goTool, "list", "-json=ImportPath,Dir,Doc,GoFiles", "./...").Output()
-	require.NoError(t, err, "go list")
+	_, out := goList(t, "ImportPath,Dir,Doc,GoFiles")
 	checked := 0
 	for dec := json.NewDecoder(strings.NewReader(string(out))); dec.More(); {
 		var p struct {
@@ -108,4 +92,20 @@ func TestEveryPackageHasDocGo(t *testing.T) {
 		}
 	}
 	require.Greater(t, checked, 40, "go list found too few packages")
+}
+
+// goList returns the go tool's path and `go list -json=FIELDS ./...` of
+// the module; it skips the test in -short mode or without a go tool.
+func goList(t *testing.T, fields string) (goTool string, out []byte) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the go tool")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	out, err = exec.Command(goTool, "list", "-json="+fields, "./...").Output()
+	require.NoError(t, err, "go list")
+	return goTool, out
 }

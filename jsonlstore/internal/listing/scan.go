@@ -199,8 +199,9 @@ func (k *summaryKeys) ranked() summary.Summary {
 }
 
 // readSummaryKeys reads the summary.json of session id from its
-// directory dir, with the checks of decodeSummaryFile (checksum framing,
-// version, ID, revision), decoding only its ranking fields.
+// directory dir, with the checks of logfile.DecodeSummary (checksum
+// framing, then logfile.SummaryOf) and the current version, decoding only
+// its ranking fields.
 func readSummaryKeys(dir vfs.FS, id session.SessionID) (summaryKeys, bool) {
 	bp := summaryBufs.Get().(*[]byte)
 	defer summaryBufs.Put(bp)
@@ -250,8 +251,7 @@ func decodeSummaryKeys(b []byte, id session.SessionID) (summaryKeys, bool) {
 	if !layout.UnframeJSON(b, &k) {
 		return summaryKeys{}, false
 	}
-	if k.Version != logfile.SummaryVersion ||
-		k.Summary.ID != id || k.Revision == 0 || k.Summary.Revision != k.Revision {
+	if k.Version != logfile.SummaryVersion || !logfile.SummaryOf(id, k.Version, k.Summary.ID, k.Revision, k.Summary.Revision) {
 		return summaryKeys{}, false
 	}
 	return k, true

@@ -82,16 +82,18 @@ func EncodeSummary(sf SummaryFile) ([]byte, error) {
 // checks that Version is summaryVersion.
 func DecodeSummary(b []byte, id session.SessionID) (SummaryFile, bool) {
 	var sf SummaryFile
-	if !layout.UnframeJSON(b, &sf) || !summaryOf(id, sf.Version, sf.Summary.ID, sf.Revision, sf.Summary.Revision) {
+	if !layout.UnframeJSON(b, &sf) || !SummaryOf(id, sf.Version, sf.Summary.ID, sf.Revision, sf.Summary.Revision) {
 		return SummaryFile{}, false
 	}
 	return sf, true
 }
 
-// summaryOf reports whether a summary.json whose frame holds, of version
+// SummaryOf reports whether a summary.json whose frame holds, of version
 // v, for session sid, at revision rev, whose summary says revision srev,
-// is one of session id that this program reads.
-func summaryOf(id session.SessionID, v int, sid session.SessionID, rev, srev uint64) bool {
+// is one of session id that this program reads: the one rule for every
+// reader of summary.json, whichever of its members it decodes (a cache
+// user also checks that v is SummaryVersion).
+func SummaryOf(id session.SessionID, v int, sid session.SessionID, rev, srev uint64) bool {
 	return v >= 1 && v <= SummaryVersion && sid == id && rev != 0 && srev == rev
 }
 
@@ -113,7 +115,7 @@ func ReadSummary(fsys vfs.FS, id session.SessionID) (SummaryFile, bool) {
 // summaryEvidence is what a summary.json proves of committed revisions
 // (Evidence): the members that name the log and the revision, without the
 // summary's other members. It holds exactly when DecodeSummary's checks
-// hold (summaryOf: the frame's checksum, a version this program reads, the
+// hold (SummaryOf: the frame's checksum, a version this program reads, the
 // session's ID, a revision that the summary repeats); the other members
 // are not decoded, so their values prove nothing either way. Decoding the
 // whole summary was most of what reading the evidence cost (a search under
@@ -134,7 +136,7 @@ type summaryEvidence struct {
 // (summaryEvidence).
 func decodeEvidence(b []byte, id session.SessionID) (summaryEvidence, bool) {
 	var ev summaryEvidence
-	if !layout.UnframeJSON(b, &ev) || !summaryOf(id, ev.Version, ev.Summary.ID, ev.Revision, ev.Summary.Revision) {
+	if !layout.UnframeJSON(b, &ev) || !SummaryOf(id, ev.Version, ev.Summary.ID, ev.Revision, ev.Summary.Revision) {
 		return summaryEvidence{}, false
 	}
 	return ev, true
